@@ -1,0 +1,270 @@
+/**
+ * The EventStore port: what the domain, projections and dispatcher need from an event store.
+ * Two adapters implement it (embedded `node:sqlite` and EventStoreDB) and pass one contract suite
+ * (test/contract/eventstore.ts). Semantics follow EventStoreDB so that code written against the
+ * embedded store behaves the same in production.
+ *
+ * Revisions and positions are plain numbers: a stream revision starts at 0; a global position is a
+ * positive integer, strictly increasing in `$all` order. JavaScript numbers are exact up to 2^53,
+ * far beyond any log this service will hold.
+ */
+
+/** Who caused an event (DESIGN §3). */
+export type ActorType = 'platform' | 'operator' | 'partner' | 'system';
+export interface Actor {
+  type: ActorType;
+  id: string;
+}
+
+/** Metadata carried by every event (DESIGN §3). */
+export interface EventMetadata {
+  correlation_id: string;
+  causation_id: string | null;
+  actor: Actor;
+  /** ISO 8601 UTC: when the command that produced the event was decided. */
+  occurred_at: string;
+  /** Version of the event's data schema, so old events stay readable as schemas evolve. */
+  schema_version: number;
+}
+
+export interface NewEvent<Data = unknown> {
+  /** A UUID. Re-appending an event with the same id to the same stream is a no-op. Generated if absent. */
+  id?: string;
+  type: string;
+  data: Data;
+  metadata: EventMetadata;
+}
+
+export interface RecordedEvent<Data = unknown> {
+  id: string;
+  streamId: string;
+  type: string;
+  /** 0-based revision of the event within its stream. */
+  revision: number;
+  /** Global position in `$all`. */
+  position: number;
+  data: Data;
+  metadata: EventMetadata;
+  /** ISO 8601 UTC time at which the store recorded the event. */
+  recordedAt: string;
+}
+
+/**
+ * Expected state of a stream for an append (optimistic concurrency), as in EventStoreDB:
+ * `any` never conflicts, `no_stream` requires the stream to be absent, `stream_exists` requires it to
+ * hold at least one event, a number requires that revision to be the stream's last.
+ */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
+
+export interface AppendOptions {
+  expectedRevision?: ExpectedRevision;
+}
+
+export interface AppendResult {
+  /** The stream's revision after the append (the last event's revision). */
+  nextExpectedRevision: number;
+  /** Global position of the last event written (or of the original write, for an idempotent re-append). */
+  position: number;
+}
+
+export type Direction = 'forwards' | 'backwards';
+
+export interface ReadStreamOptions {
+  direction?: Direction;
+  /** First revision to read (inclusive). Defaults to the start (forwards) or the end (backwards). */
+  fromRevision?: number;
+  maxCount?: number;
+}
+
+/** Server-side filter for `$all` reads and subscriptions. System streams (`$…`) are always excluded. */
+export type EventFilter = { streamPrefixes: string[] } | { eventTypes: string[] };
+
+export interface ReadAllOptions {
+  direction?: Direction;
+  /**
+   * Exclusive bound: forwards reads return events with position > `after`; backwards reads return
+   * events with position < `before`. Omitted: from the start (forwards) or the end (backwards).
+   */
+  after?: number;
+  before?: number;
+  maxCount?: number;
+  filter?: EventFilter;
+}
+
+/** Where a subscription starts: the beginning, the current end, or after a checkpointed position. */
+export type SubscriptionStart = 'start' | 'end' | { after: number };
+
+export interface CatchUpSubscriptionOptions {
+  from?: SubscriptionStart;
+  filter?: EventFilter;
+  /** Largest batch handed to `onEvents` at once. */
+  maxBatchSize?: number;
+}
+
+export interface CatchUpHandlers {
+  /**
+   * Receives events in `$all` order. The next batch is not delivered before the returned promise
+   * settles (back-pressure). A rejection stops the subscription with that error.
+   */
+  onEvents(events: RecordedEvent[]): Promise<void> | void;
+  /** Called once, when the subscription has delivered everything that existed when it caught up. */
+  onCaughtUp?(): void;
+}
+
+export interface CatchUpSubscription {
+  /** Resolves when the subscription first caught up with the end of `$all`. */
+  readonly caughtUp: Promise<void>;
+  /** Settles when the subscription ends: resolves after `stop()`, rejects on a handler or store error. */
+  readonly done: Promise<void>;
+  /** Position of the last event handed to `onEvents`, if any. */
+  lastPosition(): number | undefined;
+  stop(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Persistent subscriptions (competing consumers with server-side checkpoints, as in EventStoreDB)
+
+export interface PersistentSubscriptionSettings {
+  /** Where the group starts reading when it is created. */
+  from?: SubscriptionStart;
+  filter?: EventFilter;
+  /** A message nacked with `retry` (or timed out) more than this many times is parked. */
+  maxRetryCount?: number;
+  /** A message not acked or nacked within this time is redelivered (counts as a retry). */
+  messageTimeoutMs?: number;
+}
+
+export type NackAction = 'park' | 'retry' | 'skip';
+
+export interface PersistentMessage {
+  event: RecordedEvent;
+  /** How many times this message was delivered before (0 on the first delivery). */
+  retryCount: number;
+  ack(): Promise<void>;
+  nack(action: NackAction, reason: string): Promise<void>;
+}
+
+export interface PersistentConsumerOptions {
+  /** How many unacknowledged messages this consumer may hold at once. */
+  bufferSize?: number;
+}
+
+export interface PersistentConsumer {
+  /** Settles when the consumer ends: resolves after `stop()`, rejects on a store error. */
+  readonly done: Promise<void>;
+  /** Stops receiving; messages held and not acked are redelivered to other consumers or later. */
+  stop(): Promise<void>;
+}
+
+export interface ParkedMessage {
+  event: RecordedEvent;
+  reason: string;
+  parkedAt: string;
+}
+
+export interface PersistentSubscriptionInfo {
+  group: string;
+  settings: Required<Omit<PersistentSubscriptionSettings, 'filter'>> & { filter?: EventFilter };
+  /** Every event at or before this position has been acked, skipped or parked. */
+  lastCheckpointedPosition: number | undefined;
+  parkedCount: number;
+  connections: number;
+}
+
+export interface EventStore {
+  /** Name of the adapter, for logs and `/readyz`. */
+  readonly kind: 'sqlite' | 'esdb';
+
+  append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
+  /** Throws `StreamNotFoundError` when the stream holds no event. */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** One page of `$all`; call again with the last position to continue. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Position of the last event in `$all` (0 when empty), optionally of the events matching a filter. */
+  headPosition(filter?: EventFilter): Promise<number>;
+
+  subscribeToAll(options: CatchUpSubscriptionOptions, handlers: CatchUpHandlers): CatchUpSubscription;
+
+  /** Creates a persistent subscription group on `$all`. Throws `PersistentSubscriptionExistsError`. */
+  createPersistentSubscription(group: string, settings?: PersistentSubscriptionSettings): Promise<void>;
+  /** Changes retry and timeout settings of a group. Throws `PersistentSubscriptionNotFoundError`. */
+  updatePersistentSubscription(
+    group: string,
+    settings: Pick<PersistentSubscriptionSettings, 'maxRetryCount' | 'messageTimeoutMs'>,
+  ): Promise<void>;
+  deletePersistentSubscription(group: string): Promise<void>;
+  getPersistentSubscriptionInfo(group: string): Promise<PersistentSubscriptionInfo>;
+  /**
+   * Joins a group as one consumer. Several consumers of one group (in this or other processes)
+   * share its messages; each message is delivered to one of them at a time, at least once.
+   */
+  subscribeToPersistent(
+    group: string,
+    handler: (message: PersistentMessage) => Promise<void> | void,
+    options?: PersistentConsumerOptions,
+  ): PersistentConsumer;
+  /** Parked messages of a group, oldest first. */
+  listParkedMessages(group: string, options?: { maxCount?: number }): Promise<ParkedMessage[]>;
+  /** Moves every parked message of a group back to delivery. */
+  replayParkedMessages(group: string): Promise<void>;
+
+  close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed errors. Adapters map their engine's errors to these; callers never see engine errors.
+
+export class EventStoreError extends Error {
+  override name = 'EventStoreError';
+}
+
+export class WrongExpectedVersionError extends EventStoreError {
+  override name = 'WrongExpectedVersionError';
+  readonly streamId: string;
+  readonly expected: ExpectedRevision;
+  /** The stream's actual last revision, or 'no_stream'. */
+  readonly actual: number | 'no_stream';
+  constructor(streamId: string, expected: ExpectedRevision, actual: number | 'no_stream') {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export class StreamNotFoundError extends EventStoreError {
+  override name = 'StreamNotFoundError';
+  readonly streamId: string;
+  constructor(streamId: string) {
+    super(`stream ${streamId} not found`);
+    this.streamId = streamId;
+  }
+}
+
+export class PersistentSubscriptionExistsError extends EventStoreError {
+  override name = 'PersistentSubscriptionExistsError';
+  readonly group: string;
+  constructor(group: string) {
+    super(`persistent subscription group ${group} already exists`);
+    this.group = group;
+  }
+}
+
+export class PersistentSubscriptionNotFoundError extends EventStoreError {
+  override name = 'PersistentSubscriptionNotFoundError';
+  readonly group: string;
+  constructor(group: string) {
+    super(`persistent subscription group ${group} not found`);
+    this.group = group;
+  }
+}
+
+/** The engine cannot be reached or is shutting down; the operation may be retried. */
+export class EventStoreUnavailableError extends EventStoreError {
+  override name = 'EventStoreUnavailableError';
+}
+
+/** Input the store refuses (bad stream id, event type or JSON); never retried. */
+export class InvalidEventError extends EventStoreError {
+  override name = 'InvalidEventError';
+}

@@ -1,0 +1,985 @@
+/**
+ * The EventStore contract: every adapter of the port must pass these cases unchanged.
+ * Tests share one engine in the EventStoreDB run, so each test writes to streams with its own random
+ * prefix and reads `$all` through a filter on that prefix.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ExecutionContext, TestFn } from 'ava';
+import {
+  type EventMetadata,
+  type EventStore,
+  type NewEvent,
+  type PersistentMessage,
+  PersistentSubscriptionExistsError,
+  PersistentSubscriptionNotFoundError,
+  type RecordedEvent,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '../../eventstore/port.ts';
+
+export interface OpenedStore {
+  store: EventStore;
+  /** Closes the store and opens the same data again, as a restarted process would. */
+  reopen: () => Promise<EventStore>;
+  cleanup: () => Promise<void>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function metadata(overrides: Partial<EventMetadata> = {}): EventMetadata {
+  return {
+    correlation_id: randomUUID(),
+    causation_id: null,
+    actor: { type: 'platform', id: 'contract-test' },
+    occurred_at: '2026-01-02T03:04:05.000Z',
+    schema_version: 1,
+    ...overrides,
+  };
+}
+
+function ev(type: string, data: Record<string, unknown> = {}, id?: string): NewEvent {
+  return { ...(id ? { id } : {}), type, data, metadata: metadata() };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Waits until `predicate` holds, polling briefly (test-side only). */
+async function eventually(t: ExecutionContext, predicate: () => boolean, what: string, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > until) {
+      t.fail(`timed out waiting for ${what}`);
+      return;
+    }
+    await delay(5);
+  }
+}
+
+/** A unique prefix per test, so tests on a shared engine never see each other's streams. */
+function prefix(): string {
+  return `t${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+}
+
+export function eventStoreContract(
+  test: TestFn,
+  adapter: string,
+  open: () => Promise<OpenedStore>,
+): void {
+  const name = (title: string) => `${adapter}: ${title}`;
+
+  /** Opens a store for one test and always cleans it up. */
+  async function withStore(t: ExecutionContext, fn: (o: OpenedStore, p: string) => Promise<void>) {
+    const opened = await open();
+    t.teardown(() => opened.cleanup());
+    await fn(opened, prefix());
+  }
+
+  // ---- append and read a stream ----------------------------------------------------------------
+
+  test(name('append to a new stream with no_stream starts at revision 0'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const r = await store.append(`${p}-a`, [ev('Created')], { expectedRevision: 'no_stream' });
+      t.is(r.nextExpectedRevision, 0);
+      t.true(r.position > 0);
+    }),
+  );
+
+  test(name('a multi-event append returns the last revision and reads back in order with data and metadata'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const events = [ev('A', { n: 1 }), ev('B', { n: 2, nested: { x: [1, 2] } }), ev('C', { n: 3 })];
+      const r = await store.append(`${p}-s`, events);
+      t.is(r.nextExpectedRevision, 2);
+      const read = await store.readStream(`${p}-s`);
+      t.deepEqual(
+        read.map((e) => [e.type, e.revision, e.data]),
+        [
+          ['A', 0, { n: 1 }],
+          ['B', 1, { n: 2, nested: { x: [1, 2] } }],
+          ['C', 2, { n: 3 }],
+        ],
+      );
+      t.deepEqual(read[1].metadata, events[1].metadata);
+      t.is(read[2].position, r.position);
+      t.true(read[0].position < read[1].position && read[1].position < read[2].position);
+      for (const e of read) {
+        t.is(e.streamId, `${p}-s`);
+        t.regex(e.id, UUID);
+        t.false(Number.isNaN(Date.parse(e.recordedAt)));
+      }
+    }),
+  );
+
+  test(name('explicit event ids are kept'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const id = randomUUID();
+      await store.append(`${p}-s`, [ev('A', {}, id)]);
+      const [e] = await store.readStream(`${p}-s`);
+      t.is(e.id, id);
+    }),
+  );
+
+  test(name('metadata round-trips: actor, correlation, causation, time, schema version'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const m = metadata({
+        actor: { type: 'operator', id: 'op-7' },
+        causation_id: randomUUID(),
+        schema_version: 3,
+      });
+      await store.append(`${p}-s`, [{ type: 'A', data: { a: 1 }, metadata: m }]);
+      const [e] = await store.readStream(`${p}-s`);
+      t.deepEqual(e.metadata, m);
+    }),
+  );
+
+  test(name('unicode and awkward strings round-trip byte for byte'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const data = { s: "Ünïcödé 🌿 'quoted' \"dq\" \\ back \u0000 nul; DROP TABLE events; --", empty: '', n: null };
+      await store.append(`${p}-s`, [ev('A', data)]);
+      const [e] = await store.readStream(`${p}-s`);
+      t.deepEqual(e.data, data);
+    }),
+  );
+
+  test(name('no_stream on an existing stream is a conflict naming the actual revision'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('A'), ev('B')]);
+      const err = await t.throwsAsync(store.append(`${p}-s`, [ev('C')], { expectedRevision: 'no_stream' }), {
+        instanceOf: WrongExpectedVersionError,
+      });
+      t.is(err?.actual, 1);
+      t.is((await store.readStream(`${p}-s`)).length, 2);
+    }),
+  );
+
+  test(name('an exact expected revision that matches appends'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('A'), ev('B')]);
+      const r = await store.append(`${p}-s`, [ev('C')], { expectedRevision: 1 });
+      t.is(r.nextExpectedRevision, 2);
+    }),
+  );
+
+  test(name('a stale expected revision is refused and nothing is written'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('A'), ev('B'), ev('C')]);
+      const err = await t.throwsAsync(store.append(`${p}-s`, [ev('X'), ev('Y')], { expectedRevision: 0 }), {
+        instanceOf: WrongExpectedVersionError,
+      });
+      t.is(err?.actual, 2);
+      t.is(err?.streamId, `${p}-s`);
+      t.deepEqual(
+        (await store.readStream(`${p}-s`)).map((e) => e.type),
+        ['A', 'B', 'C'],
+      );
+    }),
+  );
+
+  test(name('an exact expected revision on a missing stream reports no_stream'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const err = await t.throwsAsync(store.append(`${p}-s`, [ev('A')], { expectedRevision: 0 }), {
+        instanceOf: WrongExpectedVersionError,
+      });
+      t.is(err?.actual, 'no_stream');
+    }),
+  );
+
+  test(name('stream_exists refuses a missing stream and accepts an existing one'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await t.throwsAsync(store.append(`${p}-s`, [ev('A')], { expectedRevision: 'stream_exists' }), {
+        instanceOf: WrongExpectedVersionError,
+      });
+      await store.append(`${p}-s`, [ev('A')]);
+      const r = await store.append(`${p}-s`, [ev('B')], { expectedRevision: 'stream_exists' });
+      t.is(r.nextExpectedRevision, 1);
+    }),
+  );
+
+  test(name('any never conflicts'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('A')], { expectedRevision: 'any' });
+      const r = await store.append(`${p}-s`, [ev('B')], { expectedRevision: 'any' });
+      t.is(r.nextExpectedRevision, 1);
+    }),
+  );
+
+  test(name('re-appending the same event ids at the same revision is a no-op with the first result'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const batch = [ev('A', { a: 1 }, randomUUID()), ev('B', { b: 2 }, randomUUID())];
+      const first = await store.append(`${p}-s`, batch, { expectedRevision: 'no_stream' });
+      const again = await store.append(`${p}-s`, batch, { expectedRevision: 'no_stream' });
+      t.deepEqual(again, first);
+      t.is((await store.readStream(`${p}-s`)).length, 2);
+    }),
+  );
+
+  test(name('re-appending the same event ids with any is a no-op'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('Z')]);
+      const batch = [ev('A', {}, randomUUID())];
+      const first = await store.append(`${p}-s`, batch, { expectedRevision: 'any' });
+      const again = await store.append(`${p}-s`, batch, { expectedRevision: 'any' });
+      t.deepEqual(again, first);
+      t.deepEqual(
+        (await store.readStream(`${p}-s`)).map((e) => e.type),
+        ['Z', 'A'],
+      );
+    }),
+  );
+
+  test(name('re-appending after an exact revision with the same ids is a no-op'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('Z')]);
+      const batch = [ev('A', {}, randomUUID())];
+      const first = await store.append(`${p}-s`, batch, { expectedRevision: 0 });
+      const again = await store.append(`${p}-s`, batch, { expectedRevision: 0 });
+      t.deepEqual(again, first);
+      t.is((await store.readStream(`${p}-s`)).length, 2);
+    }),
+  );
+
+  test(name('reading a missing stream throws StreamNotFoundError'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const err = await t.throwsAsync(store.readStream(`${p}-missing`), { instanceOf: StreamNotFoundError });
+      t.is(err?.streamId, `${p}-missing`);
+    }),
+  );
+
+  test(name('a stream reads backwards from the end'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('A'), ev('B'), ev('C')]);
+      const back = await store.readStream(`${p}-s`, { direction: 'backwards' });
+      t.deepEqual(
+        back.map((e) => e.revision),
+        [2, 1, 0],
+      );
+    }),
+  );
+
+  test(name('a stream reads forwards from a revision with a max count'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(
+        `${p}-s`,
+        Array.from({ length: 10 }, (_, i) => ev('E', { i })),
+      );
+      const page = await store.readStream(`${p}-s`, { fromRevision: 4, maxCount: 3 });
+      t.deepEqual(
+        page.map((e) => e.revision),
+        [4, 5, 6],
+      );
+    }),
+  );
+
+  test(name('a stream reads backwards from a revision with a max count'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(
+        `${p}-s`,
+        Array.from({ length: 10 }, (_, i) => ev('E', { i })),
+      );
+      const page = await store.readStream(`${p}-s`, { direction: 'backwards', fromRevision: 5, maxCount: 2 });
+      t.deepEqual(
+        page.map((e) => e.revision),
+        [5, 4],
+      );
+    }),
+  );
+
+  // ---- $all ------------------------------------------------------------------------------------
+
+  test(name('global positions increase in append order across streams'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const positions: number[] = [];
+      for (let i = 0; i < 6; i++) positions.push((await store.append(`${p}-${i % 3}`, [ev('E', { i })])).position);
+      t.deepEqual(
+        [...positions].sort((a, b) => a - b),
+        positions,
+      );
+      t.is(new Set(positions).size, 6);
+    }),
+  );
+
+  test(name('$all reads forwards strictly after a position'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const a = await store.append(`${p}-a`, [ev('A')]);
+      await store.append(`${p}-b`, [ev('B')]);
+      await store.append(`${p}-c`, [ev('C')]);
+      const after = await store.readAll({ after: a.position, filter: { streamPrefixes: [p] } });
+      t.deepEqual(
+        after.map((e) => e.type),
+        ['B', 'C'],
+      );
+    }),
+  );
+
+  test(name('$all reads backwards strictly before a position'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      await store.append(`${p}-b`, [ev('B')]);
+      const c = await store.append(`${p}-c`, [ev('C')]);
+      const back = await store.readAll({ direction: 'backwards', before: c.position, filter: { streamPrefixes: [p] } });
+      t.deepEqual(
+        back.map((e) => e.type),
+        ['B', 'A'],
+      );
+    }),
+  );
+
+  test(name('$all paging with maxCount meets every event exactly once'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      for (let i = 0; i < 25; i++) await store.append(`${p}-${i % 4}`, [ev('E', { i })]);
+      const seen: number[] = [];
+      let after: number | undefined;
+      for (;;) {
+        const page = await store.readAll({ after, maxCount: 7, filter: { streamPrefixes: [p] } });
+        if (page.length === 0) break;
+        t.true(page.length <= 7);
+        seen.push(...page.map((e) => (e.data as { i: number }).i));
+        after = page[page.length - 1].position;
+      }
+      t.deepEqual(
+        seen,
+        Array.from({ length: 25 }, (_, i) => i),
+      );
+    }),
+  );
+
+  test(name('$all filtered by stream prefix'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-cart-1`, [ev('A')]);
+      await store.append(`${p}-store-1`, [ev('B')]);
+      await store.append(`${p}-cart-2`, [ev('C')]);
+      const carts = await store.readAll({ filter: { streamPrefixes: [`${p}-cart-`] } });
+      t.deepEqual(
+        carts.map((e) => e.streamId),
+        [`${p}-cart-1`, `${p}-cart-2`],
+      );
+    }),
+  );
+
+  test(name('$all filtered by event type'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const typeA = `${p}Wanted`;
+      const typeB = `${p}Other`;
+      await store.append(`${p}-1`, [ev(typeA), ev(typeB), ev(typeA)]);
+      const got = await store.readAll({ filter: { eventTypes: [typeA] } });
+      t.deepEqual(
+        got.map((e) => [e.type, e.revision]),
+        [
+          [typeA, 0],
+          [typeA, 2],
+        ],
+      );
+    }),
+  );
+
+  test(name('headPosition is the last appended position, also under a filter'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const a = await store.append(`${p}-a`, [ev('A')]);
+      const b = await store.append(`${p}-b`, [ev('B')]);
+      t.true((await store.headPosition()) >= b.position);
+      t.is(await store.headPosition({ streamPrefixes: [`${p}-a`] }), a.position);
+      t.is(await store.headPosition({ streamPrefixes: [`${p}-none`] }), 0);
+    }),
+  );
+
+  // ---- concurrency -----------------------------------------------------------------------------
+
+  test(name('concurrent writers at one expected revision: exactly one wins'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-s`, [ev('A')]);
+      const results = await Promise.allSettled(
+        Array.from({ length: 10 }, (_, i) => store.append(`${p}-s`, [ev('W', { i })], { expectedRevision: 0 })),
+      );
+      t.is(results.filter((r) => r.status === 'fulfilled').length, 1);
+      for (const r of results) {
+        if (r.status === 'rejected') t.true(r.reason instanceof WrongExpectedVersionError);
+      }
+      t.is((await store.readStream(`${p}-s`)).length, 2);
+    }),
+  );
+
+  test(name('concurrent writers that re-read and retry on conflict all land, revisions contiguous'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const writers = 20;
+      await Promise.all(
+        Array.from({ length: writers }, async (_, i) => {
+          for (;;) {
+            let revision: number | 'no_stream';
+            try {
+              const last = await store.readStream(`${p}-s`, { direction: 'backwards', maxCount: 1 });
+              revision = last[0].revision;
+            } catch (err) {
+              if (!(err instanceof StreamNotFoundError)) throw err;
+              revision = 'no_stream';
+            }
+            try {
+              await store.append(`${p}-s`, [ev('W', { i })], { expectedRevision: revision });
+              return;
+            } catch (err) {
+              if (!(err instanceof WrongExpectedVersionError)) throw err;
+            }
+          }
+        }),
+      );
+      const events = await store.readStream(`${p}-s`);
+      t.deepEqual(
+        events.map((e) => e.revision),
+        Array.from({ length: writers }, (_, i) => i),
+      );
+      t.deepEqual(
+        new Set(events.map((e) => (e.data as { i: number }).i)).size,
+        writers,
+      );
+    }),
+  );
+
+  test(name('many concurrent appenders to distinct streams: every event lands at a unique position'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          store.append(`${p}-${i % 50}`, [ev('E', { i }), ev('F', { i })], { expectedRevision: 'any' }),
+        ),
+      );
+      t.is(new Set(results.map((r) => r.position)).size, 200);
+      const all = await store.readAll({ filter: { streamPrefixes: [p] } });
+      t.is(all.length, 400);
+      for (let i = 1; i < all.length; i++) t.true(all[i].position > all[i - 1].position);
+    }),
+  );
+
+  // ---- catch-up subscriptions ------------------------------------------------------------------
+
+  test(name('a catch-up subscription delivers history in order, then reports caught up'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      for (let i = 0; i < 30; i++) await store.append(`${p}-${i % 3}`, [ev('E', { i })]);
+      const seen: number[] = [];
+      let caughtUpCalls = 0;
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { streamPrefixes: [p] } },
+        {
+          onEvents: (events) => {
+            seen.push(...events.map((e) => (e.data as { i: number }).i));
+          },
+          onCaughtUp: () => {
+            caughtUpCalls += 1;
+          },
+        },
+      );
+      await sub.caughtUp;
+      t.deepEqual(
+        seen,
+        Array.from({ length: 30 }, (_, i) => i),
+      );
+      t.is(caughtUpCalls, 1);
+      await sub.stop();
+      await sub.done;
+    }),
+  );
+
+  test(name('a catch-up subscription goes live: events appended later arrive'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('Old')]);
+      const seen: string[] = [];
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { streamPrefixes: [p] } },
+        { onEvents: (events) => void seen.push(...events.map((e) => e.type)) },
+      );
+      await sub.caughtUp;
+      await store.append(`${p}-a`, [ev('New1')]);
+      await store.append(`${p}-b`, [ev('New2')]);
+      await eventually(t, () => seen.length === 3, 'live events');
+      t.deepEqual(seen, ['Old', 'New1', 'New2']);
+      await sub.stop();
+    }),
+  );
+
+  test(name('a catch-up subscription resumes strictly after a checkpointed position'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      const b = await store.append(`${p}-a`, [ev('B')]);
+      await store.append(`${p}-a`, [ev('C')]);
+      const seen: string[] = [];
+      const sub = store.subscribeToAll(
+        { from: { after: b.position }, filter: { streamPrefixes: [p] } },
+        { onEvents: (events) => void seen.push(...events.map((e) => e.type)) },
+      );
+      await sub.caughtUp;
+      t.deepEqual(seen, ['C']);
+      t.is(sub.lastPosition(), (await store.readStream(`${p}-a`))[2].position);
+      await sub.stop();
+    }),
+  );
+
+  test(name('a catch-up subscription from the end sees only new events'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('Before')]);
+      const seen: string[] = [];
+      const sub = store.subscribeToAll(
+        { from: 'end', filter: { streamPrefixes: [p] } },
+        { onEvents: (events) => void seen.push(...events.map((e) => e.type)) },
+      );
+      await sub.caughtUp;
+      await store.append(`${p}-a`, [ev('After')]);
+      await eventually(t, () => seen.length === 1, 'the new event');
+      t.deepEqual(seen, ['After']);
+      await sub.stop();
+    }),
+  );
+
+  test(name('a catch-up subscription filtered by event type'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const wanted = `${p}Wanted`;
+      await store.append(`${p}-a`, [ev(wanted, { i: 1 }), ev(`${p}Other`), ev(wanted, { i: 2 })]);
+      const seen: number[] = [];
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { eventTypes: [wanted] } },
+        { onEvents: (events) => void seen.push(...events.map((e) => (e.data as { i: number }).i)) },
+      );
+      await sub.caughtUp;
+      await store.append(`${p}-b`, [ev(`${p}Other`), ev(wanted, { i: 3 })]);
+      await eventually(t, () => seen.length === 3, 'the live matching event');
+      t.deepEqual(seen, [1, 2, 3]);
+      await sub.stop();
+    }),
+  );
+
+  test(name('a catch-up subscription respects maxBatchSize and never overlaps handler calls'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      for (let i = 0; i < 50; i++) await store.append(`${p}-a`, [ev('E', { i })]);
+      let active = 0;
+      let maxActive = 0;
+      let maxBatch = 0;
+      let count = 0;
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { streamPrefixes: [p] }, maxBatchSize: 8 },
+        {
+          onEvents: async (events) => {
+            active += 1;
+            maxActive = Math.max(maxActive, active);
+            maxBatch = Math.max(maxBatch, events.length);
+            await delay(2);
+            count += events.length;
+            active -= 1;
+          },
+        },
+      );
+      await sub.caughtUp;
+      t.is(count, 50);
+      t.is(maxActive, 1);
+      t.true(maxBatch <= 8);
+      await sub.stop();
+    }),
+  );
+
+  test(name('a failing handler ends the subscription with its error'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { streamPrefixes: [p] } },
+        {
+          onEvents: () => {
+            throw new Error('projection bug');
+          },
+        },
+      );
+      await t.throwsAsync(sub.done, { message: 'projection bug' });
+    }),
+  );
+
+  test(name('a stopped subscription delivers nothing more'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const seen: string[] = [];
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { streamPrefixes: [p] } },
+        { onEvents: (events) => void seen.push(...events.map((e) => e.type)) },
+      );
+      await sub.caughtUp;
+      await sub.stop();
+      await sub.done;
+      await store.append(`${p}-a`, [ev('Late')]);
+      await delay(100);
+      t.deepEqual(seen, []);
+    }),
+  );
+
+  // ---- persistent subscriptions ----------------------------------------------------------------
+
+  /** Collects messages of a group; `auto` decides what each handler call does. */
+  function collect(
+    store: EventStore,
+    group: string,
+    auto: (m: PersistentMessage) => Promise<void> | void,
+    bufferSize?: number,
+  ) {
+    const received: PersistentMessage[] = [];
+    const consumer = store.subscribeToPersistent(
+      group,
+      async (m) => {
+        received.push(m);
+        await auto(m);
+      },
+      { bufferSize },
+    );
+    return { received, consumer };
+  }
+
+  const types = (ms: PersistentMessage[]) => ms.map((m) => m.event.type);
+
+  test(name('a persistent subscription delivers from the start and acks advance the checkpoint'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const group = `${p}-g`;
+      await store.append(`${p}-a`, [ev('A'), ev('B')]);
+      await store.createPersistentSubscription(group, { from: 'start', filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, group, (m) => m.ack());
+      await eventually(t, () => received.length === 2, 'two messages');
+      t.deepEqual(types(received), ['A', 'B']);
+      t.deepEqual(
+        received.map((m) => m.retryCount),
+        [0, 0],
+      );
+      const last = received[1].event.position;
+      await eventually(t, () => true, 'settle');
+      let info = await store.getPersistentSubscriptionInfo(group);
+      for (let i = 0; i < 100 && (info.lastCheckpointedPosition ?? 0) < last; i++) {
+        await delay(20);
+        info = await store.getPersistentSubscriptionInfo(group);
+      }
+      t.true((info.lastCheckpointedPosition ?? 0) >= last);
+      t.is(info.connections, 1);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('creating a group twice is refused; unknown groups are reported'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.createPersistentSubscription(`${p}-g`);
+      await t.throwsAsync(store.createPersistentSubscription(`${p}-g`), {
+        instanceOf: PersistentSubscriptionExistsError,
+      });
+      await t.throwsAsync(store.getPersistentSubscriptionInfo(`${p}-nope`), {
+        instanceOf: PersistentSubscriptionNotFoundError,
+      });
+      await t.throwsAsync(store.deletePersistentSubscription(`${p}-nope`), {
+        instanceOf: PersistentSubscriptionNotFoundError,
+      });
+      const consumer = store.subscribeToPersistent(`${p}-nope`, () => {});
+      await t.throwsAsync(consumer.done, { instanceOf: PersistentSubscriptionNotFoundError });
+    }),
+  );
+
+  test(name('a group created from the end receives only later events'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('Old')]);
+      await store.createPersistentSubscription(`${p}-g`, { from: 'end', filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) => m.ack());
+      await store.append(`${p}-a`, [ev('New')]);
+      await eventually(t, () => received.length === 1, 'the new event');
+      await delay(50);
+      t.deepEqual(types(received), ['New']);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('a group created after a position starts strictly after it'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const a = await store.append(`${p}-a`, [ev('A')]);
+      await store.append(`${p}-a`, [ev('B')]);
+      await store.createPersistentSubscription(`${p}-g`, {
+        from: { after: a.position },
+        filter: { streamPrefixes: [p] },
+      });
+      const { received, consumer } = collect(store, `${p}-g`, (m) => m.ack());
+      await eventually(t, () => received.length === 1, 'B');
+      await delay(50);
+      t.deepEqual(types(received), ['B']);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('nack retry redelivers with a higher retry count'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) =>
+        m.retryCount === 0 ? m.nack('retry', 'try again') : m.ack(),
+      );
+      await eventually(t, () => received.length === 2, 'the redelivery');
+      t.deepEqual(
+        received.map((m) => [m.event.type, m.retryCount]),
+        [
+          ['A', 0],
+          ['A', 1],
+        ],
+      );
+      await consumer.stop();
+    }),
+  );
+
+  test(name('a message retried past maxRetryCount is parked and listed'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('Poison'), ev('Fine')]);
+      await store.createPersistentSubscription(`${p}-g`, { maxRetryCount: 2, filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) =>
+        m.event.type === 'Poison' ? m.nack('retry', 'boom') : m.ack(),
+      );
+      await eventually(t, () => received.filter((m) => m.event.type === 'Poison').length === 3, 'three attempts');
+      let parked = await store.listParkedMessages(`${p}-g`);
+      for (let i = 0; i < 100 && parked.length === 0; i++) {
+        await delay(20);
+        parked = await store.listParkedMessages(`${p}-g`);
+      }
+      t.deepEqual(
+        parked.map((m) => m.event.type),
+        ['Poison'],
+      );
+      t.false(Number.isNaN(Date.parse(parked[0].parkedAt)));
+      await delay(100);
+      t.is(received.filter((m) => m.event.type === 'Poison').length, 3);
+      t.is((await store.getPersistentSubscriptionInfo(`${p}-g`)).parkedCount, 1);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('nack park parks at once with its reason and is not redelivered'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) => m.nack('park', 'receiver gone'));
+      await eventually(t, () => received.length === 1, 'the delivery');
+      let parked = await store.listParkedMessages(`${p}-g`);
+      for (let i = 0; i < 100 && parked.length === 0; i++) {
+        await delay(20);
+        parked = await store.listParkedMessages(`${p}-g`);
+      }
+      t.is(parked.length, 1);
+      t.is(parked[0].event.id, received[0].event.id);
+      if (store.kind === 'sqlite') t.is(parked[0].reason, 'receiver gone');
+      await delay(100);
+      t.is(received.length, 1);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('nack skip drops the message: not redelivered, not parked'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('Skip'), ev('Next')]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) =>
+        m.event.type === 'Skip' ? m.nack('skip', 'not for us') : m.ack(),
+      );
+      await eventually(t, () => received.length === 2, 'both');
+      await delay(100);
+      t.deepEqual(types(received), ['Skip', 'Next']);
+      t.deepEqual(await store.listParkedMessages(`${p}-g`), []);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('a message neither acked nor nacked is redelivered after messageTimeout'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('Slow')]);
+      await store.createPersistentSubscription(`${p}-g`, {
+        messageTimeoutMs: 1_000,
+        filter: { streamPrefixes: [p] },
+      });
+      const { received, consumer } = collect(store, `${p}-g`, (m) => (m.retryCount === 0 ? undefined : m.ack()));
+      await eventually(t, () => received.length === 2, 'the redelivery after the timeout', 10_000);
+      t.deepEqual(
+        received.map((m) => m.retryCount),
+        [0, 1],
+      );
+      await consumer.stop();
+    }),
+  );
+
+  test(name('a handler that throws has its message retried'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) => {
+        if (m.retryCount === 0) throw new Error('transient');
+        return m.ack();
+      });
+      await eventually(t, () => received.length === 2, 'the retry');
+      t.is(received[1].retryCount, 1);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('replaying parked messages delivers them again'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A'), ev('B')]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      let parkAll = true;
+      const { received, consumer } = collect(store, `${p}-g`, (m) => (parkAll ? m.nack('park', 'down') : m.ack()));
+      await eventually(t, () => received.length === 2, 'first deliveries');
+      let parked = await store.listParkedMessages(`${p}-g`);
+      for (let i = 0; i < 100 && parked.length < 2; i++) {
+        await delay(20);
+        parked = await store.listParkedMessages(`${p}-g`);
+      }
+      t.is(parked.length, 2);
+      parkAll = false;
+      await store.replayParkedMessages(`${p}-g`);
+      await eventually(t, () => received.length === 4, 'replayed deliveries', 10_000);
+      t.deepEqual(types(received.slice(2)).sort(), ['A', 'B']);
+      let left = await store.listParkedMessages(`${p}-g`);
+      for (let i = 0; i < 100 && left.length > 0; i++) {
+        await delay(20);
+        left = await store.listParkedMessages(`${p}-g`);
+      }
+      t.deepEqual(left, []);
+      await consumer.stop();
+    }),
+  );
+
+  test(name('unacked messages go to the next consumer when one stops'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-a`, [ev('A')]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const first = collect(store, `${p}-g`, () => undefined);
+      await eventually(t, () => first.received.length === 1, 'first delivery');
+      await first.consumer.stop();
+      const second = collect(store, `${p}-g`, (m) => m.ack());
+      await eventually(t, () => second.received.length === 1, 'redelivery to the second consumer', 10_000);
+      t.is(second.received[0].event.id, first.received[0].event.id);
+      await second.consumer.stop();
+    }),
+  );
+
+  test(name('several consumers of one group share the messages; each is handled once when acked'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const c1 = collect(store, `${p}-g`, async (m) => {
+        await delay(1);
+        await m.ack();
+      });
+      const c2 = collect(store, `${p}-g`, async (m) => {
+        await delay(1);
+        await m.ack();
+      });
+      for (let i = 0; i < 60; i++) await store.append(`${p}-${i % 5}`, [ev('E', { i })]);
+      await eventually(t, () => c1.received.length + c2.received.length >= 60, 'all messages', 10_000);
+      await delay(100);
+      const all = [...c1.received, ...c2.received].map((m) => (m.event.data as { i: number }).i);
+      t.is(all.length, 60);
+      t.is(new Set(all).size, 60);
+      t.true(c1.received.length > 0 && c2.received.length > 0);
+      await c1.consumer.stop();
+      await c2.consumer.stop();
+    }),
+  );
+
+  test(name('a bufferSize bounds how many unacked messages a consumer holds'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(
+        `${p}-a`,
+        Array.from({ length: 20 }, (_, i) => ev('E', { i })),
+      );
+      await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
+      const held = collect(store, `${p}-g`, () => undefined, 3);
+      await eventually(t, () => held.received.length === 3, 'three held');
+      await delay(150);
+      t.is(held.received.length, 3);
+      for (const m of held.received.slice()) await m.ack();
+      await eventually(t, () => held.received.length >= 6, 'three more after acks');
+      await delay(100);
+      t.is(held.received.length, 6);
+      await held.consumer.stop();
+    }),
+  );
+
+  test(name('a persistent subscription filter by event type'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const wanted = `${p}CartStatusChanged`;
+      await store.append(`${p}-a`, [ev(wanted, { i: 1 }), ev(`${p}Noise`), ev(wanted, { i: 2 })]);
+      await store.createPersistentSubscription(`${p}-g`, { filter: { eventTypes: [wanted] } });
+      const { received, consumer } = collect(store, `${p}-g`, (m) => m.ack());
+      await eventually(t, () => received.length === 2, 'both matching');
+      await delay(50);
+      t.deepEqual(
+        received.map((m) => (m.event.data as { i: number }).i),
+        [1, 2],
+      );
+      await consumer.stop();
+    }),
+  );
+
+  test(name('updating a group changes its retry and timeout settings'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.createPersistentSubscription(`${p}-g`, { maxRetryCount: 5, messageTimeoutMs: 10_000 });
+      await store.updatePersistentSubscription(`${p}-g`, { maxRetryCount: 2, messageTimeoutMs: 4_000 });
+      const info = await store.getPersistentSubscriptionInfo(`${p}-g`);
+      t.is(info.settings.maxRetryCount, 2);
+      t.is(info.settings.messageTimeoutMs, 4_000);
+      await t.throwsAsync(store.updatePersistentSubscription(`${p}-nope`, { maxRetryCount: 1 }), {
+        instanceOf: PersistentSubscriptionNotFoundError,
+      });
+    }),
+  );
+
+  test(name('a deleted group is gone and its consumers end'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.createPersistentSubscription(`${p}-g`);
+      const consumer = store.subscribeToPersistent(`${p}-g`, (m) => m.ack());
+      await delay(50);
+      await store.deletePersistentSubscription(`${p}-g`);
+      await t.throwsAsync(store.getPersistentSubscriptionInfo(`${p}-g`), {
+        instanceOf: PersistentSubscriptionNotFoundError,
+      });
+      await t.throwsAsync(
+        Promise.race([consumer.done, delay(5_000).then(() => Promise.reject(new Error('consumer still running')))]),
+      );
+    }),
+  );
+
+  test(name('after a restart, acked messages are not redelivered and unacked ones are'), (t) =>
+    withStore(t, async (opened, p) => {
+      const group = `${p}-g`;
+      await opened.store.append(`${p}-a`, [ev('Acked1'), ev('Acked2')]);
+      await opened.store.createPersistentSubscription(group, { filter: { streamPrefixes: [p] } });
+      const first = collect(opened.store, group, (m) => m.ack());
+      await eventually(t, () => first.received.length === 2, 'first two');
+      // Let the checkpoint reach the store before the "crash" (EventStoreDB checkpoints asynchronously).
+      const last = first.received[1].event.position;
+      for (let i = 0; i < 200; i++) {
+        const info = await opened.store.getPersistentSubscriptionInfo(group);
+        if ((info.lastCheckpointedPosition ?? 0) >= last) break;
+        await delay(25);
+      }
+      await first.consumer.stop();
+      await opened.store.append(`${p}-a`, [ev('Unacked')]);
+      const store = await opened.reopen();
+      const second = collect(store, group, (m) => m.ack());
+      await eventually(t, () => second.received.length >= 1, 'the unacked message', 10_000);
+      await delay(100);
+      t.deepEqual(types(second.received), ['Unacked']);
+      await second.consumer.stop();
+    }),
+  );
+
+  test(name('events appended while a reader is catching up are delivered exactly once, in order'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      for (let i = 0; i < 100; i++) await store.append(`${p}-a`, [ev('E', { i })]);
+      const seen: number[] = [];
+      const sub = store.subscribeToAll(
+        { from: 'start', filter: { streamPrefixes: [p] }, maxBatchSize: 10 },
+        {
+          onEvents: async (events) => {
+            seen.push(...events.map((e) => (e.data as { i: number }).i));
+            await delay(1);
+          },
+        },
+      );
+      for (let i = 100; i < 150; i++) await store.append(`${p}-b`, [ev('E', { i })]);
+      await eventually(t, () => seen.length >= 150, 'all 150', 10_000);
+      await delay(50);
+      t.deepEqual(
+        seen,
+        Array.from({ length: 150 }, (_, i) => i),
+      );
+      await sub.stop();
+    }),
+  );
+}
