@@ -125,7 +125,7 @@ export interface CatchUpSubscription {
 // Persistent subscriptions (competing consumers with server-side checkpoints, as in EventStoreDB)
 
 export interface PersistentSubscriptionSettings {
-  /** Where the group starts reading when it is created. */
+  /** Where the group starts reading when it is created. Defaults to 'start' (EventStoreDB's own default is 'end'). */
   from?: SubscriptionStart;
   filter?: EventFilter;
   /** A message nacked with `retry` (or timed out) more than this many times is parked. */

@@ -34,10 +34,10 @@ import {
   type PersistentConsumer,
   type PersistentConsumerOptions,
   type PersistentMessage,
-  type PersistentSubscriptionInfo,
-  type PersistentSubscriptionSettings,
   PersistentSubscriptionExistsError,
+  type PersistentSubscriptionInfo,
   PersistentSubscriptionNotFoundError,
+  type PersistentSubscriptionSettings,
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
@@ -146,7 +146,10 @@ function validateStreamId(streamId: string): void {
 function isBusy(err: unknown): boolean {
   const e = err as { errcode?: number; message?: string };
   // SQLITE_BUSY (5) and SQLITE_LOCKED (6), including their extended codes.
-  return (typeof e?.errcode === 'number' && [5, 6].includes(e.errcode & 0xff)) || /database is locked/.test(String(e?.message));
+  return (
+    (typeof e?.errcode === 'number' && [5, 6].includes(e.errcode & 0xff)) ||
+    /database is locked/.test(String(e?.message))
+  );
 }
 
 /** A promise that can be resolved from outside: the wake-up signal for idle readers. */
@@ -281,9 +284,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     if (!first) {
       if (ids.length > 1) {
         const others = ids.slice(1);
-        const hit = stmt(`SELECT 1 FROM events WHERE event_id IN (${others.map(() => '?').join(',')}) LIMIT 1`).get(
-          ...others,
-        );
+        const hit = stmt(
+          `SELECT 1 FROM events WHERE event_id IN (${others.map(() => '?').join(',')}) LIMIT 1`,
+        ).get(...others);
         if (hit) throw new InvalidEventError('some event ids of this batch are already stored');
       }
       return undefined;
@@ -308,7 +311,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     return { nextExpectedRevision: first.revision + ids.length - 1, position: rows[rows.length - 1][1] };
   }
 
-  async function append(streamId: string, events: NewEvent[], opts: AppendOptions = {}): Promise<AppendResult> {
+  async function append(
+    streamId: string,
+    events: NewEvent[],
+    opts: AppendOptions = {},
+  ): Promise<AppendResult> {
     validateStreamId(streamId);
     validateEvents(events);
     const expected = opts.expectedRevision ?? 'any';
@@ -322,7 +329,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     const payloads = events.map((e) => [JSON.stringify(e.data), JSON.stringify(e.metadata)]);
     const recordedAt = now().toISOString();
     const result = transaction(() => {
-      const again = events.some((e) => e.id !== undefined) ? idempotentResult(streamId, ids, expected) : undefined;
+      const again = events.some((e) => e.id !== undefined)
+        ? idempotentResult(streamId, ids, expected)
+        : undefined;
       if (again) return { result: again, wrote: false };
       const actual = lastRevision(streamId);
       checkExpected(streamId, expected, actual);
@@ -331,7 +340,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       let position = 0;
       for (let i = 0; i < events.length; i++) {
         revision += 1;
-        const info = insert.run(streamId, revision, ids[i], events[i].type, payloads[i][0], payloads[i][1], recordedAt);
+        const info = insert.run(
+          streamId,
+          revision,
+          ids[i],
+          events[i].type,
+          payloads[i][0],
+          payloads[i][1],
+          recordedAt,
+        );
         position = Number(info.lastInsertRowid);
       }
       return { result: { nextExpectedRevision: revision, position }, wrote: true };
@@ -345,18 +362,15 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     ensureOpen();
     const backwards = opts.direction === 'backwards';
     const limit = opts.maxCount ?? -1;
-    const rows = (
-      backwards
-        ? stmt(
-            `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
-            true,
-          ).all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER, limit)
-        : stmt(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`, true).all(
-            streamId,
-            opts.fromRevision ?? 0,
-            limit,
-          )
-    ) as unknown as Row[];
+    const rows = (backwards
+      ? stmt(
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+          true,
+        ).all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER, limit)
+      : stmt(
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+          true,
+        ).all(streamId, opts.fromRevision ?? 0, limit)) as unknown as Row[];
     if (rows.length === 0 && lastRevision(streamId) === undefined) throw new StreamNotFoundError(streamId);
     return rows.map(toRecorded);
   }
@@ -380,7 +394,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   function headSync(filter?: EventFilter): number {
     ensureOpen();
     const f = filterSql(filter);
-    const row = stmt(`SELECT max(position) AS p FROM events WHERE 1${f.sql}`).get(...f.params) as { p: number | null };
+    const row = stmt(`SELECT max(position) AS p FROM events WHERE 1${f.sql}`).get(...f.params) as {
+      p: number | null;
+    };
     return row.p ?? 0;
   }
 
@@ -388,7 +404,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
    * Reads the next matching events after `after`, scanning at most SCAN_WINDOW positions when filtered.
    * Returns the events and the position the scan reached (so a sparse filter still makes progress).
    */
-  function nextChunk(after: number, filter: EventFilter | undefined, max: number): { rows: Row[]; reached: number } {
+  function nextChunk(
+    after: number,
+    filter: EventFilter | undefined,
+    max: number,
+  ): { rows: Row[]; reached: number } {
     const head = headSync();
     if (head <= after) return { rows: [], reached: after };
     const upTo = filter ? Math.min(head, after + SCAN_WINDOW) : head;
@@ -518,7 +538,9 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
   async function getPersistentSubscriptionInfo(group: string): Promise<PersistentSubscriptionInfo> {
     const g = loadGroup(group);
-    const parked = stmt('SELECT count(*) AS n FROM psub_parked WHERE grp = ? AND replaying = 0').get(group) as {
+    const parked = stmt('SELECT count(*) AS n FROM psub_parked WHERE grp = ? AND replaying = 0').get(
+      group,
+    ) as {
       n: number;
     };
     return {
@@ -530,7 +552,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     };
   }
 
-  async function listParkedMessages(group: string, opts: { maxCount?: number } = {}): Promise<ParkedMessage[]> {
+  async function listParkedMessages(
+    group: string,
+    opts: { maxCount?: number } = {},
+  ): Promise<ParkedMessage[]> {
     loadGroup(group);
     const rows = stmt(
       `SELECT e.position, e.stream_id, e.revision, e.event_id, e.type, e.data, e.metadata, e.recorded_at, p.reason, p.parked_at
@@ -600,7 +625,14 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     let pumping = false;
     let closedGroup = false;
 
-    const g: GroupRuntime = { settings: loaded.settings, consumers: [], pump, removeConsumer, loadReplays, shutdown };
+    const g: GroupRuntime = {
+      settings: loaded.settings,
+      consumers: [],
+      pump,
+      removeConsumer,
+      loadReplays,
+      shutdown,
+    };
 
     function capacity(): number {
       let free = 0;

@@ -16,7 +16,9 @@ test('SIGKILL in the middle of appends: every acknowledged append is present, no
   const acked = new Map<string, number>();
   let acks = 0;
   const lines = createInterface({ input: child.stdout });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on('exit', (_code, signal) => resolve(signal)),
+  );
   await new Promise<void>((resolve) => {
     lines.on('line', (line) => {
       const [, stream, revision] = line.split(' ');
@@ -36,7 +38,10 @@ test('SIGKILL in the middle of appends: every acknowledged append is present, no
   for (const [stream, revision] of acked) {
     const events = await store.readStream(stream);
     // Every acknowledged event is there (there may be more: appended but killed before the ack printed).
-    t.true(events.length >= revision + 1, `${stream}: ${events.length} events, acked up to revision ${revision}`);
+    t.true(
+      events.length >= revision + 1,
+      `${stream}: ${events.length} events, acked up to revision ${revision}`,
+    );
     // No partial batch: each append of 3 events is all there or not at all, in order.
     t.is(events.length % 3, 0, `${stream} holds a partial append`);
     for (let i = 0; i < events.length; i += 3) {

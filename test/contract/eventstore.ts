@@ -12,7 +12,6 @@ import {
   type PersistentMessage,
   PersistentSubscriptionExistsError,
   PersistentSubscriptionNotFoundError,
-  type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
@@ -46,7 +45,12 @@ function delay(ms: number): Promise<void> {
 }
 
 /** Waits until `predicate` holds, polling briefly (test-side only). */
-async function eventually(t: ExecutionContext, predicate: () => boolean, what: string, ms = 5_000): Promise<void> {
+async function eventually(
+  t: ExecutionContext,
+  predicate: () => boolean,
+  what: string,
+  ms = 5_000,
+): Promise<void> {
   const until = Date.now() + ms;
   while (!predicate()) {
     if (Date.now() > until) {
@@ -62,11 +66,7 @@ function prefix(): string {
   return `t${randomUUID().replaceAll('-', '').slice(0, 12)}`;
 }
 
-export function eventStoreContract(
-  test: TestFn,
-  adapter: string,
-  open: () => Promise<OpenedStore>,
-): void {
+export function eventStoreContract(test: TestFn, adapter: string, open: () => Promise<OpenedStore>): void {
   const name = (title: string) => `${adapter}: ${title}`;
 
   /** Opens a store for one test and always cleans it up. */
@@ -86,29 +86,31 @@ export function eventStoreContract(
     }),
   );
 
-  test(name('a multi-event append returns the last revision and reads back in order with data and metadata'), (t) =>
-    withStore(t, async ({ store }, p) => {
-      const events = [ev('A', { n: 1 }), ev('B', { n: 2, nested: { x: [1, 2] } }), ev('C', { n: 3 })];
-      const r = await store.append(`${p}-s`, events);
-      t.is(r.nextExpectedRevision, 2);
-      const read = await store.readStream(`${p}-s`);
-      t.deepEqual(
-        read.map((e) => [e.type, e.revision, e.data]),
-        [
-          ['A', 0, { n: 1 }],
-          ['B', 1, { n: 2, nested: { x: [1, 2] } }],
-          ['C', 2, { n: 3 }],
-        ],
-      );
-      t.deepEqual(read[1].metadata, events[1].metadata);
-      t.is(read[2].position, r.position);
-      t.true(read[0].position < read[1].position && read[1].position < read[2].position);
-      for (const e of read) {
-        t.is(e.streamId, `${p}-s`);
-        t.regex(e.id, UUID);
-        t.false(Number.isNaN(Date.parse(e.recordedAt)));
-      }
-    }),
+  test(
+    name('a multi-event append returns the last revision and reads back in order with data and metadata'),
+    (t) =>
+      withStore(t, async ({ store }, p) => {
+        const events = [ev('A', { n: 1 }), ev('B', { n: 2, nested: { x: [1, 2] } }), ev('C', { n: 3 })];
+        const r = await store.append(`${p}-s`, events);
+        t.is(r.nextExpectedRevision, 2);
+        const read = await store.readStream(`${p}-s`);
+        t.deepEqual(
+          read.map((e) => [e.type, e.revision, e.data]),
+          [
+            ['A', 0, { n: 1 }],
+            ['B', 1, { n: 2, nested: { x: [1, 2] } }],
+            ['C', 2, { n: 3 }],
+          ],
+        );
+        t.deepEqual(read[1].metadata, events[1].metadata);
+        t.is(read[2].position, r.position);
+        t.true(read[0].position < read[1].position && read[1].position < read[2].position);
+        for (const e of read) {
+          t.is(e.streamId, `${p}-s`);
+          t.regex(e.id, UUID);
+          t.false(Number.isNaN(Date.parse(e.recordedAt)));
+        }
+      }),
   );
 
   test(name('explicit event ids are kept'), (t) =>
@@ -135,7 +137,11 @@ export function eventStoreContract(
 
   test(name('unicode and awkward strings round-trip byte for byte'), (t) =>
     withStore(t, async ({ store }, p) => {
-      const data = { s: "Ünïcödé 🌿 'quoted' \"dq\" \\ back \u0000 nul; DROP TABLE events; --", empty: '', n: null };
+      const data = {
+        s: 'Ünïcödé 🌿 \'quoted\' "dq" \\ back \u0000 nul; DROP TABLE events; --',
+        empty: '',
+        n: null,
+      };
       await store.append(`${p}-s`, [ev('A', data)]);
       const [e] = await store.readStream(`${p}-s`);
       t.deepEqual(e.data, data);
@@ -290,7 +296,8 @@ export function eventStoreContract(
   test(name('global positions increase in append order across streams'), (t) =>
     withStore(t, async ({ store }, p) => {
       const positions: number[] = [];
-      for (let i = 0; i < 6; i++) positions.push((await store.append(`${p}-${i % 3}`, [ev('E', { i })])).position);
+      for (let i = 0; i < 6; i++)
+        positions.push((await store.append(`${p}-${i % 3}`, [ev('E', { i })])).position);
       t.deepEqual(
         [...positions].sort((a, b) => a - b),
         positions,
@@ -317,7 +324,11 @@ export function eventStoreContract(
       await store.append(`${p}-a`, [ev('A')]);
       await store.append(`${p}-b`, [ev('B')]);
       const c = await store.append(`${p}-c`, [ev('C')]);
-      const back = await store.readAll({ direction: 'backwards', before: c.position, filter: { streamPrefixes: [p] } });
+      const back = await store.readAll({
+        direction: 'backwards',
+        before: c.position,
+        filter: { streamPrefixes: [p] },
+      });
       t.deepEqual(
         back.map((e) => e.type),
         ['B', 'A'],
@@ -389,7 +400,9 @@ export function eventStoreContract(
     withStore(t, async ({ store }, p) => {
       await store.append(`${p}-s`, [ev('A')]);
       const results = await Promise.allSettled(
-        Array.from({ length: 10 }, (_, i) => store.append(`${p}-s`, [ev('W', { i })], { expectedRevision: 0 })),
+        Array.from({ length: 10 }, (_, i) =>
+          store.append(`${p}-s`, [ev('W', { i })], { expectedRevision: 0 }),
+        ),
       );
       t.is(results.filter((r) => r.status === 'fulfilled').length, 1);
       for (const r of results) {
@@ -427,10 +440,7 @@ export function eventStoreContract(
         events.map((e) => e.revision),
         Array.from({ length: writers }, (_, i) => i),
       );
-      t.deepEqual(
-        new Set(events.map((e) => (e.data as { i: number }).i)).size,
-        writers,
-      );
+      t.deepEqual(new Set(events.map((e) => (e.data as { i: number }).i)).size, writers);
     }),
   );
 
@@ -719,11 +729,18 @@ export function eventStoreContract(
   test(name('a message retried past maxRetryCount is parked and listed'), (t) =>
     withStore(t, async ({ store }, p) => {
       await store.append(`${p}-a`, [ev('Poison'), ev('Fine')]);
-      await store.createPersistentSubscription(`${p}-g`, { maxRetryCount: 2, filter: { streamPrefixes: [p] } });
+      await store.createPersistentSubscription(`${p}-g`, {
+        maxRetryCount: 2,
+        filter: { streamPrefixes: [p] },
+      });
       const { received, consumer } = collect(store, `${p}-g`, (m) =>
         m.event.type === 'Poison' ? m.nack('retry', 'boom') : m.ack(),
       );
-      await eventually(t, () => received.filter((m) => m.event.type === 'Poison').length === 3, 'three attempts');
+      await eventually(
+        t,
+        () => received.filter((m) => m.event.type === 'Poison').length === 3,
+        'three attempts',
+      );
       let parked = await store.listParkedMessages(`${p}-g`);
       for (let i = 0; i < 100 && parked.length === 0; i++) {
         await delay(20);
@@ -783,7 +800,9 @@ export function eventStoreContract(
         messageTimeoutMs: 1_000,
         filter: { streamPrefixes: [p] },
       });
-      const { received, consumer } = collect(store, `${p}-g`, (m) => (m.retryCount === 0 ? undefined : m.ack()));
+      const { received, consumer } = collect(store, `${p}-g`, (m) =>
+        m.retryCount === 0 ? undefined : m.ack(),
+      );
       await eventually(t, () => received.length === 2, 'the redelivery after the timeout', 10_000);
       t.deepEqual(
         received.map((m) => m.retryCount),
@@ -812,7 +831,9 @@ export function eventStoreContract(
       await store.append(`${p}-a`, [ev('A'), ev('B')]);
       await store.createPersistentSubscription(`${p}-g`, { filter: { streamPrefixes: [p] } });
       let parkAll = true;
-      const { received, consumer } = collect(store, `${p}-g`, (m) => (parkAll ? m.nack('park', 'down') : m.ack()));
+      const { received, consumer } = collect(store, `${p}-g`, (m) =>
+        parkAll ? m.nack('park', 'down') : m.ack(),
+      );
       await eventually(t, () => received.length === 2, 'first deliveries');
       let parked = await store.listParkedMessages(`${p}-g`);
       for (let i = 0; i < 100 && parked.length < 2; i++) {
@@ -929,7 +950,10 @@ export function eventStoreContract(
         instanceOf: PersistentSubscriptionNotFoundError,
       });
       await t.throwsAsync(
-        Promise.race([consumer.done, delay(5_000).then(() => Promise.reject(new Error('consumer still running')))]),
+        Promise.race([
+          consumer.done,
+          delay(5_000).then(() => Promise.reject(new Error('consumer still running'))),
+        ]),
       );
     }),
   );

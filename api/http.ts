@@ -1,0 +1,351 @@
+/**
+ * The Koa app every process serves: shared middleware (request id, access log, metrics, RFC 9457
+ * problem responses) and the operational endpoints `/healthz`, `/readyz`, `/metrics`. Partner,
+ * platform and admin routers are mounted into the same app with `app.use(router.routes())`.
+ */
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/** What the shared middleware puts in `ctx.state` for every later handler. */
+export interface AppState {
+  requestId: string;
+  /** Child logger carrying `request_id`. */
+  log: Logger;
+}
+export type App = Koa<AppState>;
+export type AppContext = Koa.ParameterizedContext<AppState>;
+
+// ---------------------------------------------------------------------------------------------
+// Problems (RFC 9457)
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** One invalid input, for the `errors` member of a 400/422 problem. */
+export interface ProblemFieldError {
+  /** The offending input, e.g. `limit` or `items[0].quantity`. */
+  field: string;
+  message: string;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  errors?: ProblemFieldError[];
+}
+
+export interface HttpProblemOptions {
+  /** Machine-readable code; defaults to one derived from the status (`not_found`, `conflict`, …). */
+  code?: string;
+  detail?: string;
+  errors?: ProblemFieldError[];
+  /** Problem type URI; `about:blank` means the status says it all. */
+  type?: string;
+  title?: string;
+  /** Response headers such as `Retry-After` or `Allow`. */
+  headers?: Record<string, string>;
+  /** RFC 9457 extension members, e.g. `{ allowed: [...] }` for a refused status move. */
+  extensions?: Record<string, unknown>;
+}
+
+const DEFAULT_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'validation_failed',
+  429: 'rate_limited',
+  500: 'internal_error',
+  503: 'unavailable',
+};
+
+function defaultCode(status: number): string {
+  return DEFAULT_CODES[status] ?? (STATUS_CODES[status] ?? 'error').toLowerCase().replace(/[^a-z0-9]+/g, '_');
+}
+
+/** Throw this from any handler to answer with a problem document. */
+export class HttpProblem extends Error {
+  override name = 'HttpProblem';
+  readonly status: number;
+  readonly code: string;
+  readonly title: string;
+  readonly type: string;
+  readonly detail: string;
+  readonly errors: ProblemFieldError[] | undefined;
+  readonly headers: Record<string, string>;
+  readonly extensions: Record<string, unknown>;
+  constructor(status: number, options: HttpProblemOptions = {}) {
+    const title = options.title ?? STATUS_CODES[status] ?? 'Error';
+    const detail = options.detail ?? title;
+    super(detail);
+    this.status = status;
+    this.code = options.code ?? defaultCode(status);
+    this.title = title;
+    this.type = options.type ?? 'about:blank';
+    this.detail = detail;
+    this.errors = options.errors;
+    this.headers = options.headers ?? {};
+    this.extensions = options.extensions ?? {};
+  }
+
+  toJSON(): ProblemBody {
+    const body: ProblemBody = {
+      ...this.extensions,
+      type: this.type,
+      title: this.title,
+      status: this.status,
+      detail: this.detail,
+      code: this.code,
+    };
+    if (this.errors) body.errors = this.errors;
+    return body;
+  }
+}
+
+/** Shorthand: `throw httpProblem(404, 'cart_not_found', 'No cart 1234')`. */
+export function httpProblem(
+  status: number,
+  code?: string,
+  detail?: string,
+  options: Omit<HttpProblemOptions, 'code' | 'detail'> = {},
+): HttpProblem {
+  return new HttpProblem(status, { ...options, code, detail });
+}
+
+/**
+ * Maps anything thrown to a problem. Errors carrying an HTTP status (Koa's `ctx.throw`, http-errors)
+ * keep it; their message is shown when exposable (4xx by default). Anything else is an opaque 500.
+ */
+function toProblem(error: unknown, requestId: string): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  const internal = `The request could not be completed because of an internal error (request id ${requestId}).`;
+  const e = error as {
+    status?: unknown;
+    statusCode?: unknown;
+    expose?: unknown;
+    message?: unknown;
+    headers?: unknown;
+  };
+  const status = typeof e?.status === 'number' ? e.status : e?.statusCode;
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) {
+    return new HttpProblem(500, { detail: internal });
+  }
+  const expose = typeof e.expose === 'boolean' ? e.expose : status < 500;
+  const headers =
+    e.headers && typeof e.headers === 'object' ? (e.headers as Record<string, string>) : undefined;
+  const detail = expose && typeof e.message === 'string' ? e.message : status >= 500 ? internal : undefined;
+  return new HttpProblem(status, { detail, headers });
+}
+
+function sendProblem(ctx: AppContext, problem: HttpProblem): void {
+  // As Koa does for errors: drop headers a handler set before failing, keep only the request id.
+  for (const name of ctx.response.headers ? Object.keys(ctx.response.headers) : []) {
+    if (name !== 'x-request-id') ctx.remove(name);
+  }
+  ctx.set(problem.headers);
+  ctx.status = problem.status;
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = problem.toJSON();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readiness
+
+export type ReadinessCheck = () => boolean | Promise<boolean>;
+
+export interface ReadinessReport {
+  ready: boolean;
+  /** True once the process began to stop: never ready again. */
+  stopping: boolean;
+  checks: Record<string, 'ok' | 'failing'>;
+  /** Names of the failing checks. */
+  failing: string[];
+  /** Why a check threw or timed out, for logs only (may name internals). */
+  errors: Record<string, string>;
+}
+
+export interface Readiness {
+  /** Registers a named check; the process is ready when every check returns true. */
+  add(name: string, check: ReadinessCheck): void;
+  check(): Promise<ReadinessReport>;
+  /** Reports not-ready from now on, so load balancers stop sending requests during shutdown. */
+  markStopping(): void;
+}
+
+export function createReadiness(options: { timeoutMs?: number } = {}): Readiness {
+  const timeoutMs = options.timeoutMs ?? 2_000;
+  const checks = new Map<string, ReadinessCheck>();
+  let stopping = false;
+
+  async function run(check: ReadinessCheck): Promise<{ ok: boolean; error?: string }> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      return { ok: (await Promise.race([Promise.resolve().then(check), timeout])) === true };
+    } catch (error) {
+      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    add(name, check) {
+      if (checks.has(name)) throw new Error(`readiness check ${name} is already registered`);
+      checks.set(name, check);
+    },
+    async check() {
+      const names = [...checks.keys()];
+      const results = await Promise.all(names.map((name) => run(checks.get(name)!)));
+      const report: ReadinessReport = { ready: !stopping, stopping, checks: {}, failing: [], errors: {} };
+      names.forEach((name, i) => {
+        const { ok, error } = results[i];
+        report.checks[name] = ok ? 'ok' : 'failing';
+        if (!ok) {
+          report.ready = false;
+          report.failing.push(name);
+        }
+        if (error) report.errors[name] = error;
+      });
+      return report;
+    },
+    markStopping() {
+      stopping = true;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+/** A fresh registry with the default process metrics; one per app so tests can build several apps. */
+export function createMetricsRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/** The matched @koa/router pattern (bounded cardinality), or `unmatched`. */
+function routeLabel(ctx: AppContext): string {
+  const matched = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+  return matched === undefined ? 'unmatched' : String(matched);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The app
+
+/** Probes hit these every few seconds: their access lines go to debug to keep the log readable. */
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+// A client-supplied id is echoed only if it cannot smuggle anything into headers or logs.
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export interface HttpAppOptions {
+  logger: Logger;
+  registry: Registry;
+  readiness: Readiness;
+  /** Role of this process, shown by `/readyz`. */
+  role: string;
+}
+
+export function createHttpApp(options: HttpAppOptions): App {
+  const { logger, registry, readiness, role } = options;
+  const app: App = new Koa<AppState>();
+
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Duration of HTTP requests in seconds, by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+
+  // Errors Koa itself reports (e.g. a failing response stream); without a listener it prints to stderr.
+  app.on('error', (error: unknown, ctx?: AppContext) => {
+    (ctx?.state?.log ?? logger).error({ err: error }, 'unhandled error in HTTP response');
+  });
+
+  app.use(async (ctx, next) => {
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ request_id: requestId });
+    ctx.set('X-Request-Id', requestId);
+    await next();
+  });
+
+  // Access log and latency histogram. Only the path is logged: query strings may carry secrets.
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = routeLabel(ctx);
+      const status = ctx.status;
+      duration.observe({ method: ctx.method, route, status: String(status) }, seconds);
+      const level = OPS_PATHS.has(ctx.path) && status < 500 ? 'debug' : 'info';
+      ctx.state.log[level](
+        { method: ctx.method, path: ctx.path, route, status, duration_ms: Math.round(seconds * 1e6) / 1e3 },
+        'request',
+      );
+    }
+  });
+
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const problem = toProblem(error, ctx.state.requestId);
+      if (problem.status >= 500) ctx.state.log.error({ err: error }, 'request failed');
+      if (ctx.headerSent || !ctx.writable) return;
+      sendProblem(ctx, problem);
+      return;
+    }
+    // Nothing answered (no route) or a router set an error status without a body (405).
+    if (ctx.status >= 400 && ctx.body == null) {
+      const detail = ctx.status === 404 ? `Nothing is served at ${ctx.method} ${ctx.path}.` : undefined;
+      const headers: Record<string, string> = {};
+      const allow = ctx.response.get('Allow');
+      if (allow) headers['Allow'] = allow;
+      sendProblem(ctx, new HttpProblem(ctx.status, { detail, headers }));
+    }
+  });
+
+  const ops = new Router<AppState>();
+  ops.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  ops.get('/readyz', async (ctx) => {
+    const report = await readiness.check();
+    if (Object.keys(report.errors).length > 0) {
+      ctx.state.log.warn({ errors: report.errors }, 'readiness check failed');
+    }
+    ctx.status = report.ready ? 200 : 503;
+    ctx.body = {
+      status: report.ready ? 'ready' : report.stopping ? 'stopping' : 'not_ready',
+      role,
+      checks: report.checks,
+      ...(report.ready ? {} : { failing: report.failing }),
+    };
+  });
+  ops.get('/metrics', async (ctx) => {
+    ctx.body = await registry.metrics();
+    ctx.type = registry.contentType;
+  });
+  app.use(ops.routes());
+  app.use(ops.allowedMethods());
+
+  return app;
+}

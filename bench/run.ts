@@ -1,0 +1,15 @@
+/**
+ * `npm run bench`: runs every bench and prints one JSON line each, with its figures, the baseline
+ * measured in the same run, and `ratio` (ours / baseline). Pass bench names to run only some.
+ */
+import { benchEventStore } from './eventstore.ts';
+
+const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
+  eventstore: () => benchEventStore(),
+};
+
+const only = process.argv.slice(2);
+for (const [name, run] of Object.entries(benches)) {
+  if (only.length > 0 && !only.includes(name)) continue;
+  for (const line of await run()) console.log(JSON.stringify({ ...line, node: process.version }));
+}

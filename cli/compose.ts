@@ -1,0 +1,192 @@
+/**
+ * Composition root: the one place that picks adapters and wires the service together.
+ *
+ * A process runs one role. It opens the event store, then starts the components of its role in
+ * order (each gets the shared `ServiceContext`), and stops them in reverse. The HTTP listener is
+ * always the last component: every router is mounted before the first request arrives, and on stop
+ * it is the first to go, draining requests while the rest is still up. Every role serves the
+ * operational endpoints, so each process can carry a container healthcheck.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import {
+  type App,
+  createHttpApp,
+  createMetricsRegistry,
+  createReadiness,
+  type Readiness,
+} from '../api/http.ts';
+import { openEventStore } from '../eventstore/index.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import { describeConfig, type ResolvedConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+
+export const ROLES = ['all', 'api', 'projector', 'dispatcher'] as const;
+export type Role = (typeof ROLES)[number];
+/** The roles a component can belong to; a process of role `all` runs every component. */
+export type ComponentRole = Exclude<Role, 'all'>;
+
+export interface ServiceContext {
+  config: ResolvedConfig;
+  role: Role;
+  logger: Logger;
+  registry: Registry;
+  readiness: Readiness;
+  /** The Koa app; API components mount their routers here. */
+  app: App;
+  eventStore: EventStore;
+}
+
+export interface Component {
+  /** For logs. */
+  name: string;
+  roles: readonly ComponentRole[];
+  start(ctx: ServiceContext): Promise<void> | void;
+  stop(): Promise<void> | void;
+}
+
+export interface Service {
+  readonly role: Role;
+  readonly logger: Logger;
+  readonly app: App;
+  /** Names of the components this process runs, in start order. */
+  readonly components: readonly string[];
+  /** Opens the event store, starts the components; resolves with the port the HTTP server is bound to. */
+  start(): Promise<number>;
+  /** Graceful and idempotent: drains HTTP requests (up to a deadline), stops components, closes the store. */
+  stop(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  role?: Role;
+  /** Components of the roles, in start order; the HTTP listener is appended after them. */
+  components?: readonly Component[];
+  /** Defaults to a JSON logger on stdout at the configured level. */
+  logger?: Logger;
+  /** How long `stop()` waits for in-flight requests before closing their connections. */
+  stopTimeoutMs?: number;
+}
+
+/**
+ * The HTTP server as a component. `stop()` stops accepting connections, closes idle keep-alive
+ * connections as they become idle, and after the deadline closes whatever is still open.
+ */
+function httpListener(port: number, stopTimeoutMs: number): Component & { port(): number } {
+  let server: Server | undefined;
+  return {
+    name: 'http',
+    roles: ['api', 'projector', 'dispatcher'],
+    async start(ctx) {
+      const s = createServer(ctx.app.callback());
+      await new Promise<void>((resolve, reject) => {
+        s.once('error', reject);
+        s.listen(port, () => {
+          s.off('error', reject);
+          resolve();
+        });
+      });
+      server = s;
+    },
+    async stop() {
+      const s = server;
+      if (!s?.listening) return;
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+      s.closeIdleConnections();
+      const sweep = setInterval(() => s.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => s.closeAllConnections(), stopTimeoutMs);
+      try {
+        await closed;
+      } finally {
+        clearInterval(sweep);
+        clearTimeout(deadline);
+      }
+    },
+    port() {
+      return (server?.address() as AddressInfo | null)?.port ?? port;
+    },
+  };
+}
+
+export function createService(config: ResolvedConfig, options: ServiceOptions = {}): Service {
+  const role = options.role ?? 'all';
+  const logger = (options.logger ?? createLogger(config.logLevel)).child({ role });
+  const registry = createMetricsRegistry();
+  const readiness = createReadiness();
+  const app = createHttpApp({ logger, registry, readiness, role });
+  const listener = httpListener(config.port, options.stopTimeoutMs ?? 8_000);
+  const components = [...(options.components ?? []), listener].filter(
+    (component) => role === 'all' || component.roles.includes(role),
+  );
+
+  let eventStore: EventStore | undefined;
+  let storeOpen = false;
+  const started: Component[] = [];
+  let starting: Promise<number> | undefined;
+  let stopping: Promise<void> | undefined;
+
+  async function shutdown(): Promise<void> {
+    readiness.markStopping();
+    for (const component of started.splice(0).reverse()) {
+      try {
+        await component.stop();
+        logger.debug({ component: component.name }, 'component stopped');
+      } catch (error) {
+        logger.error({ err: error, component: component.name }, 'component failed to stop');
+      }
+    }
+    if (eventStore && storeOpen) {
+      storeOpen = false;
+      try {
+        await eventStore.close();
+      } catch (error) {
+        logger.error({ err: error }, 'event store failed to close');
+      }
+    }
+  }
+
+  async function run(): Promise<number> {
+    logger.info(
+      { config: describeConfig(config), components: components.map((c) => c.name) },
+      `starting pds (role ${role})`,
+    );
+    try {
+      eventStore = await openEventStore(config.eventStoreUrl);
+      storeOpen = true;
+      readiness.add('event_store', () => storeOpen);
+      const ctx: ServiceContext = { config, role, logger, registry, readiness, app, eventStore };
+      for (const component of components) {
+        if (stopping) break;
+        await component.start(ctx);
+        started.push(component);
+        logger.debug({ component: component.name }, 'component started');
+      }
+    } catch (error) {
+      await shutdown();
+      throw error;
+    }
+    return listener.port();
+  }
+
+  return {
+    role,
+    logger,
+    app,
+    components: components.map((c) => c.name),
+    start() {
+      if (starting) throw new Error('service already started');
+      starting = run();
+      return starting;
+    },
+    stop() {
+      stopping ??= (async () => {
+        // A stop during start waits for the start to settle, then undoes whatever it did.
+        await starting?.catch(() => undefined);
+        await shutdown();
+        logger.info('pds stopped');
+      })();
+      return stopping;
+    },
+  };
+}

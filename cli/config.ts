@@ -1,0 +1,427 @@
+/**
+ * Service configuration (DESIGN §2), read from the environment.
+ *
+ * `parseConfig` is pure: it validates every variable and fills the defaults, leaving the secrets that
+ * live in the data dir (operator token, and the secret key in embedded mode) as `null`.
+ * `loadConfig` then creates the data dir and reads those secrets from it, generating them on first start.
+ * Any problem becomes one `ConfigError` whose message is a single line naming the variable.
+ */
+import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
+import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const OPERATOR_TOKEN_FILE = 'operator-token';
+export const SECRET_KEY_FILE = 'secret-key';
+
+/** Configuration as the environment states it; secrets kept in the data dir are still `null`. */
+export interface Config {
+  port: number;
+  /** Absolute path. */
+  dataDir: string;
+  /** `sqlite:<file>` or an EventStoreDB/KurrentDB connection string. */
+  eventStoreUrl: string;
+  /** True when the event store is the embedded SQLite one (single machine, development, sandbox, CI). */
+  embedded: boolean;
+  /** `memory` or a `mongodb://` / `mongodb+srv://` URL. */
+  readStoreUrl: string;
+  /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
+  operatorToken: string | null;
+  abandonAfterMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryScheduleMs: readonly number[];
+  allowPrivateWebhookUrls: boolean;
+  /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
+  secretKey: KeyObject | null;
+  sandbox: boolean;
+  logLevel: LogLevel;
+}
+
+/** Where a secret came from, so the start banner can say so without showing it. */
+export type SecretSource =
+  | { kind: 'env'; variable: string }
+  | { kind: 'generated'; file: string }
+  | { kind: 'stored'; file: string };
+
+/** Configuration with every secret present: what the service runs on. */
+export interface ResolvedConfig extends Omit<Config, 'operatorToken' | 'secretKey'> {
+  operatorToken: string;
+  operatorTokenSource: SecretSource;
+  /** A KeyObject rather than bytes, so that printing the config cannot reveal it. */
+  secretKey: KeyObject;
+  secretKeySource: SecretSource;
+}
+
+export interface ConfigIssue {
+  variable: string;
+  problem: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: readonly ConfigIssue[]) {
+    super(issues.map((issue) => `${issue.variable}: ${issue.problem}`).join('; '));
+    this.issues = issues;
+  }
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+// ---------------------------------------------------------------------------------------------
+// Durations
+
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** Parses `500ms`, `45s`, `30m`, `6h` (decimals allowed: `1.5h`) into milliseconds; throws a RangeError. */
+export function parseDuration(text: string): number {
+  const match = DURATION.exec(text.trim());
+  const ms = match ? Math.round(Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS]) : Number.NaN;
+  if (!Number.isSafeInteger(ms)) {
+    throw new RangeError(`expected a duration like 6h, 30m, 45s or 500ms, got ${quote(text)}`);
+  }
+  return ms;
+}
+
+/** The shortest exact spelling of a duration in `parseDuration` syntax: 21600000 → `6h`. */
+export function formatDuration(ms: number): string {
+  for (const unit of ['h', 'm', 's'] as const) {
+    if (ms !== 0 && ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
+  }
+  return ms === 0 ? '0s' : `${ms}ms`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One schema per variable. A transform reports the problem in words that name the expected form.
+
+/** Quotes a bad value for an error message, shortened so that one line stays one readable line. */
+function quote(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+}
+
+function parsed<T>(parse: (raw: string) => T) {
+  return z.string().transform((raw, ctx) => {
+    try {
+      return parse(raw);
+    } catch (error) {
+      ctx.addIssue(error instanceof Error ? error.message : String(error));
+      return z.NEVER;
+    }
+  });
+}
+
+function problem(message: string): never {
+  throw new Error(message);
+}
+
+const port = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 0 && n <= 65535 ? n : problem(`expected an integer from 0 to 65535, got ${quote(raw)}`);
+});
+
+const positiveDuration = parsed((raw) => {
+  const ms = parseDuration(raw);
+  return ms > 0 ? ms : problem(`expected a duration greater than zero, got ${quote(raw)}`);
+});
+
+const retrySchedule = parsed((raw) =>
+  raw.split(',').map((entry, i) => {
+    try {
+      return parseDuration(entry);
+    } catch (error) {
+      return problem(`entry ${i + 1} of the comma-separated list: ${(error as Error).message}`);
+    }
+  }),
+);
+
+const flag = parsed((raw) => {
+  const value = raw.toLowerCase();
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  return problem(`expected true, false, 1 or 0, got ${quote(raw)}`);
+});
+
+const ESDB_URL =
+  /^(esdb|esdb\+discover|kurrentdb|kurrentdb\+discover|kurrent|kurrent\+discover):\/\/[^\s/?#]+/;
+const eventStoreUrl = parsed((raw) => {
+  if (/^sqlite:.+/.test(raw) || ESDB_URL.test(raw)) return raw;
+  return problem(
+    `expected sqlite:<file> or an EventStoreDB connection string (esdb://, esdb+discover://, kurrentdb://), got ${quote(redactUrl(raw))}`,
+  );
+});
+
+const readStoreUrl = parsed((raw) => {
+  if (raw === 'memory' || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
+  return problem(`expected memory or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`);
+});
+
+const dataDir = parsed((raw) => path.resolve(raw));
+
+// RFC 6750 token68, so the token fits an `Authorization: Bearer` header as is. Never echoed back.
+const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+const MIN_TOKEN_LENGTH = 16;
+function checkToken(raw: string): string {
+  if (raw.length < MIN_TOKEN_LENGTH) {
+    return problem(`expected at least ${MIN_TOKEN_LENGTH} characters, got ${raw.length}`);
+  }
+  if (!TOKEN.test(raw)) {
+    return problem(
+      'expected only the characters A-Z a-z 0-9 - . _ ~ + / (a bearer token), trailing = allowed',
+    );
+  }
+  return raw;
+}
+const operatorToken = parsed(checkToken);
+
+/** Decodes a 32-byte key written as 64 hex digits or as base64 (standard or URL-safe). Never echoed back. */
+export function parseSecretKey(raw: string): KeyObject {
+  const text = raw.trim();
+  let bytes: Buffer | undefined;
+  if (/^[0-9a-fA-F]{64}$/.test(text)) bytes = Buffer.from(text, 'hex');
+  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) bytes = Buffer.from(text, 'base64');
+  if (bytes?.length !== 32) {
+    return problem(
+      `expected a 32-byte key written as 64 hex digits or as base64, got ${text.length} characters`,
+    );
+  }
+  return createSecretKey(bytes);
+}
+const secretKey = parsed(parseSecretKey);
+
+const logLevel = parsed((raw) =>
+  (LOG_LEVELS as readonly string[]).includes(raw.toLowerCase())
+    ? (raw.toLowerCase() as LogLevel)
+    : problem(`expected one of ${LOG_LEVELS.join(', ')}, got ${quote(raw)}`),
+);
+
+const envSchema = z.object({
+  PORT: port.optional(),
+  PDS_DATA_DIR: dataDir.optional(),
+  PDS_EVENT_STORE: eventStoreUrl.optional(),
+  PDS_READ_STORE: readStoreUrl.optional(),
+  PDS_OPERATOR_TOKEN: operatorToken.optional(),
+  PDS_ABANDON_AFTER: positiveDuration.optional(),
+  PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
+  PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
+  PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
+  PDS_SECRET_KEY: secretKey.optional(),
+  PDS_SANDBOX: flag.optional(),
+  LOG_LEVEL: logLevel.optional(),
+});
+
+/** The variables this module reads, in the order of DESIGN §2. */
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as readonly (keyof typeof envSchema.shape)[];
+
+export const DEFAULTS = {
+  port: 8080,
+  dataDir: './data',
+  readStoreUrl: 'memory',
+  abandonAfter: '6h',
+  webhookTimeout: '15s',
+  webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
+  logLevel: 'info',
+} as const;
+
+/** Validates the environment and fills the defaults. Pure: reads no file. Throws `ConfigError`. */
+export function parseConfig(env: Env): Config {
+  // An empty variable counts as unset, as `PORT=` in a compose file or a shell usually means.
+  const present: Record<string, string> = {};
+  for (const name of CONFIG_VARIABLES) {
+    const value = env[name]?.trim();
+    if (value) present[name] = value;
+  }
+  const result = envSchema.safeParse(present);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => ({ variable: String(issue.path[0]), problem: issue.message })),
+    );
+  }
+  const v = result.data;
+  const dir = v.PDS_DATA_DIR ?? path.resolve(DEFAULTS.dataDir);
+  const eventStore = v.PDS_EVENT_STORE ?? `sqlite:${path.join(dir, 'events.db')}`;
+  const embedded = eventStore.startsWith('sqlite:');
+  // A split deployment runs several processes with their own data dirs: one generated value per
+  // process would not agree, so both secrets must be given.
+  const missing = [];
+  if (!embedded && !v.PDS_SECRET_KEY) {
+    missing.push({
+      variable: 'PDS_SECRET_KEY',
+      problem:
+        'required when PDS_EVENT_STORE is not embedded SQLite: 32 bytes as base64 or hex (e.g. `openssl rand -base64 32`)',
+    });
+  }
+  if (!embedded && !v.PDS_OPERATOR_TOKEN) {
+    missing.push({
+      variable: 'PDS_OPERATOR_TOKEN',
+      problem: 'required when PDS_EVENT_STORE is not embedded SQLite: at least 16 bearer-token characters',
+    });
+  }
+  if (missing.length > 0) throw new ConfigError(missing);
+  return Object.freeze({
+    port: v.PORT ?? DEFAULTS.port,
+    dataDir: dir,
+    eventStoreUrl: eventStore,
+    embedded,
+    readStoreUrl: v.PDS_READ_STORE ?? DEFAULTS.readStoreUrl,
+    operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
+    abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
+    webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),
+    webhookRetryScheduleMs: Object.freeze(
+      v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
+    ),
+    allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
+    secretKey: v.PDS_SECRET_KEY ?? null,
+    sandbox: v.PDS_SANDBOX ?? embedded,
+    logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets kept in the data dir
+
+/**
+ * Reads a secret file, or creates it with a fresh value when absent. Creation goes through a temporary
+ * file and `link`, which fails if the name exists: processes starting together on one data dir (one
+ * per role) all end up with the value of whichever wrote first, never with a half-written file.
+ */
+async function readOrCreateSecret(
+  file: string,
+  generate: () => string,
+): Promise<{ text: string; generated: boolean }> {
+  try {
+    return { text: (await readFile(file, 'utf8')).trim(), generated: false };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  const text = generate();
+  await writeFile(temp, `${text}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    await link(temp, file);
+    return { text, generated: true };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return { text: (await readFile(file, 'utf8')).trim(), generated: false };
+  } finally {
+    await unlink(temp);
+  }
+}
+
+function fileIssue(variable: string, file: string, error: unknown): ConfigError {
+  return new ConfigError([
+    { variable, problem: `cannot read or create ${file}: ${(error as Error).message}` },
+  ]);
+}
+
+/**
+ * Parses the environment, creates the data dir, and reads (or generates on first start) the operator
+ * token and, in embedded mode without `PDS_SECRET_KEY`, the secret key. Throws `ConfigError`.
+ */
+export async function loadConfig(env: Env): Promise<ResolvedConfig> {
+  const config = parseConfig(env);
+  try {
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new ConfigError([
+      { variable: 'PDS_DATA_DIR', problem: `cannot create ${config.dataDir}: ${(error as Error).message}` },
+    ]);
+  }
+
+  let operatorToken = config.operatorToken;
+  let operatorTokenSource: SecretSource = { kind: 'env', variable: 'PDS_OPERATOR_TOKEN' };
+  if (operatorToken === null) {
+    const file = path.join(config.dataDir, OPERATOR_TOKEN_FILE);
+    const stored = await readOrCreateSecret(file, () => randomBytes(32).toString('base64url')).catch(
+      (error: unknown) => {
+        throw fileIssue('PDS_OPERATOR_TOKEN', file, error);
+      },
+    );
+    try {
+      operatorToken = checkToken(stored.text);
+    } catch (error) {
+      throw new ConfigError([
+        {
+          variable: 'PDS_OPERATOR_TOKEN',
+          problem: `${file} does not hold a valid token (${(error as Error).message}); delete it to generate a new one`,
+        },
+      ]);
+    }
+    operatorTokenSource = { kind: stored.generated ? 'generated' : 'stored', file };
+  }
+
+  let secretKey = config.secretKey;
+  let secretKeySource: SecretSource = { kind: 'env', variable: 'PDS_SECRET_KEY' };
+  if (secretKey === null) {
+    const file = path.join(config.dataDir, SECRET_KEY_FILE);
+    const stored = await readOrCreateSecret(file, () => randomBytes(32).toString('base64')).catch(
+      (error: unknown) => {
+        throw fileIssue('PDS_SECRET_KEY', file, error);
+      },
+    );
+    try {
+      secretKey = parseSecretKey(stored.text);
+    } catch (error) {
+      // Never replaced automatically: a new key could not decrypt the secrets already in events.
+      throw new ConfigError([
+        {
+          variable: 'PDS_SECRET_KEY',
+          problem: `${file} does not hold a valid key (${(error as Error).message}); restore it from a backup`,
+        },
+      ]);
+    }
+    secretKeySource = { kind: stored.generated ? 'generated' : 'stored', file };
+  }
+
+  return Object.freeze({ ...config, operatorToken, operatorTokenSource, secretKey, secretKeySource });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Safe description for logs
+
+/** Hides the password in a connection string and the values of secret-looking query parameters. */
+export function redactUrl(url: string): string {
+  return url
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:[redacted]@')
+    .replace(/([?&][^=&#]*(?:pass|secret|token|key|credential)[^=&#]*=)[^&#]*/gi, '$1[redacted]');
+}
+
+function describeSource(source: SecretSource | undefined, fallback: string): string {
+  if (!source) return fallback;
+  return source.kind === 'env' ? `from ${source.variable}` : `${source.kind} in ${source.file}`;
+}
+
+/**
+ * The configuration as it may be logged: secrets replaced by `[redacted]` and where they come from
+ * (the logger would censor `operator_token` and `secret_key` anyway, hence separate `_source` keys).
+ */
+export function describeConfig(config: Config | ResolvedConfig): Record<string, unknown> {
+  const sources = 'operatorTokenSource' in config ? config : undefined;
+  const inDataDir = (file: string) => `in ${path.join(config.dataDir, file)}`;
+  return {
+    port: config.port,
+    data_dir: config.dataDir,
+    event_store: redactUrl(config.eventStoreUrl),
+    embedded: config.embedded,
+    read_store: redactUrl(config.readStoreUrl),
+    operator_token: '[redacted]',
+    operator_token_source: describeSource(
+      sources?.operatorTokenSource,
+      config.operatorToken ? 'from PDS_OPERATOR_TOKEN' : inDataDir(OPERATOR_TOKEN_FILE),
+    ),
+    secret_key: '[redacted]',
+    secret_key_source: describeSource(
+      sources?.secretKeySource,
+      config.secretKey ? 'from PDS_SECRET_KEY' : inDataDir(SECRET_KEY_FILE),
+    ),
+    abandon_after: formatDuration(config.abandonAfterMs),
+    webhook_timeout: formatDuration(config.webhookTimeoutMs),
+    webhook_retry_schedule: config.webhookRetryScheduleMs.map(formatDuration).join(','),
+    allow_private_webhook_urls: config.allowPrivateWebhookUrls,
+    sandbox: config.sandbox,
+    log_level: config.logLevel,
+  };
+}

@@ -1,0 +1,440 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import {
+  ConfigError,
+  describeConfig,
+  type Env,
+  formatDuration,
+  loadConfig,
+  OPERATOR_TOKEN_FILE,
+  parseConfig,
+  parseDuration,
+  SECRET_KEY_FILE,
+} from '../cli/config.ts';
+
+const KEY_BYTES = Buffer.alloc(32, 7);
+const KEY_B64 = KEY_BYTES.toString('base64');
+const KEY_HEX = KEY_BYTES.toString('hex');
+const OPERATOR_TOKEN = 'operator-token-0123456789';
+const ESDB = {
+  PDS_EVENT_STORE: 'esdb://localhost:2113?tls=false',
+  PDS_SECRET_KEY: KEY_B64,
+  PDS_OPERATOR_TOKEN: OPERATOR_TOKEN,
+};
+
+async function tempDir(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-config-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function keyBytes(config: { secretKey: { export(): Buffer } | null }): Buffer {
+  return config.secretKey!.export();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durations
+
+for (const [text, ms] of [
+  ['500ms', 500],
+  ['0s', 0],
+  ['45s', 45_000],
+  ['30m', 1_800_000],
+  ['6h', 21_600_000],
+  ['1.5h', 5_400_000],
+  [' 10 s ', 10_000],
+] as const) {
+  test(`parseDuration(${JSON.stringify(text)}) = ${ms}`, (t) => {
+    t.is(parseDuration(text), ms);
+  });
+}
+
+for (const text of ['soon', '6', '6d', '-1h', 'h', '1e3ms', '6 hours', '', '6H']) {
+  test(`parseDuration refuses ${JSON.stringify(text)}`, (t) => {
+    const error = t.throws(() => parseDuration(text), { instanceOf: RangeError });
+    t.regex(error.message, /^expected a duration like 6h, 30m, 45s or 500ms, got ".*"$/);
+  });
+}
+
+test('formatDuration writes the shortest exact form, which parseDuration reads back', (t) => {
+  for (const [ms, text] of [
+    [0, '0s'],
+    [500, '500ms'],
+    [1_500, '1500ms'],
+    [5_000, '5s'],
+    [300_000, '5m'],
+    [21_600_000, '6h'],
+    [5_400_000, '90m'],
+  ] as const) {
+    t.is(formatDuration(ms), text);
+    t.is(parseDuration(text), ms);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// parseConfig: defaults
+
+test('defaults: embedded mode with everything from DESIGN §2', (t) => {
+  const config = parseConfig({});
+  t.deepEqual(config, {
+    port: 8080,
+    dataDir: path.resolve('data'),
+    eventStoreUrl: `sqlite:${path.resolve('data', 'events.db')}`,
+    embedded: true,
+    readStoreUrl: 'memory',
+    operatorToken: null,
+    abandonAfterMs: 6 * 3_600_000,
+    webhookTimeoutMs: 15_000,
+    webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+    allowPrivateWebhookUrls: true,
+    secretKey: null,
+    sandbox: true,
+    logLevel: 'info',
+  });
+  t.true(Object.isFrozen(config));
+});
+
+test('the default event store lives in the data dir', (t) => {
+  const config = parseConfig({ PDS_DATA_DIR: '/var/lib/pds' });
+  t.is(config.dataDir, '/var/lib/pds');
+  t.is(config.eventStoreUrl, 'sqlite:/var/lib/pds/events.db');
+});
+
+test('non-embedded mode: no sandbox, no private webhook URLs, unless configured', (t) => {
+  const config = parseConfig(ESDB);
+  t.false(config.embedded);
+  t.false(config.sandbox);
+  t.false(config.allowPrivateWebhookUrls);
+  const overridden = parseConfig({ ...ESDB, PDS_SANDBOX: '1', PDS_ALLOW_PRIVATE_WEBHOOK_URLS: 'true' });
+  t.true(overridden.sandbox);
+  t.true(overridden.allowPrivateWebhookUrls);
+});
+
+test('embedded mode can turn the sandbox and private webhook URLs off', (t) => {
+  const config = parseConfig({ PDS_SANDBOX: '0', PDS_ALLOW_PRIVATE_WEBHOOK_URLS: 'false' });
+  t.false(config.sandbox);
+  t.false(config.allowPrivateWebhookUrls);
+});
+
+test('an empty variable counts as unset', (t) => {
+  t.deepEqual(parseConfig({ PORT: '', LOG_LEVEL: '  ', PDS_ABANDON_AFTER: '' }), parseConfig({}));
+});
+
+test('variables other than its own are ignored', (t) => {
+  t.deepEqual(parseConfig({ HOME: '/root', PDS_URL: 'http://x' }), parseConfig({}));
+});
+
+// ---------------------------------------------------------------------------------------------
+// parseConfig: valid forms of each variable
+
+type Case = { env: Env; check: (config: ReturnType<typeof parseConfig>) => unknown; expected: unknown };
+const valid: Record<string, Case[]> = {
+  PORT: [
+    { env: { PORT: '0' }, check: (c) => c.port, expected: 0 },
+    { env: { PORT: '3000' }, check: (c) => c.port, expected: 3000 },
+    { env: { PORT: '65535' }, check: (c) => c.port, expected: 65535 },
+  ],
+  PDS_DATA_DIR: [
+    { env: { PDS_DATA_DIR: '/srv/pds' }, check: (c) => c.dataDir, expected: '/srv/pds' },
+    { env: { PDS_DATA_DIR: 'rel/dir' }, check: (c) => c.dataDir, expected: path.resolve('rel/dir') },
+  ],
+  PDS_EVENT_STORE: [
+    {
+      env: { PDS_EVENT_STORE: 'sqlite:/tmp/e.db' },
+      check: (c) => [c.eventStoreUrl, c.embedded],
+      expected: ['sqlite:/tmp/e.db', true],
+    },
+    ...[
+      'esdb://localhost:2113?tls=false',
+      'esdb+discover://admin:changeit@node1:2113,node2:2113?tls=true',
+      'kurrentdb://db.internal:2113',
+    ].map((url) => ({
+      env: { PDS_EVENT_STORE: url, PDS_SECRET_KEY: KEY_B64, PDS_OPERATOR_TOKEN: OPERATOR_TOKEN },
+      check: (c: ReturnType<typeof parseConfig>) => [c.eventStoreUrl, c.embedded],
+      expected: [url, false],
+    })),
+  ],
+  PDS_READ_STORE: [
+    'memory',
+    'mongodb://localhost:27017/pds',
+    'mongodb+srv://u:p@cluster0.example.net/pds',
+  ].map((url) => ({ env: { PDS_READ_STORE: url }, check: (c) => c.readStoreUrl, expected: url })),
+  PDS_OPERATOR_TOKEN: [
+    { env: { PDS_OPERATOR_TOKEN: 'a'.repeat(16) }, check: (c) => c.operatorToken, expected: 'a'.repeat(16) },
+    {
+      env: { PDS_OPERATOR_TOKEN: 'Abc-._~+/0123456789==' },
+      check: (c) => c.operatorToken,
+      expected: 'Abc-._~+/0123456789==',
+    },
+  ],
+  PDS_ABANDON_AFTER: [
+    { env: { PDS_ABANDON_AFTER: '90m' }, check: (c) => c.abandonAfterMs, expected: 5_400_000 },
+    { env: { PDS_ABANDON_AFTER: '2s' }, check: (c) => c.abandonAfterMs, expected: 2_000 },
+  ],
+  PDS_WEBHOOK_TIMEOUT: [
+    { env: { PDS_WEBHOOK_TIMEOUT: '500ms' }, check: (c) => c.webhookTimeoutMs, expected: 500 },
+  ],
+  PDS_WEBHOOK_RETRY_SCHEDULE: [
+    {
+      env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s, 1s ,2m' },
+      check: (c) => c.webhookRetryScheduleMs,
+      expected: [0, 1_000, 120_000],
+    },
+    { env: { PDS_WEBHOOK_RETRY_SCHEDULE: '10ms' }, check: (c) => c.webhookRetryScheduleMs, expected: [10] },
+  ],
+  PDS_ALLOW_PRIVATE_WEBHOOK_URLS: (
+    [
+      ['true', true],
+      ['TRUE', true],
+      ['1', true],
+      ['false', false],
+      ['0', false],
+    ] as const
+  ).map(([raw, value]) => ({
+    env: { PDS_ALLOW_PRIVATE_WEBHOOK_URLS: raw },
+    check: (c) => c.allowPrivateWebhookUrls,
+    expected: value,
+  })),
+  PDS_SECRET_KEY: [KEY_B64, KEY_HEX, KEY_BYTES.toString('base64url'), KEY_B64.replace(/=$/, '')].map(
+    (raw) => ({
+      env: { PDS_SECRET_KEY: raw },
+      check: (c) => keyBytes(c),
+      expected: KEY_BYTES,
+    }),
+  ),
+  PDS_SANDBOX: (
+    [
+      ['1', true],
+      ['0', false],
+      ['false', false],
+    ] as const
+  ).map(([raw, value]) => ({ env: { PDS_SANDBOX: raw }, check: (c) => c.sandbox, expected: value })),
+  LOG_LEVEL: [
+    ...['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => ({
+      env: { LOG_LEVEL: level },
+      check: (c: ReturnType<typeof parseConfig>) => c.logLevel,
+      expected: level,
+    })),
+    { env: { LOG_LEVEL: 'DEBUG' }, check: (c) => c.logLevel, expected: 'debug' },
+  ],
+};
+
+for (const [variable, cases] of Object.entries(valid)) {
+  test(`${variable}: valid forms`, (t) => {
+    for (const { env, check, expected } of cases)
+      t.deepEqual(check(parseConfig(env)), expected, JSON.stringify(env));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// parseConfig: bad values are refused with one line naming the variable
+
+const bad: [string, string, Env?][] = [
+  ['PORT', 'abc'],
+  ['PORT', '-1'],
+  ['PORT', '65536'],
+  ['PORT', '80.5'],
+  ['PORT', '0x50'],
+  ['PDS_EVENT_STORE', 'postgres://localhost/pds'],
+  ['PDS_EVENT_STORE', 'sqlite:'],
+  ['PDS_EVENT_STORE', 'esdb://'],
+  ['PDS_EVENT_STORE', 'events.db'],
+  ['PDS_READ_STORE', 'redis://localhost'],
+  ['PDS_READ_STORE', 'mongodb://'],
+  ['PDS_READ_STORE', 'Memory'],
+  ['PDS_OPERATOR_TOKEN', 'short'],
+  ['PDS_OPERATOR_TOKEN', 'has spaces but is long enough'],
+  ['PDS_OPERATOR_TOKEN', 'ünïcödé-token-that-is-long'],
+  ['PDS_ABANDON_AFTER', 'soon'],
+  ['PDS_ABANDON_AFTER', '6'],
+  ['PDS_ABANDON_AFTER', '0s'],
+  ['PDS_ABANDON_AFTER', '1d'],
+  ['PDS_WEBHOOK_TIMEOUT', '0ms'],
+  ['PDS_WEBHOOK_TIMEOUT', 'fast'],
+  ['PDS_WEBHOOK_RETRY_SCHEDULE', '0s,,5s'],
+  ['PDS_WEBHOOK_RETRY_SCHEDULE', '5s,later'],
+  ['PDS_WEBHOOK_RETRY_SCHEDULE', '5s;10s'],
+  ['PDS_ALLOW_PRIVATE_WEBHOOK_URLS', 'yes'],
+  ['PDS_ALLOW_PRIVATE_WEBHOOK_URLS', '2'],
+  ['PDS_SECRET_KEY', 'not-a-key'],
+  ['PDS_SECRET_KEY', KEY_HEX.slice(2)],
+  ['PDS_SECRET_KEY', Buffer.alloc(16, 1).toString('base64')],
+  ['PDS_SECRET_KEY', Buffer.alloc(48, 1).toString('base64')],
+  ['PDS_SANDBOX', 'maybe'],
+  ['LOG_LEVEL', 'loud'],
+  ['LOG_LEVEL', 'verbose'],
+  // Required in non-embedded mode: a key generated per container would differ between processes.
+  [
+    'PDS_SECRET_KEY',
+    '',
+    { PDS_EVENT_STORE: 'esdb://localhost:2113', PDS_OPERATOR_TOKEN: 'operator-token-0123456789' },
+  ],
+  [
+    'PDS_OPERATOR_TOKEN',
+    '',
+    { PDS_EVENT_STORE: 'esdb://localhost:2113', PDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') },
+  ],
+];
+const SECRETS = new Set(['PDS_OPERATOR_TOKEN', 'PDS_SECRET_KEY']);
+
+for (const [variable, value, extra] of bad) {
+  test(`${variable}=${JSON.stringify(value)} is refused`, (t) => {
+    const env = { ...extra, [variable]: value };
+    const error = t.throws(() => parseConfig(env), { instanceOf: ConfigError });
+    t.true(error.message.startsWith(`${variable}: `), error.message);
+    t.false(error.message.includes('\n'));
+    t.deepEqual(
+      error.issues.map((issue) => issue.variable),
+      [variable],
+    );
+    // Secrets are never echoed back, even wrong ones.
+    if (SECRETS.has(variable) && value.length > 0) t.false(error.message.includes(value), error.message);
+  });
+}
+
+test('a message shows the bad value, as in the specification of the error line', (t) => {
+  const error = t.throws(() => parseConfig({ PDS_ABANDON_AFTER: 'soon' }), { instanceOf: ConfigError });
+  t.is(error.message, 'PDS_ABANDON_AFTER: expected a duration like 6h, 30m, 45s or 500ms, got "soon"');
+});
+
+test('several bad variables are all named, still on one line', (t) => {
+  const error = t.throws(() => parseConfig({ PORT: 'abc', LOG_LEVEL: 'loud' }), { instanceOf: ConfigError });
+  t.deepEqual(
+    error.issues.map((issue) => issue.variable),
+    ['PORT', 'LOG_LEVEL'],
+  );
+  t.false(error.message.includes('\n'));
+});
+
+test('a password in a bad connection string is not echoed', (t) => {
+  const error = t.throws(() => parseConfig({ PDS_READ_STORE: 'mongo://user:hunter2@db/pds' }), {
+    instanceOf: ConfigError,
+  });
+  t.false(error.message.includes('hunter2'));
+});
+
+// ---------------------------------------------------------------------------------------------
+// loadConfig: the data dir and its secrets
+
+test('loadConfig generates the operator token and secret key once (mode 0600) and reuses them', async (t) => {
+  const dir = path.join(await tempDir(t), 'nested', 'data');
+  const first = await loadConfig({ PDS_DATA_DIR: dir });
+  t.regex(first.operatorToken, /^[A-Za-z0-9_-]{43}$/); // 32 bytes, base64url
+  t.deepEqual(first.operatorTokenSource, { kind: 'generated', file: path.join(dir, OPERATOR_TOKEN_FILE) });
+  t.deepEqual(first.secretKeySource, { kind: 'generated', file: path.join(dir, SECRET_KEY_FILE) });
+  t.is(keyBytes(first).length, 32);
+  for (const file of [OPERATOR_TOKEN_FILE, SECRET_KEY_FILE]) {
+    t.is((await stat(path.join(dir, file))).mode & 0o777, 0o600, file);
+  }
+  t.is((await readFile(path.join(dir, OPERATOR_TOKEN_FILE), 'utf8')).trim(), first.operatorToken);
+
+  const second = await loadConfig({ PDS_DATA_DIR: dir });
+  t.is(second.operatorToken, first.operatorToken);
+  t.deepEqual(keyBytes(second), keyBytes(first));
+  t.deepEqual(second.operatorTokenSource, { kind: 'stored', file: path.join(dir, OPERATOR_TOKEN_FILE) });
+  t.deepEqual(second.secretKeySource, { kind: 'stored', file: path.join(dir, SECRET_KEY_FILE) });
+});
+
+test('processes starting together on one data dir agree on the generated secrets', async (t) => {
+  const dir = await tempDir(t);
+  const configs = await Promise.all(Array.from({ length: 8 }, () => loadConfig({ PDS_DATA_DIR: dir })));
+  t.is(new Set(configs.map((c) => c.operatorToken)).size, 1);
+  t.is(new Set(configs.map((c) => keyBytes(c).toString('hex'))).size, 1);
+  t.is(configs.filter((c) => c.operatorTokenSource.kind === 'generated').length, 1);
+});
+
+test('secrets from the environment win and nothing is written for them', async (t) => {
+  const dir = await tempDir(t);
+  const token = 'operator-token-from-env-0123456789';
+  const config = await loadConfig({ PDS_DATA_DIR: dir, PDS_OPERATOR_TOKEN: token, PDS_SECRET_KEY: KEY_HEX });
+  t.is(config.operatorToken, token);
+  t.deepEqual(keyBytes(config), KEY_BYTES);
+  t.deepEqual(config.operatorTokenSource, { kind: 'env', variable: 'PDS_OPERATOR_TOKEN' });
+  t.deepEqual(config.secretKeySource, { kind: 'env', variable: 'PDS_SECRET_KEY' });
+  await t.throwsAsync(stat(path.join(dir, OPERATOR_TOKEN_FILE)), { code: 'ENOENT' });
+  await t.throwsAsync(stat(path.join(dir, SECRET_KEY_FILE)), { code: 'ENOENT' });
+});
+
+test('non-embedded mode takes both secrets from the environment and generates nothing', async (t) => {
+  const dir = await tempDir(t);
+  const config = await loadConfig({ ...ESDB, PDS_DATA_DIR: dir });
+  t.deepEqual(config.operatorTokenSource, { kind: 'env', variable: 'PDS_OPERATOR_TOKEN' });
+  t.deepEqual(config.secretKeySource, { kind: 'env', variable: 'PDS_SECRET_KEY' });
+  await t.throwsAsync(stat(path.join(dir, SECRET_KEY_FILE)), { code: 'ENOENT' });
+  await t.throwsAsync(stat(path.join(dir, OPERATOR_TOKEN_FILE)), { code: 'ENOENT' });
+});
+
+test('a damaged secret key file stops the start and is left alone', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(path.join(dir, SECRET_KEY_FILE), 'garbage\n');
+  const error = await t.throwsAsync(loadConfig({ PDS_DATA_DIR: dir }), { instanceOf: ConfigError });
+  t.true(error.message.startsWith('PDS_SECRET_KEY: '), error.message);
+  t.is(await readFile(path.join(dir, SECRET_KEY_FILE), 'utf8'), 'garbage\n');
+});
+
+test('a damaged operator token file stops the start', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(path.join(dir, OPERATOR_TOKEN_FILE), 'x\n');
+  const error = await t.throwsAsync(loadConfig({ PDS_DATA_DIR: dir }), { instanceOf: ConfigError });
+  t.true(error.message.startsWith('PDS_OPERATOR_TOKEN: '), error.message);
+});
+
+test('a data dir that cannot be created is named', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(path.join(dir, 'file'), '');
+  const error = await t.throwsAsync(loadConfig({ PDS_DATA_DIR: path.join(dir, 'file', 'data') }), {
+    instanceOf: ConfigError,
+  });
+  t.true(error.message.startsWith('PDS_DATA_DIR: '), error.message);
+  t.false(error.message.includes('\n'));
+});
+
+// ---------------------------------------------------------------------------------------------
+// describeConfig
+
+test('describeConfig shows settings and hides the token, the key and connection passwords', async (t) => {
+  const dir = await tempDir(t);
+  const config = await loadConfig({
+    PDS_DATA_DIR: dir,
+    PDS_EVENT_STORE: 'esdb://admin:esdb-password@db:2113?tls=false',
+    PDS_READ_STORE: 'mongodb://pds:mongo-password@mongo:27017/pds?authSource=admin&sessionToken=tok123',
+    PDS_SECRET_KEY: KEY_HEX,
+    PDS_OPERATOR_TOKEN: OPERATOR_TOKEN,
+  });
+  const text = JSON.stringify(describeConfig(config));
+  for (const secret of [
+    config.operatorToken,
+    KEY_HEX,
+    KEY_B64,
+    'esdb-password',
+    'mongo-password',
+    'tok123',
+  ]) {
+    t.false(text.includes(secret), secret);
+  }
+  const described = describeConfig(config);
+  t.is(described.event_store, 'esdb://admin:[redacted]@db:2113?tls=false');
+  t.is(
+    described.read_store,
+    'mongodb://pds:[redacted]@mongo:27017/pds?authSource=admin&sessionToken=[redacted]',
+  );
+  t.is(described.operator_token, '[redacted]');
+  t.is(described.operator_token_source, 'from PDS_OPERATOR_TOKEN');
+  t.is(described.secret_key_source, 'from PDS_SECRET_KEY');
+  t.is(described.abandon_after, '6h');
+  t.is(described.webhook_retry_schedule, '0s,5s,5m,30m,2h,5h,10h,10h');
+});
+
+test('the key never shows when the whole config is printed', async (t) => {
+  const dir = await tempDir(t);
+  const config = await loadConfig({ PDS_DATA_DIR: dir });
+  const b64 = keyBytes(config).toString('base64');
+  const hex = keyBytes(config).toString('hex');
+  const { inspect } = await import('node:util');
+  for (const text of [JSON.stringify(config), inspect(config, { depth: 5 }), String(config.secretKey)]) {
+    t.false(text.includes(b64));
+    t.false(text.includes(hex));
+  }
+});

@@ -1,0 +1,190 @@
+/**
+ * `pds serve` as a real child process: start, ops endpoints, signals, configuration errors.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test, { type ExecutionContext } from 'ava';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+async function tempDir(t: ExecutionContext): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-serve-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Spawns `pds serve` (or another command line) with a clean environment: only PATH and what the test sets. */
+function run(
+  t: ExecutionContext,
+  env: Record<string, string>,
+  args: string[] = [],
+  command: string[] = [process.execPath, 'cli/pds.ts', 'serve'],
+): Run {
+  const child = spawn(command[0], [...command.slice(1), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** Waits for the banner line and returns the base URL (on 127.0.0.1, whatever host the banner names). */
+async function listening(t: ExecutionContext, r: Run, timeoutMs = 20_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const match = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(r.stdout());
+    if (match) return `http://127.0.0.1:${match[1]}`;
+    if (r.child.exitCode !== null) t.fail(`exited with ${r.child.exitCode}: ${r.stderr()}`);
+    if (Date.now() > deadline) t.fail(`not listening after ${timeoutMs} ms: ${r.stdout()} ${r.stderr()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function exitWithin(r: Run, ms: number): Promise<number | null | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  const result = await Promise.race([r.exited, timeout]);
+  clearTimeout(timer);
+  return result;
+}
+
+test('serves the ops endpoints, prints the generated token, and stops on SIGTERM with 0', async (t) => {
+  const dir = await tempDir(t);
+  const r = run(t, { PDS_DATA_DIR: dir });
+  const base = await listening(t, r);
+
+  const health = await fetch(`${base}/healthz`, { headers: { 'X-Request-Id': 'serve-test-1' } });
+  t.is(health.status, 200);
+  t.deepEqual(await health.json(), { status: 'ok' });
+  t.is(health.headers.get('x-request-id'), 'serve-test-1');
+
+  const ready = await fetch(`${base}/readyz`);
+  t.is(ready.status, 200);
+  t.deepEqual(await ready.json(), { status: 'ready', role: 'all', checks: { event_store: 'ok' } });
+
+  const metrics = await (await fetch(`${base}/metrics`)).text();
+  t.regex(metrics, /http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
+
+  // Embedded mode prints the token it keeps in the data dir, outside the JSON log.
+  const token = (await readFile(path.join(dir, 'operator-token'), 'utf8')).trim();
+  t.true(
+    r
+      .stdout()
+      .includes(`pds: operator token (generated into ${path.join(dir, 'operator-token')}): ${token}\n`),
+  );
+  const logs = r
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  t.false(
+    logs.some((line) => JSON.stringify(line).includes(token)),
+    'the token is never logged',
+  );
+  t.true(logs.some((line) => String(line.msg).startsWith('listening on http://')));
+  t.true(logs.some((line) => line.msg === 'starting pds (role all)'));
+
+  r.child.kill('SIGTERM');
+  t.is(await exitWithin(r, 10_000), 0);
+  t.regex(r.stdout(), /"msg":"pds stopped"/);
+  t.is(r.stderr(), '');
+});
+
+test('a later start reuses the stored token; a token from the environment is not printed', async (t) => {
+  const dir = await tempDir(t);
+  const first = run(t, { PDS_DATA_DIR: dir });
+  await listening(t, first);
+  first.child.kill('SIGINT');
+  t.is(await exitWithin(first, 10_000), 0);
+  const token = (await readFile(path.join(dir, 'operator-token'), 'utf8')).trim();
+
+  const second = run(t, { PDS_DATA_DIR: dir });
+  await listening(t, second);
+  t.true(
+    second.stdout().includes(`pds: operator token (kept in ${path.join(dir, 'operator-token')}): ${token}\n`),
+  );
+  second.child.kill('SIGTERM');
+  t.is(await exitWithin(second, 10_000), 0);
+
+  const fromEnv = 'operator-token-from-the-environment';
+  const third = run(t, { PDS_DATA_DIR: dir, PDS_OPERATOR_TOKEN: fromEnv });
+  await listening(t, third);
+  t.true(third.stdout().includes('pds: operator token: from PDS_OPERATOR_TOKEN\n'));
+  t.false(third.stdout().includes(fromEnv));
+  third.child.kill('SIGTERM');
+  t.is(await exitWithin(third, 10_000), 0);
+});
+
+test('each role serves the ops endpoints and names its role in /readyz', async (t) => {
+  const dir = await tempDir(t);
+  const r = run(t, { PDS_DATA_DIR: dir }, ['--role', 'dispatcher']);
+  const base = await listening(t, r);
+  t.like(await (await fetch(`${base}/readyz`)).json(), { status: 'ready', role: 'dispatcher' });
+  t.is((await fetch(`${base}/healthz`)).status, 200);
+  r.child.kill('SIGTERM');
+  t.is(await exitWithin(r, 10_000), 0);
+});
+
+test('bad configuration: exit 1 and exactly one line on stderr naming the variable', async (t) => {
+  const dir = await tempDir(t);
+  const r = run(t, { PDS_DATA_DIR: dir, PORT: 'abc' });
+  t.is(await exitWithin(r, 10_000), 1);
+  t.is(r.stderr(), 'pds: configuration error: PORT: expected an integer from 0 to 65535, got "abc"\n');
+  t.is(r.stdout(), '');
+});
+
+test('an unknown role is refused with exit 1', async (t) => {
+  const dir = await tempDir(t);
+  const r = run(t, { PDS_DATA_DIR: dir }, ['--role', 'web']);
+  t.is(await exitWithin(r, 10_000), 1);
+  t.regex(r.stderr(), /--role/);
+  t.regex(r.stderr(), /all, api, projector, dispatcher/);
+});
+
+test('a port already in use: exit 1 with one clear line on stderr', async (t) => {
+  const dir = await tempDir(t);
+  const first = run(t, { PDS_DATA_DIR: path.join(dir, 'a') });
+  const base = await listening(t, first);
+  const port = new URL(base).port;
+  const second = run(t, { PDS_DATA_DIR: path.join(dir, 'b'), PORT: port });
+  t.is(await exitWithin(second, 10_000), 1);
+  t.regex(second.stderr(), /^pds: cannot start: .*EADDRINUSE.*\n$/);
+  first.child.kill('SIGTERM');
+  t.is(await exitWithin(first, 10_000), 0);
+});
+
+test('`npm start` answers /healthz and stops cleanly when npm itself gets SIGTERM', async (t) => {
+  const dir = await tempDir(t);
+  // npm forwards the signal to its script; `exec` in the script makes that script the service itself.
+  const r = run(t, { PDS_DATA_DIR: dir, HOME: process.env.HOME ?? dir }, [], ['npm', 'start', '--silent']);
+  const base = await listening(t, r);
+  t.is((await fetch(`${base}/healthz`)).status, 200);
+  r.child.kill('SIGTERM');
+  t.is(await exitWithin(r, 10_000), 0);
+  await t.throwsAsync(fetch(`${base}/healthz`), undefined, 'the service is gone, not orphaned');
+});
