@@ -3,8 +3,10 @@
  * `pds`: the service and its operator CLI. Each subcommand lives in `cli/commands/` and registers
  * itself onto the program.
  */
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
+import { EXIT } from './client.ts';
+import { registerAudit } from './commands/audit.ts';
 import { registerServe } from './commands/serve.ts';
 
 const program = new Command('pds')
@@ -12,10 +14,23 @@ const program = new Command('pds')
   .version(pkg.version);
 
 registerServe(program);
+registerAudit(program);
+
+// Usage errors (unknown command or option, missing argument) exit 2, like most Unix tools;
+// commander has already printed what was wrong.
+const overrideExits = (command: Command): void => {
+  command.exitOverride();
+  for (const sub of command.commands) overrideExits(sub);
+};
+overrideExits(program);
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  if (error instanceof CommanderError) {
+    const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code);
+    process.exit(benign ? 0 : EXIT.usage);
+  }
   process.stderr.write(`pds: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exit(EXIT.failed);
 }

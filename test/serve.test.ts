@@ -85,7 +85,11 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
 
   const ready = await fetch(`${base}/readyz`);
   t.is(ready.status, 200);
-  t.deepEqual(await ready.json(), { status: 'ready', role: 'all', checks: { event_store: 'ok' } });
+  t.deepEqual(await ready.json(), {
+    status: 'ready',
+    role: 'all',
+    checks: { event_store: 'ok', write_side_lookups: 'ok' },
+  });
 
   const metrics = await (await fetch(`${base}/metrics`)).text();
   t.regex(metrics, /http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
@@ -158,10 +162,10 @@ test('bad configuration: exit 1 and exactly one line on stderr naming the variab
   t.is(r.stdout(), '');
 });
 
-test('an unknown role is refused with exit 1', async (t) => {
+test('an unknown role is a usage error: exit 2', async (t) => {
   const dir = await tempDir(t);
   const r = run(t, { PDS_DATA_DIR: dir }, ['--role', 'web']);
-  t.is(await exitWithin(r, 10_000), 1);
+  t.is(await exitWithin(r, 10_000), 2);
   t.regex(r.stderr(), /--role/);
   t.regex(r.stderr(), /all, api, projector, dispatcher/);
 });

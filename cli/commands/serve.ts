@@ -6,6 +6,7 @@
  * signal stops gracefully and exits 0; a second one exits 1 at once.
  */
 import { type Command, Option } from 'commander';
+import { defaultComponents } from '../components.ts';
 import { createService, ROLES, type Role } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
 
@@ -39,7 +40,7 @@ async function serve(role: Role): Promise<void> {
     process.exit(1);
   }
 
-  const service = createService(config, { role });
+  const service = createService(config, { role, components: defaultComponents() });
   const log = service.logger;
 
   process.on('uncaughtException', (error) => {

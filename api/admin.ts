@@ -1,0 +1,284 @@
+/**
+ * Admin API (`/admin/v1`, operator token): partners and their API keys, and the audit history of a
+ * cart. Webhook subscriptions and projections join this router in their own modules.
+ */
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import { z } from 'zod';
+import type { Clock } from '../domain/clock.ts';
+import * as partner from '../domain/partner.ts';
+import { type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
+import type { PartnerDirectory } from '../projections/partner-directory.ts';
+import type { CommandHandler } from './command-handler.ts';
+import { generateApiKey } from './credentials.ts';
+import { type AppState, HttpProblem } from './http.ts';
+import { idempotency } from './idempotency.ts';
+import { operatorAuth } from './operator-auth.ts';
+import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
+import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
+
+export interface AdminDeps {
+  store: EventStore;
+  commands: CommandHandler;
+  directory: PartnerDirectory;
+  clock: Clock;
+  operatorToken: string;
+}
+
+export const ADMIN_BASE = '/admin/v1';
+const OPERATOR = { type: 'operator', id: 'operator' } as const;
+
+/** Which of these ids have no stream (`brand-7` never written): the context the partner decider needs. */
+export async function missingIds(
+  store: EventStore,
+  prefix: string,
+  ids: readonly number[],
+): Promise<number[]> {
+  const missing: number[] = [];
+  for (const id of new Set(ids)) {
+    try {
+      await store.readStream(`${prefix}${id}`, { direction: 'backwards', maxCount: 1 });
+    } catch (err) {
+      if (!(err instanceof StreamNotFoundError)) throw err;
+      missing.push(id);
+    }
+  }
+  return missing;
+}
+
+const keyParams = z.object({ id: pathUuid, key_id: partner.keyId });
+const rateLimitBody = z.strictObject({ rate_limit_per_minute: partner.rateLimitPerMinute });
+
+/** Adds the admin routes for partners, keys and cart history to `router` (mounted under ADMIN_BASE). */
+export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
+  const { store, commands, directory, clock } = deps;
+  const meta = (ctx: Parameters<typeof commandMetadata>[0]) => commandMetadata(ctx, OPERATOR, clock);
+
+  async function loadPartner(id: string) {
+    const loaded = await commands.load(partner.streamId(id), partner.decider);
+    if (!loaded.state.exists) {
+      throw new HttpProblem(404, { code: 'partner_not_found', detail: `no partner ${id}` });
+    }
+    return { ...loaded, state: loaded.state };
+  }
+
+  router.post('/partners', async (ctx) => {
+    const body = parseBody(ctx, partner.partnerFields);
+    const partnerId = randomUUID();
+    const key = generateApiKey();
+    const result = await commands.handle(
+      partner.streamId(partnerId),
+      partner.decider,
+      {
+        type: 'RegisterPartner',
+        partner_id: partnerId,
+        ...body,
+        key: { key_id: key.key_id, key_hash: key.key_hash, key_prefix: key.key_prefix },
+        unknown_brand_ids: await missingIds(store, 'brand-', body.brand_ids),
+        unknown_store_ids: await missingIds(store, 'store-', body.store_ids),
+        at: clock.now().toISOString(),
+      },
+      meta(ctx),
+    );
+    // The key works as soon as this answer arrives: wait until authentication can see it.
+    await directory.waitFor(result.position);
+    if (!result.state.exists) throw new Error('partner registration appended no partner');
+    ctx.set('Location', `${ADMIN_BASE}/partners/${partnerId}`);
+    answerWrite(ctx, 201, { partner: partner.toPartnerRecord(result.state), api_key: key.api_key }, result);
+  });
+
+  router.get('/partners', async (ctx) => {
+    const query = parseParams(
+      ctx.query,
+      z.object({
+        limit: z.coerce.number().int().min(1).max(500).default(100),
+        cursor: z.string().max(200).optional(),
+        kind: partner.partnerKind.optional(),
+      }),
+    );
+    let after = '';
+    if (query.cursor) {
+      after = Buffer.from(query.cursor, 'base64url').toString('utf8');
+      if (!pathUuid.safeParse(after).success) {
+        throw new HttpProblem(400, {
+          code: 'invalid_cursor',
+          detail: 'the cursor is not one this API gave out',
+        });
+      }
+    }
+    const all = directory
+      .list()
+      .filter((p) => (!query.kind || p.kind === query.kind) && p.partner_id > after)
+      .sort((a, b) => (a.partner_id < b.partner_id ? -1 : 1));
+    const page = all.slice(0, query.limit);
+    const next =
+      all.length > query.limit ? Buffer.from(page[page.length - 1].partner_id).toString('base64url') : null;
+    // The next page keeps the filter: without `kind` it would list partners of every kind.
+    const kind = query.kind ? `&kind=${query.kind}` : '';
+    if (next)
+      ctx.set('Link', `<${ADMIN_BASE}/partners?limit=${query.limit}&cursor=${next}${kind}>; rel="next"`);
+    ctx.body = { partners: page.map(partner.toPartnerRecord), next_cursor: next };
+  });
+
+  router.get('/partners/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, z.object({ id: pathUuid }), 404);
+    const loaded = await loadPartner(id);
+    ctx.set('ETag', `"${loaded.revision}"`);
+    ctx.body = { partner: partner.toPartnerRecord(loaded.state), revision: loaded.revision };
+  });
+
+  router.patch('/partners/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, z.object({ id: pathUuid }), 404);
+    const body = parseBody(ctx, rateLimitBody);
+    await loadPartner(id);
+    const result = await commands.handle(
+      partner.streamId(id),
+      partner.decider,
+      {
+        type: 'ChangePartnerRateLimit',
+        rate_limit_per_minute: body.rate_limit_per_minute,
+        at: clock.now().toISOString(),
+      },
+      meta(ctx),
+      { ifMatch: ifMatch(ctx) },
+    );
+    await directory.waitFor(result.position);
+    if (!result.state.exists) throw new Error('partner vanished');
+    answerWrite(ctx, 200, { partner: partner.toPartnerRecord(result.state) }, result);
+  });
+
+  router.post('/partners/:id/keys', async (ctx) => {
+    const { id } = parseParams(ctx.params, z.object({ id: pathUuid }), 404);
+    parseBody(ctx, z.strictObject({}));
+    await loadPartner(id);
+    const key = generateApiKey();
+    const result = await commands.handle(
+      partner.streamId(id),
+      partner.decider,
+      {
+        type: 'IssuePartnerKey',
+        key: { key_id: key.key_id, key_hash: key.key_hash, key_prefix: key.key_prefix },
+        at: clock.now().toISOString(),
+      },
+      meta(ctx),
+    );
+    await directory.waitFor(result.position);
+    answerWrite(ctx, 201, { key: keyRecord(result.state, key.key_id), api_key: key.api_key }, result);
+  });
+
+  router.post('/partners/:id/keys/:key_id/rotate', async (ctx) => {
+    const { id, key_id } = parseParams(ctx.params, keyParams, 404);
+    parseBody(ctx, z.strictObject({}));
+    await loadPartner(id);
+    const key = generateApiKey();
+    const result = await commands.handle(
+      partner.streamId(id),
+      partner.decider,
+      {
+        type: 'RotatePartnerKey',
+        key_id,
+        key: { key_id: key.key_id, key_hash: key.key_hash, key_prefix: key.key_prefix },
+        at: clock.now().toISOString(),
+      },
+      meta(ctx),
+    );
+    await directory.waitFor(result.position);
+    answerWrite(
+      ctx,
+      201,
+      { key: keyRecord(result.state, key.key_id), revoked_key_id: key_id, api_key: key.api_key },
+      result,
+    );
+  });
+
+  router.delete('/partners/:id/keys/:key_id', async (ctx) => {
+    const { id, key_id } = parseParams(ctx.params, keyParams, 404);
+    await loadPartner(id);
+    const result = await commands.handle(
+      partner.streamId(id),
+      partner.decider,
+      { type: 'RevokePartnerKey', key_id, at: clock.now().toISOString() },
+      meta(ctx),
+    );
+    await directory.waitFor(result.position);
+    answerWrite(ctx, 200, { key: keyRecord(result.state, key_id) }, result);
+  });
+
+  router.get('/carts/:uuid/history', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, z.object({ uuid: pathUuid }), 404);
+    const history = await cartHistory(store, uuid);
+    if (!history) throw new HttpProblem(404, { code: 'cart_not_found', detail: `no cart ${uuid}` });
+    ctx.body = { cart_uuid: uuid, events: history };
+  });
+}
+
+function keyRecord(state: partner.PartnerState, keyId: string) {
+  if (!state.exists) throw new Error('partner vanished');
+  const k = state.keys.find((x) => x.key_id === keyId);
+  if (!k) throw new Error(`key ${keyId} missing after the command`);
+  return {
+    key_id: k.key_id,
+    key_prefix: k.key_prefix,
+    status: k.status,
+    issued_at: k.issued_at,
+    revoked_at: k.revoked_at,
+  };
+}
+
+/** One event of a cart's history, as auditors read it. */
+export interface HistoryEntry {
+  revision: number;
+  position: number;
+  type: string;
+  event_id: string;
+  occurred_at: string;
+  recorded_at: string;
+  actor: { type: string; id: string };
+  correlation_id: string;
+  causation_id: string | null;
+  schema_version: number;
+  data: unknown;
+}
+
+/** Every event of a cart's stream, in order; undefined when the cart does not exist. */
+export async function cartHistory(store: EventStore, uuid: string): Promise<HistoryEntry[] | undefined> {
+  try {
+    const events = await store.readStream(`cart-${uuid}`);
+    return events.map((e) => ({
+      revision: e.revision,
+      position: e.position,
+      type: e.type,
+      event_id: e.id,
+      occurred_at: e.metadata.occurred_at,
+      recorded_at: e.recordedAt,
+      actor: e.metadata.actor,
+      correlation_id: e.metadata.correlation_id,
+      causation_id: e.metadata.causation_id,
+      schema_version: e.metadata.schema_version,
+      data: e.data,
+    }));
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** The admin router: operator token, JSON bodies, idempotent POSTs, problem answers. */
+export function createAdminRouter(deps: AdminDeps): Router<AppState> {
+  const router = new Router<AppState>({ prefix: ADMIN_BASE });
+  router.use(operatorAuth(deps.operatorToken));
+  router.use(writeErrors);
+  router.use(jsonBody());
+  router.use(
+    idempotency({
+      store: deps.store,
+      clock: deps.clock,
+      scopeOf: () => 'operator',
+      actorOf: () => OPERATOR,
+      // Keys are stored hashed only: an idempotent replay cannot show one again.
+      oneTimeSecrets: ['api_key'],
+    }),
+  );
+  adminRoutes(router, deps);
+  return router;
+}

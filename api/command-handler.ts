@@ -1,0 +1,167 @@
+/**
+ * Command handling: read the stream, fold it, decide, append with the expected revision.
+ * A conflict with a concurrent writer is resolved by re-reading and re-deciding (bounded), never by
+ * overwriting. With `ifMatch` (the HTTP `If-Match` header) the write is conditional instead: a stale
+ * revision is refused with `PreconditionFailedError` and nothing is retried.
+ */
+import { type Decider, type DomainEvent, fold } from '../domain/decider.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import {
+  type Actor,
+  type EventStore,
+  type RecordedEvent,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '../eventstore/port.ts';
+
+/** Who asks and why: becomes the metadata of every event the command produces. */
+export interface CommandMetadata {
+  correlationId: string;
+  causationId: string | null;
+  actor: Actor;
+  /** When the command is decided (ISO 8601), from the injected clock. */
+  at: string;
+}
+
+export interface LoadedStream<S> {
+  state: S;
+  /** Last revision of the stream, -1 when it holds no event. */
+  revision: number;
+  /** Global position of the stream's last event, 0 when none. */
+  position: number;
+  events: RecordedEvent[];
+}
+
+export interface CommandResult<S, E extends DomainEvent> {
+  state: S;
+  /** The events this command appended (empty for a no-op). */
+  events: E[];
+  revision: number;
+  position: number;
+  /** Global position of the stream's first event (0 when the stream is still empty): a stable numeric id. */
+  firstPosition: number;
+}
+
+/** `If-Match` named a revision the stream has moved past. */
+export class PreconditionFailedError extends Error {
+  override name = 'PreconditionFailedError';
+  readonly streamId: string;
+  readonly expected: number;
+  readonly actual: number;
+  constructor(streamId: string, expected: number, actual: number) {
+    super(`stream ${streamId} is at revision ${actual}, not ${expected}`);
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** Gave up after repeated conflicts (a hot stream); the client may retry. */
+export class ContentionError extends Error {
+  override name = 'ContentionError';
+}
+
+const MAX_ATTEMPTS = 25;
+
+export function createCommandHandler(store: EventStore, registry: EventRegistry) {
+  /** Conflicts resolved by re-reading and re-deciding, for metrics and tests. */
+  let conflicts = 0;
+  async function load<S, E extends DomainEvent>(
+    streamId: string,
+    decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>,
+  ): Promise<LoadedStream<S>> {
+    let recorded: RecordedEvent[];
+    try {
+      recorded = await store.readStream(streamId);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) {
+        return { state: decider.initialState, revision: -1, position: 0, events: [] };
+      }
+      throw err;
+    }
+    const domainEvents = recorded.map(
+      (e) => registry.parse(e.type, e.data, e.metadata.schema_version ?? 1) as unknown as E,
+    );
+    const last = recorded[recorded.length - 1];
+    return {
+      state: fold(decider, domainEvents),
+      revision: last.revision,
+      position: last.position,
+      events: recorded,
+    };
+  }
+
+  async function handle<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C,
+    metadata: CommandMetadata,
+    options: { ifMatch?: number } = {},
+  ): Promise<CommandResult<S, E>> {
+    for (let attempt = 1; ; attempt++) {
+      const loaded = await load(streamId, decider);
+      if (options.ifMatch !== undefined && options.ifMatch !== loaded.revision) {
+        throw new PreconditionFailedError(streamId, options.ifMatch, loaded.revision);
+      }
+      const events = decider.decide(command, loaded.state);
+      if (events.length === 0) {
+        const firstPosition = loaded.events[0]?.position ?? 0;
+        return {
+          state: loaded.state,
+          events,
+          revision: loaded.revision,
+          position: loaded.position,
+          firstPosition,
+        };
+      }
+      const toAppend = events.map((e) => {
+        const definition = registry.get(e.type);
+        if (!definition) throw new Error(`event type ${e.type} is not registered`);
+        return {
+          type: e.type,
+          // Validated again at the boundary: a decider bug must never write a malformed event.
+          data: definition.schema.parse(e.data),
+          metadata: {
+            correlation_id: metadata.correlationId,
+            causation_id: metadata.causationId,
+            actor: metadata.actor,
+            occurred_at: metadata.at,
+            schema_version: definition.version,
+          },
+        };
+      });
+      try {
+        const result = await store.append(streamId, toAppend, {
+          expectedRevision: loaded.revision === -1 ? 'no_stream' : loaded.revision,
+        });
+        const state = events.reduce(decider.evolve, loaded.state);
+        // A new stream's first position is not in the append's answer (positions need not be contiguous).
+        const firstPosition =
+          loaded.events[0]?.position ?? (await store.readStream(streamId, { maxCount: 1 }))[0].position;
+        return {
+          state,
+          events,
+          revision: result.nextExpectedRevision,
+          position: result.position,
+          firstPosition,
+        };
+      } catch (err) {
+        if (!(err instanceof WrongExpectedVersionError)) throw err;
+        if (options.ifMatch !== undefined) {
+          const actual = typeof err.actual === 'number' ? err.actual : -1;
+          throw new PreconditionFailedError(streamId, options.ifMatch, actual);
+        }
+        conflicts += 1;
+        if (attempt >= MAX_ATTEMPTS) {
+          throw new ContentionError(`stream ${streamId} kept changing; gave up after ${attempt} attempts`);
+        }
+        // Jittered back-off spreads out writers that collided, so they don't collide again in lockstep.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 * attempt)));
+      }
+    }
+  }
+
+  return { load, handle, conflicts: () => conflicts };
+}
+
+export type CommandHandler = ReturnType<typeof createCommandHandler>;

@@ -1,0 +1,219 @@
+/**
+ * `Idempotency-Key` for POST requests (as Stripe does it): the first request with a key runs and its
+ * answer is recorded; a retry with the same key and the same request gets that first answer again
+ * (with `Idempotent-Replayed: true`); the same key with another request is refused with 422.
+ *
+ * Records are events in the service's own streams (`idempotency-<sha256(scope, key)>`), so they are
+ * as durable as the writes they protect and need no other database. A key is claimed (expected
+ * revision `no_stream`) before the command runs, so two concurrent requests with one key never both
+ * run: the second is told to retry (409). A claim left by a crashed process expires after a minute.
+ */
+import { createHash } from 'node:crypto';
+import type { Next } from 'koa';
+import type { Clock } from '../domain/clock.ts';
+import {
+  type Actor,
+  type EventStore,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '../eventstore/port.ts';
+import { type AppContext, HttpProblem, PROBLEM_CONTENT_TYPE } from './http.ts';
+import { toWriteProblem } from './write-support.ts';
+
+const CLAIM_EXPIRES_MS = 60_000;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+interface Claimed {
+  request_hash: string;
+  method: string;
+  path: string;
+  claimed_at: string;
+}
+interface Recorded {
+  status: number;
+  content_type: string;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** JSON with sorted keys, so `{a,b}` and `{b,a}` are the same request. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Response headers worth replaying: the ones that describe the result, not the connection. */
+const REPLAYED_HEADERS = ['etag', 'location', 'x-stream-revision', 'x-global-position'];
+
+export interface IdempotencyOptions {
+  store: EventStore;
+  clock: Clock;
+  /** Whose key space a request uses (keys of different partners never collide). */
+  scopeOf: (ctx: AppContext) => string;
+  actorOf: (ctx: AppContext) => Actor;
+  /**
+   * Top-level answer fields that are shown once (an API key): recorded as `null`, so the secret never
+   * enters an event, and a replay answers `null` for them.
+   */
+  oneTimeSecrets?: readonly string[];
+}
+
+function withoutSecrets(body: unknown, fields: readonly string[]): unknown {
+  if (fields.length === 0 || !body || typeof body !== 'object' || Array.isArray(body)) return body;
+  const copy = { ...(body as Record<string, unknown>) };
+  for (const field of fields) if (field in copy) copy[field] = null;
+  return copy;
+}
+
+export function idempotency(options: IdempotencyOptions) {
+  const { store, clock } = options;
+
+  function metadata(ctx: AppContext) {
+    return {
+      correlation_id: ctx.state.requestId,
+      causation_id: ctx.state.requestId,
+      actor: options.actorOf(ctx),
+      occurred_at: clock.now().toISOString(),
+      schema_version: 1,
+    };
+  }
+
+  return async function idempotencyMiddleware(ctx: AppContext, next: Next): Promise<void> {
+    const key = ctx.get('Idempotency-Key');
+    if (ctx.method !== 'POST' || key === '') return next();
+    if (!KEY_PATTERN.test(key)) {
+      throw new HttpProblem(400, {
+        code: 'invalid_idempotency_key',
+        detail: 'Idempotency-Key must be 1 to 255 printable ASCII characters',
+        errors: [{ field: 'Idempotency-Key', message: 'expected 1 to 255 printable ASCII characters' }],
+      });
+    }
+    const streamId = `idempotency-${sha256(`${options.scopeOf(ctx)}\n${key}`)}`;
+    const requestHash = sha256(
+      `${ctx.method} ${ctx.path}\n${canonical((ctx.request as { body?: unknown }).body ?? null)}`,
+    );
+
+    let revision = -1;
+    try {
+      const events = await store.readStream(streamId);
+      revision = events[events.length - 1].revision;
+      const claim = [...events].reverse().find((e) => e.type === 'IdempotencyKeyClaimed')?.data as Claimed;
+      const last = events[events.length - 1];
+      if (claim.request_hash !== requestHash) {
+        throw new HttpProblem(422, {
+          code: 'idempotency_key_reused',
+          detail: `Idempotency-Key ${key} was used for a different request (${claim.method} ${claim.path} with another body)`,
+        });
+      }
+      if (last.type === 'IdempotentResponseRecorded') {
+        const recorded = last.data as Recorded;
+        ctx.status = recorded.status;
+        ctx.set(recorded.headers);
+        ctx.set('Idempotent-Replayed', 'true');
+        ctx.type = recorded.content_type;
+        ctx.body = recorded.body;
+        return;
+      }
+      const claimedFor = clock.now().getTime() - Date.parse(claim.claimed_at);
+      if (last.type === 'IdempotencyKeyClaimed' && claimedFor < CLAIM_EXPIRES_MS) {
+        throw inProgress(key);
+      }
+    } catch (err) {
+      if (!(err instanceof StreamNotFoundError)) throw err;
+    }
+
+    const claimed: Claimed = {
+      request_hash: requestHash,
+      method: ctx.method,
+      path: ctx.path,
+      claimed_at: clock.now().toISOString(),
+    };
+    try {
+      const r = await store.append(
+        streamId,
+        [{ type: 'IdempotencyKeyClaimed', data: claimed, metadata: metadata(ctx) }],
+        {
+          expectedRevision: revision === -1 ? 'no_stream' : revision,
+        },
+      );
+      revision = r.nextExpectedRevision;
+    } catch (err) {
+      if (err instanceof WrongExpectedVersionError) throw inProgress(key);
+      throw err;
+    }
+
+    const record = async (recorded: Recorded) => {
+      await store.append(
+        streamId,
+        [{ type: 'IdempotentResponseRecorded', data: recorded, metadata: metadata(ctx) }],
+        {
+          expectedRevision: revision,
+        },
+      );
+    };
+    const release = () =>
+      store
+        .append(
+          streamId,
+          [
+            {
+              type: 'IdempotencyKeyReleased',
+              data: { released_at: clock.now().toISOString() },
+              metadata: metadata(ctx),
+            },
+          ],
+          {
+            expectedRevision: revision,
+          },
+        )
+        .catch(() => undefined); // an unreleased claim expires by itself
+
+    try {
+      await next();
+    } catch (err) {
+      const answer = toWriteProblem(err);
+      if (answer instanceof HttpProblem && answer.status < 500 && answer.status !== 429) {
+        await record({
+          status: answer.status,
+          content_type: PROBLEM_CONTENT_TYPE,
+          body: answer.toJSON(),
+          headers: answer.headers,
+        });
+      } else {
+        await release();
+      }
+      throw answer;
+    }
+    if (ctx.status >= 500) {
+      await release();
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const name of REPLAYED_HEADERS) {
+      const value = ctx.response.get(name);
+      if (value) headers[name] = String(value);
+    }
+    await record({
+      status: ctx.status,
+      content_type: ctx.response.type || 'application/json',
+      body: withoutSecrets(ctx.body ?? null, options.oneTimeSecrets ?? []),
+      headers,
+    });
+  };
+}
+
+function inProgress(key: string): HttpProblem {
+  return new HttpProblem(409, {
+    code: 'idempotency_request_in_progress',
+    detail: `A request with Idempotency-Key ${key} is still being processed; retry it shortly`,
+    headers: { 'Retry-After': '1' },
+  });
+}

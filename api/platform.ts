@@ -1,0 +1,327 @@
+/**
+ * Platform write side (`/platform/v1`, operator token): the retail platform's own commands —
+ * catalog upserts and the cart lifecycle. Every route validates its body with the aggregate's zod
+ * schema (unknown fields refused), looks up the facts the decider needs in other streams, and answers
+ * with the resource, the stream's new revision (also as ETag) and the global position.
+ */
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import { z } from 'zod';
+import * as brand from '../domain/brand.ts';
+import * as cart from '../domain/cart.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { Decider, DomainEvent } from '../domain/decider.ts';
+import * as menuProduct from '../domain/menu-product.ts';
+import { applySpecials } from '../domain/pricing.ts';
+import * as product from '../domain/product.ts';
+import * as review from '../domain/review.ts';
+import type { Weight } from '../domain/schemas.ts';
+import * as special from '../domain/special.ts';
+import * as store from '../domain/store.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import type { StoreSpecials } from '../projections/store-specials.ts';
+import type { CommandHandler, CommandResult } from './command-handler.ts';
+import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { idempotency } from './idempotency.ts';
+import { operatorAuth } from './operator-auth.ts';
+import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
+import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
+
+export const PLATFORM_BASE = '/platform/v1';
+const PLATFORM = { type: 'platform', id: 'platform' } as const;
+
+export interface PlatformDeps {
+  store: EventStore;
+  commands: CommandHandler;
+  specials: StoreSpecials;
+  clock: Clock;
+  operatorToken: string;
+}
+
+const idParams = z.object({ id: pathId });
+const menuProductParams = z.object({ store_id: pathId, id: pathId });
+const cartParams = z.object({ uuid: pathUuid });
+const cartLineParams = z.object({ uuid: pathUuid, menu_product_id: pathId });
+
+export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
+  const { commands, specials, clock } = deps;
+  const router = new Router<AppState>({ prefix: PLATFORM_BASE });
+  router.use(operatorAuth(deps.operatorToken));
+  router.use(writeErrors);
+  router.use(jsonBody());
+  router.use(idempotency({ store: deps.store, clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }));
+
+  const now = () => clock.now().toISOString();
+
+  /** Runs a command on one stream with the request's metadata and `If-Match`. */
+  function run<C, E extends DomainEvent, S>(
+    ctx: AppContext,
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C,
+  ): Promise<CommandResult<S, E>> {
+    return commands.handle(streamId, decider, command, commandMetadata(ctx, PLATFORM, clock), {
+      ifMatch: ifMatch(ctx),
+    });
+  }
+
+  const exists = async (streamId: string, decider: Decider<never, DomainEvent, { exists: boolean }>) =>
+    (await commands.load(streamId, decider)).state.exists;
+  const storeExists = (id: number) => exists(store.streamId(id), store.decider as never);
+
+  /** 201 when this write created the resource, 200 otherwise. */
+  const createdOr200 = (result: { events: unknown[]; revision: number }) =>
+    result.events.length > 0 && result.revision + 1 === result.events.length ? 201 : 200;
+
+  // ---- catalog ---------------------------------------------------------------------------------
+
+  router.put('/stores/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, idParams, 404);
+    const fields = parseBody(ctx, store.storeFields);
+    const result = await run(ctx, store.streamId(id), store.decider, {
+      type: 'UpsertStore',
+      store_id: id,
+      fields,
+      at: now(),
+    });
+    answerWrite(ctx, createdOr200(result), { store: store.toRecord(result.state) }, result);
+  });
+
+  router.put('/stores/:id/curbside_pickup_setting', async (ctx) => {
+    const { id } = parseParams(ctx.params, idParams, 404);
+    const fields = parseBody(ctx, store.curbsidePickupSettingFields);
+    const result = await run(ctx, store.streamId(id), store.decider, {
+      type: 'SetCurbsidePickupSetting',
+      store_id: id,
+      fields,
+      at: now(),
+    });
+    answerWrite(
+      ctx,
+      200,
+      { curbside_pickup_setting: store.toCurbsidePickupSettingRecord(result.state) },
+      result,
+    );
+  });
+
+  router.put('/brands/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, idParams, 404);
+    const fields = parseBody(ctx, brand.brandFields);
+    const result = await run(ctx, brand.streamId(id), brand.decider, {
+      type: 'UpsertBrand',
+      brand_id: id,
+      fields,
+      at: now(),
+    });
+    answerWrite(ctx, createdOr200(result), { brand: brand.toRecord(result.state) }, result);
+  });
+
+  router.put('/products/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, idParams, 404);
+    const fields = parseBody(ctx, product.productFields);
+    const brandExists = await exists(brand.streamId(fields.brand_id), brand.decider as never);
+    const result = await run(ctx, product.streamId(id), product.decider, {
+      type: 'UpsertProduct',
+      product_id: id,
+      fields,
+      brand_exists: brandExists,
+      at: now(),
+    });
+    answerWrite(ctx, createdOr200(result), { product: product.toRecord(result.state) }, result);
+  });
+
+  router.put('/stores/:store_id/menu_products/:id', async (ctx) => {
+    const { store_id, id } = parseParams(ctx.params, menuProductParams, 404);
+    const fields = parseBody(ctx, menuProduct.menuProductFields);
+    const listedProduct = (await commands.load(product.streamId(fields.product_id), product.decider)).state;
+    const result = await run(ctx, menuProduct.streamId(id), menuProduct.decider, {
+      type: 'ListMenuProduct',
+      menu_product_id: id,
+      store_id,
+      fields,
+      store_exists: await storeExists(store_id),
+      product: listedProduct.exists
+        ? { product_id: listedProduct.product_id, brand_id: listedProduct.brand_id }
+        : null,
+      at: now(),
+    });
+    answerWrite(ctx, createdOr200(result), { menu_product: menuProduct.toRecord(result.state) }, result);
+  });
+
+  router.delete('/stores/:store_id/menu_products/:id', async (ctx) => {
+    const { store_id, id } = parseParams(ctx.params, menuProductParams, 404);
+    const result = await run(ctx, menuProduct.streamId(id), menuProduct.decider, {
+      type: 'DelistMenuProduct',
+      menu_product_id: id,
+      store_id,
+      at: now(),
+    });
+    answerWrite(ctx, 200, { menu_product: { id, store_id, listed: false } }, result);
+  });
+
+  router.put('/reviews/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, idParams, 404);
+    const fields = parseBody(ctx, review.reviewFields);
+    const reviewed = (await commands.load(product.streamId(fields.product_id), product.decider)).state;
+    const result = await run(ctx, review.streamId(id), review.decider, {
+      type: 'PostReview',
+      review_id: id,
+      fields,
+      product: reviewed.exists ? { brand_id: reviewed.brand_id } : null,
+      store_exists: await storeExists(fields.store_id),
+      at: now(),
+    });
+    answerWrite(ctx, createdOr200(result), { review: review.toRecord(result.state) }, result);
+  });
+
+  router.put('/specials/:id', async (ctx) => {
+    const { id } = parseParams(ctx.params, idParams, 404);
+    const fields = parseBody(ctx, special.specialFields);
+    const result = await run(ctx, special.streamId(id), special.decider, {
+      type: 'UpsertSpecial',
+      special_id: id,
+      fields,
+      store_exists: await storeExists(fields.store_id),
+      at: now(),
+    });
+    // Items placed after this answer are priced with this special.
+    await specials.waitFor(result.position);
+    answerWrite(ctx, createdOr200(result), { special: special.toRecord(result.state) }, result);
+  });
+
+  // ---- carts -----------------------------------------------------------------------------------
+
+  /** The cart record of RESOURCES: id is the global position of the cart's first event. */
+  async function cartBody(result: CommandResult<cart.CartState, cart.CartEvent>) {
+    const state = result.state;
+    if (!state.exists) throw new Error('cart command left no cart');
+    const storeState = (await commands.load(store.streamId(state.store_id), store.decider)).state;
+    return {
+      cart: cart.toPartnerCart(state, {
+        id: result.firstPosition,
+        store_name: storeState.exists ? storeState.name : '',
+      }),
+    };
+  }
+
+  async function runCart(
+    ctx: AppContext,
+    uuid: string,
+    command: cart.CartCommand,
+    status = 200,
+  ): Promise<void> {
+    const result = await run(ctx, cart.streamId(uuid), cart.decider, command);
+    if (!result.state.exists)
+      throw new HttpProblem(404, { code: 'cart_not_found', detail: `no cart ${uuid}` });
+    answerWrite(ctx, status, await cartBody(result), result);
+  }
+
+  router.post('/carts', async (ctx) => {
+    const fields = parseBody(ctx, cart.createCartFields);
+    // One cart per uuid whatever its letter case: stream ids are case-sensitive.
+    const uuid = fields.uuid?.toLowerCase() ?? randomUUID();
+    ctx.set('Location', `${PLATFORM_BASE}/carts/${uuid}`);
+    await runCart(
+      ctx,
+      uuid,
+      {
+        type: 'CreateCart',
+        cart_uuid: uuid,
+        store_id: fields.store_id,
+        source: fields.source,
+        user_id: fields.user_id,
+        at: now(),
+        context: { store_exists: await storeExists(fields.store_id) },
+      },
+      201,
+    );
+  });
+
+  /** What a line placed now looks like: the menu product's current price, after today's specials. */
+  async function lineFor(menuProductId: number, priceId: Weight, at: string) {
+    const listing = (await commands.load(menuProduct.streamId(menuProductId), menuProduct.decider)).state;
+    if (!listing.exists || !listing.listed) return null;
+    const item = (await commands.load(product.streamId(listing.product_id), product.decider)).state;
+    if (!item.exists) return null;
+    const maker = (await commands.load(brand.streamId(item.brand_id), brand.decider)).state;
+    const unitPrice = menuProduct.priceOf(listing, priceId);
+    const priced = unitPrice
+      ? applySpecials(
+          { unit_price: unitPrice, product_id: item.product_id, brand_id: item.brand_id, kind: item.kind },
+          specials.ofStore(listing.store_id),
+          at,
+        )
+      : null;
+    return {
+      product_id: item.product_id,
+      store_id: listing.store_id,
+      name: item.name,
+      brand: maker.exists ? maker.name : '',
+      brand_id: item.brand_id,
+      kind: item.kind,
+      kind_subtype: item.kind_subtype,
+      lineage: item.lineage,
+      image_urls: item.image_urls,
+      unit_price: unitPrice,
+      discounted_unit_price: priced?.discounted_unit_price ?? null,
+      special_id: priced?.special_id ?? null,
+      special_title: priced?.special_title ?? null,
+    };
+  }
+
+  router.post('/carts/:uuid/items', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, cartParams, 404);
+    const fields = parseBody(ctx, cart.addCartItemFields);
+    const at = now();
+    await runCart(ctx, uuid, {
+      type: 'AddCartItem',
+      ...fields,
+      at,
+      context: { line: await lineFor(fields.menu_product_id, fields.price_id, at) },
+    });
+  });
+
+  router.patch('/carts/:uuid/items/:menu_product_id', async (ctx) => {
+    const { uuid, menu_product_id } = parseParams(ctx.params, cartLineParams, 404);
+    const { count } = parseBody(ctx, cart.changeCartItemQuantityFields);
+    await runCart(ctx, uuid, { type: 'ChangeCartItemQuantity', menu_product_id, count, at: now() });
+  });
+
+  router.delete('/carts/:uuid/items/:menu_product_id', async (ctx) => {
+    const { uuid, menu_product_id } = parseParams(ctx.params, cartLineParams, 404);
+    await runCart(ctx, uuid, { type: 'RemoveCartItem', menu_product_id, at: now() });
+  });
+
+  router.put('/carts/:uuid/customer', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, cartParams, 404);
+    const fields = parseBody(ctx, cart.cartCustomerFields);
+    await runCart(ctx, uuid, { type: 'IdentifyCartCustomer', ...fields, at: now() });
+  });
+
+  router.post('/carts/:uuid/checkout', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, cartParams, 404);
+    const fields = parseBody(ctx, cart.checkOutCartFields);
+    const current = (await commands.load(cart.streamId(uuid), cart.decider)).state;
+    const shop = current.exists
+      ? (await commands.load(store.streamId(current.store_id), store.decider)).state
+      : undefined;
+    await runCart(ctx, uuid, {
+      type: 'CheckOutCart',
+      ...fields,
+      at: now(),
+      context: {
+        store: shop?.exists
+          ? { pickup: shop.pickup, delivery: shop.delivery, curbside_enabled: store.curbsideEnabled(shop) }
+          : { pickup: false, delivery: false, curbside_enabled: false },
+      },
+    });
+  });
+
+  router.post('/carts/:uuid/status', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, cartParams, 404);
+    const fields = parseBody(ctx, cart.changeCartStatusFields);
+    await runCart(ctx, uuid, { type: 'ChangeCartStatus', ...fields, at: now() });
+  });
+
+  return router;
+}

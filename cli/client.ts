@@ -1,0 +1,116 @@
+/**
+ * The operator CLI is a client of the admin API: `PDS_URL` (default http://localhost:8080) and
+ * `PDS_OPERATOR_TOKEN` (default: the token the embedded service keeps in `<PDS_DATA_DIR>/operator-token`).
+ * Failures carry an exit code scripts can act on.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Exit codes of every `pds` client command. */
+export const EXIT = {
+  ok: 0,
+  /** The server failed, or something unexpected happened. */
+  failed: 1,
+  /** Bad arguments or configuration on the command line. */
+  usage: 2,
+  /** The thing asked for does not exist (HTTP 404). */
+  notFound: 3,
+  /** The server refused the request (another 4xx: invalid input, conflict, …). */
+  refused: 4,
+  /** The service could not be reached. */
+  unreachable: 5,
+  /** The operator token was refused (401/403). */
+  unauthorized: 6,
+} as const;
+
+export class CliError extends Error {
+  override name = 'CliError';
+  readonly exitCode: number;
+  readonly problem: unknown;
+  constructor(message: string, exitCode: number, problem?: unknown) {
+    super(message);
+    this.exitCode = exitCode;
+    this.problem = problem;
+  }
+}
+
+export interface AdminClient {
+  request<T>(method: string, url: string, body?: unknown): Promise<T>;
+  readonly baseUrl: string;
+}
+
+export async function operatorToken(env: NodeJS.ProcessEnv): Promise<string> {
+  if (env.PDS_OPERATOR_TOKEN?.trim()) return env.PDS_OPERATOR_TOKEN.trim();
+  const file = path.join(env.PDS_DATA_DIR?.trim() || './data', 'operator-token');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    throw new CliError(
+      `no operator token: set PDS_OPERATOR_TOKEN (or PDS_DATA_DIR to the service's data dir)`,
+      EXIT.usage,
+    );
+  }
+}
+
+export async function createAdminClient(env: NodeJS.ProcessEnv = process.env): Promise<AdminClient> {
+  const baseUrl = (env.PDS_URL?.trim() || 'http://localhost:8080').replace(/\/+$/, '');
+  const token = await operatorToken(env);
+  return {
+    baseUrl,
+    async request<T>(method: string, url: string, body?: unknown): Promise<T> {
+      let response: Response;
+      try {
+        response = await fetch(`${baseUrl}${url}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: 'application/json',
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      } catch (err) {
+        const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+        throw new CliError(`cannot reach ${baseUrl}: ${reason}`, EXIT.unreachable);
+      }
+      const text = await response.text();
+      const parsed = text ? safeJson(text) : null;
+      if (response.ok) return parsed as T;
+      const problem = parsed as { detail?: string; code?: string } | null;
+      const detail = problem?.detail ?? (text.slice(0, 200) || response.statusText);
+      const code =
+        response.status === 404
+          ? EXIT.notFound
+          : response.status === 401 || response.status === 403
+            ? EXIT.unauthorized
+            : response.status < 500
+              ? EXIT.refused
+              : EXIT.failed;
+      throw new CliError(
+        `${response.status} ${problem?.code ?? ''}: ${detail}`.replace(' :', ':'),
+        code,
+        parsed,
+      );
+    },
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A plain-text table: one header row, columns padded to their widest cell. */
+export function table(headers: string[], rows: Array<Array<string | number | null | undefined>>): string {
+  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '' : String(c))));
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}

@@ -1,0 +1,27 @@
+/** Every aggregate's events in one registry: what the command handler validates and readers upcast with. */
+import * as brand from './brand.ts';
+import * as cart from './cart.ts';
+import { type AnyEventDefinition, createEventRegistry } from './events.ts';
+import * as menuProduct from './menu-product.ts';
+import * as partner from './partner.ts';
+import * as product from './product.ts';
+import * as review from './review.ts';
+import * as special from './special.ts';
+import * as store from './store.ts';
+import * as webhookSubscription from './webhook-subscription.ts';
+
+export const aggregates = {
+  brand,
+  cart,
+  menuProduct,
+  partner,
+  product,
+  review,
+  special,
+  store,
+  webhookSubscription,
+};
+
+export const eventRegistry = createEventRegistry(
+  Object.values(aggregates).flatMap((a) => Object.values(a.events) as AnyEventDefinition[]),
+);

@@ -1,0 +1,99 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { EXIT } from '../cli/client.ts';
+import { startService, type TestService } from './support/service.ts';
+
+const exec = promisify(execFile);
+
+async function pds(s: TestService | undefined, args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, ['cli/pds.ts', ...args], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...(s ? { PDS_URL: s.base, PDS_OPERATOR_TOKEN: s.token } : {}),
+        ...env,
+      },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function cartWithHistory(s: TestService): Promise<string> {
+  const json = { 'content-type': 'application/json' };
+  await s.call('PUT', '/platform/v1/stores/1', {
+    name: 'Green Leaf',
+    address: '1 Main St',
+    city: 'Denver',
+    state: 'CO',
+    zip: '80202',
+    lat: 39.75,
+    long: -104.99,
+  });
+  await s.call('PUT', '/platform/v1/brands/2', { name: 'Kiva' });
+  await s.call('PUT', '/platform/v1/products/3', { name: 'Camino', brand_id: 2, kind: 'edible' });
+  await s.call('PUT', '/platform/v1/stores/1/menu_products/4', { product_id: 3, prices: { each: '10.00' } });
+  const created = await s.call(
+    'POST',
+    '/platform/v1/carts',
+    { store_id: 1, source: { channel: 'headless', partner_id: null } },
+    json,
+  );
+  const { cart } = (await created.json()) as { cart: { uuid: string } };
+  await s.call('POST', `/platform/v1/carts/${cart.uuid}/items`, {
+    menu_product_id: 4,
+    price_id: 'each',
+    count: 2,
+  });
+  await s.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, { reservation_mode: 'pickup' });
+  return cart.uuid;
+}
+
+test('pds audit cart prints every event of the cart as a table, and as JSON with --json', async (t) => {
+  const s = await startService(t);
+  const uuid = await cartWithHistory(s);
+  const asTable = await pds(s, ['audit', 'cart', uuid]);
+  t.is(asTable.code, 0, asTable.stderr);
+  const lines = asTable.stdout.trimEnd().split('\n');
+  t.regex(lines[0], /^rev\s+position\s+occurred_at\s+type\s+actor\s+correlation_id\s+causation_id\s+data$/);
+  t.deepEqual(
+    lines.slice(2).map((l) => l.split(/\s+/)[3]),
+    ['CartCreated', 'CartItemAdded', 'CartCheckedOut', 'CartStatusChanged'],
+  );
+  t.true(lines.slice(2).every((l) => l.includes('platform:platform')));
+
+  const asJson = await pds(s, ['audit', 'cart', uuid, '--json']);
+  t.is(asJson.code, 0);
+  const parsed = JSON.parse(asJson.stdout) as {
+    cart_uuid: string;
+    events: Array<{ revision: number; type: string }>;
+  };
+  const direct = await (await s.call('GET', `/admin/v1/carts/${uuid}/history`)).json();
+  t.deepEqual(parsed, direct);
+  t.deepEqual(
+    parsed.events.map((e) => e.revision),
+    [0, 1, 2, 3],
+  );
+});
+
+test('pds audit cart: exit codes say what went wrong', async (t) => {
+  const s = await startService(t);
+  const missing = await pds(s, ['audit', 'cart', randomUUID()]);
+  t.is(missing.code, EXIT.notFound);
+  t.regex(missing.stderr, /404 cart_not_found/);
+  t.is((await pds(s, ['audit', 'cart'])).code, EXIT.usage);
+  t.is(
+    (await pds(s, ['audit', 'cart', randomUUID()], { PDS_OPERATOR_TOKEN: 'wrong-token-0123456789' })).code,
+    EXIT.unauthorized,
+  );
+  const down = await pds(undefined, ['audit', 'cart', randomUUID()], {
+    PDS_URL: 'http://127.0.0.1:1',
+    PDS_OPERATOR_TOKEN: 'x',
+  });
+  t.is(down.code, EXIT.unreachable);
+  t.regex(down.stderr, /cannot reach/);
+});
