@@ -3,9 +3,11 @@
  * measured in the same run, and `ratio` (ours / baseline). Pass bench names to run only some.
  */
 import { benchEventStore } from './eventstore.ts';
+import { benchProjectionRebuild } from './projection.ts';
 
 const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   eventstore: () => benchEventStore(),
+  projection: () => benchProjectionRebuild(),
 };
 
 const only = process.argv.slice(2);

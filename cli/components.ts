@@ -1,15 +1,88 @@
 /**
  * The components each role runs, in start order. The composition root (`compose.ts`) starts the ones
- * of its role and stops them in reverse.
+ * of its role and stops them in reverse. Components share what they build through `Shared`.
  */
+import { Gauge } from 'prom-client';
 import { createAdminRouter } from '../api/admin.ts';
+import { createProjectionAdminRouter } from '../api/admin-projections.ts';
 import { createCommandHandler } from '../api/command-handler.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
+import { allProjections } from '../projections/all.ts';
+import { openReadStore } from '../projections/index.ts';
 import { createPartnerDirectory, type PartnerDirectory } from '../projections/partner-directory.ts';
+import { createProjector, type Projector } from '../projections/projector.ts';
+import type { ReadStore } from '../projections/read-store.ts';
 import { createStoreSpecials, type StoreSpecials } from '../projections/store-specials.ts';
 import type { Component } from './compose.ts';
+
+/** What components build for each other. */
+export interface Shared {
+  readStore?: ReadStore;
+  projector?: Projector;
+}
+
+/**
+ * The read store, and the projector where this process owns the read models: always with the
+ * in-memory store (each process holds its own copy, rebuilt from the events at start), and in the
+ * `projector` role with MongoDB (one active projector per read model; `api` processes only read).
+ */
+export function readSide(shared: Shared): Component {
+  let projector: Projector | undefined;
+  return {
+    name: 'read-side',
+    roles: ['api', 'projector', 'dispatcher'],
+    async start(ctx) {
+      const readStore = await openReadStore(ctx.config.readStoreUrl);
+      shared.readStore = readStore;
+      const owns = readStore.kind === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
+      if (!owns) return;
+      projector = createProjector({
+        store: ctx.eventStore,
+        readStore,
+        projections: allProjections(),
+        onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
+      });
+      shared.projector = projector;
+      let caughtUp = false;
+      ctx.readiness.add('projections_caught_up', () => caughtUp);
+      const p = projector;
+      const gauge = (
+        name: string,
+        help: string,
+        pick: (s: Awaited<ReturnType<Projector['status']>>[number]) => number,
+      ) =>
+        new Gauge({
+          name,
+          help,
+          labelNames: ['projection'],
+          registers: [ctx.registry],
+          async collect() {
+            for (const s of await p.status()) this.set({ projection: s.name }, pick(s));
+          },
+        });
+      gauge('pds_projection_checkpoint', 'global position of the last event applied', (s) => s.checkpoint);
+      gauge('pds_projection_lag_events', 'events after the checkpoint not yet applied', (s) => s.lag_events);
+      gauge('pds_projection_lag_seconds', 'age of the oldest event not yet applied', (s) => s.lag_seconds);
+      gauge('pds_projection_rebuild_percent', 'progress of a running rebuild (0 when none)', (s) =>
+        s.state === 'rebuilding' ? (s.progress?.percent ?? 0) : 0,
+      );
+      ctx.app.use(createProjectionAdminRouter(projector, ctx.config.operatorToken).routes());
+      await projector.start();
+      // Not awaited: the process serves /healthz while the read models catch up; /readyz says when.
+      const started = Date.now();
+      projector.caughtUp.then(() => {
+        caughtUp = true;
+        ctx.logger.info({ ms: Date.now() - started, projections: p.names() }, 'read models caught up');
+      });
+    },
+    async stop() {
+      await projector?.stop();
+      await shared.readStore?.close();
+    },
+  };
+}
 
 /** The platform and admin APIs with the write-side lookups they need (partner keys, store specials). */
 export function writeApi(clock: Clock = systemClock): Component {
@@ -41,5 +114,6 @@ export function writeApi(clock: Clock = systemClock): Component {
 }
 
 export function defaultComponents(clock: Clock = systemClock): Component[] {
-  return [writeApi(clock)];
+  const shared: Shared = {};
+  return [readSide(shared), writeApi(clock)];
 }

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
 import { EXIT } from './client.ts';
 import { registerAudit } from './commands/audit.ts';
+import { registerProjections } from './commands/projections.ts';
 import { registerServe } from './commands/serve.ts';
 
 const program = new Command('pds')
@@ -15,6 +16,7 @@ const program = new Command('pds')
 
 registerServe(program);
 registerAudit(program);
+registerProjections(program);
 
 // Usage errors (unknown command or option, missing argument) exit 2, like most Unix tools;
 // commander has already printed what was wrong.

@@ -53,6 +53,18 @@ export function createEventRegistry(definitions: AnyEventDefinition[]) {
       const current = version < d.version && d.upcast ? d.upcast(data, version) : data;
       return { type, data: d.schema.parse(current) };
     },
+    /**
+     * The domain event of a stored event, for readers that must be fast (projections). Data at the
+     * current version was validated when it was appended (the command handler parses every event
+     * before appending), so it is trusted as is; only older versions are upcast and validated.
+     */
+    read(type: string, data: unknown, version: number): DomainEvent {
+      const d = byType.get(type);
+      if (!d) throw new Error(`unknown event type ${type}`);
+      if (version === d.version) return { type, data };
+      const current = version < d.version && d.upcast ? d.upcast(data, version) : data;
+      return { type, data: d.schema.parse(current) };
+    },
     types: () => [...byType.keys()],
   };
 }

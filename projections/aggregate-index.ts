@@ -40,7 +40,7 @@ export function createAggregateIndex<E extends DomainEvent, S>(
     if (!registry.has(event.type)) return;
     const id = event.streamId.slice(options.prefix.length);
     const before = states.get(id);
-    const domainEvent = registry.parse(event.type, event.data, event.metadata.schema_version) as E;
+    const domainEvent = registry.read(event.type, event.data, event.metadata.schema_version) as E;
     const after = options.decider.evolve(before ?? options.decider.initialState, domainEvent);
     states.set(id, after);
     options.onChange?.(id, before, after);

@@ -30,9 +30,10 @@ export interface TestService {
 
 export async function startService(
   t: ExecutionContext,
-  options: { clock?: Clock; env?: Record<string, string>; role?: Role } = {},
+  options: { clock?: Clock; env?: Record<string, string>; role?: Role; dataDir?: string } = {},
 ): Promise<TestService> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-api-'));
+  // A given data dir belongs to the caller (e.g. to restart on the same events); a new one is removed.
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'pds-api-')));
   const config = await loadConfig({ PDS_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'debug', ...options.env });
   let logged = '';
   const sink = new Writable({
@@ -53,7 +54,7 @@ export async function startService(
   t.teardown(async () => {
     await service.stop();
     for (const s of opened) await s.close();
-    await rm(dataDir, { recursive: true, force: true });
+    if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
   });
   return {
     base,

@@ -1,0 +1,10 @@
+/** Every read-model projection the service runs, in the order they start. */
+import { catalogProjection } from './catalog.ts';
+import type { Projection } from './projector.ts';
+import { cartsProjection } from './read-models/carts.ts';
+import { partnerKeysProjection } from './read-models/partner-keys.ts';
+import { webhookSubscriptionsProjection } from './read-models/webhook-subscriptions.ts';
+
+export function allProjections(): Projection[] {
+  return [partnerKeysProjection, catalogProjection, cartsProjection, webhookSubscriptionsProjection];
+}

@@ -1,0 +1,587 @@
+/**
+ * In-memory ReadStore: MongoDB semantics from mingo (matching, update operators), plus real secondary
+ * indexes (B+ trees) on the declared fields, so an equality or range query on an indexed field, or a
+ * page in index order, examines only the entries it needs instead of scanning the collection.
+ *
+ * Documents are copy-on-write: a write replaces the stored object, never mutates it, so a document a
+ * reader holds never changes under it. Readers must treat returned documents as read-only.
+ */
+import { update as applyUpdate, Query } from 'mingo';
+import sortedBtree from 'sorted-btree';
+import {
+  type Checkpoint,
+  type Collection,
+  type Doc,
+  type DocId,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type ReadStore,
+  type SortSpec,
+  totalSort,
+  type Update,
+  type WriteOp,
+} from './read-store.ts';
+
+// sorted-btree is CommonJS: its class is `exports.default`.
+const BTree = sortedBtree.default;
+type Tree = InstanceType<typeof BTree<unknown[], DocId>>;
+
+// ---- values, keys and their order (MongoDB's order for the types read models use) -------------
+
+function typeRank(v: unknown): number {
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'number') return 1;
+  if (typeof v === 'string') return 2;
+  if (typeof v === 'object') return 3;
+  if (typeof v === 'boolean') return 5;
+  return 6;
+}
+
+export function compareValues(a: unknown, b: unknown): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra - rb;
+  if (ra === 0) return 0;
+  if (ra === 1) return (a as number) - (b as number);
+  if (ra === 2) return a === b ? 0 : (a as string) < (b as string) ? -1 : 1;
+  if (ra === 5) return Number(a) - Number(b);
+  const sa = JSON.stringify(a);
+  const sb = JSON.stringify(b);
+  return sa === sb ? 0 : sa < sb ? -1 : 1;
+}
+
+/** Sentinels that sort before and after every value, for open-ended ranges. */
+const MIN = Symbol('min');
+const MAX = Symbol('max');
+
+function compareKeyPart(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  if (a === MIN || b === MAX) return -1;
+  if (a === MAX || b === MIN) return 1;
+  return compareValues(a, b);
+}
+
+function getPath(doc: unknown, path: string): unknown {
+  let v: unknown = doc;
+  for (const part of path.split('.')) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+function keyComparator(directions: readonly number[]) {
+  return (a: unknown[], b: unknown[]): number => {
+    for (let i = 0; i < a.length; i++) {
+      const c = compareKeyPart(a[i], b[i]);
+      if (c === 0) continue;
+      // MIN and MAX are the first and last place in index order, whatever the key's direction.
+      const sentinel = a[i] === MIN || a[i] === MAX || b[i] === MIN || b[i] === MAX;
+      return directions[i] === -1 && !sentinel ? -c : c;
+    }
+    return 0;
+  };
+}
+
+function sortComparator(sort: SortSpec) {
+  return (a: Doc, b: Doc): number => {
+    for (const [field, dir] of sort) {
+      const c = compareValues(getPath(a, field), getPath(b, field));
+      if (c !== 0) return dir === 1 ? c : -c;
+    }
+    return 0;
+  };
+}
+
+// ---- one index ------------------------------------------------------------------------------------
+
+interface Index {
+  spec: IndexSpec;
+  fields: string[];
+  tree: Tree;
+  compare: (a: unknown[], b: unknown[]) => number;
+  /** Some document has several entries (an array field): range bounds can't be intersected. */
+  multikey: boolean;
+}
+
+function createIndex(spec: IndexSpec): Index {
+  const fields = spec.keys.map(([f]) => f);
+  // Entries are [...values, _id]; _id ascending breaks ties, so each entry is unique.
+  const compare = keyComparator([...spec.keys.map(([, d]) => d), 1]);
+  return { spec, fields, tree: new BTree<unknown[], DocId>(undefined, compare), compare, multikey: false };
+}
+
+/** The values a path reaches, as MongoDB indexes them: through arrays of documents, one per element. */
+function indexValues(doc: Doc, path: string): unknown[] {
+  let values: unknown[] = [doc];
+  for (const part of path.split('.')) {
+    values = values
+      .flatMap((v) => (Array.isArray(v) ? v : [v]))
+      .map((v) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[part] : undefined));
+  }
+  return values.flatMap((v) => (Array.isArray(v) ? (v.length === 0 ? [undefined] : v) : [v]));
+}
+
+/** The index entries of a document: one per element when a field holds an array (multikey). */
+function entriesOf(index: Index, doc: Doc): unknown[][] {
+  let keys: unknown[][] = [[]];
+  for (const field of index.fields) {
+    const values = [...new Set(indexValues(doc, field).map((x) => x ?? null))];
+    keys = keys.flatMap((k) => values.map((x) => [...k, x]));
+  }
+  return keys.map((k) => [...k, doc._id]);
+}
+
+// ---- query planning -------------------------------------------------------------------------------
+
+interface FieldCondition {
+  eq?: unknown[];
+  low?: { value: unknown; inclusive: boolean };
+  high?: { value: unknown; inclusive: boolean };
+}
+
+const RANGE_OPS = new Set(['$gt', '$gte', '$lt', '$lte', '$eq', '$in']);
+
+/** The conditions on single fields that an index can serve (from the top level and `$and`). */
+function fieldConditions(filter: Filter): Map<string, FieldCondition> {
+  const out = new Map<string, FieldCondition>();
+  const visit = (f: Filter) => {
+    for (const [field, cond] of Object.entries(f)) {
+      if (field === '$and' && Array.isArray(cond)) {
+        for (const sub of cond) visit(sub as Filter);
+        continue;
+      }
+      if (field.startsWith('$')) continue;
+      const c = out.get(field) ?? {};
+      const isOps =
+        cond !== null &&
+        typeof cond === 'object' &&
+        !Array.isArray(cond) &&
+        Object.keys(cond).length > 0 &&
+        Object.keys(cond).every((k) => k.startsWith('$'));
+      if (!isOps) {
+        if (Array.isArray(cond) || (cond !== null && typeof cond === 'object')) continue;
+        c.eq = [cond];
+      } else {
+        const ops = cond as Record<string, unknown>;
+        if (!Object.keys(ops).every((k) => RANGE_OPS.has(k))) continue;
+        if ('$eq' in ops && (ops.$eq === null || typeof ops.$eq !== 'object')) c.eq = [ops.$eq];
+        if (
+          '$in' in ops &&
+          Array.isArray(ops.$in) &&
+          ops.$in.every((x) => x === null || typeof x !== 'object')
+        ) {
+          c.eq = ops.$in;
+        }
+        if ('$gt' in ops) c.low = { value: ops.$gt, inclusive: false };
+        if ('$gte' in ops) c.low = { value: ops.$gte, inclusive: true };
+        if ('$lt' in ops) c.high = { value: ops.$lt, inclusive: false };
+        if ('$lte' in ops) c.high = { value: ops.$lte, inclusive: true };
+      }
+      out.set(field, c);
+    }
+  };
+  visit(filter);
+  return out;
+}
+
+interface ScanRange {
+  low: unknown[];
+  high: unknown[];
+}
+
+/**
+ * Key ranges of `index` that hold every document the conditions can match: equality values on a
+ * prefix of the index fields, then at most one range. Returns undefined when the index can't help.
+ */
+function rangesFor(
+  index: Index,
+  conditions: Map<string, FieldCondition>,
+): { ranges: ScanRange[]; used: number } | undefined {
+  let prefixes: unknown[][] = [[]];
+  let used = 0;
+  let low: unknown[] | undefined;
+  let high: unknown[] | undefined;
+  for (let i = 0; i < index.fields.length; i++) {
+    const c = conditions.get(index.fields[i]);
+    if (c?.eq) {
+      prefixes = prefixes.flatMap((p) => (c.eq ?? []).map((v) => [...p, v ?? null]));
+      used += 1;
+      continue;
+    }
+    if (c?.low || c?.high) {
+      const desc = index.spec.keys[i][1] === -1;
+      // On a multikey index each bound may be met by a different element: only one bound is safe.
+      const upper = c.low && index.multikey ? undefined : c.high;
+      // Exclusive bounds are filtered by the full match afterwards; the range only has to contain them.
+      // MIN and MAX are the ends of the index order, so a descending key starts at its upper bound.
+      const first = desc ? upper : c.low;
+      const last = desc ? c.low : upper;
+      low = [first ? first.value : MIN];
+      high = [last ? last.value : MAX];
+      used += 1;
+    }
+    break;
+  }
+  if (used === 0) return undefined;
+  const rest = (n: number, edge: symbol) => Array.from({ length: n }, () => edge);
+  const ranges = prefixes.map((p) => {
+    const tail = index.fields.length - p.length - (low ? 1 : 0);
+    return {
+      low: [...p, ...(low ?? []), ...rest(tail, MIN), MIN],
+      high: [...p, ...(high ?? []), ...rest(tail, MAX), MAX],
+    };
+  });
+  return { ranges, used };
+}
+
+// ---- a collection's storage -----------------------------------------------------------------------
+
+interface Storage {
+  docs: Map<DocId, Doc>;
+  indexes: Index[];
+  /** Documents examined by the last `find`/`count`/`findOne` (for tests of the query plans). */
+  lastExamined: number;
+}
+
+function createStorage(indexes: readonly IndexSpec[]): Storage {
+  return { docs: new Map(), indexes: indexes.map(createIndex), lastExamined: 0 };
+}
+
+function indexDoc(storage: Storage, doc: Doc): void {
+  for (const index of storage.indexes) {
+    const keys = entriesOf(index, doc);
+    if (keys.length > 1) index.multikey = true;
+    for (const key of keys) {
+      if (index.spec.unique) {
+        const prefix = key.slice(0, -1);
+        const holders = index.tree.getRange([...prefix, MIN], [...prefix, MAX], true, 2);
+        if (holders.some(([, id]) => id !== doc._id)) {
+          throw new Error(
+            `duplicate key ${JSON.stringify(prefix)} in unique index ${index.fields.join(',')}`,
+          );
+        }
+      }
+      index.tree.set(key, doc._id);
+    }
+  }
+}
+
+function unindexDoc(storage: Storage, doc: Doc): void {
+  for (const index of storage.indexes) for (const key of entriesOf(index, doc)) index.tree.delete(key);
+}
+
+const sameKeys = (a: unknown[][], b: unknown[][]) =>
+  a.length === b.length && a.every((k, i) => k.length === b[i].length && k.every((v, j) => v === b[i][j]));
+
+function store(storage: Storage, doc: Doc): void {
+  const old = storage.docs.get(doc._id);
+  // Rewriting a document rarely changes what it is indexed by: only the indexes whose entries changed
+  // are touched (most writes replace a document whose keys are the same).
+  const changed = old
+    ? storage.indexes.filter((index) => !sameKeys(entriesOf(index, old), entriesOf(index, doc)))
+    : storage.indexes;
+  if (changed.length > 0) {
+    const partial = { ...storage, indexes: changed };
+    if (old) unindexDoc(partial, old);
+    try {
+      indexDoc(partial, doc);
+    } catch (err) {
+      unindexDoc(partial, doc);
+      if (old) indexDoc(partial, old);
+      throw err;
+    }
+  }
+  storage.docs.set(doc._id, doc);
+}
+
+function remove(storage: Storage, id: DocId): void {
+  const old = storage.docs.get(id);
+  if (!old) return;
+  unindexDoc(storage, old);
+  storage.docs.delete(id);
+}
+
+function clone<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/**
+ * The fields an index is walked by. A trailing ascending `_id` key is the order every entry already
+ * ends with (entries are [...values, _id]): as in MongoDB, an index [f, _id] serves what [f] serves.
+ */
+function walkFields(index: Index): string[] {
+  const last = index.spec.keys[index.spec.keys.length - 1];
+  return last[0] === '_id' && last[1] === 1 ? index.fields.slice(0, -1) : index.fields;
+}
+
+/**
+ * Finds matching documents. Plans, best first: walk an index in the requested order (a page costs
+ * what it returns); collect candidates from index ranges, then sort; scan everything.
+ */
+function query(storage: Storage, filter: Filter, options: FindOptions = {}): Doc[] {
+  const sort = totalSort(options.sort);
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  const matcher = new Query(filter, {});
+  const conditions = fieldConditions(filter);
+  const compare = sortComparator(sort);
+  const isAfter = (doc: Doc) => !options.after || compare(doc, afterDoc(sort, options.after)) > 0;
+  let examined = 0;
+  if (limit <= 0) {
+    storage.lastExamined = 0;
+    return [];
+  }
+
+  // Plan 0 (below): equality on _id, the key of the documents; no index beats it.
+  const byId = conditions.get('_id')?.eq;
+
+  // Plan 1: an index whose fields are [equality fields…, sort fields…]: walk it in order and stop at `limit`.
+  // The index with the most fields first: of those that qualify, it pins down the most equalities.
+  const byFields = [...storage.indexes].sort((a, b) => walkFields(b).length - walkFields(a).length);
+  for (const index of byId ? [] : byFields) {
+    const fields = walkFields(index);
+    const eqFields = fields.slice(0, fields.length - (sort.length - 1));
+    const sortFields = fields.slice(eqFields.length);
+    const sortWithoutId = sort.slice(0, -1);
+    if (sortFields.length !== sortWithoutId.length) continue;
+    if (!eqFields.every((f) => conditions.get(f)?.eq?.length === 1)) continue;
+    // The index order must equal the sort order (or its exact reverse, which we don't walk: skip).
+    const sameOrder = sortWithoutId.every(
+      ([f, d], i) => sortFields[i] === f && index.spec.keys[eqFields.length + i][1] === d,
+    );
+    if (!sameOrder || sort[sort.length - 1][1] !== 1) continue;
+    const prefix = eqFields.map((f) => conditions.get(f)?.eq?.[0] ?? null);
+    const start = options.after
+      ? [...prefix, ...options.after]
+      : [...prefix, ...sortWithoutId.map(() => MIN), MIN];
+    const end = [...prefix, ...sortWithoutId.map(() => MAX), MAX];
+    // Bounds as long as the entries (an index ending in `_id` has one part more), so every comparison is total.
+    while (start.length < index.fields.length + 1) start.push(MIN);
+    while (end.length < index.fields.length + 1) end.push(MAX);
+    const out: Doc[] = [];
+    const seen = new Set<DocId>();
+    for (const [key, id] of index.tree.entries(start)) {
+      if (index.compare(key, end) > 0) break;
+      if (seen.has(id)) continue; // a multikey index holds a document once per element
+      seen.add(id);
+      examined += 1;
+      const doc = storage.docs.get(id);
+      if (!doc || !isAfter(doc) || !matcher.test(doc)) continue;
+      out.push(doc);
+      if (out.length >= limit) break;
+    }
+    storage.lastExamined = examined;
+    return out;
+  }
+
+  // Plan 2: candidates from the index that pins down the most fields.
+  let best: { index: Index; ranges: ScanRange[]; used: number } | undefined;
+  for (const index of storage.indexes) {
+    const r = rangesFor(index, conditions);
+    if (r && (!best || r.used > best.used)) best = { index, ...r };
+  }
+  let candidates: Iterable<Doc>;
+  if (byId) {
+    candidates = [...new Set(byId)]
+      .map((id) => storage.docs.get(id as DocId))
+      .filter((d): d is Doc => d !== undefined);
+  } else if (best) {
+    const ids = new Set<DocId>();
+    for (const range of best.ranges) {
+      best.index.tree.forRange(range.low, range.high, true, (_k, id) => {
+        ids.add(id);
+      });
+    }
+    candidates = [...ids].map((id) => storage.docs.get(id)).filter((d): d is Doc => d !== undefined);
+  } else {
+    candidates = storage.docs.values(); // Plan 3: no index helps
+  }
+  const out: Doc[] = [];
+  for (const doc of candidates) {
+    examined += 1;
+    if (isAfter(doc) && matcher.test(doc)) out.push(doc);
+  }
+  storage.lastExamined = examined;
+  out.sort(compare);
+  return Number.isFinite(limit) ? out.slice(0, limit) : out;
+}
+
+/** A stand-in document holding the cursor values at the sort paths, to compare documents against. */
+function afterDoc(sort: SortSpec, after: readonly unknown[]): Doc {
+  const doc: Record<string, unknown> = {};
+  sort.forEach(([field], i) => {
+    const parts = field.split('.');
+    let target = doc;
+    for (const p of parts.slice(0, -1)) {
+      target[p] = (target[p] as Record<string, unknown>) ?? {};
+      target = target[p] as Record<string, unknown>;
+    }
+    target[parts[parts.length - 1]] = after[i];
+  });
+  return doc as Doc;
+}
+
+function upsertSeed(filter: Filter): Doc {
+  const seed: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(filter)) {
+    if (!k.startsWith('$') && !k.includes('.') && (v === null || typeof v !== 'object')) seed[k] = v;
+  }
+  return seed as Doc;
+}
+
+function applyTo(doc: Doc, update: Update): Doc {
+  const next = clone(doc);
+  if (Object.keys(update).some((k) => !k.startsWith('$'))) {
+    throw new Error('an update document must use update operators ($set, $inc, …)');
+  }
+  // Values in the update (e.g. a $push) are copied too, so the caller's objects never end up stored.
+  applyUpdate(next, clone(update) as never);
+  if (next._id !== doc._id) throw new Error('an update cannot change _id');
+  return next;
+}
+
+/** An upsert that matched nothing inserts; like MongoDB, it collides with a document of the same _id. */
+function assertNewId(storage: Storage, id: DocId): void {
+  if (storage.docs.has(id)) throw new Error(`duplicate key ${JSON.stringify(id)} in the _id index`);
+}
+
+/** The id a filter names when it is exactly `{ _id: <scalar> }` (the projector's writes): no query needed. */
+function onlyId(filter: Filter): DocId | undefined {
+  const keys = Object.keys(filter);
+  const id = filter._id;
+  return keys.length === 1 && (typeof id === 'string' || typeof id === 'number') ? id : undefined;
+}
+
+function write(storage: Storage, op: WriteOp): void {
+  if ('replaceOne' in op) {
+    const { filter, replacement, upsert } = op.replaceOne;
+    const id = onlyId(filter);
+    const existing = id !== undefined ? storage.docs.get(id) : query(storage, filter, { limit: 1 })[0];
+    if (!existing && !upsert) return;
+    // The store takes ownership of a replacement (no deep copy: the projector writes fresh objects);
+    // the shallow copy keeps a caller from swapping fields of a stored document afterwards.
+    const doc = { ...replacement } as Doc;
+    if (existing && doc._id !== existing._id) throw new Error('a replacement cannot change _id');
+    if (!existing) assertNewId(storage, doc._id);
+    store(storage, doc);
+  } else if ('updateOne' in op) {
+    const { filter, update, upsert } = op.updateOne;
+    const existing = query(storage, filter, { limit: 1 })[0];
+    if (existing) store(storage, applyTo(existing, update));
+    else if (upsert) {
+      const seed = upsertSeed(filter);
+      if (seed._id === undefined) throw new Error('an upsert needs _id in its filter');
+      assertNewId(storage, seed._id);
+      store(storage, applyTo(seed, update));
+    }
+  } else if ('updateMany' in op) {
+    for (const doc of query(storage, op.updateMany.filter))
+      store(storage, applyTo(doc, op.updateMany.update));
+  } else if ('deleteOne' in op) {
+    const id = onlyId(op.deleteOne.filter);
+    const existing =
+      id !== undefined ? storage.docs.get(id) : query(storage, op.deleteOne.filter, { limit: 1 })[0];
+    if (existing) remove(storage, existing._id);
+  } else {
+    for (const doc of query(storage, op.deleteMany.filter)) remove(storage, doc._id);
+  }
+}
+
+// ---- the store ------------------------------------------------------------------------------------
+
+export interface MemoryCollection<T extends Doc = Doc> extends Collection<T> {
+  /** Documents examined by the last query of this collection (tests assert plans don't scan). */
+  lastExamined(): number;
+  size(): number;
+}
+
+export function createMemoryReadStore(): Omit<ReadStore, 'collection'> & {
+  collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<MemoryCollection<T>>;
+} {
+  const live = new Map<string, Storage>();
+  const shadows = new WeakMap<Collection, { name: string; storage: Storage }>();
+  const checkpoints = new Map<string, Checkpoint>();
+  let shadowSeq = 0;
+
+  function handle<T extends Doc>(name: string, storageOf: () => Storage): MemoryCollection<T> {
+    return {
+      name,
+      async findOne(filter) {
+        return (query(storageOf(), filter, { limit: 1 })[0] as T | undefined) ?? null;
+      },
+      async findByIds(ids) {
+        const s = storageOf();
+        const unique = [...new Set(ids)];
+        s.lastExamined = unique.length;
+        return unique.map((id) => s.docs.get(id)).filter((d): d is Doc => d !== undefined) as T[];
+      },
+      async find(filter, options) {
+        return query(storageOf(), filter, options) as T[];
+      },
+      async count(filter = {}) {
+        const s = storageOf();
+        if (Object.keys(filter).length === 0) return s.docs.size;
+        return query(s, filter).length;
+      },
+      async bulkWrite(ops) {
+        const s = storageOf();
+        for (const op of ops) write(s, op as WriteOp);
+      },
+      lastExamined: () => storageOf().lastExamined,
+      size: () => storageOf().docs.size,
+    };
+  }
+
+  return {
+    kind: 'memory',
+    async collection<T extends Doc>(name: string, indexes: readonly IndexSpec[] = []) {
+      if (!live.has(name)) live.set(name, createStorage(indexes));
+      else ensureIndexes(live.get(name)!, indexes);
+      return handle<T>(name, () => live.get(name)!);
+    },
+    async createShadow<T extends Doc>(name: string, indexes: readonly IndexSpec[] = []) {
+      const storage = createStorage(indexes);
+      shadowSeq += 1;
+      const shadow = handle<T>(`${name}#shadow${shadowSeq}`, () => storage);
+      shadows.set(shadow as Collection, { name, storage });
+      return shadow;
+    },
+    async promote(list) {
+      // Swapping map entries is atomic for readers: a query runs entirely on the old or the new copy.
+      for (const shadow of list) {
+        const s = shadows.get(shadow);
+        if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
+        live.set(s.name, s.storage);
+        shadows.delete(shadow);
+      }
+    },
+    async dropShadow(shadow) {
+      shadows.delete(shadow);
+    },
+    async getCheckpoint(name) {
+      const c = checkpoints.get(name);
+      return c ? { ...c } : undefined;
+    },
+    async setCheckpoint(name, checkpoint) {
+      checkpoints.set(name, { ...checkpoint });
+    },
+    async close() {
+      live.clear();
+    },
+  };
+}
+
+function ensureIndexes(storage: Storage, indexes: readonly IndexSpec[]): void {
+  for (const spec of indexes) {
+    const exists = storage.indexes.some((i) => JSON.stringify(i.spec.keys) === JSON.stringify(spec.keys));
+    if (exists) continue;
+    const index = createIndex(spec);
+    storage.indexes.push(index);
+    for (const doc of storage.docs.values()) {
+      const keys = entriesOf(index, doc);
+      if (keys.length > 1) index.multikey = true;
+      for (const key of keys) index.tree.set(key, doc._id);
+    }
+  }
+}

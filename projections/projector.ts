@@ -1,0 +1,492 @@
+/**
+ * The projector: runs read-model projections from catch-up subscriptions.
+ *
+ * - Each projection starts from its stored checkpoint and receives its events in batches.
+ * - A batch is applied through a unit of work: documents are read once (prefetched where the
+ *   projection says which it needs), changed in memory, and written with one bulk write per
+ *   collection; the checkpoint is committed after the batch's writes.
+ * - Idempotent: every document records `_position`, the global position of the last event applied to
+ *   it, and a write for an event the document already reflects is dropped. A batch replayed after a
+ *   crash therefore changes nothing.
+ * - Rebuild without downtime: the projection is replayed from the start into fresh shadow copies
+ *   while the live copies keep serving; when the copy has caught up, the live projection pauses, the
+ *   copy drains the last events, the shadows are promoted and the live projection resumes.
+ */
+import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
+import type {
+  Collection,
+  Doc,
+  DocId,
+  Filter,
+  FindOptions,
+  IndexSpec,
+  ReadStore,
+  Update,
+  WriteOp,
+} from './read-store.ts';
+
+/** What a projection may do with its documents while applying one event. */
+export interface ProjectionTx {
+  /** The document as of this point of the batch (undefined when absent). Prefetched or fetched on demand. */
+  get<T extends Doc>(collection: string, id: DocId): T | undefined;
+  /** Writes the document (stamped with this event's position); dropped if it already reflects this event. */
+  put(collection: string, doc: Doc): void;
+  delete(collection: string, id: DocId): void;
+  /** Queues an update of every matching document (for denormalized copies: renames and the like). */
+  updateMany(collection: string, filter: Filter, update: Update): void;
+  /** Documents matching a query, as of the start of this event (pending writes are flushed first). */
+  find<T extends Doc>(collection: string, filter: Filter, options?: FindOptions): T[];
+  /** The event being applied. */
+  readonly event: RecordedEvent;
+}
+
+export interface Projection {
+  /** Stable name: the checkpoint key and the name operators rebuild by. */
+  name: string;
+  /** The collections it owns (logical names) with their indexes. */
+  collections: Record<string, readonly IndexSpec[]>;
+  /** Which events it reads. */
+  filter: EventFilter;
+  /** Documents `apply` will read for this event, so a batch fetches them in one round trip per collection. */
+  prefetch?(event: RecordedEvent): Array<[collection: string, id: DocId]>;
+  /** Applies one event. Synchronous: everything it reads comes from `tx`. */
+  apply(event: RecordedEvent, tx: ProjectionTx): void;
+  /**
+   * Completes a document just before it is written (once per document per batch, however many events
+   * changed it): where a projection derives its expensive fields, such as a rendered record.
+   */
+  finalize?(collection: string, doc: Doc): Doc;
+}
+
+export interface ProjectionStatus {
+  name: string;
+  state: 'starting' | 'live' | 'rebuilding' | 'failed';
+  checkpoint: number;
+  events_applied: number;
+  lag_events: number;
+  lag_seconds: number;
+  error: string | null;
+  progress: RebuildProgress | null;
+}
+
+export interface RebuildProgress {
+  started_at: string;
+  events_done: number;
+  /** Position the rebuild must reach (the head of the log when it started; it follows new events). */
+  target_position: number;
+  position: number;
+  percent: number;
+  rate_per_second: number;
+  eta_seconds: number | null;
+}
+
+/** Raised inside `apply` when a document was not prefetched: the runner fetches it and applies again. */
+class Miss {
+  readonly collection: string;
+  /** The document id, or the query (as JSON) when `query` is set. */
+  readonly id: DocId;
+  readonly query: boolean;
+  constructor(collection: string, id: DocId, query = false) {
+    this.collection = collection;
+    this.id = id;
+    this.query = query;
+  }
+}
+
+type Collections = Record<string, Collection>;
+
+/** Applies batches of events to a set of collections (live ones or rebuild shadows). */
+function createApplier(projection: Projection, collections: Collections) {
+  const POSITION = '_position';
+
+  async function applyBatch(events: RecordedEvent[]): Promise<void> {
+    // Documents as the batch sees them: fetched (or known absent) and changed so far.
+    const cache = new Map<string, Map<DocId, Doc | null>>();
+    /**
+     * Writes waiting for the flush: the latest version of each changed document (null: deleted), so a
+     * document changed by many events of the batch is written once. An `updateMany` first turns the
+     * documents changed so far into operations, so every write keeps its place relative to it.
+     */
+    const pending = new Map<string, { ops: WriteOp[]; docs: Map<DocId, Doc | null> }>();
+    const docOps = (name: string, docs: Map<DocId, Doc | null>): WriteOp[] =>
+      [...docs].map(([id, doc]) =>
+        doc
+          ? {
+              replaceOne: {
+                filter: { _id: id },
+                replacement: projection.finalize ? projection.finalize(name, doc) : doc,
+                upsert: true,
+              },
+            }
+          : { deleteOne: { filter: { _id: id } } },
+      );
+    /** Query results fetched for this batch, by collection and query; dropped when that collection changes. */
+    const found = new Map<string, Map<string, Doc[]>>();
+    for (const name of Object.keys(collections)) {
+      cache.set(name, new Map());
+      pending.set(name, { ops: [], docs: new Map() });
+      found.set(name, new Map());
+    }
+    const coll = (name: string) => {
+      const c = cache.get(name);
+      if (!c) throw new Error(`projection ${projection.name} has no collection ${name}`);
+      return c;
+    };
+
+    async function fetch(keys: Array<[string, DocId]>): Promise<void> {
+      const byCollection = new Map<string, DocId[]>();
+      for (const [name, id] of keys) {
+        if (coll(name).has(id)) continue;
+        const list = byCollection.get(name) ?? [];
+        list.push(id);
+        byCollection.set(name, list);
+      }
+      await Promise.all(
+        [...byCollection].map(async ([name, ids]) => {
+          const unique = [...new Set(ids)];
+          const found = await collections[name].findByIds(unique);
+          const c = coll(name);
+          for (const id of unique) c.set(id, null);
+          for (const doc of found) c.set(doc._id, doc);
+        }),
+      );
+    }
+
+    async function flush(): Promise<void> {
+      await Promise.all(
+        [...pending].map(async ([name, { ops, docs }]) => {
+          if (docs.size === 0 && ops.length === 0) return;
+          pending.set(name, { ops: [], docs: new Map() });
+          await collections[name].bulkWrite([...ops, ...docOps(name, docs)]);
+        }),
+      );
+    }
+
+    let i = 0;
+    while (i < events.length) {
+      // Prefetch what the rest of the batch says it needs, then apply until something forces a flush.
+      if (projection.prefetch) await fetch(events.slice(i).flatMap((e) => projection.prefetch?.(e) ?? []));
+      while (i < events.length) {
+        const event = events[i];
+        const attempt: Array<() => void> = [];
+        let needsFlush = false;
+        const tx: ProjectionTx = {
+          event,
+          get<T extends Doc>(name: string, id: DocId) {
+            const c = coll(name);
+            if (!c.has(id)) throw new Miss(name, id);
+            return (c.get(id) ?? undefined) as T | undefined;
+          },
+          put(name, doc) {
+            const c = coll(name);
+            const current = c.get(doc._id);
+            // Already reflects this event (a batch replayed after a crash): nothing to do.
+            if (current && typeof current[POSITION] === 'number' && current[POSITION] >= event.position)
+              return;
+            const stamped = { ...doc, [POSITION]: event.position };
+            attempt.push(() => {
+              found.get(name)?.clear();
+              c.set(doc._id, stamped);
+              pending.get(name)?.docs.set(doc._id, stamped);
+            });
+          },
+          delete(name, id) {
+            attempt.push(() => {
+              found.get(name)?.clear();
+              coll(name).set(id, null);
+              pending.get(name)?.docs.set(id, null);
+            });
+          },
+          updateMany(name, filter, update) {
+            coll(name);
+            attempt.push(() => {
+              const p = pending.get(name);
+              if (p) {
+                p.ops.push(...docOps(name, p.docs), { updateMany: { filter, update } });
+                p.docs.clear();
+              }
+              cache.set(name, new Map()); // cached copies may be stale now
+              found.get(name)?.clear();
+              needsFlush = true;
+            });
+          },
+          find<T extends Doc>(name: string, filter: Filter, options?: FindOptions): T[] {
+            coll(name);
+            const key = JSON.stringify({ filter, options });
+            const hit = found.get(name)?.get(key);
+            if (!hit) throw new Miss(name, key, true);
+            return hit as T[];
+          },
+        };
+        try {
+          projection.apply(event, tx);
+        } catch (err) {
+          if (!(err instanceof Miss)) {
+            throw new Error(
+              `projection ${projection.name} failed on ${event.type} at ${event.position}: ${(err as Error).message}`,
+            );
+          }
+          // A document (or query) it did not prefetch: fetch it and apply this event again from scratch.
+          if (err.query) {
+            await runFind(err.collection, err.id as string);
+          } else {
+            await fetch([[err.collection, err.id]]);
+          }
+          continue;
+        }
+        for (const op of attempt) op();
+        i += 1;
+        if (needsFlush) {
+          await flush();
+          break;
+        }
+      }
+    }
+    await flush();
+
+    /** Runs a query the projection asked for, on the collection with every pending write applied. */
+    async function runFind(name: string, key: string): Promise<void> {
+      await flush();
+      const q = JSON.parse(key) as { filter: Filter; options?: FindOptions };
+      const docs = await collections[name].find(q.filter, q.options);
+      const c = coll(name);
+      for (const d of docs) c.set(d._id, d);
+      found.get(name)?.set(key, docs);
+    }
+  }
+
+  return { applyBatch };
+}
+
+export interface ProjectorOptions {
+  store: EventStore;
+  readStore: ReadStore;
+  projections: readonly Projection[];
+  /** Largest batch of events applied in one unit of work. */
+  batchSize?: number;
+  onError?(projection: string, error: Error): void;
+}
+
+export interface Projector {
+  start(): Promise<void>;
+  /** Resolves when every projection has caught up with the log (once, after start). */
+  readonly caughtUp: Promise<void>;
+  status(): Promise<ProjectionStatus[]>;
+  /** Rebuilds into fresh copies while the live ones serve; resolves when the copies are live. */
+  rebuild(name: string): Promise<void>;
+  names(): string[];
+  stop(): Promise<void>;
+}
+
+export function createProjector(options: ProjectorOptions): Projector {
+  const { store, readStore } = options;
+  const batchSize = options.batchSize ?? 1_000;
+
+  interface Running {
+    projection: Projection;
+    state: ProjectionStatus['state'];
+    collections: Collections;
+    checkpoint: number;
+    events: number;
+    lastRecordedAt: string | undefined;
+    error: string | null;
+    stopSubscription?: () => Promise<void>;
+    caughtUp?: Promise<void>;
+    progress: RebuildProgress | null;
+    rebuilding?: Promise<void>;
+  }
+  const running = new Map<string, Running>();
+  let resolveCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((r) => {
+    resolveCaughtUp = r;
+  });
+
+  /** Subscribes an applier to the log from a checkpoint; each batch commits its checkpoint after its writes. */
+  function follow(
+    projection: Projection,
+    collections: Collections,
+    checkpointKey: string,
+    from: number,
+    onBatch: (events: RecordedEvent[]) => void,
+  ) {
+    const applier = createApplier(projection, collections);
+    let events = 0;
+    const subscription = store.subscribeToAll(
+      { from: from > 0 ? { after: from } : 'start', filter: projection.filter, maxBatchSize: batchSize },
+      {
+        async onEvents(batch) {
+          await applier.applyBatch(batch);
+          events += batch.length;
+          const last = batch[batch.length - 1];
+          await readStore.setCheckpoint(checkpointKey, {
+            position: last.position,
+            events,
+            updated_at: last.recordedAt,
+          });
+          onBatch(batch);
+        },
+      },
+    );
+    return subscription;
+  }
+
+  async function openCollections(projection: Projection): Promise<Collections> {
+    const out: Collections = {};
+    for (const [name, indexes] of Object.entries(projection.collections)) {
+      out[name] = await readStore.collection(name, indexes);
+    }
+    return out;
+  }
+
+  async function startLive(r: Running): Promise<void> {
+    const saved = await readStore.getCheckpoint(r.projection.name);
+    r.checkpoint = saved?.position ?? 0;
+    r.events = saved?.events ?? 0;
+    const subscription = follow(r.projection, r.collections, r.projection.name, r.checkpoint, (batch) => {
+      const last = batch[batch.length - 1];
+      r.checkpoint = last.position;
+      r.events += batch.length;
+      r.lastRecordedAt = last.recordedAt;
+    });
+    r.stopSubscription = () => subscription.stop();
+    r.caughtUp = subscription.caughtUp.then(() => {
+      if (r.state === 'starting') r.state = 'live';
+    });
+    subscription.done.catch((err: Error) => {
+      r.state = 'failed';
+      r.error = err.message;
+      options.onError?.(r.projection.name, err);
+    });
+  }
+
+  async function lag(r: Running): Promise<{ events: number; seconds: number }> {
+    const behind = await store.readAll({
+      after: r.checkpoint,
+      maxCount: 10_001,
+      filter: r.projection.filter,
+    });
+    if (behind.length === 0) return { events: 0, seconds: 0 };
+    const oldest = Date.parse(behind[0].recordedAt);
+    return { events: behind.length, seconds: Math.max(0, (Date.now() - oldest) / 1000) };
+  }
+
+  async function rebuild(name: string): Promise<void> {
+    const r = running.get(name);
+    if (!r) throw new Error(`no projection named ${name}`);
+    if (r.rebuilding) return r.rebuilding;
+    const work = (async () => {
+      const shadows: Collections = {};
+      for (const [c, indexes] of Object.entries(r.projection.collections)) {
+        shadows[c] = await readStore.createShadow(c, indexes);
+      }
+      const key = `${name}#rebuild`;
+      await readStore.setCheckpoint(key, { position: 0, events: 0, updated_at: new Date().toISOString() });
+      const startedAt = Date.now();
+      const target = await store.headPosition(r.projection.filter);
+      const progress: RebuildProgress = {
+        started_at: new Date(startedAt).toISOString(),
+        events_done: 0,
+        target_position: target,
+        position: 0,
+        percent: target === 0 ? 100 : 0,
+        rate_per_second: 0,
+        eta_seconds: null,
+      };
+      r.progress = progress;
+      r.state = 'rebuilding';
+      let position = 0;
+      const onBatch = (batch: RecordedEvent[]) => {
+        position = batch[batch.length - 1].position;
+        progress.events_done += batch.length;
+        progress.position = position;
+        progress.target_position = Math.max(progress.target_position, position);
+        progress.percent = Math.min(
+          100,
+          Math.round((position / Math.max(1, progress.target_position)) * 1000) / 10,
+        );
+        const seconds = (Date.now() - startedAt) / 1000;
+        progress.rate_per_second = Math.round(progress.events_done / Math.max(seconds, 0.001));
+        const remaining = progress.target_position - position;
+        progress.eta_seconds =
+          progress.rate_per_second > 0 ? Math.round((remaining / progress.rate_per_second) * 10) / 10 : null;
+      };
+      try {
+        const copy = follow(r.projection, shadows, key, 0, onBatch);
+        await Promise.race([copy.caughtUp, copy.done]);
+        // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
+        await r.stopSubscription?.();
+        await copy.stop();
+        await copy.done;
+        const drained = await readStore.getCheckpoint(key);
+        const drain = follow(r.projection, shadows, key, drained?.position ?? 0, onBatch);
+        await Promise.race([drain.caughtUp, drain.done]);
+        await drain.stop();
+        await drain.done;
+        const final = (await readStore.getCheckpoint(key)) ?? {
+          position: 0,
+          events: 0,
+          updated_at: new Date().toISOString(),
+        };
+        await readStore.promote(Object.values(shadows));
+        await readStore.setCheckpoint(name, final);
+        progress.percent = 100;
+        progress.eta_seconds = 0;
+      } catch (err) {
+        for (const s of Object.values(shadows)) await readStore.dropShadow(s).catch(() => undefined);
+        throw err;
+      } finally {
+        r.rebuilding = undefined;
+        r.state = 'live';
+        await startLive(r);
+      }
+    })();
+    r.rebuilding = work;
+    return work;
+  }
+
+  return {
+    async start() {
+      for (const projection of options.projections) {
+        const r: Running = {
+          projection,
+          state: 'starting',
+          collections: await openCollections(projection),
+          checkpoint: 0,
+          events: 0,
+          lastRecordedAt: undefined,
+          error: null,
+          progress: null,
+        };
+        running.set(projection.name, r);
+        await startLive(r);
+      }
+      Promise.all([...running.values()].map((r) => r.caughtUp)).then(() => resolveCaughtUp());
+    },
+    caughtUp,
+    async status() {
+      const out: ProjectionStatus[] = [];
+      for (const r of running.values()) {
+        const l = await lag(r);
+        out.push({
+          name: r.projection.name,
+          state: r.state,
+          checkpoint: r.checkpoint,
+          events_applied: r.events,
+          lag_events: l.events,
+          lag_seconds: Math.round(l.seconds * 1000) / 1000,
+          error: r.error,
+          progress: r.progress ? { ...r.progress } : null,
+        });
+      }
+      return out;
+    },
+    rebuild,
+    names: () => [...running.keys()],
+    async stop() {
+      for (const r of running.values()) {
+        await r.rebuilding?.catch(() => undefined);
+        await r.stopSubscription?.();
+      }
+    },
+  };
+}

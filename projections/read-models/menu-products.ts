@@ -1,0 +1,299 @@
+/**
+ * Read model `menu_products` (catalog projection): one document per listed menu product (`_id` menu
+ * product id), the partner `menu_product` record of RESOURCES.md: its own listing (prices, weights,
+ * stock), the product's data (name, brand, kind, …) and ratings copied from `products`, and
+ * `applicable_special_ids`: the enabled specials at its store that involve it (by product, brand or
+ * kind), whatever their time window (projections do not read the clock; partners filter specials by
+ * window). Delisting deletes the document.
+ *
+ * Copies follow their sources: a brand rename (`updateMany` on `brand_id`), a product upsert (its menu
+ * products by `product_id`), a review (the product's rating), a special (the menu products of its
+ * store). `updated_at` is the latest of the menu product's own change and the changes copied into it.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { decider, type MenuProductRecord, priceFields, toRecord } from '../../domain/menu-product.ts';
+import type { Doc } from '../read-store.ts';
+import { brandName } from './brands.ts';
+import {
+  type CatalogEvent,
+  type CatalogEventOf,
+  type CatalogReadModel,
+  type CatalogTx,
+  type Facts,
+  index,
+  iso,
+  type Kind,
+  type ListingChange,
+  type ListingEntry,
+  latest,
+} from './catalog-support.ts';
+import { CATALOG_PRODUCT_LISTINGS, PRODUCTS, type ProductDoc, type ProductListingsDoc } from './products.ts';
+import { applicableSpecialIds, CATALOG_STORE_SPECIALS, type StoreSpecialsDoc } from './specials.ts';
+
+export const MENU_PRODUCTS = 'menu_products';
+
+/** The product's data as a menu product carries it. */
+interface ProductPart {
+  name: string | null;
+  brand: string | null;
+  brand_id: number;
+  kind: Kind | null;
+  kind_subtype: string | null;
+  lineage: ProductDoc['lineage'];
+  description: string | null;
+  percent_thc: number | null;
+  percent_cbd: number | null;
+  image_urls: string[];
+}
+
+export type MenuProductDoc = Doc &
+  Omit<MenuProductRecord, 'brand_id'> &
+  ProductPart & {
+    _id: number;
+    price_each: string | null;
+    price_half_gram: string | null;
+    price_gram: string | null;
+    price_two_gram: string | null;
+    price_eighth_ounce: string | null;
+    price_quarter_ounce: string | null;
+    price_half_ounce: string | null;
+    price_ounce: string | null;
+    aggregate_rating: number | null;
+    review_count: number;
+    applicable_special_ids: number[];
+  };
+
+export const menuProductIndexes = [
+  // GET /menu_products of a store, in id order.
+  index(['store_id', 1], ['_id', 1]),
+  // GET /stores/{store_id}/menu_products of a brand partner: the store's menu products of its brands.
+  index(['store_id', 1], ['brand_id', 1], ['_id', 1]),
+  // Propagation: a product's menu products (upserts, ratings).
+  index(['product_id', 1]),
+  // Propagation: a brand's menu products (renames).
+  index(['brand_id', 1]),
+];
+
+const entryOf = (doc: MenuProductDoc): ListingEntry => ({
+  menu_product_id: doc.id,
+  store_id: doc.store_id,
+  product_id: doc.product_id,
+  brand_id: doc.brand_id,
+  kind: doc.kind,
+});
+
+/** Whether any menu product lists the product (then its menu products are worth a query). */
+function isListed(tx: CatalogTx, productId: number): boolean {
+  const listings = tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, productId);
+  return listings !== undefined && Object.keys(listings.menu_products).length > 0;
+}
+
+const menuProductsOf = (tx: CatalogTx, productId: number) =>
+  isListed(tx, productId) ? tx.find<MenuProductDoc>(MENU_PRODUCTS, { product_id: productId }) : [];
+
+/**
+ * The listing entries the event changes, read before any model writes: a listing (new, or a relisting
+ * that changes the product), a delisting, or a product upsert that changes its brand or kind.
+ */
+export function listingChangesOf(e: CatalogEvent, tx: CatalogTx): ListingChange[] {
+  switch (e.type) {
+    case 'MenuProductListed': {
+      const { menu_product_id, store_id, product_id } = e.data;
+      const prev = tx.get<MenuProductDoc>(MENU_PRODUCTS, menu_product_id);
+      const product = tx.get<ProductDoc>(PRODUCTS, product_id);
+      const before = prev ? entryOf(prev) : null;
+      const after: ListingEntry = {
+        menu_product_id,
+        store_id,
+        product_id,
+        // The product's current brand: the event's is the one it had when listed.
+        brand_id: product?.brand_id ?? e.data.brand_id,
+        kind: product?.kind ?? null,
+      };
+      return isDeepStrictEqual(before, after) ? [] : [{ menu_product_id, store_id, before, after }];
+    }
+    case 'MenuProductDelisted': {
+      const prev = tx.get<MenuProductDoc>(MENU_PRODUCTS, e.data.menu_product_id);
+      if (!prev) return [];
+      return [{ menu_product_id: prev.id, store_id: prev.store_id, before: entryOf(prev), after: null }];
+    }
+    case 'ProductUpserted': {
+      const { product_id, brand_id, kind } = e.data;
+      const out: ListingChange[] = [];
+      for (const doc of menuProductsOf(tx, product_id)) {
+        if (doc.brand_id === brand_id && doc.kind === kind) continue;
+        const before = entryOf(doc);
+        out.push({
+          menu_product_id: doc.id,
+          store_id: doc.store_id,
+          before,
+          after: { ...before, brand_id, kind },
+        });
+      }
+      return out;
+    }
+    default:
+      return [];
+  }
+}
+
+function productPart(tx: CatalogTx, product: ProductDoc | undefined, brandId: number): ProductPart {
+  return {
+    name: product?.name ?? null,
+    brand: product?.brand ?? brandName(tx, brandId),
+    brand_id: product?.brand_id ?? brandId,
+    kind: product?.kind ?? null,
+    kind_subtype: product?.kind_subtype ?? null,
+    lineage: product?.lineage ?? null,
+    description: product?.description ?? null,
+    percent_thc: product?.percent_thc ?? null,
+    percent_cbd: product?.percent_cbd ?? null,
+    image_urls: product?.image_urls ?? [],
+  };
+}
+
+const specialsAt = (tx: CatalogTx, storeId: number) =>
+  tx.get<StoreSpecialsDoc>(CATALOG_STORE_SPECIALS, storeId)?.specials;
+
+function list(e: CatalogEventOf<'MenuProductListed'>, tx: CatalogTx) {
+  const record = toRecord(decider.evolve(decider.initialState, e));
+  if (!record) return;
+  const { id, product_id, store_id, available_weights, in_stock, updated_at } = record;
+  const prices = priceFields(e.data.prices);
+  const prev = tx.get<MenuProductDoc>(MENU_PRODUCTS, id);
+  const product = tx.get<ProductDoc>(PRODUCTS, product_id);
+  const part = productPart(tx, product, record.brand_id);
+  const {
+    name,
+    brand,
+    brand_id,
+    kind,
+    kind_subtype,
+    lineage,
+    description,
+    percent_thc,
+    percent_cbd,
+    image_urls,
+  } = part;
+  const doc: MenuProductDoc = {
+    _id: id,
+    id,
+    product_id,
+    store_id,
+    name,
+    brand,
+    brand_id,
+    kind,
+    kind_subtype,
+    lineage,
+    description,
+    available_weights,
+    price_each: prices.price_each,
+    price_half_gram: prices.price_half_gram,
+    price_gram: prices.price_gram,
+    price_two_gram: prices.price_two_gram,
+    price_eighth_ounce: prices.price_eighth_ounce,
+    price_quarter_ounce: prices.price_quarter_ounce,
+    price_half_ounce: prices.price_half_ounce,
+    price_ounce: prices.price_ounce,
+    percent_thc,
+    percent_cbd,
+    image_urls,
+    in_stock,
+    aggregate_rating: product?.aggregate_rating ?? null,
+    review_count: product?.review_count ?? 0,
+    applicable_special_ids: applicableSpecialIds(specialsAt(tx, store_id), { product_id, brand_id, kind }),
+    updated_at: latest(prev?.updated_at, iso(updated_at)),
+  };
+  tx.save(MENU_PRODUCTS, doc);
+}
+
+/** A product upsert reaches its menu products: its data, and the specials when its brand or kind moved. */
+function copyProduct(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx, facts: Facts) {
+  const product = tx.get<ProductDoc>(PRODUCTS, e.data.product_id);
+  if (!product) return;
+  const part = productPart(tx, product, product.brand_id);
+  for (const doc of menuProductsOf(tx, product.product_id)) {
+    const changes: Partial<MenuProductDoc> = { ...part };
+    if (doc.brand_id !== part.brand_id || doc.kind !== part.kind) {
+      changes.applicable_special_ids = applicableSpecialIds(specialsAt(tx, doc.store_id), {
+        ...doc,
+        ...part,
+      });
+    }
+    tx.patch(MENU_PRODUCTS, doc, changes, facts.time);
+  }
+}
+
+/** A review changed products' ratings: their menu products copy them. */
+function copyRatings(tx: CatalogTx, facts: Facts) {
+  if (!facts.rating) return;
+  const { before, after } = facts.rating;
+  const productIds = new Set([before?.product_id, after?.product_id].filter((p) => p !== undefined));
+  for (const productId of productIds) {
+    const product = tx.get<ProductDoc>(PRODUCTS, productId);
+    if (!product) continue;
+    const changes = { aggregate_rating: product.aggregate_rating, review_count: product.review_count };
+    for (const doc of menuProductsOf(tx, productId)) tx.patch(MENU_PRODUCTS, doc, changes, facts.time);
+  }
+}
+
+/** A special changed (or moved): the menu products of its store(s) recompute `applicable_special_ids`. */
+function applySpecial(e: CatalogEventOf<'SpecialUpserted'>, tx: CatalogTx, facts: Facts) {
+  const storeIds = new Set([e.data.store_id]);
+  if (facts.specialBefore) storeIds.add(facts.specialBefore.store_id);
+  for (const storeId of storeIds) {
+    const specials = specialsAt(tx, storeId);
+    for (const doc of tx.find<MenuProductDoc>(MENU_PRODUCTS, { store_id: storeId })) {
+      tx.patch(
+        MENU_PRODUCTS,
+        doc,
+        { applicable_special_ids: applicableSpecialIds(specials, doc) },
+        facts.time,
+      );
+    }
+  }
+}
+
+export const menuProducts: CatalogReadModel = {
+  collections: { [MENU_PRODUCTS]: menuProductIndexes },
+  prefetch(e) {
+    switch (e.type) {
+      case 'MenuProductListed':
+      case 'MenuProductDelisted':
+        return [[MENU_PRODUCTS, e.data.menu_product_id]];
+      case 'ReviewPosted':
+      case 'ReviewRevised':
+        return [[CATALOG_PRODUCT_LISTINGS, e.data.product_id]];
+      default:
+        return [];
+    }
+  },
+  apply(e, tx, facts) {
+    switch (e.type) {
+      case 'BrandUpserted':
+        if (facts.brandExisted) {
+          const { brand_id, name } = e.data;
+          tx.updateMany(
+            MENU_PRODUCTS,
+            { brand_id, brand: { $ne: name } },
+            { $set: { brand: name }, $max: { updated_at: facts.time } },
+          );
+        }
+        return;
+      case 'MenuProductListed':
+        return list(e, tx);
+      case 'MenuProductDelisted':
+        return tx.remove(MENU_PRODUCTS, e.data.menu_product_id);
+      case 'ProductUpserted':
+        return copyProduct(e, tx, facts);
+      case 'ReviewPosted':
+      case 'ReviewRevised':
+        return copyRatings(tx, facts);
+      case 'SpecialUpserted':
+        return applySpecial(e, tx, facts);
+      default:
+        return;
+    }
+  },
+};

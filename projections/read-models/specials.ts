@@ -1,0 +1,309 @@
+/**
+ * Read model `specials` (catalog projection): one document per special (`_id` special id), the partner
+ * `special` record of RESOURCES.md plus what the queries and the menu products need:
+ * - `_involved_brand_ids`: the brands whose products the special involves — its `brand_ids`, the
+ *   brands of its `product_ids`, and the brands with a listed menu product of one of its `kinds` at its
+ *   store — kept current as menu products are listed and delisted and as products change brand or
+ *   kind (GET /specials of a brand partner: the specials involving any of its brands);
+ * - `_involved_product_ids`: its `product_ids` plus the products of its brands and kinds listed at its
+ *   store;
+ * - `_product_brands`: the brand of each of its `product_ids` that exists (a special may name a product
+ *   before it is upserted; the write side does not check).
+ * The time window is not applied here (projections do not read the clock): partners filter on
+ * `starts_at`/`ends_at`. `updated_at` is the special's own upsert time.
+ *
+ * Private lookups: `catalog_store_specials` (store → its specials' terms, which menu products read for
+ * `applicable_special_ids`), `catalog_store_kinds` ((store, kind) → the listed menu products of that
+ * kind, with their product and brand) and `catalog_product_specials` (product → the specials naming it).
+ */
+import { kinds as allKinds } from '../../domain/schemas.ts';
+import { decider, type SpecialRecord, toRecord } from '../../domain/special.ts';
+import type { Doc } from '../read-store.ts';
+import {
+  type CatalogEventOf,
+  type CatalogReadModel,
+  type CatalogTx,
+  type Facts,
+  index,
+  iso,
+  type Kind,
+  type ListingChange,
+  latest,
+  menuLookups,
+  sortedUnique,
+} from './catalog-support.ts';
+import { PRODUCTS, type ProductDoc } from './products.ts';
+import { CATALOG_STORE_BRANDS, type StoreBrandDoc, storeBrandKey } from './stores.ts';
+
+export const SPECIALS = 'specials';
+/** Private: store → the terms of each of its specials. */
+export const CATALOG_STORE_SPECIALS = 'catalog_store_specials';
+/** Private: (store, kind) → the listed menu products of that kind. */
+export const CATALOG_STORE_KINDS = 'catalog_store_kinds';
+/** Private: product → the specials that name it in `product_ids`. */
+export const CATALOG_PRODUCT_SPECIALS = 'catalog_product_specials';
+
+export type SpecialDoc = Doc &
+  SpecialRecord & {
+    _id: number;
+    _product_brands: Record<string, number>;
+    _involved_brand_ids: number[];
+    _involved_product_ids: number[];
+  };
+
+/** What decides which menu products a special applies to. */
+export interface SpecialTerms {
+  product_ids: number[];
+  brand_ids: number[];
+  kinds: Kind[];
+  enabled: boolean;
+}
+
+export interface StoreSpecialsDoc extends Doc {
+  _id: number;
+  /** Special id → its terms. */
+  specials: Record<string, SpecialTerms>;
+}
+
+export interface StoreKindDoc extends Doc {
+  /** `<store id>:<kind>`. */
+  _id: string;
+  store_id: number;
+  kind: Kind;
+  /** Menu product id → [product id, brand id]. */
+  menu_products: Record<string, [number, number]>;
+}
+
+interface ProductSpecialsDoc extends Doc {
+  _id: number;
+  special_ids: number[];
+}
+
+export const storeKindKey = (storeId: number, kind: string) => `${storeId}:${kind}`;
+
+export const specialIndexes = [
+  // GET /specials of a store, in id order.
+  index(['store_id', 1], ['_id', 1]),
+  // GET /specials of a brand partner: the specials involving any of its brands, in id order.
+  index(['_involved_brand_ids', 1], ['_id', 1]),
+];
+
+/** The specials (enabled, at the menu product's store) that involve a menu product, sorted by id. */
+export function applicableSpecialIds(
+  specials: Record<string, SpecialTerms> | undefined,
+  item: { product_id: number; brand_id: number; kind: Kind | null },
+): number[] {
+  const ids: number[] = [];
+  for (const [id, terms] of Object.entries(specials ?? {})) {
+    if (!terms.enabled) continue;
+    if (
+      terms.product_ids.includes(item.product_id) ||
+      terms.brand_ids.includes(item.brand_id) ||
+      (item.kind !== null && terms.kinds.includes(item.kind))
+    ) {
+      ids.push(Number(id));
+    }
+  }
+  return sortedUnique(ids);
+}
+
+const storeKinds = (tx: CatalogTx, storeId: number, kind: string) =>
+  tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(storeId, kind))?.menu_products ?? {};
+const storeBrands = (tx: CatalogTx, storeId: number, brandId: number) =>
+  tx.get<StoreBrandDoc>(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId))?.menu_products ?? {};
+
+type Involvement = Pick<SpecialDoc, 'store_id' | 'product_ids' | 'brand_ids' | 'kinds' | '_product_brands'>;
+
+function involvedBrandIds(tx: CatalogTx, s: Involvement): number[] {
+  const ids = [...s.brand_ids, ...Object.values(s._product_brands)];
+  for (const kind of s.kinds) {
+    for (const [, brandId] of Object.values(storeKinds(tx, s.store_id, kind))) ids.push(brandId);
+  }
+  return sortedUnique(ids);
+}
+
+function involvedProductIds(tx: CatalogTx, s: Involvement): number[] {
+  const ids = [...s.product_ids];
+  for (const brandId of s.brand_ids) ids.push(...Object.values(storeBrands(tx, s.store_id, brandId)));
+  for (const kind of s.kinds) {
+    for (const [productId] of Object.values(storeKinds(tx, s.store_id, kind))) ids.push(productId);
+  }
+  return sortedUnique(ids);
+}
+
+function upsertSpecial(e: CatalogEventOf<'SpecialUpserted'>, tx: CatalogTx, facts: Facts) {
+  const record = toRecord(decider.evolve(decider.initialState, e));
+  if (!record) return;
+  const prev = facts.specialBefore;
+  const key = String(record.id);
+
+  // The store's terms: a special may move to another store.
+  if (prev && prev.store_id !== record.store_id) {
+    const old = tx.get<StoreSpecialsDoc>(CATALOG_STORE_SPECIALS, prev.store_id);
+    if (old && key in old.specials) {
+      const { [key]: _, ...rest } = old.specials;
+      if (Object.keys(rest).length > 0) tx.save(CATALOG_STORE_SPECIALS, { ...old, specials: rest });
+      else tx.remove(CATALOG_STORE_SPECIALS, old._id);
+    }
+  }
+  const current = tx.get<StoreSpecialsDoc>(CATALOG_STORE_SPECIALS, record.store_id);
+  const terms: SpecialTerms = {
+    product_ids: record.product_ids,
+    brand_ids: record.brand_ids,
+    kinds: record.kinds,
+    enabled: record.enabled,
+  };
+  tx.save(CATALOG_STORE_SPECIALS, { _id: record.store_id, specials: { ...current?.specials, [key]: terms } });
+
+  // Which specials name each product, so a product's brand change reaches them.
+  const named = new Set(record.product_ids);
+  for (const productId of prev?.product_ids ?? []) {
+    if (named.has(productId)) continue;
+    const doc = tx.get<ProductSpecialsDoc>(CATALOG_PRODUCT_SPECIALS, productId);
+    if (!doc) continue;
+    const special_ids = doc.special_ids.filter((id) => id !== record.id);
+    if (special_ids.length > 0) tx.save(CATALOG_PRODUCT_SPECIALS, { ...doc, special_ids });
+    else tx.remove(CATALOG_PRODUCT_SPECIALS, doc._id);
+  }
+  for (const productId of named) {
+    const doc = tx.get<ProductSpecialsDoc>(CATALOG_PRODUCT_SPECIALS, productId);
+    tx.save(CATALOG_PRODUCT_SPECIALS, {
+      _id: productId,
+      special_ids: sortedUnique([...(doc?.special_ids ?? []), record.id]),
+    });
+  }
+
+  const _product_brands: Record<string, number> = {};
+  for (const productId of named) {
+    const product = tx.get<ProductDoc>(PRODUCTS, productId);
+    if (product) _product_brands[String(productId)] = product.brand_id;
+  }
+  const { updated_at, ...data } = record;
+  const involvement: Involvement = { ...data, _product_brands };
+  const doc: SpecialDoc = {
+    _id: record.id,
+    ...data,
+    updated_at: latest(prev?.updated_at, iso(updated_at)),
+    _product_brands,
+    _involved_brand_ids: involvedBrandIds(tx, involvement),
+    _involved_product_ids: involvedProductIds(tx, involvement),
+  };
+  tx.save(SPECIALS, doc);
+}
+
+/** Keeps the (store, kind) lookups, then the involvement of the specials at the stores concerned. */
+function applyListings(tx: CatalogTx, facts: Facts) {
+  const lookups = menuLookups<[number, number], StoreKindDoc>(tx, CATALOG_STORE_KINDS, (id) => {
+    const [storeId, kind] = String(id).split(':');
+    return { _id: String(id), store_id: Number(storeId), kind: kind as Kind, menu_products: {} };
+  });
+  const byStore = new Map<number, ListingChange[]>();
+  for (const change of facts.listings) {
+    const { menu_product_id, before, after } = change;
+    if (before?.kind && (!after || after.kind !== before.kind)) {
+      lookups.delete(storeKindKey(before.store_id, before.kind), menu_product_id);
+    }
+    if (after?.kind) {
+      lookups.set(storeKindKey(after.store_id, after.kind), menu_product_id, [
+        after.product_id,
+        after.brand_id,
+      ]);
+    }
+    byStore.set(change.store_id, [...(byStore.get(change.store_id) ?? []), change]);
+  }
+  lookups.commit();
+
+  for (const [storeId, changes] of byStore) {
+    const entries = changes.flatMap((c) => [c.before, c.after]).filter((x) => x !== null);
+    const terms = tx.get<StoreSpecialsDoc>(CATALOG_STORE_SPECIALS, storeId)?.specials ?? {};
+    for (const [id, t] of Object.entries(terms)) {
+      const byKind = entries.some((x) => x.kind !== null && t.kinds.includes(x.kind));
+      const byBrand = entries.some((x) => t.brand_ids.includes(x.brand_id));
+      if (!byKind && !byBrand) continue; // its involvement does not depend on these menu products
+      const special = tx.get<SpecialDoc>(SPECIALS, Number(id));
+      if (!special || special.store_id !== storeId) continue;
+      // Each product these changes touch is rechecked against the lookups as they are now; a product
+      // has one brand and one kind, all of which appear among the entries.
+      const products = new Set(special._involved_product_ids);
+      for (const productId of new Set(entries.map((x) => x.product_id))) {
+        const mine = entries.filter((x) => x.product_id === productId);
+        const involved =
+          special.product_ids.includes(productId) ||
+          mine.some(
+            (x) =>
+              special.brand_ids.includes(x.brand_id) &&
+              Object.values(storeBrands(tx, storeId, x.brand_id)).includes(productId),
+          ) ||
+          mine.some(
+            (x) =>
+              x.kind !== null &&
+              special.kinds.includes(x.kind) &&
+              Object.values(storeKinds(tx, storeId, x.kind)).some(([p]) => p === productId),
+          );
+        if (involved) products.add(productId);
+        else products.delete(productId);
+      }
+      tx.patch(SPECIALS, special, {
+        _involved_brand_ids: byKind ? involvedBrandIds(tx, special) : special._involved_brand_ids,
+        _involved_product_ids: sortedUnique(products),
+      });
+    }
+  }
+}
+
+/** A product's brand (new product, or a brand change) reaches the specials that name it. */
+function applyProductBrand(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx) {
+  const { product_id, brand_id } = e.data;
+  const named = tx.get<ProductSpecialsDoc>(CATALOG_PRODUCT_SPECIALS, product_id)?.special_ids ?? [];
+  for (const id of named) {
+    const special = tx.get<SpecialDoc>(SPECIALS, id);
+    if (!special?.product_ids.includes(product_id)) continue;
+    const _product_brands = { ...special._product_brands, [String(product_id)]: brand_id };
+    const _involved_brand_ids = involvedBrandIds(tx, { ...special, _product_brands });
+    tx.patch(SPECIALS, special, { _product_brands, _involved_brand_ids });
+  }
+}
+
+export const specials: CatalogReadModel = {
+  collections: {
+    [SPECIALS]: specialIndexes,
+    [CATALOG_STORE_SPECIALS]: [],
+    [CATALOG_STORE_KINDS]: [],
+    [CATALOG_PRODUCT_SPECIALS]: [],
+  },
+  prefetch(e) {
+    switch (e.type) {
+      case 'SpecialUpserted': {
+        const { special_id, store_id, product_ids, brand_ids, kinds } = e.data;
+        return [
+          [SPECIALS, special_id],
+          [CATALOG_STORE_SPECIALS, store_id],
+          ...product_ids.flatMap(
+            (p): Array<[string, number]> => [
+              [PRODUCTS, p],
+              [CATALOG_PRODUCT_SPECIALS, p],
+            ],
+          ),
+          ...brand_ids.map((b): [string, string] => [CATALOG_STORE_BRANDS, storeBrandKey(store_id, b)]),
+          ...kinds.map((k): [string, string] => [CATALOG_STORE_KINDS, storeKindKey(store_id, k)]),
+        ];
+      }
+      case 'ProductUpserted':
+        return [[CATALOG_PRODUCT_SPECIALS, e.data.product_id]];
+      case 'MenuProductListed':
+      case 'MenuProductDelisted':
+        // The menu product's kind is the product's, unknown here: a store has few (store, kind) lookups.
+        return [
+          [CATALOG_STORE_SPECIALS, e.data.store_id],
+          ...allKinds.map((k): [string, string] => [CATALOG_STORE_KINDS, storeKindKey(e.data.store_id, k)]),
+        ];
+      default:
+        return [];
+    }
+  },
+  apply(e, tx, facts) {
+    if (e.type === 'SpecialUpserted') upsertSpecial(e, tx, facts);
+    if (facts.listings.length > 0) applyListings(tx, facts);
+    if (e.type === 'ProductUpserted') applyProductBrand(e, tx);
+  },
+};

@@ -1,0 +1,155 @@
+/**
+ * The ReadStore port: document collections with MongoDB semantics, the shape every read model is
+ * stored in. Two adapters pass one contract suite (test/contract/read-store.ts): MongoDB (the
+ * `mongodb` driver) and in memory (mingo for matching and update operators, B-tree secondary indexes).
+ *
+ * Filters and update documents are MongoDB's own query and update languages, so a projection written
+ * against the in-memory store behaves the same on MongoDB.
+ */
+
+export type DocId = string | number;
+export interface Doc {
+  _id: DocId;
+  [field: string]: unknown;
+}
+
+/** A MongoDB query document, e.g. `{ store_id: 3, updated_at: { $gt: '2026-01-01' } }`. */
+export type Filter = Record<string, unknown>;
+/** A MongoDB update document with operators, e.g. `{ $set: { brand: 'Kiva' } }`. */
+export type Update = Record<string, unknown>;
+
+export type SortDirection = 1 | -1;
+export type SortSpec = Array<[field: string, direction: SortDirection]>;
+
+export interface IndexSpec {
+  /** Fields in order, each ascending (1) or descending (-1). A field holding an array is indexed per element. */
+  keys: SortSpec;
+  unique?: boolean;
+}
+
+export interface FindOptions {
+  /** Sort order; `_id` is appended as the last key when absent, so every order is total and stable. */
+  sort?: SortSpec;
+  limit?: number;
+  /** Range cursor: only documents strictly after these values of the sort keys (`_id` last). */
+  after?: unknown[];
+}
+
+export type WriteOp<T extends Doc = Doc> =
+  | { replaceOne: { filter: Filter; replacement: T; upsert?: boolean } }
+  | { updateOne: { filter: Filter; update: Update; upsert?: boolean } }
+  | { updateMany: { filter: Filter; update: Update } }
+  | { deleteOne: { filter: Filter } }
+  | { deleteMany: { filter: Filter } };
+
+export interface Collection<T extends Doc = Doc> {
+  /** The logical name the read model uses. */
+  readonly name: string;
+  findOne(filter: Filter): Promise<T | null>;
+  /** Documents with these ids (in no particular order); missing ids are left out. */
+  findByIds(ids: readonly DocId[]): Promise<T[]>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter?: Filter): Promise<number>;
+  /** Applies the operations in order (MongoDB: one ordered bulk write). */
+  bulkWrite(ops: readonly WriteOp<T>[]): Promise<void>;
+}
+
+export interface Checkpoint {
+  /** Global position of the last event applied. */
+  position: number;
+  /** Events applied since the projection (or its rebuild) started. */
+  events: number;
+  updated_at: string;
+}
+
+export interface ReadStore {
+  readonly kind: 'memory' | 'mongodb';
+  /**
+   * The live collection of that name, with its declared indexes created. The handle stays valid
+   * across `promote`: it always reaches the collection currently live under that name.
+   */
+  collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
+  /** A fresh, empty copy to rebuild into while the live collection keeps serving reads. */
+  createShadow<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
+  /** Makes the shadows live in one step each (MongoDB: rename over the old collection), dropping the old copies. */
+  promote(shadows: readonly Collection[]): Promise<void>;
+  /** Drops a shadow that will not be promoted (an abandoned rebuild). */
+  dropShadow(shadow: Collection): Promise<void>;
+  getCheckpoint(name: string): Promise<Checkpoint | undefined>;
+  setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The sort the store uses: the given one with `_id` appended (ascending) unless already present. */
+export function totalSort(sort: SortSpec | undefined): SortSpec {
+  const s = sort ?? [];
+  return s.some(([f]) => f === '_id') ? s : [...s, ['_id', 1]];
+}
+
+/**
+ * `$type` aliases in MongoDB's comparison order, the order sorts use; null and a missing field come
+ * before all of them. Entry i holds the types of rank i + 1 (see `typeRank`).
+ */
+const TYPE_ORDER: readonly (readonly string[])[] = [
+  ['number'],
+  ['string'],
+  ['object'],
+  ['array'],
+  ['binData'],
+  ['objectId'],
+  ['bool'],
+  ['date'],
+  ['timestamp'],
+  ['regex'],
+];
+
+/** A value's place in MongoDB's type order: 0 for null and missing, then the ranks of TYPE_ORDER. */
+function typeRank(v: unknown): number {
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'number' || typeof v === 'bigint') return 1;
+  if (typeof v === 'string') return 2;
+  if (typeof v === 'boolean') return 7;
+  if (v instanceof Date) return 8;
+  if (v instanceof RegExp) return 10;
+  return Array.isArray(v) ? 4 : 3;
+}
+
+/**
+ * Conditions (any one suffices) for `field` to sort strictly after `value` in `direction`. MongoDB's
+ * `$gt`/`$lt` only compare values of the same type (and `$gt: null` matches nothing), so values of the
+ * types sorting after (or before) `value` are selected by `$type`; null and missing by `{ $eq: null }`.
+ */
+function beyond(field: string, direction: SortDirection, value: unknown): Filter[] {
+  const rank = typeRank(value);
+  const out: Filter[] = [];
+  if (direction === 1) {
+    if (rank > 0) out.push({ [field]: { $gt: value } });
+    const later = TYPE_ORDER.slice(rank).flat();
+    if (later.length > 0) out.push({ [field]: { $type: later } });
+  } else if (rank > 0) {
+    out.push({ [field]: { $lt: value } });
+    const earlier = TYPE_ORDER.slice(0, rank - 1).flat();
+    if (earlier.length > 0) out.push({ [field]: { $type: earlier } });
+    out.push({ [field]: { $eq: null } });
+  }
+  return out;
+}
+
+/**
+ * The filter that selects documents strictly after `after` in `sort` order (for adapters without seek),
+ * in MongoDB's order across types: null and missing, numbers, strings, objects, arrays, …, booleans.
+ */
+export function afterFilter(sort: SortSpec, after: readonly unknown[]): Filter {
+  const branches: Filter[] = [];
+  for (let i = 0; i < sort.length && i < after.length; i++) {
+    const conditions = beyond(sort[i][0], sort[i][1], after[i] ?? null);
+    if (conditions.length === 0) continue; // nothing sorts after this value: the branch can't match
+    const branch: Filter = {};
+    for (let j = 0; j < i; j++) branch[sort[j][0]] = { $eq: after[j] ?? null };
+    if (conditions.length === 1) Object.assign(branch, conditions[0]);
+    else branch.$or = conditions;
+    branches.push(branch);
+  }
+  if (branches.length === 0) return { _id: { $in: [] } };
+  return branches.length === 1 ? branches[0] : { $or: branches };
+}

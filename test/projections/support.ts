@@ -1,0 +1,121 @@
+/** Helpers for read-model tests: a temporary embedded event store, realistic metadata, a projector run. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ExecutionContext } from 'ava';
+import type { DomainEvent } from '../../domain/decider.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import type { EventStore } from '../../eventstore/port.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { createProjector, type Projection } from '../../projections/projector.ts';
+import type { Collection, Doc, IndexSpec, ReadStore, WriteOp } from '../../projections/read-store.ts';
+
+export async function eventStoreFor(t: ExecutionContext): Promise<EventStore> {
+  const dir = mkdtempSync(join(tmpdir(), 'pds-proj-'));
+  const store = await openSqliteEventStore(join(dir, 'events.db'));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+/** Appends domain events with the metadata the command handler writes; answers the last position. */
+export async function append(
+  store: EventStore,
+  streamId: string,
+  events: DomainEvent[],
+  at = '2026-05-01T10:00:00.000Z',
+): Promise<number> {
+  const result = await store.append(
+    streamId,
+    events.map((e) => ({
+      type: e.type,
+      data: e.data,
+      metadata: {
+        correlation_id: `corr-${streamId}`,
+        causation_id: null,
+        actor: { type: 'platform' as const, id: 'platform-test' },
+        occurred_at: at,
+        schema_version: eventRegistry.versionOf(e.type),
+      },
+    })),
+  );
+  return result.position;
+}
+
+/** Runs the projection until it has caught up with the log, then stops it. */
+export async function project(
+  store: EventStore,
+  readStore: ReadStore,
+  projection: Projection,
+  options: { batchSize?: number } = {},
+): Promise<void> {
+  let failure: Error | undefined;
+  const projector = createProjector({
+    store,
+    readStore,
+    projections: [projection],
+    batchSize: options.batchSize,
+    onError: (_name, err) => {
+      failure = err;
+    },
+  });
+  await projector.start();
+  await Promise.race([
+    projector.caughtUp,
+    new Promise((_, reject) =>
+      setTimeout(() => reject(failure ?? new Error('projector did not catch up')), 10_000),
+    ),
+  ]);
+  await projector.stop();
+  if (failure) throw failure;
+}
+
+/** Every document of every collection of the projection, by `_id`, without `_position`. */
+export async function snapshot(readStore: ReadStore, projection: Projection): Promise<Record<string, Doc[]>> {
+  const out: Record<string, Doc[]> = {};
+  for (const [name, indexes] of Object.entries(projection.collections)) {
+    const c = await readStore.collection(name, indexes);
+    out[name] = (await c.find({})).map(withoutPosition);
+  }
+  return out;
+}
+
+export function withoutPosition<T extends Doc>(doc: T): T {
+  const { _position: _, ...rest } = doc;
+  return rest as T;
+}
+
+/** Resets a projection's checkpoint, so the next projector replays the whole log over its documents. */
+export async function resetCheckpoint(readStore: ReadStore, name: string): Promise<void> {
+  await readStore.setCheckpoint(name, { position: 0, events: 0, updated_at: '2026-05-01T00:00:00.000Z' });
+}
+
+/** The read store, with every write operation recorded. */
+export function recording(inner: ReadStore): { readStore: ReadStore; writes: WriteOp[] } {
+  const writes: WriteOp[] = [];
+  const wrap = <T extends Doc>(c: Collection<T>): Collection<T> => ({
+    name: c.name,
+    findOne: (f) => c.findOne(f),
+    findByIds: (ids) => c.findByIds(ids),
+    find: (f, o) => c.find(f, o),
+    count: (f) => c.count(f),
+    async bulkWrite(ops) {
+      writes.push(...(ops as readonly WriteOp[]));
+      await c.bulkWrite(ops);
+    },
+  });
+  const readStore: ReadStore = {
+    kind: inner.kind,
+    collection: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
+      wrap(await inner.collection<T>(name, indexes)),
+    createShadow: (name, indexes) => inner.createShadow(name, indexes),
+    promote: (shadows) => inner.promote(shadows),
+    dropShadow: (shadow) => inner.dropShadow(shadow),
+    getCheckpoint: (name) => inner.getCheckpoint(name),
+    setCheckpoint: (name, checkpoint) => inner.setCheckpoint(name, checkpoint),
+    close: () => inner.close(),
+  };
+  return { readStore, writes };
+}
