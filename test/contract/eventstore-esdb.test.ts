@@ -2,6 +2,7 @@ import test from 'ava';
 import type { StartedTestContainer } from 'testcontainers';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
 import type { EventStore } from '../../eventstore/port.ts';
+import { containerRuntimeProblem } from '../support/containers.ts';
 import { eventStoreContract } from './eventstore.ts';
 
 /**
@@ -12,28 +13,7 @@ import { eventStoreContract } from './eventstore.ts';
  */
 const IMAGE = 'docker.eventstore.com/eventstore/eventstore:24.10';
 const HTTP_PORT = 2113;
-const RUNTIME_PROBE_MS = 15_000;
 const STARTUP_MS = 10 * 60_000;
-
-/** Why no container can be started here, or undefined when a runtime answers. */
-async function containerRuntimeProblem(): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const { getContainerRuntimeClient } = await import('testcontainers');
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer within ${RUNTIME_PROBE_MS / 1000} s`)),
-        RUNTIME_PROBE_MS,
-      );
-    });
-    await Promise.race([getContainerRuntimeClient(), timeout]);
-    return undefined;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const configuredUrl = process.env.PDS_TEST_ESDB_URL;
 const problem = configuredUrl ? undefined : await containerRuntimeProblem();

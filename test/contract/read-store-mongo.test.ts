@@ -6,6 +6,7 @@ import type { StartedTestContainer } from 'testcontainers';
 import { compareValues } from '../../projections/memory-read-store.ts';
 import { createMongoReadStore, ReadStoreUnavailableError } from '../../projections/mongo-read-store.ts';
 import { afterFilter, type Doc, type SortSpec, totalSort } from '../../projections/read-store.ts';
+import { containerRuntimeProblem } from '../support/containers.ts';
 import { readStoreContract } from './read-store.ts';
 
 /**
@@ -16,28 +17,7 @@ import { readStoreContract } from './read-store.ts';
  */
 const IMAGE = 'mongo:8';
 const PORT = 27017;
-const RUNTIME_PROBE_MS = 15_000;
 const STARTUP_MS = 10 * 60_000;
-
-/** Why no container can be started here, or undefined when a runtime answers. */
-async function containerRuntimeProblem(): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const { getContainerRuntimeClient } = await import('testcontainers');
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer within ${RUNTIME_PROBE_MS / 1000} s`)),
-        RUNTIME_PROBE_MS,
-      );
-    });
-    await Promise.race([getContainerRuntimeClient(), timeout]);
-    return undefined;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 // ---- without a server ------------------------------------------------------------------------------
 
