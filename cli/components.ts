@@ -6,6 +6,9 @@ import { Gauge } from 'prom-client';
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter } from '../api/admin-projections.ts';
 import { createCommandHandler } from '../api/command-handler.ts';
+import { createDocsRouter } from '../api/docs.ts';
+import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
+import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -84,6 +87,24 @@ export function readSide(shared: Shared): Component {
   };
 }
 
+/** The four partner APIs, reading the read models (and appending curbside arrivals), and their `/docs` page. */
+export function partnerApi(shared: Shared, clock: Clock = systemClock): Component {
+  return {
+    name: 'partner-api',
+    roles: ['api'],
+    async start(ctx) {
+      if (!shared.readStore) throw new Error('the partner APIs need the read side started first');
+      const collection = await openPartnerCollections(shared.readStore);
+      const commands = createCommandHandler(ctx.eventStore, eventRegistry);
+      for (const router of createPartnerRouters({ collection, store: ctx.eventStore, commands, clock })) {
+        ctx.app.use(router.routes());
+      }
+      ctx.app.use(createDocsRouter(partnerApis).routes());
+    },
+    stop() {},
+  };
+}
+
 /** The platform and admin APIs with the write-side lookups they need (partner keys, store specials). */
 export function writeApi(clock: Clock = systemClock): Component {
   let directory: PartnerDirectory | undefined;
@@ -115,5 +136,5 @@ export function writeApi(clock: Clock = systemClock): Component {
 
 export function defaultComponents(clock: Clock = systemClock): Component[] {
   const shared: Shared = {};
-  return [readSide(shared), writeApi(clock)];
+  return [readSide(shared), partnerApi(shared, clock), writeApi(clock)];
 }

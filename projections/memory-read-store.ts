@@ -316,6 +316,9 @@ function walkFields(index: Index): string[] {
   return last[0] === '_id' && last[1] === 1 ? index.fields.slice(0, -1) : index.fields;
 }
 
+/** At most this many index walks are merged for one query (MongoDB's default bound for SORT_MERGE). */
+const MAX_MERGED_WALKS = 200;
+
 /**
  * Finds matching documents. Plans, best first: walk an index in the requested order (a page costs
  * what it returns); collect candidates from index ranges, then sort; scan everything.
@@ -338,6 +341,8 @@ function query(storage: Storage, filter: Filter, options: FindOptions = {}): Doc
 
   // Plan 1: an index whose fields are [equality fields…, sort fields…]: walk it in order and stop at `limit`.
   // The index with the most fields first: of those that qualify, it pins down the most equalities.
+  // An equality field may hold several values (`$in`): one walk per combination of values, merged in
+  // sort order (MongoDB's SORT_MERGE), up to MAX_MERGED_WALKS walks.
   const byFields = [...storage.indexes].sort((a, b) => walkFields(b).length - walkFields(a).length);
   for (const index of byId ? [] : byFields) {
     const fields = walkFields(index);
@@ -345,24 +350,46 @@ function query(storage: Storage, filter: Filter, options: FindOptions = {}): Doc
     const sortFields = fields.slice(eqFields.length);
     const sortWithoutId = sort.slice(0, -1);
     if (sortFields.length !== sortWithoutId.length) continue;
-    if (!eqFields.every((f) => conditions.get(f)?.eq?.length === 1)) continue;
+    const choices = eqFields.map((f) => [...new Set((conditions.get(f)?.eq ?? []).map((v) => v ?? null))]);
+    if (choices.some((values) => values.length === 0)) continue;
+    const prefixes = choices.reduce<unknown[][]>(
+      (acc, values) => acc.flatMap((p) => values.map((v) => [...p, v])),
+      [[]],
+    );
+    if (prefixes.length > MAX_MERGED_WALKS) continue;
     // The index order must equal the sort order (or its exact reverse, which we don't walk: skip).
     const sameOrder = sortWithoutId.every(
       ([f, d], i) => sortFields[i] === f && index.spec.keys[eqFields.length + i][1] === d,
     );
     if (!sameOrder || sort[sort.length - 1][1] !== 1) continue;
-    const prefix = eqFields.map((f) => conditions.get(f)?.eq?.[0] ?? null);
-    const start = options.after
-      ? [...prefix, ...options.after]
-      : [...prefix, ...sortWithoutId.map(() => MIN), MIN];
-    const end = [...prefix, ...sortWithoutId.map(() => MAX), MAX];
-    // Bounds as long as the entries (an index ending in `_id` has one part more), so every comparison is total.
-    while (start.length < index.fields.length + 1) start.push(MIN);
-    while (end.length < index.fields.length + 1) end.push(MAX);
+    const walks = prefixes.map((prefix) => {
+      const start = options.after
+        ? [...prefix, ...options.after]
+        : [...prefix, ...sortWithoutId.map(() => MIN), MIN];
+      const end = [...prefix, ...sortWithoutId.map(() => MAX), MAX];
+      // Bounds as long as the entries (an index ending in `_id` has one part more), so every comparison is total.
+      while (start.length < index.fields.length + 1) start.push(MIN);
+      while (end.length < index.fields.length + 1) end.push(MAX);
+      return { entries: index.tree.entries(start), end, head: undefined as [unknown[], DocId] | undefined };
+    });
+    const advance = (w: (typeof walks)[number]) => {
+      const next = w.entries.next();
+      w.head = next.done || index.compare(next.value[0], w.end) > 0 ? undefined : next.value;
+    };
+    for (const w of walks) advance(w);
+    // Entries of different walks differ only in their equality prefix: the rest is the sort order.
+    const compareRest = keyComparator([...index.spec.keys.slice(eqFields.length).map(([, d]) => d), 1]);
+    const rest = (key: unknown[]) => key.slice(eqFields.length);
     const out: Doc[] = [];
     const seen = new Set<DocId>();
-    for (const [key, id] of index.tree.entries(start)) {
-      if (index.compare(key, end) > 0) break;
+    for (;;) {
+      let first: (typeof walks)[number] | undefined;
+      for (const w of walks) {
+        if (w.head && (!first?.head || compareRest(rest(w.head[0]), rest(first.head[0])) < 0)) first = w;
+      }
+      if (!first?.head) break;
+      const id = first.head[1];
+      advance(first);
       if (seen.has(id)) continue; // a multikey index holds a document once per element
       seen.add(id);
       examined += 1;

@@ -155,6 +155,32 @@ test.serial(
   },
 );
 
+test.serial(
+  'a page of 20 in index order with $in on the equality prefix merges the walks: only the page is examined',
+  async (t) => {
+    const byId = (a: Item, b: Item) => a.id - b.id;
+    const all = expected((d) => [3, 42, 77].includes(d.store_id), byId);
+    t.is(all.length, 300);
+    const filter = { store_id: { $in: [77, 3, 42, 3] } };
+    const first = await run(filter, { sort: [['id', 1]], limit: 20 });
+    t.deepEqual(first.ids, all.slice(0, 20));
+    t.true(first.examined <= 20 + SLACK, `examined ${first.examined}`);
+
+    const last = docs.find((d) => d._id === first.ids[19]) as Item;
+    const second = await run(filter, { sort: [['id', 1]], limit: 20, after: [last.id, last._id] });
+    t.deepEqual(second.ids, all.slice(20, 40));
+    t.true(second.examined <= 20 + SLACK, `examined ${second.examined}`);
+
+    // A multikey field: a document holding two of the values is met once.
+    const tagged = expected((d) => d.tags.includes('t7') || d.tags.includes('u3'));
+    const page = await run({ tags: { $in: ['t7', 'u3'] } }, { limit: 25 });
+    t.deepEqual(page.ids, tagged.slice(0, 25));
+    t.true(page.examined <= 25 + SLACK, `examined ${page.examined}`);
+    const every = await run({ tags: { $in: ['t7', 'u3'] } });
+    t.deepEqual(every.ids, tagged);
+  },
+);
+
 test.serial('a page of 20 on a descending index key examines only the page', async (t) => {
   const newest = (a: Item, b: Item) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0);
   const all = expected((d) => d.store_id === 7, newest);

@@ -68,6 +68,10 @@ export const menuProductIndexes = [
   index(['store_id', 1], ['_id', 1]),
   // GET /stores/{store_id}/menu_products of a brand partner: the store's menu products of its brands.
   index(['store_id', 1], ['brand_id', 1], ['_id', 1]),
+  // GET /products/{product_id}/recommendations of a store: the product's own listings at the store,
+  // and the store's menu products of one kind (the candidates), in id order.
+  index(['store_id', 1], ['product_id', 1], ['_id', 1]),
+  index(['store_id', 1], ['kind', 1], ['_id', 1]),
   // Propagation: a product's menu products (upserts, ratings).
   index(['product_id', 1]),
   // Propagation: a brand's menu products (renames).

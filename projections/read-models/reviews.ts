@@ -29,12 +29,15 @@ export const REVIEWS = 'reviews';
 export type ReviewDoc = Doc & ReviewRecord & { _id: number };
 
 export const reviewIndexes = [
-  // GET /reviews of a brand partner (its brands), in id order.
-  index(['brand_id', 1], ['_id', 1]),
-  // GET /products/{product_id}/reviews, in id order.
-  index(['product_id', 1], ['_id', 1]),
+  // GET /reviews of a brand or brand feed partner (its brands), in id order. Partners see verified
+  // reviews only: with `verified` in the key a page reads no unverified review.
+  index(['brand_id', 1], ['verified', 1], ['_id', 1]),
+  // GET /products/{product_id}/reviews (verified), in id order; also a product's reviews (brand moves).
+  index(['product_id', 1], ['verified', 1], ['_id', 1]),
   // A store's reviews, in id order.
   index(['store_id', 1], ['_id', 1]),
+  // GET /products/{product_id}/reviews of a store partner: the product's verified reviews at the store.
+  index(['store_id', 1], ['product_id', 1], ['verified', 1], ['_id', 1]),
   // GET /reviews of a brand feed partner with all brands: every verified review, in id order.
   index(['verified', 1], ['_id', 1]),
 ];

@@ -14,6 +14,14 @@ import { createLogger } from '../../cli/logger.ts';
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { validateResponse } from './openapi-validate.ts';
+
+/** A partner API answer: its status, headers and body (parsed JSON; null when empty). */
+export interface PartnerReply<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
 
 export interface TestService {
   base: string;
@@ -26,6 +34,23 @@ export interface TestService {
   openStore(): Promise<EventStore>;
   /** fetch against the service, with the operator token and JSON by default. */
   call(method: string, url: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  /**
+   * A partner API request, its answer checked against that API's OpenAPI document (fetched once from
+   * `<apiBase>/openapi.json`): the status must be documented for the operation, and the body, media type
+   * and required headers must match it, for success and problem answers alike; otherwise it throws.
+   * `url` is relative to `apiBase` (`/stores?limit=2`) or absolute (`/partner/brand/v1/stores`); `key`
+   * is sent as `Authorization: Bearer <key>` (none when undefined); a body is sent as JSON.
+   */
+  partnerCall<T = unknown>(
+    apiBase: string,
+    method: string,
+    url: string,
+    key: string | undefined,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<PartnerReply<T>>;
+  /** The OpenAPI document the service serves at `<apiBase>/openapi.json`. */
+  openApiDocument(apiBase: string): Promise<object>;
 }
 
 export async function startService(
@@ -51,6 +76,18 @@ export async function startService(
   const port = await service.start();
   const base = `http://127.0.0.1:${port}`;
   const opened: EventStore[] = [];
+  const documents = new Map<string, Promise<object>>();
+  const openApiDocument = (apiBase: string): Promise<object> => {
+    let document = documents.get(apiBase);
+    if (!document) {
+      document = fetch(`${base}${apiBase}/openapi.json`).then(async (r) => {
+        if (r.status !== 200) throw new Error(`GET ${apiBase}/openapi.json answered ${r.status}`);
+        return (await r.json()) as object;
+      });
+      documents.set(apiBase, document);
+    }
+    return document;
+  };
   t.teardown(async () => {
     await service.stop();
     for (const s of opened) await s.close();
@@ -77,6 +114,41 @@ export async function startService(
         },
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
+    },
+    openApiDocument,
+    async partnerCall<T>(
+      apiBase: string,
+      method: string,
+      url: string,
+      key: string | undefined,
+      body?: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<PartnerReply<T>> {
+      const document = await openApiDocument(apiBase);
+      const path = url === apiBase || url.startsWith(`${apiBase}/`) ? url : `${apiBase}${url}`;
+      const r = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await r.text();
+      const contentType = r.headers.get('content-type');
+      let parsed: unknown = text === '' ? null : text;
+      if (text !== '' && /[/+]json\b/i.test(contentType ?? '')) {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          throw new Error(
+            `${method} ${path} answered ${r.status} with malformed JSON: ${text.slice(0, 500)}`,
+          );
+        }
+      }
+      validateResponse(document, method, path, r.status, parsed, { contentType, headers: r.headers });
+      return { status: r.status, headers: r.headers, body: parsed as T };
     },
   };
 }

@@ -1,0 +1,175 @@
+/**
+ * `/docs`: the human page of the partner APIs (DESIGN §4). It lists the APIs and renders the OpenAPI
+ * document of the one chosen (`/docs?api=<slug>`, the first by default) with Swagger UI, whose bundle
+ * is served from the `swagger-ui-dist` package under `/docs/assets/…`: no CDN, works offline.
+ *
+ * The page runs under a strict Content-Security-Policy (scripts, styles and fetches from this origin
+ * only, no inline script): the renderer is configured by `docs-assets/docs.js`, which reads the
+ * document URL from a `data-` attribute. Asset URLs carry a content hash (`?v=`), so they are cached
+ * for good and change when the bundle does.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Router from '@koa/router';
+import { type AppContext, type AppState, HttpProblem } from './http.ts';
+
+/** What the page needs of a partner API. */
+export interface DocumentedApi {
+  base: string;
+  title: string;
+  description?: string;
+}
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  version: string;
+}
+
+const SWAGGER_DIR = path.dirname(fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')));
+const OWN_DIR = fileURLToPath(new URL('./docs-assets/', import.meta.url));
+
+/** The files served under `/docs/assets/`: name → where it is and its media type. */
+const ASSET_FILES: Record<string, { dir: string; type: string }> = {
+  'swagger-ui-bundle.js': { dir: SWAGGER_DIR, type: 'text/javascript; charset=utf-8' },
+  'swagger-ui.css': { dir: SWAGGER_DIR, type: 'text/css; charset=utf-8' },
+  'favicon-32x32.png': { dir: SWAGGER_DIR, type: 'image/png' },
+  'docs.js': { dir: OWN_DIR, type: 'text/javascript; charset=utf-8' },
+  'docs.css': { dir: OWN_DIR, type: 'text/css; charset=utf-8' },
+};
+
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** `/partner/brand-feed/v1` → `brand-feed`: the API's name in `/docs?api=`. */
+export function docsSlug(base: string): string {
+  const parts = base.split('/').filter((s) => s !== '' && s !== 'partner' && !/^v\d+$/.test(s));
+  return parts.join('-') || base.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '');
+}
+
+function page(apis: readonly DocumentedApi[], chosen: DocumentedApi, assets: Map<string, Asset>): string {
+  const asset = (name: string) => `/docs/assets/${name}?v=${assets.get(name)!.version}`;
+  const items = apis
+    .map((api) => {
+      const current = api === chosen ? ' aria-current="page"' : '';
+      return (
+        `<li><a class="pds-api" href="/docs?api=${encodeURIComponent(docsSlug(api.base))}"${current}>` +
+        `${escapeHtml(api.title)}</a> <code>${escapeHtml(api.base)}</code> ` +
+        `<a class="pds-spec" href="${escapeHtml(api.base)}/openapi.json">openapi.json</a></li>`
+      );
+    })
+    .join('\n        ');
+  return `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>${escapeHtml(chosen.title)} · Partner API docs</title>
+    <link rel="icon" type="image/png" href="${asset('favicon-32x32.png')}">
+    <link rel="stylesheet" href="${asset('swagger-ui.css')}">
+    <link rel="stylesheet" href="${asset('docs.css')}">
+  </head>
+  <body>
+    <header class="pds-docs">
+      <h1>Partner APIs</h1>
+      <p>Each API has its own base path, API keys and OpenAPI 3.1 document. Choose one:</p>
+      <nav aria-label="Partner APIs">
+        <ul>
+        ${items}
+        </ul>
+      </nav>
+    </header>
+    <main id="swagger-ui" data-openapi-url="${escapeHtml(chosen.base)}/openapi.json"></main>
+    <noscript><p class="pds-docs">The interactive reference needs JavaScript; the documents themselves are the
+      <code>openapi.json</code> links above.</p></noscript>
+    <script src="${asset('swagger-ui-bundle.js')}"></script>
+    <script src="${asset('docs.js')}"></script>
+  </body>
+</html>
+`;
+}
+
+async function loadAssets(): Promise<Map<string, Asset>> {
+  const assets = new Map<string, Asset>();
+  for (const [name, { dir, type }] of Object.entries(ASSET_FILES)) {
+    const body = await readFile(path.join(dir, name));
+    const version = createHash('sha256').update(body).digest('hex').slice(0, 16);
+    assets.set(name, { body, type, version });
+  }
+  return assets;
+}
+
+/** The `/docs` router: the page and its assets. */
+export function createDocsRouter(apis: readonly DocumentedApi[]): Router<AppState> {
+  if (apis.length === 0) throw new Error('the docs page needs at least one API');
+  let loading: Promise<Map<string, Asset>> | undefined;
+  const assets = () => {
+    loading ??= loadAssets().catch((err) => {
+      loading = undefined;
+      throw err;
+    });
+    return loading;
+  };
+  const bySlug = new Map(apis.map((api) => [docsSlug(api.base), api]));
+
+  const router = new Router<AppState>({ prefix: '/docs' });
+  router.get('/', async (ctx: AppContext) => {
+    const requested = ctx.query.api;
+    let chosen = apis[0];
+    if (requested !== undefined) {
+      const found = typeof requested === 'string' ? bySlug.get(requested) : undefined;
+      if (!found) {
+        throw new HttpProblem(404, {
+          code: 'api_not_found',
+          detail: `no partner API named ${JSON.stringify(requested)}; known: ${[...bySlug.keys()].join(', ')}`,
+        });
+      }
+      chosen = found;
+    }
+    const html = page(apis, chosen, await assets());
+    ctx.set({
+      'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+      'X-Content-Type-Options': 'nosniff',
+      'X-Frame-Options': 'DENY',
+      'Referrer-Policy': 'no-referrer',
+      'Cache-Control': 'no-cache',
+    });
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = html;
+  });
+  router.get('/assets/:name', async (ctx: AppContext) => {
+    const name = ctx.params['name'] as string;
+    if (!Object.hasOwn(ASSET_FILES, name)) return; // nothing here: the app answers 404
+    const asset = (await assets()).get(name)!;
+    ctx.status = 200;
+    ctx.set({
+      'X-Content-Type-Options': 'nosniff',
+      'Cache-Control':
+        ctx.query.v === asset.version
+          ? 'public, max-age=31536000, immutable'
+          : 'public, max-age=0, must-revalidate',
+    });
+    ctx.etag = asset.version;
+    ctx.type = asset.type;
+    if (ctx.fresh) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.body = asset.body;
+  });
+  return router;
+}

@@ -1,0 +1,322 @@
+/**
+ * The brand partner API (seed §4.1, DESIGN §4): the carts that came from the partner's embedded or
+ * headless site, and the catalog as it concerns the partner's brands — their menu products at a store,
+ * their products near a ZIP code, the stores carrying them, their verified reviews, and the specials
+ * anywhere that involve them.
+ *
+ * Every list is one indexed `find` of `limit + 1` documents in id order (carts: `id`, then uuid),
+ * resumed after an opaque cursor; what a page needs besides (the store of a store-scoped list, the
+ * stores near a ZIP code) is one more indexed read, never one per record.
+ */
+import { z } from 'zod';
+import { cartStatus } from '../../domain/cart.ts';
+import { CARTS, type CartDoc, cartsOfPartner } from '../../projections/read-models/carts.ts';
+import { MENU_PRODUCTS, type MenuProductDoc } from '../../projections/read-models/menu-products.ts';
+import { PRODUCTS, type ProductDoc } from '../../projections/read-models/products.ts';
+import { REVIEWS, type ReviewDoc } from '../../projections/read-models/reviews.ts';
+import { SPECIALS, type SpecialDoc } from '../../projections/read-models/specials.ts';
+import { STORES, type StoreDoc } from '../../projections/read-models/stores.ts';
+import type { Collection } from '../../projections/read-store.ts';
+import { HttpProblem } from '../http.ts';
+import { pathId } from '../validation.ts';
+import {
+  answerIdPage,
+  dateTime,
+  idAfter,
+  listQuery,
+  oneOf,
+  reviewPage,
+  updatedAfter,
+  withUpdatedAfter,
+} from './brand-support.ts';
+import { answerPage, decodeCursor, notFound, pageQuery, publicFields } from './common.ts';
+import { type PartnerApi, route } from './routes.ts';
+import {
+  menuProductRecord,
+  pageOf,
+  partnerCartRecord,
+  productRecord,
+  specialRecord,
+  storeRecord,
+} from './schemas.ts';
+import { distanceMiles, EARTH_RADIUS_MILES, type LatLong, latitudeBand, zipCentroid } from './zip.ts';
+
+export const DEFAULT_RADIUS_MILES = 25;
+export const MAX_RADIUS_MILES = 100;
+
+/** The brands of a brand partner (a brand partner always names its brands; it never covers all). */
+const brandsOf = (p: { brand_ids: readonly number[] }) => p.brand_ids;
+
+// ---- GET /carts -----------------------------------------------------------------------------------
+
+const cartsQuery = z.strictObject({
+  ...pageQuery,
+  created_after: dateTime.optional().describe('only carts created strictly after this time'),
+  created_before: dateTime.optional().describe('only carts created strictly before this time'),
+  updated_after: updatedAfter,
+  status: cartStatus.optional().describe('only carts in this status'),
+  abandoned: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe(
+      'true: only abandoned carts (≥1 item, not checked out, 6 h after the first item); false: only the others',
+    ),
+});
+const cartCursor = z.tuple([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.uuid()]);
+
+const carts = route({
+  method: 'get',
+  path: '/carts',
+  operationId: 'listCarts',
+  summary: "Carts from the partner's embedded or headless site",
+  description:
+    "Every cart whose `source.partner_id` is this partner: the carts that originated from the partner's " +
+    'embedded or headless e-commerce site, in `id` order.',
+  query: cartsQuery,
+  response: {
+    status: 200,
+    description: 'One page of carts',
+    schema: pageOf('carts', partnerCartRecord, 'CartPage'),
+  },
+  problems: [400],
+  async handler(ctx, { query, partner }, deps) {
+    const { limit, cursor, ...filters } = query;
+    const after = decodeCursor(cursor, cartCursor) as [number, string] | undefined;
+    const page = await cartsOfPartner(deps.collection<CartDoc>(CARTS), partner.partner_id, filters, {
+      limit,
+      ...(after ? { after } : {}),
+    });
+    answerPage(ctx, 'carts', page.carts, page.next);
+  },
+});
+
+// ---- GET /stores/{store_id}/menu_products -----------------------------------------------------------
+
+const menuProducts = route({
+  method: 'get',
+  path: '/stores/{store_id}/menu_products',
+  operationId: 'listStoreMenuProducts',
+  summary: "The store's menu products of the partner's brands",
+  description:
+    "The menu products of the partner's brands listed at the store, in `id` order. A store that lists none " +
+    'of them (or does not exist) is a 404.',
+  params: z.object({ store_id: pathId }),
+  query: listQuery,
+  response: {
+    status: 200,
+    description: 'One page of menu products',
+    schema: pageOf('menu_products', menuProductRecord, 'MenuProductPage'),
+  },
+  problems: [400, 404],
+  async handler(ctx, { params, query, partner }, deps) {
+    const after = idAfter(query.cursor);
+    const brands = brandsOf(partner);
+    const [store] = await deps.collection<StoreDoc>(STORES).findByIds([params.store_id]);
+    if (!store?.brand_ids.some((b) => brands.includes(b))) throw notFound('store', params.store_id);
+    const filter = withUpdatedAfter({ store_id: store.id, brand_id: oneOf(brands) }, query.updated_after);
+    await answerIdPage(
+      ctx,
+      deps.collection<MenuProductDoc>(MENU_PRODUCTS),
+      filter,
+      { limit: query.limit, after },
+      'menu_products',
+    );
+  },
+});
+
+// ---- GET /products ----------------------------------------------------------------------------------
+
+const productsQuery = z.strictObject({
+  ...pageQuery,
+  zipcode: z
+    .string()
+    .regex(/^\d{5}$/, 'a US 5-digit ZIP code')
+    .describe('US 5-digit ZIP code: the search is centred on its centroid'),
+  radius: z.coerce
+    .number()
+    .positive()
+    .max(MAX_RADIUS_MILES)
+    .default(DEFAULT_RADIUS_MILES)
+    .describe(
+      `miles from the ZIP code's centroid (default ${DEFAULT_RADIUS_MILES}, at most ${MAX_RADIUS_MILES})`,
+    ),
+  updated_after: updatedAfter,
+});
+
+/**
+ * The ids of the stores within `miles` of `center`: one indexed range read on `lat` (the latitude band;
+ * longitude bounds narrow it where they are simple), then the exact great-circle distance.
+ */
+async function storesWithin(
+  stores: Collection<StoreDoc>,
+  center: LatLong,
+  miles: number,
+): Promise<Set<number>> {
+  const band = latitudeBand(center, miles);
+  const filter: Record<string, unknown> = { lat: { $gte: band.min, $lte: band.max } };
+  // Longitude reach at the centre's latitude (exact on a sphere); skipped near a pole or across ±180°.
+  const s = Math.sin(miles / EARTH_RADIUS_MILES) / Math.cos((center.lat * Math.PI) / 180);
+  if (s < 1) {
+    const reach = (Math.asin(s) * 180) / Math.PI;
+    if (center.long - reach > -180 && center.long + reach < 180) {
+      filter.long = { $gte: center.long - reach, $lte: center.long + reach };
+    }
+  }
+  const near = new Set<number>();
+  for (const store of await stores.find(filter)) {
+    if (distanceMiles(center, { lat: store.lat, long: store.long }) <= miles) near.add(store.id);
+  }
+  return near;
+}
+
+const products = route({
+  method: 'get',
+  path: '/products',
+  operationId: 'listProductsNear',
+  summary: "The partner's products carried near a ZIP code",
+  description:
+    "The partner's products carried by at least one store whose coordinates lie within `radius` miles of " +
+    "the centroid of `zipcode`, in `product_id` order. Each product's `store_ids` lists those stores only. " +
+    'An unknown ZIP code is a 422 `unknown_zipcode`.',
+  query: productsQuery,
+  response: {
+    status: 200,
+    description: 'One page of products',
+    schema: pageOf('products', productRecord, 'ProductPage'),
+  },
+  problems: [400, 422],
+  async handler(ctx, { query, partner }, deps) {
+    const after = idAfter(query.cursor);
+    const center = zipCentroid(query.zipcode);
+    if (!center) {
+      throw new HttpProblem(422, {
+        code: 'unknown_zipcode',
+        detail: `${query.zipcode} is not a US ZIP code this service knows`,
+        errors: [{ field: 'zipcode', message: 'unknown ZIP code' }],
+      });
+    }
+    const near = await storesWithin(deps.collection<StoreDoc>(STORES), center, query.radius);
+    if (near.size === 0) return answerPage(ctx, 'products', [], null);
+    const filter = withUpdatedAfter(
+      { brand_id: oneOf(brandsOf(partner)), store_ids: { $in: [...near].sort((a, b) => a - b) } },
+      query.updated_after,
+    );
+    await answerIdPage(
+      ctx,
+      deps.collection<ProductDoc>(PRODUCTS),
+      filter,
+      { limit: query.limit, after },
+      'products',
+      (docs) =>
+        docs.map((d) => ({
+          ...publicFields<ProductDoc>(d),
+          store_ids: d.store_ids.filter((id) => near.has(id)),
+        })),
+    );
+  },
+});
+
+// ---- GET /stores ------------------------------------------------------------------------------------
+
+const stores = route({
+  method: 'get',
+  path: '/stores',
+  operationId: 'listStores',
+  summary: "The stores carrying the partner's products",
+  description:
+    "Every store listing at least one menu product of the partner's brands, in `id` order. A store's " +
+    "`brand_ids` names which of the partner's brands it carries.",
+  query: listQuery,
+  response: {
+    status: 200,
+    description: 'One page of stores',
+    schema: pageOf('stores', storeRecord, 'StorePage'),
+  },
+  problems: [400],
+  async handler(ctx, { query, partner }, deps) {
+    const after = idAfter(query.cursor);
+    const brands = brandsOf(partner);
+    const filter = withUpdatedAfter({ brand_ids: oneOf(brands) }, query.updated_after);
+    await answerIdPage(
+      ctx,
+      deps.collection<StoreDoc>(STORES),
+      filter,
+      { limit: query.limit, after },
+      'stores',
+      (docs) =>
+        docs.map((d) => ({
+          ...publicFields<StoreDoc>(d),
+          brand_ids: d.brand_ids.filter((b) => brands.includes(b)),
+        })),
+    );
+  },
+});
+
+// ---- GET /reviews -----------------------------------------------------------------------------------
+
+const reviews = route({
+  method: 'get',
+  path: '/reviews',
+  operationId: 'listReviews',
+  summary: "Verified reviews of the partner's products",
+  description: "Every verified review of a product of the partner's brands, in `id` order.",
+  query: listQuery,
+  response: { status: 200, description: 'One page of reviews', schema: reviewPage },
+  problems: [400],
+  async handler(ctx, { query, partner }, deps) {
+    const after = idAfter(query.cursor);
+    const filter = withUpdatedAfter(
+      { brand_id: oneOf(brandsOf(partner)), verified: true },
+      query.updated_after,
+    );
+    await answerIdPage(
+      ctx,
+      deps.collection<ReviewDoc>(REVIEWS),
+      filter,
+      { limit: query.limit, after },
+      'reviews',
+    );
+  },
+});
+
+// ---- GET /specials ----------------------------------------------------------------------------------
+
+const specials = route({
+  method: 'get',
+  path: '/specials',
+  operationId: 'listSpecials',
+  summary: "Specials involving the partner's products",
+  description:
+    "Every special, at any store, that involves at least one of the partner's products: it names one in " +
+    "`product_ids`, names one of the partner's brands in `brand_ids`, or names in `kinds` the kind of one " +
+    "of the partner's products listed at its store. In `id` order, whatever their time window or `enabled`.",
+  query: listQuery,
+  response: {
+    status: 200,
+    description: 'One page of specials',
+    schema: pageOf('specials', specialRecord, 'SpecialPage'),
+  },
+  problems: [400],
+  async handler(ctx, { query, partner }, deps) {
+    const after = idAfter(query.cursor);
+    const filter = withUpdatedAfter({ _involved_brand_ids: oneOf(brandsOf(partner)) }, query.updated_after);
+    await answerIdPage(
+      ctx,
+      deps.collection<SpecialDoc>(SPECIALS),
+      filter,
+      { limit: query.limit, after },
+      'specials',
+    );
+  },
+});
+
+export const brandApi: PartnerApi = {
+  base: '/partner/brand/v1',
+  title: 'Brand partner API',
+  description:
+    "Carts from the brand's embedded or headless site, and its catalog across the network: menu products, " +
+    'products near a ZIP code, the stores carrying them, verified reviews and specials.',
+  kinds: ['brand'],
+  routes: [carts, menuProducts, products, stores, reviews, specials],
+};

@@ -1,0 +1,106 @@
+/**
+ * `/docs` in a real browser: Debian's Chromium driven by playwright-core (which never downloads a
+ * browser) opens the page of a running service, picks each partner API from the page's list, and finds
+ * every endpoint (method and path) of that API's OpenAPI document rendered. The page must render under
+ * its Content-Security-Policy without errors, and fetch nothing from another origin (no CDN).
+ *
+ * Without /usr/bin/chromium the test is skipped, saying why (CI installs it: see `.ci/run`).
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { chromium } from 'playwright-core';
+import { partnerApis } from '../api/partner/index.ts';
+import { startService } from './support/service.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+const title = '/docs lists the four partner APIs and renders every endpoint of each document';
+
+if (!existsSync(CHROMIUM)) {
+  const reason = `${CHROMIUM} is absent (install Debian's chromium: apt-get install -y --no-install-recommends chromium)`;
+  console.log(`docs-browser.test.ts: skipped: ${reason}`);
+  test.skip(`${title} — skipped: ${reason}`, () => {});
+} else {
+  test(title, async (t) => {
+    t.timeout(90_000);
+    const svc = await startService(t);
+    const userDataDir = await mkdtemp(path.join(tmpdir(), 'pds-chromium-'));
+    const browser = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+    });
+    t.teardown(async () => {
+      await browser.close();
+      await rm(userDataDir, { recursive: true, force: true });
+    });
+
+    const problems: string[] = [];
+    const origin = new URL(svc.base).origin;
+    const page = await browser.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('request', (r) => {
+      const url = new URL(r.url());
+      if (url.protocol !== 'data:' && url.origin !== origin)
+        problems.push(`request to another origin: ${r.url()}`);
+    });
+
+    const home = await page.goto(`${svc.base}/docs`);
+    t.is(home?.status(), 200);
+    t.regex(home?.headers()['content-security-policy'] ?? '', /script-src 'self'/);
+    const listed = await page.locator('nav a.pds-api').allTextContents();
+    t.deepEqual(
+      listed,
+      partnerApis.map((a) => a.title),
+      'the page lists the four APIs',
+    );
+
+    for (const api of partnerApis) {
+      const document = (await (await fetch(`${svc.base}${api.base}/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, unknown>>;
+      };
+      const expected = Object.entries(document.paths)
+        .flatMap(([p, item]) => METHODS.filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${p}`))
+        .sort();
+
+      await Promise.all([
+        page.waitForURL((u) => u.searchParams.has('api')),
+        page.locator('nav a.pds-api', { hasText: api.title }).first().click(),
+      ]);
+      t.is(await page.locator('nav a[aria-current="page"]').textContent(), api.title);
+      await page.locator('.swagger-ui .info .title', { hasText: api.title }).waitFor({ timeout: 30_000 });
+      // Swagger UI renders the operations after fetching the document: wait for the last one.
+      await page
+        .locator('.swagger-ui .opblock')
+        .nth(expected.length - 1)
+        .waitFor({ timeout: 30_000 });
+      const rendered = await page.$$eval('.swagger-ui .opblock', (blocks) =>
+        blocks.map((b) => {
+          const method = b.querySelector('.opblock-summary-method')?.textContent?.trim().toUpperCase();
+          const p = b.querySelector('.opblock-summary-path')?.getAttribute('data-path');
+          return `${method} ${p}`;
+        }),
+      );
+      t.deepEqual([...new Set(rendered)].sort(), expected, `${api.base}: every endpoint is listed`);
+    }
+
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+}
