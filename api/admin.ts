@@ -8,7 +8,13 @@ import { z } from 'zod';
 import type { Clock } from '../domain/clock.ts';
 import * as partner from '../domain/partner.ts';
 import { type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
-import type { PartnerDirectory } from '../projections/partner-directory.ts';
+import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-models/partner-keys.ts';
+import type { Collection, ReadStore } from '../projections/read-store.ts';
+import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
+
+const OPERATOR = { type: 'operator', id: 'operator' } as const;
+
+import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { generateApiKey } from './credentials.ts';
 import { type AppState, HttpProblem } from './http.ts';
@@ -20,30 +26,12 @@ import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-sup
 export interface AdminDeps {
   store: EventStore;
   commands: CommandHandler;
-  directory: PartnerDirectory;
+  /** Where partners are read from (the `partners` read model) and read-your-writes waits. */
+  readStore: ReadStore;
   clock: Clock;
   operatorToken: string;
-}
-
-export const ADMIN_BASE = '/admin/v1';
-const OPERATOR = { type: 'operator', id: 'operator' } as const;
-
-/** Which of these ids have no stream (`brand-7` never written): the context the partner decider needs. */
-export async function missingIds(
-  store: EventStore,
-  prefix: string,
-  ids: readonly number[],
-): Promise<number[]> {
-  const missing: number[] = [];
-  for (const id of new Set(ids)) {
-    try {
-      await store.readStream(`${prefix}${id}`, { direction: 'backwards', maxCount: 1 });
-    } catch (err) {
-      if (!(err instanceof StreamNotFoundError)) throw err;
-      missing.push(id);
-    }
-  }
-  return missing;
+  /** Webhook subscriptions: the secret key that seals their secrets, and the URL policy. */
+  webhooks: WebhookSettings;
 }
 
 const keyParams = z.object({ id: pathUuid, key_id: partner.keyId });
@@ -51,7 +39,14 @@ const rateLimitBody = z.strictObject({ rate_limit_per_minute: partner.rateLimitP
 
 /** Adds the admin routes for partners, keys and cart history to `router` (mounted under ADMIN_BASE). */
 export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
-  const { store, commands, directory, clock } = deps;
+  const { store, commands, clock, readStore } = deps;
+  let partners: Collection<PartnerDoc> | undefined;
+  const partnersCollection = async () => {
+    partners ??= await readStore.collection<PartnerDoc>(PARTNERS);
+    return partners;
+  };
+  /** A key works as soon as the answer that shows it arrives: wait until authentication can see it. */
+  const seen = (position: number) => waitForProjection(readStore, 'partner_keys', position);
   const meta = (ctx: Parameters<typeof commandMetadata>[0]) => commandMetadata(ctx, OPERATOR, clock);
 
   async function loadPartner(id: string) {
@@ -81,7 +76,7 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
       meta(ctx),
     );
     // The key works as soon as this answer arrives: wait until authentication can see it.
-    await directory.waitFor(result.position);
+    await seen(result.position);
     if (!result.state.exists) throw new Error('partner registration appended no partner');
     ctx.set('Location', `${ADMIN_BASE}/partners/${partnerId}`);
     answerWrite(ctx, 201, { partner: partner.toPartnerRecord(result.state), api_key: key.api_key }, result);
@@ -106,18 +101,18 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
         });
       }
     }
-    const all = directory
-      .list()
-      .filter((p) => (!query.kind || p.kind === query.kind) && p.partner_id > after)
-      .sort((a, b) => (a.partner_id < b.partner_id ? -1 : 1));
-    const page = all.slice(0, query.limit);
+    const found = await (await partnersCollection()).find(
+      { ...(query.kind ? { kind: query.kind } : {}), ...(after ? { _id: { $gt: after } } : {}) },
+      { sort: [['_id', 1]], limit: query.limit + 1 },
+    );
+    const page = found.slice(0, query.limit).map(toPartnerRecord);
     const next =
-      all.length > query.limit ? Buffer.from(page[page.length - 1].partner_id).toString('base64url') : null;
+      found.length > query.limit ? Buffer.from(page[page.length - 1].partner_id).toString('base64url') : null;
     // The next page keeps the filter: without `kind` it would list partners of every kind.
     const kind = query.kind ? `&kind=${query.kind}` : '';
     if (next)
       ctx.set('Link', `<${ADMIN_BASE}/partners?limit=${query.limit}&cursor=${next}${kind}>; rel="next"`);
-    ctx.body = { partners: page.map(partner.toPartnerRecord), next_cursor: next };
+    ctx.body = { partners: page, next_cursor: next };
   });
 
   router.get('/partners/:id', async (ctx) => {
@@ -142,7 +137,7 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
       meta(ctx),
       { ifMatch: ifMatch(ctx) },
     );
-    await directory.waitFor(result.position);
+    await seen(result.position);
     if (!result.state.exists) throw new Error('partner vanished');
     answerWrite(ctx, 200, { partner: partner.toPartnerRecord(result.state) }, result);
   });
@@ -162,7 +157,7 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
       },
       meta(ctx),
     );
-    await directory.waitFor(result.position);
+    await seen(result.position);
     answerWrite(ctx, 201, { key: keyRecord(result.state, key.key_id), api_key: key.api_key }, result);
   });
 
@@ -182,7 +177,7 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
       },
       meta(ctx),
     );
-    await directory.waitFor(result.position);
+    await seen(result.position);
     answerWrite(
       ctx,
       201,
@@ -200,7 +195,7 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
       { type: 'RevokePartnerKey', key_id, at: clock.now().toISOString() },
       meta(ctx),
     );
-    await directory.waitFor(result.position);
+    await seen(result.position);
     answerWrite(ctx, 200, { key: keyRecord(result.state, key_id) }, result);
   });
 
@@ -275,10 +270,11 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
       clock: deps.clock,
       scopeOf: () => 'operator',
       actorOf: () => OPERATOR,
-      // Keys are stored hashed only: an idempotent replay cannot show one again.
-      oneTimeSecrets: ['api_key'],
+      // Keys are stored hashed and signing secrets encrypted: an idempotent replay cannot show one again.
+      oneTimeSecrets: ['api_key', 'signing_secret'],
     }),
   );
   adminRoutes(router, deps);
+  webhookRoutes(router, deps);
   return router;
 }

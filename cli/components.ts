@@ -14,7 +14,6 @@ import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import { allProjections } from '../projections/all.ts';
 import { openReadStore } from '../projections/index.ts';
-import { createPartnerDirectory, type PartnerDirectory } from '../projections/partner-directory.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { createStoreSpecials, type StoreSpecials } from '../projections/store-specials.ts';
@@ -105,9 +104,8 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
   };
 }
 
-/** The platform and admin APIs with the write-side lookups they need (partner keys, store specials). */
-export function writeApi(clock: Clock = systemClock): Component {
-  let directory: PartnerDirectory | undefined;
+/** The platform and admin APIs, with the write side's own lookup of store specials (for pricing). */
+export function writeApi(shared: Shared, clock: Clock = systemClock): Component {
   let specials: StoreSpecials | undefined;
   return {
     name: 'write-api',
@@ -115,20 +113,24 @@ export function writeApi(clock: Clock = systemClock): Component {
     async start(ctx) {
       const store = ctx.eventStore;
       const commands = createCommandHandler(store, eventRegistry);
-      directory = createPartnerDirectory(store, eventRegistry);
+      if (!shared.readStore) throw new Error('the admin API needs the read side started first');
       specials = createStoreSpecials(store, eventRegistry);
       let ready = false;
       ctx.readiness.add('write_side_lookups', () => ready);
-      const lookups = Promise.all([directory.caughtUp, specials.caughtUp]).then(() => {
+      const lookups = specials.caughtUp.then(() => {
         ready = true;
       });
       const operatorToken = ctx.config.operatorToken;
+      const readStore = shared.readStore;
       ctx.app.use(createPlatformRouter({ store, commands, specials, clock, operatorToken }).routes());
-      ctx.app.use(createAdminRouter({ store, commands, directory, clock, operatorToken }).routes());
+      const webhooks = {
+        secretKey: ctx.config.secretKey,
+        allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
+      };
+      ctx.app.use(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks }).routes());
       await lookups;
     },
     async stop() {
-      await directory?.stop();
       await specials?.stop();
     },
   };
@@ -136,5 +138,5 @@ export function writeApi(clock: Clock = systemClock): Component {
 
 export function defaultComponents(clock: Clock = systemClock): Component[] {
   const shared: Shared = {};
-  return [readSide(shared), partnerApi(shared, clock), writeApi(clock)];
+  return [readSide(shared), partnerApi(shared, clock), writeApi(shared, clock)];
 }

@@ -9,6 +9,7 @@ import { EXIT } from './client.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerProjections } from './commands/projections.ts';
 import { registerServe } from './commands/serve.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 
 const program = new Command('pds')
   .description('Partner Data Service: partner APIs, signed webhooks and their operation')
@@ -17,6 +18,7 @@ const program = new Command('pds')
 registerServe(program);
 registerAudit(program);
 registerProjections(program);
+registerWebhooks(program);
 
 // Usage errors (unknown command or option, missing argument) exit 2, like most Unix tools;
 // commander has already printed what was wrong.

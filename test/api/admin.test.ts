@@ -4,11 +4,19 @@
  * document and appends nothing.
  */
 import test, { type ExecutionContext } from 'ava';
+import { waitForProjection } from '../../api/admin-support.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../api/credentials.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import type { PartnerRecord } from '../../domain/partner.ts';
 import type { EventStore } from '../../eventstore/port.ts';
-import { createPartnerDirectory, type PartnerDirectory } from '../../projections/partner-directory.ts';
+import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
+import { createProjector } from '../../projections/projector.ts';
+import {
+  keyByHash,
+  PARTNER_KEYS,
+  type PartnerKeyDoc,
+  partnerKeysProjection,
+} from '../../projections/read-models/partner-keys.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 const ADMIN = '/admin/v1';
@@ -85,12 +93,32 @@ async function appendsNothing<T>(
   return result;
 }
 
-/** A second partner directory on its own store connection, caught up. */
-async function secondDirectory(t: ExecutionContext, svc: TestService): Promise<PartnerDirectory> {
-  const directory = createPartnerDirectory(await svc.openStore(), eventRegistry);
-  t.teardown(() => directory.stop());
-  await directory.caughtUp;
-  return directory;
+/**
+ * What another API process authenticates with: the `partner_keys` read model, projected here on a
+ * second store connection into its own read store, caught up.
+ */
+async function secondDirectory(t: ExecutionContext, svc: TestService) {
+  const readStore = createMemoryReadStore();
+  const projector = createProjector({
+    store: await svc.openStore(),
+    readStore,
+    projections: [partnerKeysProjection],
+  });
+  t.teardown(() => projector.stop());
+  await projector.start();
+  await projector.caughtUp;
+  const keys = await readStore.collection<PartnerKeyDoc>(PARTNER_KEYS);
+  return {
+    /** What authentication gets for a key hash: the key's partner, kind and scope (no document id). */
+    byKeyHash: async (hash: string) => {
+      const doc = await keyByHash(keys, hash);
+      if (!doc) return undefined;
+      const { _id, ...entry } = doc;
+      return entry;
+    },
+    waitFor: (position: number) => waitForProjection(readStore, 'partner_keys', position),
+    count: () => keys.count(),
+  };
 }
 
 const VALID_SCOPES: Json[] = [
@@ -290,7 +318,7 @@ test('PATCH /partners/{id} changes the rate limit, conditionally with If-Match',
 
   // The directory (what authentication reads) has the new limit.
   const directory = await secondDirectory(t, svc);
-  t.is(directory.byKeyHash(hashApiKey(created.api_key))?.rate_limit_per_minute, 120);
+  t.is((await directory.byKeyHash(hashApiKey(created.api_key)))?.rate_limit_per_minute, 120);
 
   // Without If-Match it applies unconditionally; the same value again appends nothing.
   const again = await svc.call('PATCH', `${ADMIN}/partners/${id}`, { rate_limit_per_minute: 60 });
@@ -356,7 +384,7 @@ test('keys: issue, rotate and revoke, as the directory sees them; refusals appen
   const id = created.partner.partner_id;
   const firstKeyId = created.partner.keys[0].key_id;
   const directory = await secondDirectory(t, svc);
-  t.is(directory.byKeyHash(hashApiKey(created.api_key))?.key_id, firstKeyId);
+  t.is((await directory.byKeyHash(hashApiKey(created.api_key)))?.key_id, firstKeyId);
 
   // Issue a second key.
   const issuedRes = await svc.call('POST', `${ADMIN}/partners/${id}/keys`);
@@ -372,12 +400,12 @@ test('keys: issue, rotate and revoke, as the directory sees them; refusals appen
   t.not(issued.key.key_id, firstKeyId);
   t.is(issued.revision, 2);
   await directory.waitFor(issued.position);
-  t.like(directory.byKeyHash(hashApiKey(issued.api_key)), {
+  t.like(await directory.byKeyHash(hashApiKey(issued.api_key)), {
     partner_id: id,
     key_id: issued.key.key_id,
     kind: 'brand',
   });
-  t.truthy(directory.byKeyHash(hashApiKey(created.api_key)), 'the first key still works');
+  t.truthy(await directory.byKeyHash(hashApiKey(created.api_key)), 'the first key still works');
 
   // Rotate the first key: the old one is gone, the new one present, the second one untouched.
   const rotatedRes = await svc.call('POST', `${ADMIN}/partners/${id}/keys/${firstKeyId}/rotate`);
@@ -389,9 +417,12 @@ test('keys: issue, rotate and revoke, as the directory sees them; refusals appen
   t.is(rotated.key.status, 'active');
   t.is(rotated.key.key_prefix, rotated.api_key.slice(0, 12));
   await directory.waitFor(rotated.position);
-  t.is(directory.byKeyHash(hashApiKey(created.api_key)), undefined, 'rotated-away key is gone');
-  t.like(directory.byKeyHash(hashApiKey(rotated.api_key)), { partner_id: id, key_id: rotated.key.key_id });
-  t.truthy(directory.byKeyHash(hashApiKey(issued.api_key)));
+  t.is(await directory.byKeyHash(hashApiKey(created.api_key)), undefined, 'rotated-away key is gone');
+  t.like(await directory.byKeyHash(hashApiKey(rotated.api_key)), {
+    partner_id: id,
+    key_id: rotated.key.key_id,
+  });
+  t.truthy(await directory.byKeyHash(hashApiKey(issued.api_key)));
   const afterRotate = (await json(await svc.call('GET', `${ADMIN}/partners/${id}`))).partner as Json;
   const first = afterRotate.keys.find((k: Json) => k.key_id === firstKeyId);
   t.is(first.status, 'revoked');
@@ -411,8 +442,8 @@ test('keys: issue, rotate and revoke, as the directory sees them; refusals appen
   t.regex(revoked.key.revoked_at, ISO);
   t.false('api_key' in revoked);
   await directory.waitFor(revoked.position);
-  t.is(directory.byKeyHash(hashApiKey(issued.api_key)), undefined, 'revoked key is gone');
-  t.truthy(directory.byKeyHash(hashApiKey(rotated.api_key)));
+  t.is(await directory.byKeyHash(hashApiKey(issued.api_key)), undefined, 'revoked key is gone');
+  t.truthy(await directory.byKeyHash(hashApiKey(rotated.api_key)));
 
   await appendsNothing(t, inspect, async () => {
     // Revoking twice, or rotating a revoked key: 409.
@@ -474,7 +505,10 @@ test('keys: issue, rotate and revoke, as the directory sees them; refusals appen
       422,
     );
   });
-  t.truthy(directory.byKeyHash(hashApiKey(rotated.api_key)), 'a refused rotation leaves the key working');
+  t.truthy(
+    await directory.byKeyHash(hashApiKey(rotated.api_key)),
+    'a refused rotation leaves the key working',
+  );
 });
 
 test('a partner holds at most 10 active keys', async (t) => {
@@ -504,7 +538,7 @@ test('the directory on a second connection finds a new key with its partner, kin
   // Opened only after the answers: everything must be there once caught up.
   const directory = await secondDirectory(t, svc);
   for (const r of registered) {
-    const found = directory.byKeyHash(hashApiKey(r.api_key));
+    const found = await directory.byKeyHash(hashApiKey(r.api_key));
     t.deepEqual(
       found && { ...found, brand_ids: [...found.brand_ids], store_ids: [...found.store_ids] },
       {
@@ -519,9 +553,13 @@ test('the directory on a second connection finds a new key with its partner, kin
       r.partner.kind,
     );
   }
-  t.is(directory.list().length, registered.length);
-  t.is(directory.byKeyHash(hashApiKey('pds_key_' + 'A'.repeat(43))), undefined);
-  t.is(directory.byKeyHash(registered[0].api_key), undefined, 'looked up by hash, never by the key itself');
+  t.is(await directory.count(), registered.length);
+  t.is(await directory.byKeyHash(hashApiKey('pds_key_' + 'A'.repeat(43))), undefined);
+  t.is(
+    await directory.byKeyHash(registered[0].api_key),
+    undefined,
+    'looked up by hash, never by the key itself',
+  );
 
   // Rotated-away and revoked keys are not found, in a directory started after those changes too.
   const [brand, feed] = registered;
@@ -540,9 +578,9 @@ test('the directory on a second connection finds a new key with its partner, kin
   await directory.waitFor(Math.max(rotated.position, revoked.position));
   const fresh = await secondDirectory(t, svc);
   for (const d of [directory, fresh]) {
-    t.is(d.byKeyHash(hashApiKey(brand.api_key)), undefined);
-    t.is(d.byKeyHash(hashApiKey(feed.api_key)), undefined);
-    t.like(d.byKeyHash(hashApiKey(rotated.api_key)), {
+    t.is(await d.byKeyHash(hashApiKey(brand.api_key)), undefined);
+    t.is(await d.byKeyHash(hashApiKey(feed.api_key)), undefined);
+    t.like(await d.byKeyHash(hashApiKey(rotated.api_key)), {
       partner_id: brand.partner.partner_id,
       key_id: rotated.key.key_id,
       kind: 'brand',

@@ -1,0 +1,279 @@
+/**
+ * `pds webhooks …`: webhook subscriptions through the admin API.
+ *
+ *   pds webhooks create --url <url> (--auth-token <token> | --auth-token-file <file|->) --store <id...> [--events <kind...>]
+ *   pds webhooks list [--store <id>] [--enabled | --disabled]
+ *   pds webhooks show <id>
+ *   pds webhooks update <id> [--url <url>] [--auth-token <token> | --auth-token-file <file|->] [--store <id...>] [--events <kind...>]
+ *   pds webhooks disable <id> | enable <id>
+ *   pds webhooks rotate-secret <id>
+ *   pds webhooks delete <id>
+ *
+ * Each prints a table, or the API's answer with `--json`. `create` and `rotate-secret` print the
+ * signing secret: it is shown this once. `--auth-token-file` keeps the token out of the shell history
+ * and the process list (`-` reads it from standard input).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import type { WebhookRecord } from '../../domain/webhook-subscription.ts';
+import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
+import { type AdminClient, CliError, createAdminClient, EXIT, table } from '../client.ts';
+import { runClientCommand } from './run.ts';
+
+const BASE = '/admin/v1/webhooks';
+
+interface Written {
+  webhook: WebhookRecord;
+  signing_secret?: string | null;
+  revision: number;
+  position: number;
+}
+
+interface TokenOptions {
+  authToken?: string;
+  authTokenFile?: string;
+}
+
+const path = (id: string) => `${BASE}/${encodeURIComponent(id)}`;
+const print = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+/** `--store 1 2`, `--store 1,2` and `--store 1 --store 2` all name stores 1 and 2. */
+function storeIds(values: string[] | undefined): number[] | undefined {
+  if (values === undefined) return undefined;
+  const ids = values.flatMap((v) => v.split(',')).filter((v) => v.trim() !== '');
+  if (ids.length === 0) throw new CliError('--store needs at least one store id', EXIT.usage);
+  return ids.map((v) => {
+    if (!/^\d{1,15}$/.test(v.trim()) || Number(v) < 1) {
+      throw new CliError(`--store: ${JSON.stringify(v)} is not a store id (a positive integer)`, EXIT.usage);
+    }
+    return Number(v);
+  });
+}
+
+function eventKinds(values: string[] | undefined): string[] | undefined {
+  if (values === undefined) return undefined;
+  const kinds = values.flatMap((v) => v.split(',')).filter((v) => v.trim() !== '');
+  const unknown = kinds.filter((k) => !(webhookEventKinds as readonly string[]).includes(k));
+  if (kinds.length === 0 || unknown.length > 0) {
+    throw new CliError(`--events: expected one or more of ${webhookEventKinds.join(', ')}`, EXIT.usage);
+  }
+  return kinds;
+}
+
+async function authToken(options: TokenOptions): Promise<string | undefined> {
+  if (options.authToken !== undefined && options.authTokenFile !== undefined) {
+    throw new CliError('give --auth-token or --auth-token-file, not both', EXIT.usage);
+  }
+  if (options.authTokenFile === undefined) return options.authToken;
+  try {
+    const text =
+      options.authTokenFile === '-' ? await readStdin() : await readFile(options.authTokenFile, 'utf8');
+    return text.replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new CliError(`cannot read --auth-token-file: ${(err as Error).message}`, EXIT.usage);
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function listTable(webhooks: WebhookRecord[]): string {
+  return `${table(
+    ['webhook_id', 'url', 'stores', 'events', 'enabled', 'updated_at'],
+    webhooks.map((w) => [
+      w.webhook_id,
+      w.url,
+      w.store_ids.join(','),
+      w.events.join(','),
+      w.enabled ? 'yes' : `no (${w.disabled_reason ?? 'disabled'})`,
+      w.updated_at,
+    ]),
+  )}\n`;
+}
+
+function recordTable(w: WebhookRecord): string {
+  return `${table(
+    ['field', 'value'],
+    [
+      ['webhook_id', w.webhook_id],
+      ['url', w.url],
+      ['store_ids', w.store_ids.join(', ')],
+      ['events', w.events.join(', ')],
+      ['enabled', String(w.enabled)],
+      ['disabled_reason', w.disabled_reason],
+      ['created_at', w.created_at],
+      ['updated_at', w.updated_at],
+    ],
+  )}\n`;
+}
+
+/** The record, then the signing secret when the answer carries one (shown once). */
+function writtenText(out: Written): string {
+  let text = recordTable(out.webhook);
+  if (out.signing_secret) {
+    text += `\nsigning secret (shown once, store it now): ${out.signing_secret}\n`;
+  }
+  return text;
+}
+
+async function listAll(client: AdminClient, query: URLSearchParams): Promise<WebhookRecord[]> {
+  const all: WebhookRecord[] = [];
+  let cursor: string | null = null;
+  do {
+    const params = new URLSearchParams(query);
+    params.set('limit', '500');
+    if (cursor) params.set('cursor', cursor);
+    const page: { webhooks: WebhookRecord[]; next_cursor: string | null } = await client.request(
+      'GET',
+      `${BASE}?${params}`,
+    );
+    all.push(...page.webhooks);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+export function registerWebhooks(program: Command): void {
+  const webhooks = program
+    .command('webhooks')
+    .description('webhook subscriptions: create, list, show, update, enable, disable, rotate-secret, delete');
+
+  webhooks
+    .command('create')
+    .description('subscribe a URL to the cart events of some stores; prints the signing secret once')
+    .requiredOption('--url <url>', 'the receiving URL (https; http only where private URLs are allowed)')
+    .option('--auth-token <token>', 'sent as `Authorization: Bearer <token>` with every request')
+    .option('--auth-token-file <file>', 'read the auth token from a file (- for standard input)')
+    .requiredOption('--store <id...>', 'the store ids the subscription covers')
+    .option('--events <kind...>', `the event kinds (default: all of ${webhookEventKinds.join(', ')})`)
+    .option('--json', 'print the answer as JSON')
+    .action((options: TokenOptions & { url: string; store: string[]; events?: string[]; json?: boolean }) =>
+      runClientCommand(async () => {
+        const token = await authToken(options);
+        if (token === undefined) throw new CliError('give --auth-token or --auth-token-file', EXIT.usage);
+        const body = {
+          url: options.url,
+          auth_token: token,
+          store_ids: storeIds(options.store),
+          ...(options.events ? { events: eventKinds(options.events) } : {}),
+        };
+        const client = await createAdminClient();
+        const out = await client.request<Written>('POST', BASE, body);
+        return options.json ? print(out) : writtenText(out);
+      }),
+    );
+
+  webhooks
+    .command('list')
+    .description('every subscription (all pages), in webhook id order')
+    .option('--store <id>', 'only those covering this store')
+    .option('--enabled', 'only enabled ones')
+    .option('--disabled', 'only disabled ones')
+    .option('--json', 'print {webhooks: [...]} as JSON')
+    .action((options: { store?: string; enabled?: boolean; disabled?: boolean; json?: boolean }) =>
+      runClientCommand(async () => {
+        if (options.enabled && options.disabled) {
+          throw new CliError('give --enabled or --disabled, not both', EXIT.usage);
+        }
+        const query = new URLSearchParams();
+        if (options.store !== undefined) query.set('store_id', String(storeIds([options.store])?.[0]));
+        if (options.enabled) query.set('enabled', 'true');
+        if (options.disabled) query.set('enabled', 'false');
+        const list = await listAll(await createAdminClient(), query);
+        return options.json ? print({ webhooks: list }) : listTable(list);
+      }),
+    );
+
+  webhooks
+    .command('show')
+    .description('one subscription (never its auth token or signing secret)')
+    .argument('<id>', 'the webhook id')
+    .option('--json', 'print the answer as JSON')
+    .action((id: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const out = await (await createAdminClient()).request<Written>('GET', path(id));
+        return options.json ? print(out) : recordTable(out.webhook);
+      }),
+    );
+
+  webhooks
+    .command('update')
+    .description('change the URL, auth token, stores or event kinds of a subscription')
+    .argument('<id>', 'the webhook id')
+    .option('--url <url>', 'the new receiving URL')
+    .option('--auth-token <token>', 'the new auth token')
+    .option('--auth-token-file <file>', 'read the new auth token from a file (- for standard input)')
+    .option('--store <id...>', 'the new store ids (replace the old ones)')
+    .option('--events <kind...>', `the new event kinds (of ${webhookEventKinds.join(', ')})`)
+    .option('--json', 'print the answer as JSON')
+    .action(
+      (
+        id: string,
+        options: TokenOptions & { url?: string; store?: string[]; events?: string[]; json?: boolean },
+      ) =>
+        runClientCommand(async () => {
+          const token = await authToken(options);
+          const body = {
+            ...(options.url !== undefined ? { url: options.url } : {}),
+            ...(token !== undefined ? { auth_token: token } : {}),
+            ...(options.store !== undefined ? { store_ids: storeIds(options.store) } : {}),
+            ...(options.events !== undefined ? { events: eventKinds(options.events) } : {}),
+          };
+          if (Object.keys(body).length === 0) {
+            throw new CliError(
+              'nothing to change: give --url, --auth-token, --auth-token-file, --store or --events',
+              EXIT.usage,
+            );
+          }
+          const out = await (await createAdminClient()).request<Written>('PATCH', path(id), body);
+          return options.json ? print(out) : writtenText(out);
+        }),
+    );
+
+  for (const [name, enabled, description] of [
+    ['disable', false, 'stop sending events to a subscription (kept, can be enabled again)'],
+    ['enable', true, 'send events to a subscription again'],
+  ] as const) {
+    webhooks
+      .command(name)
+      .description(description)
+      .argument('<id>', 'the webhook id')
+      .option('--json', 'print the answer as JSON')
+      .action((id: string, options: { json?: boolean }) =>
+        runClientCommand(async () => {
+          const out = await (await createAdminClient()).request<Written>('PATCH', path(id), { enabled });
+          return options.json ? print(out) : writtenText(out);
+        }),
+      );
+  }
+
+  webhooks
+    .command('rotate-secret')
+    .description('replace the signing secret (the old one stops signing at once); prints the new one once')
+    .argument('<id>', 'the webhook id')
+    .option('--json', 'print the answer as JSON')
+    .action((id: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const out = await (await createAdminClient()).request<Written>('POST', `${path(id)}/rotate-secret`);
+        return options.json ? print(out) : writtenText(out);
+      }),
+    );
+
+  webhooks
+    .command('delete')
+    .description('remove a subscription for good')
+    .argument('<id>', 'the webhook id')
+    .option('--json', 'print the answer as JSON')
+    .action((id: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const out = await (await createAdminClient()).request<{ webhook_id: string; removed_at: string }>(
+          'DELETE',
+          path(id),
+        );
+        return options.json ? print(out) : `removed webhook ${out.webhook_id} at ${out.removed_at}\n`;
+      }),
+    );
+}
