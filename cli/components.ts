@@ -10,6 +10,7 @@ import { createDocsRouter } from '../api/docs.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
+import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import { allProjections } from '../projections/all.ts';
@@ -136,7 +137,47 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
   };
 }
 
+/**
+ * The abandonment timer (DESIGN §3): restores every open cart's deadline from the events at start,
+ * then appends `CartAbandoned` when one falls due. Several dispatcher processes may run it: the
+ * expected-revision check lets exactly one of them write.
+ */
+export function abandonmentTimer(clock: Clock = systemClock): Component {
+  let timer: AbandonmentTimer | undefined;
+  return {
+    name: 'abandonment-timer',
+    roles: ['dispatcher'],
+    async start(ctx) {
+      const t = createAbandonmentTimer({
+        store: ctx.eventStore,
+        clock,
+        abandonAfterMs: ctx.config.abandonAfterMs,
+        logger: ctx.logger.child({ component: 'abandonment-timer' }),
+      });
+      timer = t;
+      let restored = false;
+      ctx.readiness.add('abandonment_timers_restored', () => restored);
+      new Gauge({
+        name: 'pds_abandonment_timers_pending',
+        help: 'carts with a pending abandonment deadline',
+        registers: [ctx.registry],
+        collect() {
+          this.set(t.pending());
+        },
+      });
+      const started = Date.now();
+      t.start();
+      await t.caughtUp;
+      restored = true;
+      ctx.logger.info({ ms: Date.now() - started, pending: t.pending() }, 'abandonment timers restored');
+    },
+    async stop() {
+      await timer?.stop();
+    },
+  };
+}
+
 export function defaultComponents(clock: Clock = systemClock): Component[] {
   const shared: Shared = {};
-  return [readSide(shared), partnerApi(shared, clock), writeApi(shared, clock)];
+  return [readSide(shared), partnerApi(shared, clock), writeApi(shared, clock), abandonmentTimer(clock)];
 }

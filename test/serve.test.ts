@@ -88,7 +88,12 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
   t.deepEqual(await ready.json(), {
     status: 'ready',
     role: 'all',
-    checks: { event_store: 'ok', projections_caught_up: 'ok', write_side_lookups: 'ok' },
+    checks: {
+      event_store: 'ok',
+      projections_caught_up: 'ok',
+      write_side_lookups: 'ok',
+      abandonment_timers_restored: 'ok',
+    },
   });
 
   const metrics = await (await fetch(`${base}/metrics`)).text();

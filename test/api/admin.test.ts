@@ -6,7 +6,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { waitForProjection } from '../../api/admin-support.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../api/credentials.ts';
-import { eventRegistry } from '../../domain/index.ts';
 import type { PartnerRecord } from '../../domain/partner.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
