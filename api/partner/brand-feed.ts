@@ -7,9 +7,15 @@
 import { z } from 'zod';
 import { PRODUCTS, type ProductDoc } from '../../projections/read-models/products.ts';
 import { REVIEWS, type ReviewDoc } from '../../projections/read-models/reviews.ts';
-import type { Filter } from '../../projections/read-store.ts';
 import { pathId } from '../validation.ts';
-import { answerIdPage, idAfter, listQuery, oneOf, reviewPage, withUpdatedAfter } from './brand-support.ts';
+import {
+  answerIdPage,
+  answerVerifiedReviews,
+  idAfter,
+  listQuery,
+  reviewPage,
+  withUpdatedAfter,
+} from './brand-support.ts';
 import { brandScope, notFound } from './common.ts';
 import { type PartnerApi, route } from './routes.ts';
 
@@ -24,20 +30,8 @@ const reviews = route({
   query: listQuery,
   response: { status: 200, description: 'One page of reviews', schema: reviewPage },
   problems: [400],
-  async handler(ctx, { query, partner }, deps) {
-    const after = idAfter(query.cursor);
-    const brands = brandScope(partner);
-    const scope: Filter =
-      brands === undefined ? { verified: true } : { brand_id: oneOf(brands), verified: true };
-    const filter = withUpdatedAfter(scope, query.updated_after);
-    await answerIdPage(
-      ctx,
-      deps.collection<ReviewDoc>(REVIEWS),
-      filter,
-      { limit: query.limit, after },
-      'reviews',
-    );
-  },
+  handler: (ctx, { query, partner }, deps) =>
+    answerVerifiedReviews(ctx, query, brandScope(partner), deps.collection(REVIEWS)),
 });
 
 const productReviews = route({

@@ -64,3 +64,27 @@ export async function answerIdPage<T extends Doc>(
 
 /** One page of verified reviews (shared by both brand APIs, so both documents name the same component). */
 export const reviewPage = pageOf('reviews', reviewRecord, 'ReviewPage');
+
+/**
+ * `GET /reviews` of both brand APIs: one page of the verified reviews of these brands (every brand
+ * when `brands` is undefined: a brand-feed policy covering all brands).
+ */
+export function answerVerifiedReviews(
+  ctx: AppContext,
+  query: ListQuery,
+  brands: readonly number[] | undefined,
+  reviews: Collection<Doc>,
+): Promise<void> {
+  const scope: Filter =
+    brands === undefined ? { verified: true } : { brand_id: oneOf(brands), verified: true };
+  return answerIdPage(
+    ctx,
+    reviews,
+    withUpdatedAfter(scope, query.updated_after),
+    {
+      limit: query.limit,
+      after: idAfter(query.cursor),
+    },
+    'reviews',
+  );
+}

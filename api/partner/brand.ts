@@ -13,7 +13,7 @@ import { cartStatus } from '../../domain/cart.ts';
 import { CARTS, type CartDoc, cartsOfPartner } from '../../projections/read-models/carts.ts';
 import { MENU_PRODUCTS, type MenuProductDoc } from '../../projections/read-models/menu-products.ts';
 import { PRODUCTS, type ProductDoc } from '../../projections/read-models/products.ts';
-import { REVIEWS, type ReviewDoc } from '../../projections/read-models/reviews.ts';
+import { REVIEWS } from '../../projections/read-models/reviews.ts';
 import { SPECIALS, type SpecialDoc } from '../../projections/read-models/specials.ts';
 import { STORES, type StoreDoc } from '../../projections/read-models/stores.ts';
 import type { Collection } from '../../projections/read-store.ts';
@@ -21,6 +21,7 @@ import { HttpProblem } from '../http.ts';
 import { pathId } from '../validation.ts';
 import {
   answerIdPage,
+  answerVerifiedReviews,
   dateTime,
   idAfter,
   listQuery,
@@ -264,20 +265,8 @@ const reviews = route({
   query: listQuery,
   response: { status: 200, description: 'One page of reviews', schema: reviewPage },
   problems: [400],
-  async handler(ctx, { query, partner }, deps) {
-    const after = idAfter(query.cursor);
-    const filter = withUpdatedAfter(
-      { brand_id: oneOf(brandsOf(partner)), verified: true },
-      query.updated_after,
-    );
-    await answerIdPage(
-      ctx,
-      deps.collection<ReviewDoc>(REVIEWS),
-      filter,
-      { limit: query.limit, after },
-      'reviews',
-    );
-  },
+  handler: (ctx, { query, partner }, deps) =>
+    answerVerifiedReviews(ctx, query, brandsOf(partner), deps.collection(REVIEWS)),
 });
 
 // ---- GET /specials ----------------------------------------------------------------------------------
