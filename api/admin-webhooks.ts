@@ -48,7 +48,7 @@ import {
 import type { Collection, Filter, ReadStore } from '../projections/read-store.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { type CommandHandler, PreconditionFailedError } from './command-handler.ts';
-import { createSecretBox, generateSigningSecret, type SecretBox } from './credentials.ts';
+import { createSecretBox, generateSigningSecret, type SecretBox, secretContext } from './credentials.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';
@@ -75,10 +75,6 @@ const OPERATOR = { type: 'operator', id: 'operator' } as const;
 /** The read model's name: the checkpoint a write waits for. */
 const READ_MODEL = 'webhook_subscriptions';
 const MAX_AUTH_TOKEN_LENGTH = 4096;
-
-/** Names the secret box context of one secret of one subscription. */
-export const secretContext = (webhookId: string, secret: 'auth_token' | 'signing_secret') =>
-  `webhook:${webhookId}:${secret}`;
 
 // ---- URL check ----------------------------------------------------------------------------------
 

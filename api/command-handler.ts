@@ -9,6 +9,7 @@ import type { EventRegistry } from '../domain/events.ts';
 import {
   type Actor,
   type EventStore,
+  type NewEvent,
   type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
@@ -63,6 +64,30 @@ export class ContentionError extends Error {
 
 const MAX_ATTEMPTS = 25;
 
+/** Decided events as the store takes them: validated again and given their metadata and schema version. */
+export function toNewEvents(
+  registry: EventRegistry,
+  events: readonly DomainEvent[],
+  metadata: CommandMetadata,
+): NewEvent[] {
+  return events.map((e) => {
+    const definition = registry.get(e.type);
+    if (!definition) throw new Error(`event type ${e.type} is not registered`);
+    return {
+      type: e.type,
+      // Validated again at the boundary: a decider bug must never write a malformed event.
+      data: definition.schema.parse(e.data),
+      metadata: {
+        correlation_id: metadata.correlationId,
+        causation_id: metadata.causationId,
+        actor: metadata.actor,
+        occurred_at: metadata.at,
+        schema_version: definition.version,
+      },
+    };
+  });
+}
+
 export function createCommandHandler(store: EventStore, registry: EventRegistry) {
   /** Conflicts resolved by re-reading and re-deciding, for metrics and tests. */
   let conflicts = 0;
@@ -114,22 +139,7 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
           firstPosition,
         };
       }
-      const toAppend = events.map((e) => {
-        const definition = registry.get(e.type);
-        if (!definition) throw new Error(`event type ${e.type} is not registered`);
-        return {
-          type: e.type,
-          // Validated again at the boundary: a decider bug must never write a malformed event.
-          data: definition.schema.parse(e.data),
-          metadata: {
-            correlation_id: metadata.correlationId,
-            causation_id: metadata.causationId,
-            actor: metadata.actor,
-            occurred_at: metadata.at,
-            schema_version: definition.version,
-          },
-        };
-      });
+      const toAppend = toNewEvents(registry, events, metadata);
       try {
         const result = await store.append(streamId, toAppend, {
           expectedRevision: loaded.revision === -1 ? 'no_stream' : loaded.revision,

@@ -83,6 +83,10 @@ export function constantTimeEqual(a: string, b: string): boolean {
 }
 
 /** A secret box token could not be opened: wrong key, tampered with, truncated or not a token at all. */
+/** Names the secret box context of one secret of one webhook subscription. */
+export const secretContext = (webhookId: string, secret: 'auth_token' | 'signing_secret') =>
+  `webhook:${webhookId}:${secret}`;
+
 export class SecretBoxError extends Error {
   override name = 'SecretBoxError';
 }

@@ -2,7 +2,7 @@
  * The components each role runs, in start order. The composition root (`compose.ts`) starts the ones
  * of its role and stops them in reverse. Components share what they build through `Shared`.
  */
-import { Gauge } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter } from '../api/admin-projections.ts';
 import { createCommandHandler } from '../api/command-handler.ts';
@@ -11,6 +11,9 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
+import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
+import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
+import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import { allProjections } from '../projections/all.ts';
@@ -24,6 +27,23 @@ import type { Component } from './compose.ts';
 export interface Shared {
   readStore?: ReadStore;
   projector?: Projector;
+}
+
+/**
+ * The timer queues of the running components (abandonment, webhook retries). Tests that move an
+ * injected clock call `tick()` to run what fell due, instead of waiting for real timers.
+ */
+export interface Timers {
+  ticks: Array<() => Promise<number>>;
+}
+
+export const createTimers = (): Timers => ({ ticks: [] });
+
+/** Runs every component's due timers; resolves with how many ran. */
+export async function tickTimers(timers: Timers): Promise<number> {
+  let ran = 0;
+  for (const tick of timers.ticks) ran += await tick();
+  return ran;
 }
 
 /**
@@ -142,7 +162,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
  * then appends `CartAbandoned` when one falls due. Several dispatcher processes may run it: the
  * expected-revision check lets exactly one of them write.
  */
-export function abandonmentTimer(clock: Clock = systemClock): Component {
+export function abandonmentTimer(clock: Clock = systemClock, timers: Timers = createTimers()): Component {
   let timer: AbandonmentTimer | undefined;
   return {
     name: 'abandonment-timer',
@@ -155,6 +175,7 @@ export function abandonmentTimer(clock: Clock = systemClock): Component {
         logger: ctx.logger.child({ component: 'abandonment-timer' }),
       });
       timer = t;
+      timers.ticks.push(() => t.tick());
       let restored = false;
       ctx.readiness.add('abandonment_timers_restored', () => restored);
       new Gauge({
@@ -177,7 +198,93 @@ export function abandonmentTimer(clock: Clock = systemClock): Component {
   };
 }
 
-export function defaultComponents(clock: Clock = systemClock): Component[] {
+/**
+ * The webhook dispatcher (DESIGN §5): its own view of the subscriptions, the fan-out consumer of the
+ * persistent subscription group (several dispatcher processes compete on it), and the delivery worker
+ * that restores every pending delivery and retry from the events at start.
+ */
+export function webhookDispatcher(clock: Clock = systemClock, timers: Timers = createTimers()): Component {
+  let tracker: SubscriptionTracker | undefined;
+  let fanOut: FanOut | undefined;
+  let worker: DeliveryWorker | undefined;
+  return {
+    name: 'webhook-dispatcher',
+    roles: ['dispatcher'],
+    async start(ctx) {
+      const logger = ctx.logger.child({ component: 'webhook-dispatcher' });
+      const attempts = new Counter({
+        name: 'pds_webhook_attempts_total',
+        help: 'webhook delivery attempts by outcome (delivered, gone, retry_after, failed, interrupted)',
+        labelNames: ['outcome'],
+        registers: [ctx.registry],
+      });
+      const latency = new Histogram({
+        name: 'pds_webhook_attempt_duration_seconds',
+        help: 'duration of webhook delivery attempts, from the URL check to the answer',
+        labelNames: ['outcome'],
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+        registers: [ctx.registry],
+      });
+      tracker = createSubscriptionTracker({ store: ctx.eventStore, logger });
+      const w = createDeliveryWorker({
+        store: ctx.eventStore,
+        clock,
+        tracker,
+        secretKey: ctx.config.secretKey,
+        allowPrivate: ctx.config.allowPrivateWebhookUrls,
+        timeoutMs: ctx.config.webhookTimeoutMs,
+        scheduleMs: ctx.config.webhookRetryScheduleMs,
+        logger,
+        onAttempt({ outcome, durationMs }) {
+          attempts.inc({ outcome });
+          latency.observe({ outcome }, durationMs / 1000);
+        },
+      });
+      worker = w;
+      timers.ticks.push(() => w.tick());
+      new Gauge({
+        name: 'pds_webhook_deliveries_pending',
+        help: 'webhook deliveries neither delivered nor parked (queue depth)',
+        registers: [ctx.registry],
+        collect() {
+          this.set(w.pending().depth);
+        },
+      });
+      new Gauge({
+        name: 'pds_webhook_oldest_pending_seconds',
+        help: 'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
+        registers: [ctx.registry],
+        collect() {
+          const oldest = w.pending().oldestScheduledAt;
+          this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000));
+        },
+      });
+      let restored = false;
+      ctx.readiness.add('webhook_deliveries_restored', () => restored);
+      const started = Date.now();
+      tracker.start();
+      w.start();
+      await Promise.all([tracker.caughtUp, w.caughtUp]);
+      fanOut = createFanOut({ store: ctx.eventStore, clock, tracker, logger });
+      await fanOut.start();
+      restored = true;
+      logger.info({ ms: Date.now() - started, pending: w.pending().depth }, 'webhook deliveries restored');
+    },
+    async stop() {
+      await fanOut?.stop();
+      await worker?.stop();
+      await tracker?.stop();
+    },
+  };
+}
+
+export function defaultComponents(clock: Clock = systemClock, timers: Timers = createTimers()): Component[] {
   const shared: Shared = {};
-  return [readSide(shared), partnerApi(shared, clock), writeApi(shared, clock), abandonmentTimer(clock)];
+  return [
+    readSide(shared),
+    partnerApi(shared, clock),
+    writeApi(shared, clock),
+    abandonmentTimer(clock, timers),
+    webhookDispatcher(clock, timers),
+  ];
 }

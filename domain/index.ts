@@ -8,6 +8,7 @@ import * as product from './product.ts';
 import * as review from './review.ts';
 import * as special from './special.ts';
 import * as store from './store.ts';
+import * as webhookDelivery from './webhook-delivery.ts';
 import * as webhookSubscription from './webhook-subscription.ts';
 
 export const aggregates = {
@@ -20,6 +21,7 @@ export const aggregates = {
   special,
   store,
   webhookSubscription,
+  webhookDelivery,
 };
 
 export const eventRegistry = createEventRegistry(

@@ -93,6 +93,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       projections_caught_up: 'ok',
       write_side_lookups: 'ok',
       abandonment_timers_restored: 'ok',
+      webhook_deliveries_restored: 'ok',
     },
   });
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { ExecutionContext } from 'ava';
-import { defaultComponents } from '../../cli/components.ts';
+import { createTimers, defaultComponents, tickTimers } from '../../cli/components.ts';
 import { createService, type Role, type Service } from '../../cli/compose.ts';
 import { loadConfig } from '../../cli/config.ts';
 import { createLogger } from '../../cli/logger.ts';
@@ -51,6 +51,8 @@ export interface TestService {
   ): Promise<PartnerReply<T>>;
   /** The OpenAPI document the service serves at `<apiBase>/openapi.json`. */
   openApiDocument(apiBase: string): Promise<object>;
+  /** Runs the timers (abandonment, webhook retries) due on the service's clock; call after moving it. */
+  tick(): Promise<number>;
 }
 
 export async function startService(
@@ -61,6 +63,7 @@ export async function startService(
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'pds-api-')));
   const config = await loadConfig({ PDS_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'debug', ...options.env });
   let logged = '';
+  const timers = createTimers();
   const sink = new Writable({
     write(chunk, _enc, done) {
       logged += chunk.toString();
@@ -69,7 +72,7 @@ export async function startService(
   });
   const service = createService(config, {
     role: options.role ?? 'all',
-    components: defaultComponents(options.clock ?? systemClock),
+    components: defaultComponents(options.clock ?? systemClock, timers),
     logger: createLogger('debug', sink),
     stopTimeoutMs: 1_000,
   });
@@ -116,6 +119,7 @@ export async function startService(
       });
     },
     openApiDocument,
+    tick: () => tickTimers(timers),
     async partnerCall<T>(
       apiBase: string,
       method: string,

@@ -1,0 +1,517 @@
+/**
+ * The delivery worker (DESIGN §5): sends what the fan-out scheduled, one (subscription, cart) queue at
+ * a time per queue and many queues at once.
+ *
+ * Durable without state of its own: a catch-up subscription on the `webhookdelivery-` streams, read
+ * from the start at every `start()`, rebuilds each queue; the head of each (its first delivery neither
+ * delivered nor parked) gets a timer for its next attempt, so a restart or a SIGKILL loses no pending
+ * delivery and no retry. Settled deliveries are dropped from memory; a redelivery of one reloads its
+ * stream.
+ *
+ * Per attempt: `WebhookDeliveryAttemptStarted` is appended with the queue's expected revision (so of
+ * several dispatchers exactly one sends), the request is signed afresh over the stored body and sent
+ * (`deliverOnce`), and the result is appended: delivered; 410 → parked and the subscription disabled;
+ * 429/503 with `Retry-After` → retried then (clamped); anything else → retried on the schedule with
+ * jitter, parked after the last attempt. An attempt whose result never came (the process died) is
+ * recorded as `interrupted` when its lease runs out, and retried at once: at-least-once, with the same
+ * `X-Service-Webhook-Id`.
+ *
+ * Isolation: each queue sends one delivery at a time, and each subscription has at most
+ * `perSubscriptionConcurrency` requests open, so a slow or dead receiver ties up only its own slots;
+ * every other subscription keeps its own.
+ */
+
+import type { KeyObject } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { createCommandHandler, toNewEvents } from '../api/command-handler.ts';
+import { createSecretBox, secretContext } from '../api/credentials.ts';
+import type { Clock } from '../domain/clock.ts';
+import { DomainError } from '../domain/decider.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import { eventRegistry } from '../domain/index.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import * as webhooks from '../domain/webhook-subscription.ts';
+import {
+  type CatchUpSubscription,
+  type EventStore,
+  type RecordedEvent,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '../eventstore/port.ts';
+import { type DeliveryResult, deliverOnce, isLastAttempt, nextAttemptDelay } from './deliver.ts';
+import { DISPATCHER_ACTOR } from './fan-out.ts';
+import { createScheduler } from './scheduler.ts';
+import { webhookHeaders } from './signing.ts';
+import type { SubscriptionTracker } from './subscription-tracker.ts';
+import type { Resolver } from './url-guard.ts';
+
+const FILTER = { streamPrefixes: [delivery.STREAM_PREFIX] };
+
+export interface DeliveryWorkerOptions {
+  store: EventStore;
+  clock: Clock;
+  tracker: SubscriptionTracker;
+  /** `PDS_SECRET_KEY`: decrypts the auth token and signing secret at each attempt. */
+  secretKey: Buffer | KeyObject;
+  /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`. */
+  allowPrivate: boolean;
+  /** `PDS_WEBHOOK_TIMEOUT`. */
+  timeoutMs: number;
+  /** `PDS_WEBHOOK_RETRY_SCHEDULE`: entry n is the wait after attempt n (its length is the attempts). */
+  scheduleMs: readonly number[];
+  /** Names this process in `AttemptStarted` (for an operator reading the attempts). */
+  dispatcherId?: string;
+  logger?: Logger;
+  registry?: EventRegistry;
+  resolve?: Resolver;
+  random?: () => number;
+  /** Requests open at once per subscription. Default 8. */
+  perSubscriptionConcurrency?: number;
+  /** Upper bound on a receiver's `Retry-After`. Default 24 h. */
+  maxRetryAfterMs?: number;
+  /** How long an attempt may be in flight before another dispatcher records it as interrupted. */
+  leaseMs?: number;
+  /** Wait after an unexpected error (store unavailable…) before the queue is tried again. Default 5 s. */
+  errorRetryMs?: number;
+  /** Called after every attempt (metrics). */
+  onAttempt?(info: { webhookId: string; outcome: delivery.AttemptOutcome; durationMs: number }): void;
+}
+
+export interface DeliveryWorkerStats {
+  attempts: Record<delivery.AttemptOutcome, number>;
+  /** Deliveries this worker parked. */
+  parked: number;
+  errors: number;
+}
+
+export interface PendingSummary {
+  /** Deliveries neither delivered nor parked. */
+  depth: number;
+  /** `scheduled_at` of the oldest of them (ISO 8601), null when none. */
+  oldestScheduledAt: string | null;
+}
+
+export interface DeliveryWorker {
+  start(): void;
+  /** Resolves when every delivery event that existed at start is applied (timers restored). */
+  readonly caughtUp: Promise<void>;
+  /** Runs every attempt due now and resolves when they settled (tests drive a manual clock with it). */
+  tick(): Promise<number>;
+  /** Resolves once every delivery event up to the store's head is applied. */
+  settle(timeoutMs?: number): Promise<void>;
+  pending(): PendingSummary;
+  stats(): DeliveryWorkerStats;
+  stop(): Promise<void>;
+}
+
+interface Queue {
+  stream: string;
+  /** Revision of the last event applied, -1 before the first. */
+  revision: number;
+  state: delivery.DeliveryQueueState;
+  /** Correlation id of each unsettled delivery (from its scheduling event), carried into its attempts. */
+  correlation: Map<string, string>;
+  busy: boolean;
+}
+
+/** The queue changed under us (another dispatcher, or an operator): reloaded, decide again. */
+class StaleQueue extends Error {}
+
+/** A small per-key semaphore: at most `max` holders per key, the others wait in order. */
+function createLimiter(max: number) {
+  const active = new Map<string, number>();
+  const waiting = new Map<string, Array<() => void>>();
+  return {
+    async acquire(key: string): Promise<void> {
+      const n = active.get(key) ?? 0;
+      if (n < max) {
+        active.set(key, n + 1);
+        return;
+      }
+      await new Promise<void>((resolve) => {
+        const list = waiting.get(key) ?? [];
+        list.push(resolve);
+        waiting.set(key, list);
+      });
+    },
+    release(key: string): void {
+      const next = waiting.get(key)?.shift();
+      if (next) {
+        next(); // the slot passes straight to the next waiter
+        return;
+      }
+      waiting.delete(key);
+      const n = (active.get(key) ?? 1) - 1;
+      if (n <= 0) active.delete(key);
+      else active.set(key, n);
+    },
+  };
+}
+
+const settled = (d: delivery.Delivery) => d.status === 'delivered' || d.status === 'parked';
+
+export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const { store, clock, tracker, logger } = options;
+  const registry = options.registry ?? eventRegistry;
+  const box = createSecretBox(options.secretKey);
+  const dispatcherId = options.dispatcherId ?? `dispatcher-${randomUUID()}`;
+  const leaseMs = options.leaseMs ?? options.timeoutMs * 2 + 1_000;
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? 24 * 3_600_000;
+  const errorRetryMs = options.errorRetryMs ?? 5_000;
+  const random = options.random ?? Math.random;
+  const limiter = createLimiter(options.perSubscriptionConcurrency ?? 8);
+  const commands = createCommandHandler(store, registry);
+  const scheduler = createScheduler(clock, {
+    onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
+  });
+  const queues = new Map<string, Queue>();
+  const stats: DeliveryWorkerStats = {
+    attempts: { delivered: 0, gone: 0, retry_after: 0, failed: 0, interrupted: 0 },
+    parked: 0,
+    errors: 0,
+  };
+  let applied = 0;
+  const waiters = new Set<{ position: number; resolve: () => void }>();
+  let subscription: CatchUpSubscription | undefined;
+  let stopped = false;
+  let resolveCaughtUp: () => void = () => {};
+  let rejectCaughtUp: (err: unknown) => void = () => {};
+  const caughtUp = new Promise<void>((resolve, reject) => {
+    resolveCaughtUp = resolve;
+    rejectCaughtUp = reject;
+  });
+  caughtUp.catch(() => {});
+
+  const now = () => clock.now();
+
+  function evolve(queue: Queue, event: RecordedEvent): void {
+    const domainEvent = registry.read(event.type, event.data, event.metadata.schema_version ?? 1);
+    queue.state = delivery.decider.evolve(queue.state, domainEvent as delivery.WebhookDeliveryEvent);
+    queue.revision = event.revision;
+    if (event.type === 'WebhookDeliveryScheduled') {
+      queue.correlation.set(
+        (event.data as { delivery_id: string }).delivery_id,
+        event.metadata.correlation_id,
+      );
+    }
+    prune(queue);
+  }
+
+  /** Forgets settled deliveries: only the head and what follows it matter to the worker. */
+  function prune(queue: Queue): void {
+    if (!queue.state.exists || !queue.state.deliveries.some(settled)) return;
+    for (const d of queue.state.deliveries) if (settled(d)) queue.correlation.delete(d.delivery_id);
+    queue.state = { exists: true, deliveries: queue.state.deliveries.filter((d) => !settled(d)) };
+  }
+
+  async function reload(queue: Queue): Promise<void> {
+    let recorded: RecordedEvent[];
+    try {
+      recorded = await store.readStream(queue.stream);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) recorded = [];
+      else throw err;
+    }
+    queue.state = delivery.decider.initialState;
+    queue.revision = -1;
+    queue.correlation.clear();
+    for (const e of recorded) evolve(queue, e);
+  }
+
+  function queueOf(stream: string): Queue {
+    let queue = queues.get(stream);
+    if (!queue) {
+      queue = {
+        stream,
+        revision: -1,
+        state: delivery.decider.initialState,
+        correlation: new Map(),
+        busy: false,
+      };
+      queues.set(stream, queue);
+    }
+    return queue;
+  }
+
+  function reschedule(queue: Queue): void {
+    if (stopped || queue.busy) return;
+    const due = delivery.headDueAt(queue.state);
+    if (due === null) {
+      scheduler.cancel(queue.stream);
+      return;
+    }
+    const at = new Date(due);
+    if (scheduler.dueAt(queue.stream)?.getTime() === at.getTime()) return;
+    scheduler.schedule(queue.stream, at, () => work(queue.stream));
+  }
+
+  async function apply(event: RecordedEvent): Promise<void> {
+    const queue = queueOf(event.streamId);
+    if (event.revision <= queue.revision) return; // written by this worker, applied already
+    const data = event.data as { delivery_id?: string };
+    const unknownRedelivery =
+      event.type === 'WebhookRedeliveryRequested' &&
+      data.delivery_id !== undefined &&
+      !delivery.findDelivery(queue.state, data.delivery_id);
+    if (event.revision !== queue.revision + 1 || unknownRedelivery) {
+      // A delivery dropped from memory is wanted again (or events were skipped): read the whole queue.
+      await reload(queue);
+    } else {
+      evolve(queue, event);
+    }
+    reschedule(queue);
+  }
+
+  /** Decides `command` on the queue as this worker holds it and appends with its expected revision. */
+  async function decide(queue: Queue, command: delivery.WebhookDeliveryCommand, deliveryId: string) {
+    const events = delivery.decider.decide(command, queue.state);
+    if (events.length === 0) return;
+    const at = command.at;
+    const toAppend = toNewEvents(registry, events, {
+      correlationId: queue.correlation.get(deliveryId) ?? deliveryId,
+      causationId: null,
+      actor: DISPATCHER_ACTOR,
+      at,
+    });
+    try {
+      const result = await store.append(queue.stream, toAppend, {
+        expectedRevision: queue.revision < 0 ? 'no_stream' : queue.revision,
+      });
+      for (const e of events) {
+        queue.state = delivery.decider.evolve(queue.state, e);
+        if (e.type === 'WebhookDeliveryParked') stats.parked += 1;
+      }
+      queue.revision = result.nextExpectedRevision;
+      prune(queue);
+    } catch (err) {
+      if (err instanceof WrongExpectedVersionError) {
+        await reload(queue);
+        throw new StaleQueue(`${queue.stream} changed`);
+      }
+      throw err;
+    }
+  }
+
+  /** What follows a failed attempt: the next attempt's time, or a park after the last. */
+  function plan(
+    d: delivery.Delivery,
+    result: Pick<DeliveryResult, 'outcome' | 'retryAfterMs'> | { outcome: 'interrupted'; retryAfterMs: null },
+  ): { retry_at: string | null; park: delivery.ParkReason | null } {
+    if (result.outcome === 'delivered') return { retry_at: null, park: null };
+    if (result.outcome === 'gone') return { retry_at: null, park: 'receiver_gone' };
+    // cycle_attempts counts the attempt being recorded (its start was applied).
+    if (isLastAttempt(d.cycle_attempts, options.scheduleMs))
+      return { retry_at: null, park: 'attempts_exhausted' };
+    const delay =
+      result.outcome === 'interrupted'
+        ? 0
+        : result.outcome === 'retry_after' && result.retryAfterMs !== null
+          ? Math.min(Math.max(result.retryAfterMs, 0), maxRetryAfterMs)
+          : nextAttemptDelay(d.cycle_attempts, options.scheduleMs, random);
+    return { retry_at: new Date(now().getTime() + delay).toISOString(), park: null };
+  }
+
+  async function disableSubscription(webhookId: string): Promise<void> {
+    const at = now().toISOString();
+    try {
+      await commands.handle(
+        webhooks.streamId(webhookId),
+        webhooks.decider,
+        { type: 'DisableWebhookSubscription', reason: 'receiver_gone', at },
+        { correlationId: randomUUID(), causationId: null, actor: DISPATCHER_ACTOR, at },
+      );
+      logger?.warn({ webhook_id: webhookId }, 'receiver answered 410 Gone: webhook subscription disabled');
+    } catch (err) {
+      // Removed or disabled meanwhile: nothing left to do.
+      if (!(err instanceof DomainError)) throw err;
+    }
+  }
+
+  /** One attempt of the queue's head `d` to subscription `sub`. */
+  async function attempt(
+    queue: Queue,
+    d: delivery.Delivery,
+    sub: webhooks.WebhookSubscription,
+  ): Promise<void> {
+    const authToken = box.decrypt(sub.auth_token_encrypted, secretContext(sub.webhook_id, 'auth_token'));
+    const secret = box.decrypt(sub.signing_secret_encrypted, secretContext(sub.webhook_id, 'signing_secret'));
+    await limiter.acquire(sub.webhook_id);
+    try {
+      await decide(
+        queue,
+        {
+          type: 'StartAttempt',
+          delivery_id: d.delivery_id,
+          lease_ms: leaseMs,
+          dispatcher_id: dispatcherId,
+          at: now().toISOString(),
+        },
+        d.delivery_id,
+      );
+      const started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
+      const attemptNo = started.attempts;
+      const headers = webhookHeaders({
+        authToken,
+        secret,
+        webhookId: d.delivery_id,
+        attempt: attemptNo,
+        body: d.body,
+        now: now(),
+      });
+      const result = await deliverOnce({
+        url: sub.url,
+        body: d.body,
+        headers,
+        timeoutMs: options.timeoutMs,
+        allowPrivate: options.allowPrivate,
+        resolve: options.resolve,
+        clock,
+      });
+      stats.attempts[result.outcome] += 1;
+      options.onAttempt?.({
+        webhookId: sub.webhook_id,
+        outcome: result.outcome,
+        durationMs: result.durationMs,
+      });
+      const next = plan(started, result);
+      await decide(
+        queue,
+        {
+          type: 'RecordAttempt',
+          delivery_id: d.delivery_id,
+          attempt: attemptNo,
+          outcome: result.outcome,
+          status: result.status,
+          duration_ms: result.durationMs,
+          response_excerpt: result.responseExcerpt,
+          error_code: result.errorCode,
+          error: result.error,
+          ...next,
+          at: now().toISOString(),
+        },
+        d.delivery_id,
+      );
+      if (result.outcome === 'gone') await disableSubscription(sub.webhook_id);
+    } finally {
+      limiter.release(sub.webhook_id);
+    }
+  }
+
+  /** Works the queue's head until it waits for a later time or the queue is empty. */
+  async function work(stream: string): Promise<void> {
+    const queue = queues.get(stream);
+    if (!queue || queue.busy || stopped) return;
+    queue.busy = true;
+    let retryAt: Date | undefined;
+    try {
+      for (let step = 0; step < 10_000 && !stopped; step++) {
+        const d = delivery.head(queue.state);
+        if (!d) break;
+        const at = now();
+        try {
+          if (d.in_flight) {
+            if (Date.parse(d.in_flight.lease_until) > at.getTime()) break;
+            stats.attempts.interrupted += 1;
+            options.onAttempt?.({ webhookId: d.webhook_id, outcome: 'interrupted', durationMs: 0 });
+            const next = plan(d, { outcome: 'interrupted', retryAfterMs: null });
+            await decide(
+              queue,
+              { type: 'RecordInterruption', delivery_id: d.delivery_id, ...next, at: at.toISOString() },
+              d.delivery_id,
+            );
+            continue;
+          }
+          if (d.next_attempt_at !== null && Date.parse(d.next_attempt_at) > at.getTime()) break;
+          const sub = tracker.current(d.webhook_id);
+          if (!sub || sub.removed || !sub.enabled) {
+            const reason = !sub || sub.removed ? 'subscription_removed' : 'subscription_disabled';
+            await decide(
+              queue,
+              { type: 'ParkDelivery', delivery_id: d.delivery_id, reason, at: at.toISOString() },
+              d.delivery_id,
+            );
+            continue;
+          }
+          await attempt(queue, d, sub);
+        } catch (err) {
+          if (err instanceof StaleQueue) continue;
+          throw err;
+        }
+      }
+    } catch (err) {
+      if (!stopped) {
+        stats.errors += 1;
+        logger?.error({ err, stream }, 'webhook delivery failed; retrying the queue later');
+        retryAt = new Date(now().getTime() + errorRetryMs);
+      }
+    } finally {
+      queue.busy = false;
+      if (retryAt) scheduler.schedule(stream, retryAt, () => work(stream));
+      else reschedule(queue);
+    }
+  }
+
+  function waitFor(position: number, timeoutMs: number): Promise<void> {
+    if (position <= applied) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        position,
+        resolve: () => {
+          waiters.delete(waiter);
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`delivery worker did not reach position ${position} in ${timeoutMs} ms`));
+      }, timeoutMs);
+      waiters.add(waiter);
+    });
+  }
+
+  return {
+    start() {
+      if (subscription || stopped) return;
+      subscription = store.subscribeToAll(
+        { from: 'start', filter: FILTER, maxBatchSize: 1_000 },
+        {
+          async onEvents(events) {
+            for (const e of events) await apply(e);
+            applied = events[events.length - 1].position;
+            for (const w of waiters) if (w.position <= applied) w.resolve();
+          },
+        },
+      );
+      subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
+      subscription.done.catch((err) => {
+        rejectCaughtUp(err);
+        if (!stopped) logger?.error({ err }, 'webhook delivery subscription failed');
+      });
+    },
+    caughtUp,
+    tick: () => scheduler.tick(),
+    async settle(timeoutMs = 5_000) {
+      await waitFor(await store.headPosition(FILTER), timeoutMs);
+    },
+    pending() {
+      let depth = 0;
+      let oldest: string | null = null;
+      for (const queue of queues.values()) {
+        if (!queue.state.exists) continue;
+        for (const d of queue.state.deliveries) {
+          depth += 1;
+          if (oldest === null || Date.parse(d.scheduled_at) < Date.parse(oldest)) oldest = d.scheduled_at;
+        }
+      }
+      return { depth, oldestScheduledAt: oldest };
+    },
+    stats: () => ({ ...stats, attempts: { ...stats.attempts } }),
+    async stop() {
+      stopped = true;
+      scheduler.stop();
+      await subscription?.stop();
+    },
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * The dispatcher's own view of the webhook subscriptions, folded from the `webhooksub-` streams with
+ * the subscription decider and kept with its history: `covering(store, kind, position)` answers which
+ * subscriptions covered a store for an event kind at the global position of a cart event. The fan-out
+ * asks that question, so a subscription created after a cart event never receives it, and one
+ * disabled after it still owes it (the delivery then parks until an operator re-enables and recovers).
+ *
+ * Not the `webhook_subscriptions` read model: its checkpoint only moves on subscription events, so
+ * "has it seen everything before position p" cannot be answered there, and in a split deployment it
+ * lives in another process. Subscriptions are few and change rarely, so every version is kept.
+ *
+ * `ready(position)` makes the view complete up to `position`: it reads the head of the subscription
+ * streams (which, asked after the cart event exists, covers every subscription event before it) and
+ * waits until that head is applied.
+ */
+import type { Logger } from 'pino';
+import type { EventRegistry } from '../domain/events.ts';
+import { eventRegistry } from '../domain/index.ts';
+import * as webhooks from '../domain/webhook-subscription.ts';
+import type { CatchUpSubscription, EventFilter, EventStore } from '../eventstore/port.ts';
+
+const PREFIX = 'webhooksub-';
+const FILTER: EventFilter = { streamPrefixes: [PREFIX] };
+
+interface Version {
+  position: number;
+  state: webhooks.WebhookSubscriptionState;
+}
+
+export interface SubscriptionTracker {
+  start(): void;
+  /** Resolves when every subscription event that existed at start is applied. */
+  readonly caughtUp: Promise<void>;
+  /** Resolves once every subscription event before `position` (a position that exists) is applied. */
+  ready(position: number, timeoutMs?: number): Promise<void>;
+  /** Enabled subscriptions that covered `storeId` for `kind` at `position`, in webhook id order. */
+  covering(
+    storeId: number,
+    kind: webhooks.WebhookEventKind,
+    position: number,
+  ): webhooks.WebhookSubscription[];
+  /** The subscription now: undefined when it never existed, `removed` state when removed. */
+  current(webhookId: string): webhooks.WebhookSubscription | undefined;
+  /** Whether any subscription (enabled or not) exists now. */
+  any(): boolean;
+  stop(): Promise<void>;
+}
+
+export function createSubscriptionTracker(options: {
+  store: EventStore;
+  registry?: EventRegistry;
+  logger?: Logger;
+}): SubscriptionTracker {
+  const { store, logger } = options;
+  const registry = options.registry ?? eventRegistry;
+  const versions = new Map<string, Version[]>();
+  let applied = 0;
+  let verified = 0;
+  let subscription: CatchUpSubscription | undefined;
+  const waiters = new Set<{ position: number; resolve: () => void }>();
+  let resolveCaughtUp: () => void = () => {};
+  let rejectCaughtUp: (err: unknown) => void = () => {};
+  const caughtUp = new Promise<void>((resolve, reject) => {
+    resolveCaughtUp = resolve;
+    rejectCaughtUp = reject;
+  });
+  caughtUp.catch(() => {});
+
+  function latest(id: string): webhooks.WebhookSubscriptionState {
+    const list = versions.get(id);
+    return list ? list[list.length - 1].state : webhooks.decider.initialState;
+  }
+
+  function asOf(list: Version[], position: number): webhooks.WebhookSubscriptionState | undefined {
+    for (let i = list.length - 1; i >= 0; i--) if (list[i].position <= position) return list[i].state;
+    return undefined;
+  }
+
+  function waitApplied(position: number, timeoutMs: number): Promise<void> {
+    if (position <= applied) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        position,
+        resolve: () => {
+          waiters.delete(waiter);
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`webhook subscriptions not applied up to ${position} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      waiters.add(waiter);
+    });
+  }
+
+  return {
+    start() {
+      if (subscription) return;
+      subscription = store.subscribeToAll(
+        { from: 'start', filter: FILTER },
+        {
+          onEvents(events) {
+            for (const e of events) {
+              const id = e.streamId.slice(PREFIX.length);
+              const domainEvent = registry.read(e.type, e.data, e.metadata.schema_version ?? 1);
+              const next = webhooks.decider.evolve(
+                latest(id),
+                domainEvent as webhooks.WebhookSubscriptionEvent,
+              );
+              const list = versions.get(id) ?? [];
+              list.push({ position: e.position, state: next });
+              versions.set(id, list);
+              applied = e.position;
+            }
+            for (const w of waiters) if (w.position <= applied) w.resolve();
+          },
+        },
+      );
+      subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
+      subscription.done.catch((err) => {
+        rejectCaughtUp(err);
+        logger?.error({ err }, 'webhook subscription tracker failed');
+      });
+    },
+    caughtUp,
+    async ready(position, timeoutMs = 10_000) {
+      if (position <= verified) return;
+      const head = await store.headPosition(FILTER);
+      await waitApplied(head, timeoutMs);
+      verified = Math.max(verified, position);
+    },
+    covering(storeId, kind, position) {
+      const out: webhooks.WebhookSubscription[] = [];
+      for (const list of versions.values()) {
+        const state = asOf(list, position);
+        if (!state?.exists || state.removed || !state.enabled) continue;
+        if (state.events.includes(kind) && state.store_ids.includes(storeId)) out.push(state);
+      }
+      return out.sort((a, b) => (a.webhook_id < b.webhook_id ? -1 : 1));
+    },
+    current(webhookId) {
+      const state = latest(webhookId);
+      return state.exists ? state : undefined;
+    },
+    any: () => versions.size > 0,
+    async stop() {
+      await subscription?.stop();
+    },
+  };
+}

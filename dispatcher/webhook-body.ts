@@ -1,0 +1,132 @@
+/**
+ * The two webhook bodies (seed §6.1, §6.2), rendered from the events: the cart folded up to the
+ * revision of the event the webhook stands for, and the store as it was at that event's position. A
+ * webhook sent hours later (a retry) or rebuilt after a crash therefore says what was true when the
+ * event happened, not what is true when it leaves.
+ */
+import * as cart from '../domain/cart.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import { eventRegistry } from '../domain/index.ts';
+import * as store from '../domain/store.ts';
+import type { WebhookEventKind } from '../domain/webhook-subscription.ts';
+import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
+
+/** The store object of the `cart_abandoned` body (seed §2.3). */
+export interface WebhookStore {
+  id: number;
+  name: string;
+  display_name: string | null;
+  store_url: string | null;
+}
+
+export interface CartStatusUpdatedBody {
+  webhook_event: 'cart_status_updated';
+  cart: cart.CartRecord;
+}
+
+export interface CartAbandonedBody {
+  webhook_event: 'cart_abandoned';
+  customer: cart.CartCustomer | null;
+  store: WebhookStore;
+  cart: cart.AbandonedCart;
+}
+
+export type WebhookBody = CartStatusUpdatedBody | CartAbandonedBody;
+
+/** The webhook a cart event leads to, or null for events that lead to none. */
+export function webhookKindOf(eventType: string): WebhookEventKind | null {
+  if (eventType === 'CartStatusChanged') return 'cart_status_updated';
+  if (eventType === 'CartAbandoned') return 'cart_abandoned';
+  return null;
+}
+
+/** Seed §6.2. `cartId` is the global position of the cart's first event (the cart's numeric id). */
+export function cartStatusUpdatedBody(
+  state: cart.Cart,
+  cartId: number,
+  storeName: string,
+): CartStatusUpdatedBody {
+  return {
+    webhook_event: 'cart_status_updated',
+    cart: cart.toCartRecord(state, { id: cartId, store_name: storeName }),
+  };
+}
+
+/** Seed §6.1. */
+export function cartAbandonedBody(state: cart.Cart, storeAtThen: WebhookStore): CartAbandonedBody {
+  return {
+    webhook_event: 'cart_abandoned',
+    customer: cart.toWebhookCustomer(state),
+    store: storeAtThen,
+    cart: cart.toAbandonedCart(state),
+  };
+}
+
+export interface RenderedWebhook {
+  kind: WebhookEventKind;
+  cart_uuid: string;
+  store_id: number;
+  body: WebhookBody;
+}
+
+function fold<S>(
+  events: RecordedEvent[],
+  decider: { initialState: S; evolve(state: S, event: never): S },
+  registry: EventRegistry,
+): S {
+  let state = decider.initialState;
+  for (const e of events) {
+    state = decider.evolve(state, registry.read(e.type, e.data, e.metadata.schema_version ?? 1) as never);
+  }
+  return state;
+}
+
+/** The store as of `position` (its events up to and including it); a store never written gives its id only. */
+async function storeAsOf(
+  eventStore: EventStore,
+  storeId: number,
+  position: number,
+  registry: EventRegistry,
+): Promise<WebhookStore> {
+  let recorded: RecordedEvent[] = [];
+  try {
+    recorded = await eventStore.readStream(store.streamId(storeId));
+  } catch (err) {
+    if (!(err instanceof StreamNotFoundError)) throw err;
+  }
+  const state = fold(
+    recorded.filter((e) => e.position <= position),
+    store.decider,
+    registry,
+  );
+  if (!state.exists) return { id: storeId, name: '', display_name: null, store_url: null };
+  return { id: storeId, name: state.name, display_name: state.display_name, store_url: state.store_url };
+}
+
+/**
+ * Renders the webhook of one recorded cart event (`CartStatusChanged` or `CartAbandoned`). Throws when
+ * the event is not one, or the cart stream does not hold it.
+ */
+export async function renderWebhook(
+  eventStore: EventStore,
+  event: RecordedEvent,
+  registry: EventRegistry = eventRegistry,
+): Promise<RenderedWebhook> {
+  const kind = webhookKindOf(event.type);
+  if (!kind || !event.streamId.startsWith('cart-')) {
+    throw new Error(`${event.type} in ${event.streamId} leads to no webhook`);
+  }
+  const recorded = await eventStore.readStream(event.streamId, { maxCount: event.revision + 1 });
+  const last = recorded[recorded.length - 1];
+  if (!last || last.id !== event.id) {
+    throw new Error(`${event.streamId} does not hold event ${event.id} at revision ${event.revision}`);
+  }
+  const state = fold(recorded, cart.decider, registry);
+  if (!state.exists) throw new Error(`${event.streamId} holds no cart`);
+  const storeAtThen = await storeAsOf(eventStore, state.store_id, event.position, registry);
+  const body =
+    kind === 'cart_status_updated'
+      ? cartStatusUpdatedBody(state, recorded[0].position, storeAtThen.name)
+      : cartAbandonedBody(state, storeAtThen);
+  return { kind, cart_uuid: state.uuid, store_id: state.store_id, body };
+}

@@ -1,0 +1,106 @@
+/**
+ * Drives a real service through its platform and admin APIs for webhook tests: a small catalog, carts
+ * moved through checkout and their statuses, and webhook subscriptions.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestService } from './service.ts';
+
+const P = '/platform/v1';
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
+type Json = Record<string, any>;
+
+async function must(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
+  const res = await s.call(method, url, body);
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
+  return text === '' ? {} : (JSON.parse(text) as Json);
+}
+
+/** Stores `storeIds` (pickup and delivery), brand 1, product 1 on every store's menu as menu product `storeId * 100`. */
+export async function seedCatalog(s: TestService, storeIds: number[] = [1]): Promise<void> {
+  await must(s, 'PUT', `${P}/brands/1`, { name: 'Brand One' });
+  await must(s, 'PUT', `${P}/products/1`, {
+    name: 'Blue Dream 3.5g',
+    brand_id: 1,
+    kind: 'flower',
+    lineage: 'hybrid',
+  });
+  for (const id of storeIds) {
+    await must(s, 'PUT', `${P}/stores/${id}`, {
+      name: `Store ${id}`,
+      display_name: `Store ${id} Downtown`,
+      store_url: `https://store${id}.example.com`,
+      address: `${id} Market St`,
+      city: 'San Francisco',
+      state: 'CA',
+      zip: '94103',
+      lat: 37.77,
+      long: -122.41,
+      pickup: true,
+      delivery: true,
+    });
+    await must(s, 'PUT', `${P}/stores/${id}/menu_products/${id * 100}`, {
+      product_id: 1,
+      prices: { gram: '10.00', 'eighth ounce': '35.00' },
+    });
+  }
+}
+
+export interface WorldCart {
+  uuid: string;
+  storeId: number;
+}
+
+export async function createCart(s: TestService, storeId = 1): Promise<WorldCart> {
+  const uuid = randomUUID();
+  await must(s, 'POST', `${P}/carts`, {
+    uuid,
+    store_id: storeId,
+    source: { channel: 'headless', partner_id: null },
+  });
+  return { uuid, storeId };
+}
+
+export const addItem = (s: TestService, c: WorldCart, count = 2) =>
+  must(s, 'POST', `${P}/carts/${c.uuid}/items`, {
+    menu_product_id: c.storeId * 100,
+    price_id: 'gram',
+    count,
+  });
+
+export const identify = (s: TestService, c: WorldCart) =>
+  must(s, 'PUT', `${P}/carts/${c.uuid}/customer`, {
+    email: 'ana@example.com',
+    first_name: 'Ana',
+    last_name: 'Lee',
+    phone_number: '+14155550100',
+    DOB: '1990-04-01T00:00:00.000Z',
+  });
+
+export const checkOut = (s: TestService, c: WorldCart) =>
+  must(s, 'POST', `${P}/carts/${c.uuid}/checkout`, {
+    reservation_mode: 'pickup',
+    reservation_start_window: '2026-03-01 10:00',
+  });
+
+export const move = (s: TestService, c: WorldCart, status: string, extra: Json = {}) =>
+  must(s, 'POST', `${P}/carts/${c.uuid}/status`, { status, ...extra });
+
+/** The pickup path after checkout (`verification`): every move up to a review. */
+export const PICKUP_MOVES = ['preparing', 'ready_for_pickup', 'finished', 'with_review'];
+
+export async function createWebhook(
+  s: TestService,
+  url: string,
+  storeIds: number[],
+  events?: string[],
+): Promise<{ id: string; secret: string }> {
+  const out = await must(s, 'POST', '/admin/v1/webhooks', {
+    url,
+    auth_token: 'receiver-token-1',
+    store_ids: storeIds,
+    ...(events ? { events } : {}),
+  });
+  return { id: out.webhook.webhook_id, secret: out.signing_secret };
+}
