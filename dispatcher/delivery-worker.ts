@@ -278,11 +278,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const result = await store.append(queue.stream, toAppend, {
         expectedRevision: queue.revision < 0 ? 'no_stream' : queue.revision,
       });
-      for (const e of events) {
+      for (const e of events) if (e.type === 'WebhookDeliveryParked') stats.parked += 1;
+      // The catch-up subscription may have applied some of these already while the append returned.
+      const first = result.nextExpectedRevision - events.length + 1;
+      events.forEach((e, i) => {
+        if (first + i <= queue.revision) return;
         queue.state = delivery.decider.evolve(queue.state, e);
-        if (e.type === 'WebhookDeliveryParked') stats.parked += 1;
-      }
-      queue.revision = result.nextExpectedRevision;
+        queue.revision = first + i;
+      });
       prune(queue);
     } catch (err) {
       if (err instanceof WrongExpectedVersionError) {

@@ -5,12 +5,15 @@
 import { randomUUID } from 'node:crypto';
 import type { TestService } from './service.ts';
 
+/** Anything that can call the service's HTTP API with the operator token. */
+export type Caller = Pick<TestService, 'call'>;
+
 const P = '/platform/v1';
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
 type Json = Record<string, any>;
 
-async function must(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
+async function must(s: Caller, method: string, url: string, body?: unknown): Promise<Json> {
   const res = await s.call(method, url, body);
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
@@ -18,7 +21,7 @@ async function must(s: TestService, method: string, url: string, body?: unknown)
 }
 
 /** Stores `storeIds` (pickup and delivery), brand 1, product 1 on every store's menu as menu product `storeId * 100`. */
-export async function seedCatalog(s: TestService, storeIds: number[] = [1]): Promise<void> {
+export async function seedCatalog(s: Caller, storeIds: number[] = [1]): Promise<void> {
   await must(s, 'PUT', `${P}/brands/1`, { name: 'Brand One' });
   await must(s, 'PUT', `${P}/products/1`, {
     name: 'Blue Dream 3.5g',
@@ -52,7 +55,7 @@ export interface WorldCart {
   storeId: number;
 }
 
-export async function createCart(s: TestService, storeId = 1): Promise<WorldCart> {
+export async function createCart(s: Caller, storeId = 1): Promise<WorldCart> {
   const uuid = randomUUID();
   await must(s, 'POST', `${P}/carts`, {
     uuid,
@@ -62,14 +65,14 @@ export async function createCart(s: TestService, storeId = 1): Promise<WorldCart
   return { uuid, storeId };
 }
 
-export const addItem = (s: TestService, c: WorldCart, count = 2) =>
+export const addItem = (s: Caller, c: WorldCart, count = 2) =>
   must(s, 'POST', `${P}/carts/${c.uuid}/items`, {
     menu_product_id: c.storeId * 100,
     price_id: 'gram',
     count,
   });
 
-export const identify = (s: TestService, c: WorldCart) =>
+export const identify = (s: Caller, c: WorldCart) =>
   must(s, 'PUT', `${P}/carts/${c.uuid}/customer`, {
     email: 'ana@example.com',
     first_name: 'Ana',
@@ -78,20 +81,20 @@ export const identify = (s: TestService, c: WorldCart) =>
     DOB: '1990-04-01T00:00:00.000Z',
   });
 
-export const checkOut = (s: TestService, c: WorldCart) =>
+export const checkOut = (s: Caller, c: WorldCart) =>
   must(s, 'POST', `${P}/carts/${c.uuid}/checkout`, {
     reservation_mode: 'pickup',
     reservation_start_window: '2026-03-01 10:00',
   });
 
-export const move = (s: TestService, c: WorldCart, status: string, extra: Json = {}) =>
+export const move = (s: Caller, c: WorldCart, status: string, extra: Json = {}) =>
   must(s, 'POST', `${P}/carts/${c.uuid}/status`, { status, ...extra });
 
 /** The pickup path after checkout (`verification`): every move up to a review. */
 export const PICKUP_MOVES = ['preparing', 'ready_for_pickup', 'finished', 'with_review'];
 
 export async function createWebhook(
-  s: TestService,
+  s: Caller,
   url: string,
   storeIds: number[],
   events?: string[],
@@ -103,4 +106,30 @@ export async function createWebhook(
     ...(events ? { events } : {}),
   });
   return { id: out.webhook.webhook_id, secret: out.signing_secret };
+}
+
+/** Runs the service's due timers every 20 ms until `until` settles (events reach the timers asynchronously). */
+export async function ticking<T>(s: TestService, until: () => Promise<T>): Promise<T> {
+  let done = false;
+  const loop = (async () => {
+    while (!done) {
+      await s.tick();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  try {
+    return await until();
+  } finally {
+    done = true;
+    await loop;
+  }
+}
+
+/** Lets the service run its timers for `ms` of real time (to show that nothing more arrives). */
+export async function idle(s: TestService, ms = 300): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    await s.tick();
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

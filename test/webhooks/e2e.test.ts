@@ -15,28 +15,12 @@ import {
   move,
   PICKUP_MOVES,
   seedCatalog,
+  ticking,
 } from '../support/cart-world.ts';
-import { startService, type TestService } from '../support/service.ts';
+import { startService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-/** Runs the service's due timers every 20 ms until `until` settles (the events reach the timers asynchronously). */
-async function ticking<T>(s: TestService, until: () => Promise<T>): Promise<T> {
-  let done = false;
-  const loop = (async () => {
-    while (!done) {
-      await s.tick();
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
-  try {
-    return await until();
-  } finally {
-    done = true;
-    await loop;
-  }
-}
 
 test('every status move produces one signed cart_status_updated, in order, at each covering subscription only', async (t) => {
   const s = await startService(t);
