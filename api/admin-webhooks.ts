@@ -59,6 +59,8 @@ export interface WebhookSettings {
   secretKey: KeyObject;
   /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`: allows http and private, loopback and link-local addresses. */
   allowPrivateWebhookUrls: boolean;
+  /** `PDS_WEBHOOK_TIMEOUT`: bounds a test request (`POST /webhooks/{id}/test`). */
+  timeoutMs: number;
   /** Resolves a host name to its addresses (default: the system resolver, every address). */
   resolve?: Resolver;
 }

@@ -1,6 +1,6 @@
 /**
  * Admin API (`/admin/v1`, operator token): partners and their API keys, and the audit history of a
- * cart. Webhook subscriptions and projections join this router in their own modules.
+ * cart. Webhook subscriptions, webhook deliveries and projections join this router in their own modules.
  */
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
@@ -14,6 +14,7 @@ import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 
 const OPERATOR = { type: 'operator', id: 'operator' } as const;
 
+import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { generateApiKey } from './credentials.ts';
@@ -30,7 +31,7 @@ export interface AdminDeps {
   readStore: ReadStore;
   clock: Clock;
   operatorToken: string;
-  /** Webhook subscriptions: the secret key that seals their secrets, and the URL policy. */
+  /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
 }
 
@@ -276,5 +277,6 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   );
   adminRoutes(router, deps);
   webhookRoutes(router, deps);
+  webhookDeliveryRoutes(router, deps);
   return router;
 }

@@ -147,6 +147,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const webhooks = {
         secretKey: ctx.config.secretKey,
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
+        timeoutMs: ctx.config.webhookTimeoutMs,
       };
       ctx.app.use(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks }).routes());
       await lookups;

@@ -3,8 +3,15 @@ import { catalogProjection } from './catalog.ts';
 import type { Projection } from './projector.ts';
 import { cartsProjection } from './read-models/carts.ts';
 import { partnerKeysProjection } from './read-models/partner-keys.ts';
+import { webhookDeliveriesProjection } from './read-models/webhook-deliveries.ts';
 import { webhookSubscriptionsProjection } from './read-models/webhook-subscriptions.ts';
 
 export function allProjections(): Projection[] {
-  return [partnerKeysProjection, catalogProjection, cartsProjection, webhookSubscriptionsProjection];
+  return [
+    partnerKeysProjection,
+    catalogProjection,
+    cartsProjection,
+    webhookSubscriptionsProjection,
+    webhookDeliveriesProjection,
+  ];
 }

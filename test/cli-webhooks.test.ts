@@ -1,6 +1,7 @@
 /**
  * `pds webhooks …` against a real service: each command as a table and with `--json` (which parses
- * and equals what the admin API answers), and the exit codes scripts rely on.
+ * and equals what the admin API answers), and the exit codes scripts rely on. The delivery commands
+ * run against real local receivers, with an injected clock driving the retries.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +10,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { EXIT } from '../cli/client.ts';
+import { manualClock } from '../domain/clock.ts';
+import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
 import { startService, type TestService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
 
 const exec = promisify(execFile);
 const URL_ = 'http://127.0.0.1:9/hooks';
@@ -246,4 +250,178 @@ test('pds webhooks: exit codes say what went wrong', async (t) => {
   });
   t.is(down.code, EXIT.unreachable);
   t.regex(down.stderr, /cannot reach/);
+});
+
+/** Polls the admin API (running the service's due timers) until `check` answers something. */
+async function until<T>(s: TestService, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await s.tick();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('pds webhooks: deliveries, redeliver, recover and test-send', async (t) => {
+  const clock = manualClock(new Date());
+  const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1m' } });
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  receiver.script({ status: 500, body: 'boom' }, { status: 500, body: 'boom' });
+  const hook = await createWebhook(s, receiver.url, [1]);
+  const list = async (query = '') =>
+    ((await (await s.call('GET', `/admin/v1/webhooks/${hook.id}/deliveries${query}`)).json()) as Json)
+      .deliveries as Json[];
+  const early = clock.now().toISOString();
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  await until(s, async () => ((await list())[0]?.status === 'failed' ? true : undefined));
+  clock.advance(1_000);
+  await move(s, cart, 'preparing');
+  const [second, first] = await until(s, async () => {
+    const found = await list();
+    return found.length === 2 ? found : undefined;
+  });
+
+  // deliveries: JSON equal to the API's answer, a table, filters, a limit and a cursor.
+  const json = await pds(s, ['webhooks', 'deliveries', hook.id, '--json']);
+  t.is(json.code, 0, json.stderr);
+  t.deepEqual(JSON.parse(json.stdout), { deliveries: await list('?limit=50'), next_cursor: null });
+  const asTable = await pds(s, ['webhooks', 'deliveries', hook.id]);
+  t.is(asTable.code, 0, asTable.stderr);
+  t.regex(asTable.stdout, /^delivery_id\s+event\s+cart\s+status\s+attempts\s+last\s+next_attempt_at$/m);
+  t.regex(
+    asTable.stdout,
+    new RegExp(
+      `^${first.delivery_id}\\s+cart_status_updated\\s+${cart.uuid}\\s+failed\\s+1\\s+500 HTTP 500\\s+\\S+$`,
+      'm',
+    ),
+  );
+  t.regex(
+    asTable.stdout,
+    new RegExp(`^${second.delivery_id}\\s+cart_status_updated\\s+\\S+\\s+pending\\s+0\\s+\\S+$`, 'm'),
+  );
+  const failed = JSON.parse(
+    (await pds(s, ['webhooks', 'deliveries', hook.id, '--status', 'failed', '--json'])).stdout,
+  );
+  t.deepEqual(
+    failed.deliveries.map((d: Json) => d.delivery_id),
+    [first.delivery_id],
+  );
+  const page = JSON.parse(
+    (await pds(s, ['webhooks', 'deliveries', hook.id, '--limit', '1', '--json'])).stdout,
+  );
+  t.deepEqual(
+    page.deliveries.map((d: Json) => d.delivery_id),
+    [second.delivery_id],
+  );
+  t.is(typeof page.next_cursor, 'string');
+  const rest = await pds(s, ['webhooks', 'deliveries', hook.id, '--cursor', page.next_cursor, '--json']);
+  t.deepEqual(
+    JSON.parse(rest.stdout).deliveries.map((d: Json) => d.delivery_id),
+    [first.delivery_id],
+  );
+
+  // redeliver: refused while pending (behind the failed one), then the first is parked after its
+  // last attempt, the second delivered, and a delivered one may be sent again.
+  const busy = await pds(s, ['webhooks', 'redeliver', second.delivery_id]);
+  t.is(busy.code, EXIT.refused);
+  t.regex(busy.stderr, /409 delivery_in_progress/);
+  clock.advance(61_000);
+  await until(s, async () => {
+    const found = await list();
+    return found.map((d) => d.status).join() === 'delivered,parked' ? true : undefined;
+  });
+  const again = await pds(s, ['webhooks', 'redeliver', second.delivery_id, '--json']);
+  t.is(again.code, 0, again.stderr);
+  const redelivered = JSON.parse(again.stdout) as Json;
+  t.is(redelivered.delivery.delivery_id, second.delivery_id);
+  t.deepEqual(
+    redelivered.delivery.redeliveries.map((r: Json) => r.reason),
+    ['redeliver'],
+  );
+  t.true(Number.isInteger(redelivered.position));
+
+  // recover: the parked one, as JSON and (nothing left) as text.
+  const recovered = await pds(s, ['webhooks', 'recover', hook.id, '--since', early, '--json']);
+  t.is(recovered.code, 0, recovered.stderr);
+  t.like(JSON.parse(recovered.stdout), {
+    webhook_id: hook.id,
+    recovered: 1,
+    delivery_ids: [first.delivery_id],
+    truncated: false,
+  });
+  const nothing = await pds(s, ['webhooks', 'recover', hook.id, '--since', early]);
+  t.is(nothing.code, 0, nothing.stderr);
+  t.regex(nothing.stdout, new RegExp(`^recovered 0 deliveries of webhook ${hook.id} scheduled since `));
+
+  // test-send: delivered (exit 0), as JSON and as a table; not delivered exits 1 with the result shown.
+  const sent = await pds(s, ['webhooks', 'test-send', hook.id, '--json']);
+  t.is(sent.code, 0, sent.stderr);
+  const out = JSON.parse(sent.stdout) as Json;
+  t.like(out.result, { outcome: 'delivered', status: 200 });
+  t.is(out.sample.event, 'cart_status_updated');
+  const abandoned = await pds(s, ['webhooks', 'test-send', hook.id, '--event', 'cart_abandoned']);
+  t.is(abandoned.code, 0, abandoned.stderr);
+  t.regex(abandoned.stdout, /^event\s+cart_abandoned$/m);
+  t.regex(abandoned.stdout, /^outcome\s+delivered$/m);
+  const headers = receiver.received.filter((r) => r.headers['x-service-test'] === 'true');
+  t.deepEqual(
+    headers.map((r) => r.body.webhook_event),
+    ['cart_status_updated', 'cart_abandoned'],
+  );
+  const down = await startReceiver(t);
+  down.setDefault({ status: 500, body: 'down' });
+  const downHook = await createWebhook(s, down.url, [1]);
+  const refused = await pds(s, ['webhooks', 'test-send', downHook.id]);
+  t.is(refused.code, EXIT.failed);
+  t.regex(refused.stdout, /^outcome\s+failed$/m);
+  t.regex(refused.stdout, /^status\s+500$/m);
+  t.regex(refused.stderr, /not delivered: failed \(HTTP 500\)/);
+});
+
+test('pds webhooks deliveries, redeliver, recover, test-send: exit codes', async (t) => {
+  const s = await startService(t);
+  await seedStores(s, [1]);
+
+  // Usage: bad options, caught before any request.
+  for (const args of [
+    ['deliveries'],
+    ['deliveries', UNKNOWN, '--status', 'bogus'],
+    ['deliveries', UNKNOWN, '--limit', '0'],
+    ['deliveries', UNKNOWN, '--limit', 'many'],
+    ['redeliver'],
+    ['recover', UNKNOWN],
+    ['recover', UNKNOWN, '--since', 'yesterday'],
+    ['recover', UNKNOWN, '--since', '2026-03-01'],
+    ['test-send', UNKNOWN, '--event', 'cart_created'],
+  ]) {
+    t.is((await pds(s, ['webhooks', ...args])).code, EXIT.usage, args.join(' '));
+  }
+
+  // Not found.
+  for (const [args, code] of [
+    [['deliveries', UNKNOWN], 'webhook_not_found'],
+    [['redeliver', UNKNOWN], 'delivery_not_found'],
+    [['recover', UNKNOWN, '--since', '2026-03-01T00:00:00Z'], 'webhook_not_found'],
+    [['test-send', UNKNOWN], 'webhook_not_found'],
+  ] as const) {
+    const r = await pds(s, ['webhooks', ...args]);
+    t.is(r.code, EXIT.notFound, args.join(' '));
+    t.regex(r.stderr, new RegExp(`404 ${code}`));
+  }
+
+  // Refused by the service (a cursor it never gave out); unauthorized.
+  const hook = await createWebhook(s, URL_, [1]);
+  const badCursor = await pds(s, ['webhooks', 'deliveries', hook.id, '--cursor', 'nonsense']);
+  t.is(badCursor.code, EXIT.refused);
+  t.regex(badCursor.stderr, /400 invalid_cursor/);
+  t.is(
+    (await pds(s, ['webhooks', 'deliveries', hook.id], { PDS_OPERATOR_TOKEN: 'wrong-token-0123456789' }))
+      .code,
+    EXIT.unauthorized,
+  );
 });

@@ -1,0 +1,383 @@
+/**
+ * Admin routes for webhook deliveries (DESIGN §5, §6; RESOURCES "admin webhooks"), mounted on the admin
+ * router next to the subscription routes:
+ *
+ * - `GET /webhooks/{id}/deliveries?status=&limit=&cursor=` → 200 {deliveries, next_cursor}: the
+ *   subscription's deliveries with every attempt, newest first (`scheduled_at` descending, then delivery
+ *   id). `status` is one status or a comma-separated list (pending, in_flight, failed, delivered,
+ *   parked); `limit` 1–500 (default 100); `cursor` is the `next_cursor` of the previous page (also in a
+ *   `Link: rel="next"` header, filters kept). 404 `webhook_not_found` for an unknown or removed
+ *   subscription.
+ * - `GET /webhooks/deliveries/{delivery_id}` → 200 {delivery}; 404 `delivery_not_found`.
+ * - `POST /webhooks/deliveries/{delivery_id}/redeliver` (no body) → 202 {delivery, revision, position}:
+ *   the delivery is pending again and the dispatcher sends it with the same `X-Service-Webhook-Id` and
+ *   the next `X-Service-Delivery-Attempt`, its retry schedule starting over. 404 `delivery_not_found`;
+ *   409 `delivery_in_progress` while it is pending or in flight; 409 `webhook_disabled` /
+ *   `webhook_removed` when its subscription cannot receive it (it would only be parked again).
+ * - `POST /webhooks/{id}/recover` {since: ISO 8601 date-time with offset} → 202 {webhook_id, since
+ *   (as UTC), recovered, delivery_ids, truncated, limit}: redelivers every failed or parked delivery
+ *   of the subscription scheduled at or after `since`, oldest first, at most `limit` (10,000) per
+ *   call; `truncated: true` says more remain (call again: the redelivered ones are pending now and not
+ *   matched twice). A delivery that started again meanwhile is skipped. 404 `webhook_not_found`;
+ *   409 `webhook_disabled`.
+ * - `POST /webhooks/{id}/test` {event?: cart_status_updated | cart_abandoned} → 200 {result, sample}:
+ *   sends one signed request now, to the subscription's URL, with a body of the chosen kind (default
+ *   `cart_status_updated`) in the exact seed §6.1/§6.2 shape, built from a sample cart (fixed uuid
+ *   `SAMPLE_CART_UUID`, sample customer and product, the subscription's first store). Headers as for a
+ *   real delivery (a fresh `X-Service-Webhook-Id`, attempt 1) plus `X-Service-Test: true`. Bounded by
+ *   `PDS_WEBHOOK_TIMEOUT`, checked by the dispatcher's URL guard; not recorded as a delivery, so a 410
+ *   answer does not disable the subscription. Works on a disabled subscription too (to check a receiver
+ *   before enabling it again). `result` is {outcome, status, duration_ms, response_excerpt, error_code,
+ *   error}; `sample` is {event, webhook_id (the header), body}.
+ *
+ * Writes go through the command handler on the delivery's own stream (the decider refuses what the
+ * delivery's real state does not allow, whatever the read model shows) and wait, bounded, until the
+ * `webhook_deliveries` read model holds them, so a following GET shows the delivery pending.
+ */
+import { randomUUID } from 'node:crypto';
+import type Router from '@koa/router';
+import { z } from 'zod';
+import { deliverOnce } from '../dispatcher/deliver.ts';
+import { webhookHeaders } from '../dispatcher/signing.ts';
+import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../dispatcher/webhook-body.ts';
+import type * as cart from '../domain/cart.ts';
+import type { Clock } from '../domain/clock.ts';
+import { DomainError } from '../domain/decider.ts';
+import { isoDateTime } from '../domain/schemas.ts';
+import * as storeDomain from '../domain/store.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import * as webhooks from '../domain/webhook-subscription.ts';
+import {
+  type DeliveryCursor,
+  deliveryById,
+  failedOrParkedSince,
+  listDeliveries,
+  toDeliveryRecord,
+  WEBHOOK_DELIVERIES,
+  WEBHOOK_DELIVERIES_PROJECTION,
+  type WebhookDeliveryDoc,
+  webhookDeliveryIndexes,
+} from '../projections/read-models/webhook-deliveries.ts';
+import type { Collection } from '../projections/read-store.ts';
+import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
+import type { WebhookAdminDeps } from './admin-webhooks.ts';
+import { createSecretBox, secretContext } from './credentials.ts';
+import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { parseBody, parseParams, pathUuid } from './validation.ts';
+import { answerWrite, commandMetadata } from './write-support.ts';
+
+const OPERATOR = { type: 'operator', id: 'operator' } as const;
+/** Most deliveries one `recover` call redelivers. */
+export const RECOVER_LIMIT = 10_000;
+/** Delivery streams a `recover` call appends to at once (deliveries of one stream go one by one). */
+const RECOVER_CONCURRENCY = 8;
+/** The cart of every test request: a fixed, recognisably synthetic uuid. */
+export const SAMPLE_CART_UUID = '00000000-0000-4000-8000-5a3b1ec0ffee';
+export const HEADER_TEST = 'X-Service-Test';
+
+const listQuery = z.object({
+  status: z
+    .string()
+    .max(200)
+    .transform((s) => [...new Set(s.split(',').map((x) => x.trim()))])
+    .pipe(z.array(delivery.deliveryStatus).min(1))
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: z.string().max(300).optional(),
+});
+const recoverBody = z.strictObject({ since: isoDateTime });
+const testBody = z.strictObject({ event: webhooks.webhookEventKind.optional() });
+const cursorValues = z.tuple([isoDateTime, z.uuid()]);
+
+function encodeCursor(doc: WebhookDeliveryDoc): string {
+  return Buffer.from(JSON.stringify([doc.scheduled_at, doc.delivery_id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): DeliveryCursor {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const values = cursorValues.safeParse(parsed);
+  if (!values.success) {
+    throw new HttpProblem(400, { code: 'invalid_cursor', detail: 'the cursor is not one this API gave out' });
+  }
+  return { scheduled_at: values.data[0], delivery_id: values.data[1] };
+}
+
+/** A sample cart for test requests: clearly synthetic, in the given store, with one line and a customer. */
+export function sampleCart(storeId: number, now: Date, kind: webhooks.WebhookEventKind): cart.Cart {
+  const created = new Date(now.getTime() - 3_600_000).toISOString();
+  const at = now.toISOString();
+  const abandoned = kind === 'cart_abandoned';
+  return {
+    exists: true,
+    uuid: SAMPLE_CART_UUID,
+    store_id: storeId,
+    source: { channel: 'headless', partner_id: null },
+    user_id: null,
+    created_at: created,
+    updated_at: at,
+    lines: [
+      {
+        menu_product_id: 1,
+        price_id: 'eighth ounce',
+        count: 1,
+        product_id: 1,
+        store_id: storeId,
+        name: 'Sample Product (test webhook)',
+        brand: 'Sample Brand',
+        brand_id: 1,
+        kind: 'flower',
+        kind_subtype: null,
+        lineage: 'hybrid',
+        image_urls: [],
+        unit_price: '35.00',
+        discounted_unit_price: '35.00',
+        special_id: null,
+        special_title: null,
+      },
+    ],
+    first_item_at: created,
+    customer: {
+      email: 'sample.customer@example.com',
+      first_name: 'Sample',
+      last_name: 'Customer',
+      phone_number: '+15555550100',
+      DOB: '1990-01-01T00:00:00.000Z',
+    },
+    status: abandoned ? 'pending' : 'verification',
+    reservation_mode: abandoned ? null : 'pickup',
+    reservation_start_window: abandoned ? '' : at.slice(0, 16).replace('T', ' '),
+    checked_out_at: abandoned ? null : at,
+    promo_code: null,
+    rating: 0,
+    abandoned_at: abandoned ? at : null,
+    curbside_arrivals: [],
+    assigned_employee_id: null,
+    assigned_employee_name: null,
+    assigned_manager_id: null,
+    assigned_manager_name: null,
+    checkout_message: null,
+    pos_order_id: null,
+    queue_number: null,
+  };
+}
+
+/** Runs `work` on every item, at most `concurrency` at once. */
+async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next];
+      next += 1;
+      await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+}
+
+/** Adds the delivery routes to the admin router (mounted under ADMIN_BASE, after the subscription routes). */
+export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdminDeps): void {
+  const { commands, readStore } = deps;
+  const clock: Clock = deps.clock;
+  const settings = deps.webhooks;
+  const box = createSecretBox(settings.secretKey);
+  const meta = (ctx: AppContext) => commandMetadata(ctx, OPERATOR, clock);
+  const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
+  let collection: Collection<WebhookDeliveryDoc> | undefined;
+  const deliveries = async () => {
+    collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+    return collection;
+  };
+
+  const idParam = (params: unknown) => parseParams(params, z.object({ id: pathUuid }), 404).id;
+  const deliveryParam = (params: unknown) =>
+    parseParams(params, z.object({ delivery_id: pathUuid }), 404).delivery_id;
+
+  /** The subscription as its stream says now; 404 when it never existed or was removed. */
+  async function loadWebhook(id: string): Promise<webhooks.WebhookSubscription> {
+    const { state } = await commands.load(webhooks.streamId(id), webhooks.decider);
+    if (!state.exists || state.removed) {
+      throw new HttpProblem(404, { code: 'webhook_not_found', detail: `no webhook subscription ${id}` });
+    }
+    return state;
+  }
+
+  /** Refuses a redelivery its subscription would only park again. */
+  async function mustReceive(webhookId: string): Promise<void> {
+    const { state } = await commands.load(webhooks.streamId(webhookId), webhooks.decider);
+    if (!state.exists || state.removed) {
+      throw new HttpProblem(409, {
+        code: 'webhook_removed',
+        detail: `webhook subscription ${webhookId} was removed: its deliveries cannot be sent again`,
+        extensions: { webhook_id: webhookId },
+      });
+    }
+    if (!state.enabled) {
+      throw new HttpProblem(409, {
+        code: 'webhook_disabled',
+        detail: `webhook subscription ${webhookId} is disabled (${state.disabled_reason ?? 'disabled'}): enable it first`,
+        extensions: { webhook_id: webhookId, disabled_reason: state.disabled_reason },
+      });
+    }
+  }
+
+  async function findDelivery(deliveryId: string): Promise<WebhookDeliveryDoc> {
+    const doc = await deliveryById(await deliveries(), deliveryId);
+    if (!doc) {
+      throw new HttpProblem(404, { code: 'delivery_not_found', detail: `no webhook delivery ${deliveryId}` });
+    }
+    return doc;
+  }
+
+  const redeliver = (
+    doc: WebhookDeliveryDoc,
+    reason: delivery.RedeliveryReason,
+    metadata: ReturnType<typeof meta>,
+  ) =>
+    commands.handle(
+      delivery.streamId(doc.webhook_id, doc.cart_uuid),
+      delivery.decider,
+      { type: 'RequestRedelivery', delivery_id: doc.delivery_id, reason, at: clock.now().toISOString() },
+      metadata,
+    );
+
+  router.get('/webhooks/:id/deliveries', async (ctx) => {
+    const id = idParam(ctx.params);
+    const query = parseParams(ctx.query, listQuery);
+    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+    await loadWebhook(id);
+    const found = await listDeliveries(await deliveries(), id, {
+      statuses: query.status,
+      limit: query.limit + 1,
+      after,
+    });
+    const page = found.slice(0, query.limit);
+    const next = found.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
+    if (next) {
+      // The next page keeps the filter.
+      const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
+      if (query.status) params.set('status', query.status.join(','));
+      ctx.set('Link', `<${ADMIN_BASE}/webhooks/${id}/deliveries?${params}>; rel="next"`);
+    }
+    ctx.body = { deliveries: page.map(toDeliveryRecord), next_cursor: next };
+  });
+
+  router.get('/webhooks/deliveries/:delivery_id', async (ctx) => {
+    const doc = await findDelivery(deliveryParam(ctx.params));
+    ctx.body = { delivery: toDeliveryRecord(doc) };
+  });
+
+  router.post('/webhooks/deliveries/:delivery_id/redeliver', async (ctx) => {
+    const deliveryId = deliveryParam(ctx.params);
+    parseBody(ctx, z.strictObject({}));
+    const doc = await findDelivery(deliveryId);
+    await mustReceive(doc.webhook_id);
+    const result = await redeliver(doc, 'redeliver', meta(ctx));
+    await seen(result.position);
+    answerWrite(ctx, 202, { delivery: toDeliveryRecord(await findDelivery(deliveryId)) }, result);
+  });
+
+  router.post('/webhooks/:id/recover', async (ctx) => {
+    const id = idParam(ctx.params);
+    const body = parseBody(ctx, recoverBody);
+    await loadWebhook(id);
+    await mustReceive(id);
+    const since = new Date(body.since).toISOString();
+    const found = await failedOrParkedSince(await deliveries(), id, since, RECOVER_LIMIT + 1);
+    const chosen = found.slice(0, RECOVER_LIMIT);
+    // One stream at a time per cart (its deliveries share a stream), several carts at once.
+    const byStream = new Map<string, WebhookDeliveryDoc[]>();
+    for (const doc of chosen) {
+      const key = delivery.streamId(doc.webhook_id, doc.cart_uuid);
+      byStream.set(key, [...(byStream.get(key) ?? []), doc]);
+    }
+    const metadata = meta(ctx);
+    const recovered = new Set<string>();
+    let position = 0;
+    await pool([...byStream.values()], RECOVER_CONCURRENCY, async (docs) => {
+      for (const doc of docs) {
+        try {
+          const result = await redeliver(doc, 'recover', metadata);
+          recovered.add(doc.delivery_id);
+          position = Math.max(position, result.position);
+        } catch (err) {
+          // Started again since the read model saw it (another operator, a retry): nothing to recover.
+          if (err instanceof DomainError && err.code === 'delivery_in_progress') continue;
+          throw err;
+        }
+      }
+    });
+    if (position > 0) await seen(position);
+    ctx.status = 202;
+    ctx.body = {
+      webhook_id: id,
+      since,
+      recovered: recovered.size,
+      // In the order they were found: oldest scheduled first.
+      delivery_ids: chosen.filter((d) => recovered.has(d.delivery_id)).map((d) => d.delivery_id),
+      truncated: found.length > RECOVER_LIMIT,
+      limit: RECOVER_LIMIT,
+    };
+  });
+
+  router.post('/webhooks/:id/test', async (ctx) => {
+    const id = idParam(ctx.params);
+    const body = parseBody(ctx, testBody);
+    const sub = await loadWebhook(id);
+    const kind = body.event ?? 'cart_status_updated';
+    const now = clock.now();
+    const storeId = sub.store_ids[0];
+    const { state: storeState } = await commands.load(storeDomain.streamId(storeId), storeDomain.decider);
+    const storeInfo: WebhookStore = storeState.exists
+      ? {
+          id: storeId,
+          name: storeState.name,
+          display_name: storeState.display_name,
+          store_url: storeState.store_url,
+        }
+      : { id: storeId, name: '', display_name: null, store_url: null };
+    const sample = sampleCart(storeId, now, kind);
+    const rendered =
+      kind === 'cart_status_updated'
+        ? cartStatusUpdatedBody(sample, 1, storeInfo.name)
+        : cartAbandonedBody(sample, storeInfo);
+    const text = JSON.stringify(rendered);
+    const webhookId = randomUUID();
+    const headers = {
+      ...webhookHeaders({
+        authToken: box.decrypt(sub.auth_token_encrypted, secretContext(id, 'auth_token')),
+        secret: box.decrypt(sub.signing_secret_encrypted, secretContext(id, 'signing_secret')),
+        webhookId,
+        attempt: 1,
+        body: text,
+        now,
+      }),
+      [HEADER_TEST]: 'true',
+    };
+    const result = await deliverOnce({
+      url: sub.url,
+      body: text,
+      headers,
+      timeoutMs: settings.timeoutMs,
+      allowPrivate: settings.allowPrivateWebhookUrls,
+      resolve: settings.resolve,
+      clock,
+    });
+    ctx.body = {
+      webhook_id: id,
+      result: {
+        outcome: result.outcome,
+        status: result.status,
+        duration_ms: result.durationMs,
+        response_excerpt: result.responseExcerpt,
+        error_code: result.errorCode,
+        error: result.error,
+      },
+      sample: { event: kind, webhook_id: webhookId, body: rendered },
+    };
+  });
+}

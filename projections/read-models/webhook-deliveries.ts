@@ -1,0 +1,309 @@
+/**
+ * Read model `webhook_deliveries` (DESIGN §5, §6): one document per webhook delivery (`_id` = the
+ * delivery id, the `X-Service-Webhook-Id` of its requests), with every attempt, for the operator views
+ * of the admin API. Built from the `webhookdelivery-` streams (domain/webhook-delivery.ts).
+ *
+ * The rendered body is left out on purpose: it holds the customer's personal data, and the event store
+ * keeps the exact bytes for an auditor. `status` means what the domain's `deliveryStatuses` mean
+ * (`failed`: the last attempt failed and another is scheduled); an attempt in flight is listed with
+ * `outcome: null` until its result is recorded.
+ *
+ * Deterministic (DESIGN §6): every time comes from event data. Idempotent: a document records the
+ * position of the last event applied to it (`_position`), and an event it already reflects is skipped,
+ * so a batch replayed after a crash appends no attempt twice.
+ *
+ * Indexes: `[webhook_id, scheduled_at desc]` serves a subscription's deliveries newest first;
+ * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, and "failed or parked
+ * since T" (two equality prefixes, a range on `scheduled_at`) for recover.
+ */
+import { eventRegistry } from '../../domain/index.ts';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import type { WebhookEventKind } from '../../domain/webhook-subscription.ts';
+import type { RecordedEvent } from '../../eventstore/port.ts';
+import type { Projection } from '../projector.ts';
+import type { Collection, Doc, Filter, IndexSpec } from '../read-store.ts';
+
+export const WEBHOOK_DELIVERIES = 'webhook_deliveries';
+/** The projection's name: the checkpoint the admin routes wait for after a write. */
+export const WEBHOOK_DELIVERIES_PROJECTION = 'webhook_deliveries';
+
+export interface DeliveryAttemptRecord {
+  attempt: number;
+  started_at: string;
+  /** null while the attempt is in flight. */
+  attempted_at: string | null;
+  /** null while the attempt is in flight. */
+  outcome: delivery.AttemptOutcome | null;
+  /** HTTP status; null when no response arrived (or none yet). */
+  status: number | null;
+  /** null while the attempt is in flight. */
+  duration_ms: number | null;
+  response_excerpt: string;
+  error_code: string | null;
+  error: string | null;
+}
+
+export interface RedeliveryRecord {
+  reason: delivery.RedeliveryReason;
+  requested_at: string;
+}
+
+/** A delivery as the admin API shows it. */
+export interface WebhookDeliveryRecord {
+  delivery_id: string;
+  webhook_id: string;
+  event_kind: WebhookEventKind;
+  cart_uuid: string;
+  store_id: number;
+  /** The cart event this webhook stands for. */
+  source_event_id: string;
+  status: delivery.DeliveryStatus;
+  /** Every attempt, oldest first. */
+  attempts: DeliveryAttemptRecord[];
+  /** Attempts started, ever (the last `X-Service-Delivery-Attempt`). */
+  attempt_count: number;
+  scheduled_at: string;
+  /** When the next attempt is due (pending or failed), null otherwise. */
+  next_attempt_at: string | null;
+  delivered_at: string | null;
+  parked_reason: delivery.ParkReason | null;
+  parked_at: string | null;
+  /** Operator requests to send it again (redeliver, recover), oldest first. */
+  redeliveries: RedeliveryRecord[];
+  /** Time of the last event applied. */
+  updated_at: string;
+}
+
+export type WebhookDeliveryDoc = Doc & WebhookDeliveryRecord & { _id: string };
+
+export const webhookDeliveryIndexes: readonly IndexSpec[] = [
+  {
+    keys: [
+      ['webhook_id', 1],
+      ['scheduled_at', -1],
+    ],
+  },
+  {
+    keys: [
+      ['webhook_id', 1],
+      ['status', 1],
+      ['scheduled_at', -1],
+    ],
+  },
+];
+
+const eventTypes = new Set<string>(Object.keys(delivery.events));
+
+function parse(event: RecordedEvent): delivery.WebhookDeliveryEvent {
+  return eventRegistry.read(
+    event.type,
+    event.data,
+    event.metadata.schema_version ?? 1,
+  ) as unknown as delivery.WebhookDeliveryEvent;
+}
+
+/**
+ * The document after one event; undefined when the event changes nothing. Mirrors the domain's
+ * `evolve` for the status (a result without a next attempt leaves the status to the park that
+ * follows it in the same append).
+ */
+export function evolveDelivery(
+  doc: WebhookDeliveryDoc | undefined,
+  event: delivery.WebhookDeliveryEvent,
+): WebhookDeliveryDoc | undefined {
+  if (event.type === 'WebhookDeliveryScheduled') {
+    if (doc) return undefined; // scheduled once; the decider never repeats it
+    const d = event.data;
+    return {
+      _id: d.delivery_id,
+      delivery_id: d.delivery_id,
+      webhook_id: d.webhook_id,
+      event_kind: d.event_kind,
+      cart_uuid: d.cart_uuid,
+      store_id: d.store_id,
+      source_event_id: d.source_event_id,
+      status: 'pending',
+      attempts: [],
+      attempt_count: 0,
+      scheduled_at: d.scheduled_at,
+      next_attempt_at: d.scheduled_at,
+      delivered_at: null,
+      parked_reason: null,
+      parked_at: null,
+      redeliveries: [],
+      updated_at: d.scheduled_at,
+    };
+  }
+  if (!doc) return undefined; // every other event follows the scheduling in the same stream
+  switch (event.type) {
+    case 'WebhookDeliveryAttemptStarted': {
+      const d = event.data;
+      return {
+        ...doc,
+        status: 'in_flight',
+        next_attempt_at: null,
+        attempt_count: d.attempt,
+        attempts: [
+          ...doc.attempts,
+          {
+            attempt: d.attempt,
+            started_at: d.started_at,
+            attempted_at: null,
+            outcome: null,
+            status: null,
+            duration_ms: null,
+            response_excerpt: '',
+            error_code: null,
+            error: null,
+          },
+        ],
+        updated_at: d.started_at,
+      };
+    }
+    case 'WebhookDeliveryAttempted': {
+      const d = event.data;
+      const result = {
+        attempted_at: d.attempted_at,
+        outcome: d.outcome,
+        status: d.status,
+        duration_ms: d.duration_ms,
+        response_excerpt: d.response_excerpt,
+        error_code: d.error_code,
+        error: d.error,
+      };
+      const known = doc.attempts.some((a) => a.attempt === d.attempt);
+      const attempts = known
+        ? doc.attempts.map((a) => (a.attempt === d.attempt ? { ...a, ...result } : a))
+        : [...doc.attempts, { attempt: d.attempt, started_at: d.attempted_at, ...result }];
+      const delivered = d.outcome === 'delivered';
+      return {
+        ...doc,
+        status: delivered ? 'delivered' : d.next_attempt_at === null ? doc.status : 'failed',
+        next_attempt_at: d.next_attempt_at,
+        delivered_at: delivered ? d.attempted_at : doc.delivered_at,
+        attempt_count: Math.max(doc.attempt_count, d.attempt),
+        attempts,
+        updated_at: d.attempted_at,
+      };
+    }
+    case 'WebhookDeliveryParked': {
+      const d = event.data;
+      return {
+        ...doc,
+        status: 'parked',
+        next_attempt_at: null,
+        parked_reason: d.reason,
+        parked_at: d.parked_at,
+        updated_at: d.parked_at,
+      };
+    }
+    case 'WebhookRedeliveryRequested': {
+      const d = event.data;
+      return {
+        ...doc,
+        status: 'pending',
+        next_attempt_at: d.requested_at,
+        parked_reason: null,
+        parked_at: null,
+        redeliveries: [...doc.redeliveries, { reason: d.reason, requested_at: d.requested_at }],
+        updated_at: d.requested_at,
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+export const webhookDeliveriesProjection: Projection = {
+  name: WEBHOOK_DELIVERIES_PROJECTION,
+  collections: { [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes },
+  filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+  prefetch(event) {
+    // A hint only (a document not prefetched is fetched on demand), so the raw data will do.
+    const id = (event.data as { delivery_id?: unknown } | null)?.delivery_id;
+    return eventTypes.has(event.type) && typeof id === 'string' ? [[WEBHOOK_DELIVERIES, id]] : [];
+  },
+  apply(event, tx) {
+    if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
+    const domainEvent = parse(event);
+    const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
+    if (current && typeof current._position === 'number' && current._position >= event.position) return;
+    const next = evolveDelivery(current, domainEvent);
+    if (next) tx.put(WEBHOOK_DELIVERIES, next);
+  },
+};
+
+// ---- queries --------------------------------------------------------------------------------------
+
+export function toDeliveryRecord(doc: WebhookDeliveryDoc): WebhookDeliveryRecord {
+  return {
+    delivery_id: doc.delivery_id,
+    webhook_id: doc.webhook_id,
+    event_kind: doc.event_kind,
+    cart_uuid: doc.cart_uuid,
+    store_id: doc.store_id,
+    source_event_id: doc.source_event_id,
+    status: doc.status,
+    attempts: doc.attempts.map((a) => ({ ...a })),
+    attempt_count: doc.attempt_count,
+    scheduled_at: doc.scheduled_at,
+    next_attempt_at: doc.next_attempt_at,
+    delivered_at: doc.delivered_at,
+    parked_reason: doc.parked_reason,
+    parked_at: doc.parked_at,
+    redeliveries: doc.redeliveries.map((r) => ({ ...r })),
+    updated_at: doc.updated_at,
+  };
+}
+
+/** Where a page of `listDeliveries` ends: the sort values of its last delivery. */
+export interface DeliveryCursor {
+  scheduled_at: string;
+  delivery_id: string;
+}
+
+/**
+ * A subscription's deliveries, newest first (`scheduled_at` descending, then delivery id), optionally
+ * of some statuses only, strictly after `after`. An index walk that stops at `limit`: the `[webhook_id,
+ * scheduled_at]` index, or with statuses one walk of `[webhook_id, status, scheduled_at]` per status,
+ * merged in order.
+ */
+export async function listDeliveries(
+  collection: Collection<WebhookDeliveryDoc>,
+  webhookId: string,
+  options: { statuses?: readonly delivery.DeliveryStatus[]; limit: number; after?: DeliveryCursor },
+): Promise<WebhookDeliveryDoc[]> {
+  const filter: Filter = { webhook_id: webhookId };
+  if (options.statuses && options.statuses.length > 0) {
+    filter.status = options.statuses.length === 1 ? options.statuses[0] : { $in: [...options.statuses] };
+  }
+  return collection.find(filter, {
+    sort: [['scheduled_at', -1]],
+    limit: options.limit,
+    ...(options.after ? { after: [options.after.scheduled_at, options.after.delivery_id] } : {}),
+  });
+}
+
+/**
+ * A subscription's failed or parked deliveries scheduled at or after `since` (ISO 8601 UTC), oldest
+ * first, at most `limit`: two ranges of the `[webhook_id, status, scheduled_at]` index.
+ */
+export async function failedOrParkedSince(
+  collection: Collection<WebhookDeliveryDoc>,
+  webhookId: string,
+  since: string,
+  limit: number,
+): Promise<WebhookDeliveryDoc[]> {
+  return collection.find(
+    { webhook_id: webhookId, status: { $in: ['failed', 'parked'] }, scheduled_at: { $gte: since } },
+    { sort: [['scheduled_at', 1]], limit },
+  );
+}
+
+export async function deliveryById(
+  collection: Collection<WebhookDeliveryDoc>,
+  deliveryId: string,
+): Promise<WebhookDeliveryDoc | null> {
+  const [doc] = await collection.findByIds([deliveryId]);
+  return doc ?? null;
+}

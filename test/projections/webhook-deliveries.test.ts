@@ -1,0 +1,360 @@
+/**
+ * Read model `webhook_deliveries`: one document per delivery with every attempt, built from events the
+ * delivery decider itself produced; the status agrees with the domain's own fold; no body; a replayed
+ * batch changes nothing; and the admin queries (a subscription's deliveries by status, newest first,
+ * paged; failed or parked since a time) are index walks, not scans.
+ */
+import test from 'ava';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import { createMemoryReadStore, type MemoryCollection } from '../../projections/memory-read-store.ts';
+import {
+  deliveryById,
+  failedOrParkedSince,
+  listDeliveries,
+  toDeliveryRecord,
+  WEBHOOK_DELIVERIES,
+  type WebhookDeliveryDoc,
+  webhookDeliveriesProjection,
+  webhookDeliveryIndexes,
+} from '../../projections/read-models/webhook-deliveries.ts';
+import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
+
+const W1 = '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
+const W2 = '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e';
+const CART1 = 'c0000000-0000-4000-8000-000000000001';
+const CART2 = 'c0000000-0000-4000-8000-000000000002';
+const T0 = Date.parse('2026-05-01T10:00:00.000Z');
+const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
+
+type Command = delivery.WebhookDeliveryCommand;
+
+/** Decides each command on the stream's current state and appends what the decider produced. */
+function world(es: Awaited<ReturnType<typeof eventStoreFor>>) {
+  const states = new Map<string, delivery.DeliveryQueueState>();
+  return async (stream: string, commands: Command[]) => {
+    let state = states.get(stream) ?? delivery.decider.initialState;
+    for (const command of commands) {
+      const events = delivery.decider.decide(command, state);
+      for (const e of events) state = delivery.decider.evolve(state, e);
+      if (events.length > 0) await append(es, stream, events, command.at);
+    }
+    states.set(stream, state);
+    return state;
+  };
+}
+
+function schedule(
+  webhookId: string,
+  cartUuid: string,
+  sourceEventId: string,
+  revision: number,
+  seconds: number,
+): Command {
+  return {
+    type: 'ScheduleDelivery',
+    delivery_id: delivery.deliveryId(webhookId, sourceEventId),
+    webhook_id: webhookId,
+    event_kind: 'cart_status_updated',
+    cart_uuid: cartUuid,
+    store_id: 1,
+    source_event_id: sourceEventId,
+    source_revision: revision,
+    source_position: revision + 1,
+    body: '{"webhook_event":"cart_status_updated","cart":{"customer_email_address":"ana@example.com"}}',
+    at: at(seconds),
+  };
+}
+
+const start = (id: string, seconds: number): Command => ({
+  type: 'StartAttempt',
+  delivery_id: id,
+  lease_ms: 30_000,
+  dispatcher_id: 'dispatcher-test',
+  at: at(seconds),
+});
+
+const result = (
+  id: string,
+  attempt: number,
+  seconds: number,
+  outcome: 'delivered' | 'failed',
+  next: { retry_at?: number; park?: delivery.ParkReason } = {},
+): Command => ({
+  type: 'RecordAttempt',
+  delivery_id: id,
+  attempt,
+  outcome,
+  status: outcome === 'delivered' ? 200 : 500,
+  duration_ms: 12,
+  response_excerpt: outcome === 'delivered' ? 'ok' : 'boom',
+  error_code: outcome === 'delivered' ? null : 'http_status',
+  error: outcome === 'delivered' ? null : 'HTTP 500',
+  retry_at: next.retry_at === undefined ? null : at(next.retry_at),
+  park: next.park ?? null,
+  at: at(seconds),
+});
+
+const D1 = delivery.deliveryId(W1, 'event-1');
+const D2 = delivery.deliveryId(W1, 'event-2');
+const D3 = delivery.deliveryId(W1, 'event-3');
+const D4 = delivery.deliveryId(W2, 'event-4');
+
+/** D1 failed then delivered; D2 parked after its attempts, redelivered, attempt in flight; D3 pending; D4 failed. */
+async function scenario(t: Parameters<typeof eventStoreFor>[0]) {
+  const es = await eventStoreFor(t);
+  const run = world(es);
+  const q1 = delivery.streamId(W1, CART1);
+  await run(q1, [
+    schedule(W1, CART1, 'event-1', 2, 0),
+    start(D1, 0),
+    result(D1, 1, 1, 'failed', { retry_at: 5 }),
+    start(D1, 5),
+    result(D1, 2, 6, 'delivered'),
+    schedule(W1, CART1, 'event-2', 3, 10),
+    start(D2, 10),
+    result(D2, 1, 11, 'failed', { park: 'attempts_exhausted' }),
+    { type: 'RequestRedelivery', delivery_id: D2, reason: 'redeliver', at: at(20) },
+    start(D2, 21),
+  ]);
+  await run(delivery.streamId(W1, CART2), [schedule(W1, CART2, 'event-3', 4, 30)]);
+  await run(delivery.streamId(W2, CART1), [
+    schedule(W2, CART1, 'event-4', 2, 0),
+    start(D4, 0),
+    result(D4, 1, 2, 'failed', { retry_at: 60 }),
+  ]);
+  return { es, run };
+}
+
+async function deliveriesOf(readStore: ReturnType<typeof createMemoryReadStore>) {
+  return readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+}
+
+test('one document per delivery with every attempt, and no body', async (t) => {
+  const { es } = await scenario(t);
+  const readStore = createMemoryReadStore();
+  await project(es, readStore, webhookDeliveriesProjection);
+  const c = await deliveriesOf(readStore);
+  t.is(c.size(), 4);
+
+  const d1 = await deliveryById(c, D1);
+  if (!d1) throw new Error('no D1');
+  t.deepEqual(toDeliveryRecord(d1), {
+    delivery_id: D1,
+    webhook_id: W1,
+    event_kind: 'cart_status_updated',
+    cart_uuid: CART1,
+    store_id: 1,
+    source_event_id: 'event-1',
+    status: 'delivered',
+    attempts: [
+      {
+        attempt: 1,
+        started_at: at(0),
+        attempted_at: at(1),
+        outcome: 'failed',
+        status: 500,
+        duration_ms: 12,
+        response_excerpt: 'boom',
+        error_code: 'http_status',
+        error: 'HTTP 500',
+      },
+      {
+        attempt: 2,
+        started_at: at(5),
+        attempted_at: at(6),
+        outcome: 'delivered',
+        status: 200,
+        duration_ms: 12,
+        response_excerpt: 'ok',
+        error_code: null,
+        error: null,
+      },
+    ],
+    attempt_count: 2,
+    scheduled_at: at(0),
+    next_attempt_at: null,
+    delivered_at: at(6),
+    parked_reason: null,
+    parked_at: null,
+    redeliveries: [],
+    updated_at: at(6),
+  });
+  t.false(
+    JSON.stringify(await c.find({})).includes('ana@example.com'),
+    'the body (customer data) is not kept',
+  );
+
+  const d2 = (await deliveryById(c, D2)) as WebhookDeliveryDoc;
+  t.is(d2.status, 'in_flight');
+  t.is(d2.attempt_count, 2);
+  t.deepEqual(
+    d2.attempts.map((a) => [a.attempt, a.outcome, a.attempted_at]),
+    [
+      [1, 'failed', at(11)],
+      [2, null, null],
+    ],
+  );
+  t.deepEqual(d2.redeliveries, [{ reason: 'redeliver', requested_at: at(20) }]);
+  t.is(d2.parked_reason, null, 'a redelivery clears the park');
+
+  const d3 = (await deliveryById(c, D3)) as WebhookDeliveryDoc;
+  t.like(d3, { status: 'pending', attempt_count: 0, attempts: [], next_attempt_at: at(30) });
+  const d4 = (await deliveryById(c, D4)) as WebhookDeliveryDoc;
+  t.like(d4, { status: 'failed', next_attempt_at: at(60), attempt_count: 1 });
+});
+
+test('the status, attempts and times agree with the domain fold of each stream', async (t) => {
+  const { es, run } = await scenario(t);
+  // More moves: D2's attempt fails for good and is parked again; D3 is delivered.
+  const d2State = await run(delivery.streamId(W1, CART1), [
+    result(D2, 2, 22, 'failed', { park: 'attempts_exhausted' }),
+  ]);
+  const d3State = await run(delivery.streamId(W1, CART2), [start(D3, 31), result(D3, 1, 32, 'delivered')]);
+  const d4State = await run(delivery.streamId(W2, CART1), []);
+  const readStore = createMemoryReadStore();
+  await project(es, readStore, webhookDeliveriesProjection, { batchSize: 2 });
+  const c = await deliveriesOf(readStore);
+  for (const state of [d2State, d3State, d4State]) {
+    if (!state.exists) throw new Error('no queue');
+    for (const d of state.deliveries) {
+      const doc = (await deliveryById(c, d.delivery_id)) as WebhookDeliveryDoc;
+      t.is(doc.status, d.status, d.delivery_id);
+      t.is(doc.attempt_count, d.attempts);
+      t.is(doc.attempts.length, d.attempts);
+      t.is(doc.next_attempt_at, d.next_attempt_at);
+      t.is(doc.delivered_at, d.delivered_at);
+      t.is(doc.parked_reason, d.parked_reason);
+      t.is(doc.parked_at, d.parked_at);
+      t.is(doc.attempts.at(-1)?.outcome ?? null, d.last_attempt?.outcome ?? null);
+    }
+  }
+  t.like(await deliveryById(c, D2), { status: 'parked', parked_reason: 'attempts_exhausted' });
+});
+
+test('applying the same events again changes nothing, whatever the batch size', async (t) => {
+  const { es } = await scenario(t);
+  const readStore = createMemoryReadStore();
+  await project(es, readStore, webhookDeliveriesProjection);
+  const first = await snapshot(readStore, webhookDeliveriesProjection);
+  for (const batchSize of [1, 3, 1000]) {
+    await resetCheckpoint(readStore, webhookDeliveriesProjection.name);
+    const { readStore: watched, writes } = recording(readStore);
+    await project(es, watched, webhookDeliveriesProjection, { batchSize });
+    t.deepEqual(writes, []);
+    t.deepEqual(await snapshot(readStore, webhookDeliveriesProjection), first);
+  }
+  const fresh = createMemoryReadStore();
+  await project(es, fresh, webhookDeliveriesProjection, { batchSize: 1 });
+  t.deepEqual(await snapshot(fresh, webhookDeliveriesProjection), first);
+});
+
+// ---- query plans ------------------------------------------------------------------------------------
+
+const N = 10_000;
+/** Entries a plan may look at beyond what it returns (the cursor's own entry). */
+const SLACK = 2;
+const STATUSES = delivery.deliveryStatuses;
+const hex = (n: number) => n.toString(16).padStart(12, '0');
+
+/** 10,000 documents: 100 subscriptions × 100 deliveries, statuses and times spread out. */
+function planDoc(i: number): WebhookDeliveryDoc {
+  const webhook = `aaaaaaaa-0000-4000-8000-${hex(i % 100)}`;
+  const id = `dddddddd-0000-4000-8000-${hex(i)}`;
+  const scheduled = at(i * 7);
+  return {
+    _id: id,
+    delivery_id: id,
+    webhook_id: webhook,
+    event_kind: 'cart_status_updated',
+    cart_uuid: `cccccccc-0000-4000-8000-${hex(i % 997)}`,
+    store_id: 1,
+    source_event_id: `event-${i}`,
+    status: STATUSES[Math.floor(i / 100) % STATUSES.length],
+    attempts: [],
+    attempt_count: 0,
+    scheduled_at: scheduled,
+    next_attempt_at: null,
+    delivered_at: null,
+    parked_reason: null,
+    parked_at: null,
+    redeliveries: [],
+    updated_at: scheduled,
+  };
+}
+
+const planDocs = Array.from({ length: N }, (_, i) => planDoc(i));
+const planCollection = (async () => {
+  const c = await createMemoryReadStore().collection<WebhookDeliveryDoc>(
+    WEBHOOK_DELIVERIES,
+    webhookDeliveryIndexes,
+  );
+  await c.bulkWrite(
+    planDocs.map((d) => ({ replaceOne: { filter: { _id: d._id }, replacement: d, upsert: true } })),
+  );
+  return c as MemoryCollection<WebhookDeliveryDoc>;
+})();
+
+const newestFirst = (a: WebhookDeliveryDoc, b: WebhookDeliveryDoc) =>
+  b.scheduled_at.localeCompare(a.scheduled_at) || a._id.localeCompare(b._id);
+const HOOK = 'aaaaaaaa-0000-4000-8000-00000000002a';
+
+test.serial(
+  "a subscription's deliveries, newest first, page by page: each page examines only itself",
+  async (t) => {
+    const c = await planCollection;
+    const all = planDocs.filter((d) => d.webhook_id === HOOK).sort(newestFirst);
+    t.is(all.length, 100);
+    const seen: string[] = [];
+    let after: { scheduled_at: string; delivery_id: string } | undefined;
+    for (let page = 0; page < 5; page++) {
+      const found = await listDeliveries(c, HOOK, { limit: 20, after });
+      t.true(c.lastExamined() <= 20 + SLACK, `examined ${c.lastExamined()}`);
+      seen.push(...found.map((d) => d._id));
+      const last = found[found.length - 1];
+      after = { scheduled_at: last.scheduled_at, delivery_id: last.delivery_id };
+    }
+    t.deepEqual(
+      seen,
+      all.map((d) => d._id),
+    );
+  },
+);
+
+test.serial('filtered by one or several statuses: an index walk per status, merged in order', async (t) => {
+  const c = await planCollection;
+  for (const statuses of [['failed'], ['failed', 'parked'], ['pending', 'in_flight', 'delivered']] as const) {
+    const want = planDocs
+      .filter((d) => d.webhook_id === HOOK && (statuses as readonly string[]).includes(d.status))
+      .sort(newestFirst);
+    t.true(want.length > 10, statuses.join());
+    const found = await listDeliveries(c, HOOK, { statuses, limit: 10 });
+    t.deepEqual(
+      found.map((d) => d._id),
+      want.slice(0, 10).map((d) => d._id),
+    );
+    t.true(c.lastExamined() <= 10 + statuses.length + SLACK, `examined ${c.lastExamined()}`);
+  }
+});
+
+test.serial('failed or parked since a time: index ranges, oldest first', async (t) => {
+  const c = await planCollection;
+  const since = at(5000 * 7);
+  const want = planDocs
+    .filter(
+      (d) =>
+        d.webhook_id === HOOK && (d.status === 'failed' || d.status === 'parked') && d.scheduled_at >= since,
+    )
+    .sort((a, b) => a.scheduled_at.localeCompare(b.scheduled_at) || a._id.localeCompare(b._id));
+  t.true(want.length > 5);
+  const found = await failedOrParkedSince(c, HOOK, since, 10_001);
+  t.deepEqual(
+    found.map((d) => d._id),
+    want.map((d) => d._id),
+  );
+  t.true(c.lastExamined() <= want.length + SLACK, `examined ${c.lastExamined()} for ${want.length}`);
+  const bounded = await failedOrParkedSince(c, HOOK, since, 3);
+  t.deepEqual(
+    bounded.map((d) => d._id),
+    want.slice(0, 3).map((d) => d._id),
+  );
+});
