@@ -10,6 +10,7 @@ import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/generate.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -37,6 +38,8 @@ export interface Config {
   /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
   secretKey: KeyObject | null;
   sandbox: boolean;
+  /** Stores in the sandbox (the rest of its data scales with them). */
+  sandboxSize: number;
   logLevel: LogLevel;
 }
 
@@ -192,6 +195,13 @@ export function parseSecretKey(raw: string): KeyObject {
 }
 const secretKey = parsed(parseSecretKey);
 
+const sandboxSize = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= MAX_SANDBOX_SIZE
+    ? n
+    : problem(`expected a number of stores from 1 to ${MAX_SANDBOX_SIZE}, got ${quote(raw)}`);
+});
+
 const logLevel = parsed((raw) =>
   (LOG_LEVELS as readonly string[]).includes(raw.toLowerCase())
     ? (raw.toLowerCase() as LogLevel)
@@ -210,6 +220,7 @@ const envSchema = z.object({
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
+  PDS_SANDBOX_SIZE: sandboxSize.optional(),
   LOG_LEVEL: logLevel.optional(),
 });
 
@@ -276,6 +287,7 @@ export function parseConfig(env: Env): Config {
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
+    sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,
     logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
   });
 }
@@ -422,6 +434,7 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     webhook_retry_schedule: config.webhookRetryScheduleMs.map(formatDuration).join(','),
     allow_private_webhook_urls: config.allowPrivateWebhookUrls,
     sandbox: config.sandbox,
+    sandbox_size: config.sandboxSize,
     log_level: config.logLevel,
   };
 }

@@ -8,6 +8,7 @@ import pkg from '../package.json' with { type: 'json' };
 import { EXIT } from './client.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerProjections } from './commands/projections.ts';
+import { registerSandbox } from './commands/sandbox.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 
@@ -19,6 +20,7 @@ registerServe(program);
 registerAudit(program);
 registerProjections(program);
 registerWebhooks(program);
+registerSandbox(program);
 
 // Usage errors (unknown command or option, missing argument) exit 2, like most Unix tools;
 // commander has already printed what was wrong.

@@ -91,6 +91,7 @@ test('defaults: embedded mode with everything from DESIGN §2', (t) => {
     allowPrivateWebhookUrls: true,
     secretKey: null,
     sandbox: true,
+    sandboxSize: 50,
     logLevel: 'info',
   });
   t.true(Object.isFrozen(config));
@@ -211,6 +212,11 @@ const valid: Record<string, Case[]> = {
       ['false', false],
     ] as const
   ).map(([raw, value]) => ({ env: { PDS_SANDBOX: raw }, check: (c) => c.sandbox, expected: value })),
+  PDS_SANDBOX_SIZE: [1, 3, 500].map((size) => ({
+    env: { PDS_SANDBOX_SIZE: String(size) },
+    check: (c) => c.sandboxSize,
+    expected: size,
+  })),
   LOG_LEVEL: [
     ...['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => ({
       env: { LOG_LEVEL: level },
@@ -263,6 +269,9 @@ const bad: [string, string, Env?][] = [
   ['PDS_SECRET_KEY', Buffer.alloc(16, 1).toString('base64')],
   ['PDS_SECRET_KEY', Buffer.alloc(48, 1).toString('base64')],
   ['PDS_SANDBOX', 'maybe'],
+  ['PDS_SANDBOX_SIZE', '0'],
+  ['PDS_SANDBOX_SIZE', '501'],
+  ['PDS_SANDBOX_SIZE', 'small'],
   ['LOG_LEVEL', 'loud'],
   ['LOG_LEVEL', 'verbose'],
   // Required in non-embedded mode: a key generated per container would differ between processes.

@@ -4,11 +4,21 @@
  * Output contract: bad configuration prints exactly one line on stderr and exits 1; once listening,
  * the URL is logged and a short banner (URL, where the operator token is) goes to stdout. The first
  * signal stops gracefully and exits 0; a second one exits 1 at once.
+ *
+ * Sandbox (`PDS_SANDBOX`, on by default in embedded mode): the process of role `all` seeds the sandbox
+ * data on its first start, once it is serving and its read models have caught up with what was there,
+ * then prints the docs URL, one API key per partner kind and a sample curl (on stdout, never through
+ * the logger). A restart does not seed again and prints the same keys. A stop during seeding stops it
+ * between two commands; the next start finishes it. Split roles do not seed: several `api` replicas
+ * would all try; run `pds sandbox seed` once instead.
  */
+import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
+import type { Logger } from 'pino';
 import { defaultComponents } from '../components.ts';
-import { createService, ROLES, type Role } from '../compose.ts';
+import { type Component, createService, ROLES, type Role, type ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
+import { describeSandbox, SandboxRefusedError, type SeedResult, seedSandbox } from '../sandbox/seed.ts';
 
 export function registerServe(program: Command): void {
   program
@@ -40,7 +50,9 @@ async function serve(role: Role): Promise<void> {
     process.exit(1);
   }
 
-  const service = createService(config, { role, components: defaultComponents() });
+  const sandbox = config.sandbox && role === 'all' ? sandboxSeeder() : undefined;
+  const components = [...defaultComponents(), ...(sandbox ? [sandbox] : [])];
+  const service = createService(config, { role, components });
   const log = service.logger;
 
   process.on('uncaughtException', (error) => {
@@ -85,4 +97,132 @@ async function serve(role: Role): Promise<void> {
   const url = `http://localhost:${port}`;
   log.info({ url, components: service.components }, `listening on ${url}`);
   process.stdout.write(`pds: listening on ${url} (role ${role})\npds: ${tokenLine(config)}\n`);
+  if (config.sandbox && role !== 'all') {
+    log.info('PDS_SANDBOX is on, but only `pds serve --role all` seeds it: run `pds sandbox seed` once');
+  }
+  sandbox?.run(port).then(
+    (result) => {
+      if (!result || signalled) return;
+      const banner = [`sandbox ready at ${url}`, tokenLine(config), describeSandbox(result, url)].join('\n');
+      process.stdout.write(`${banner.replace(/^/gm, 'pds: ')}\n`);
+    },
+    (error: unknown) => {
+      if (signalled) return;
+      if (error instanceof SandboxRefusedError) {
+        log.warn({ reason: error.message }, 'sandbox not seeded');
+        process.stdout.write(`pds: sandbox not seeded: ${error.message} (PDS_SANDBOX=0 stops trying)\n`);
+        return;
+      }
+      log.error({ err: error }, 'sandbox seeding failed');
+      process.stderr.write(`pds: sandbox seeding failed: ${(error as Error).message}\n`);
+    },
+  );
+}
+
+/**
+ * The sandbox seeder: a component only so that it shares the process's event store and stops (between
+ * two commands) before the store closes. `run` is called once the service listens.
+ */
+function sandboxSeeder(): Component & { run(port: number): Promise<SeedResult | undefined> } {
+  let ctx: ServiceContext | undefined;
+  const abort = new AbortController();
+  let running: Promise<unknown> | undefined;
+  return {
+    name: 'sandbox-seeder',
+    roles: ['api'],
+    start(c) {
+      ctx = c;
+    },
+    async stop() {
+      abort.abort();
+      await running?.catch(() => undefined);
+    },
+    run(port) {
+      const c = ctx;
+      if (!c) return Promise.reject(new Error('the sandbox seeder was not started'));
+      const work = seedWhenReady(c, port, abort.signal);
+      running = work;
+      return work.catch((error: unknown) => {
+        if (abort.signal.aborted) return undefined;
+        throw error;
+      });
+    },
+  };
+}
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+
+async function seedWhenReady(ctx: ServiceContext, port: number, signal: AbortSignal): Promise<SeedResult> {
+  const log = ctx.logger.child({ component: 'sandbox' });
+  // Seeding starts once the read models have caught up with the store as it was, so /readyz keeps
+  // meaning "the read models were built at start" and is never held back by the seeding.
+  while (!(await ctx.readiness.check()).ready) await pause(100, signal);
+  const bar = process.stderr.isTTY
+    ? new SingleBar({
+        format: 'sandbox [{bar}] {percentage}% | {value}/{total} records | {phase}',
+        hideCursor: true,
+        stream: process.stderr,
+      })
+    : undefined;
+  let seeding = false;
+  const result = await seedSandbox({
+    store: ctx.eventStore,
+    secretKey: ctx.config.secretKey,
+    abandonAfterMs: ctx.config.abandonAfterMs,
+    size: ctx.config.sandboxSize,
+    signal,
+    onProgress({ phase, done, total }) {
+      if (!seeding) {
+        seeding = true;
+        log.info({ size: ctx.config.sandboxSize }, 'seeding the sandbox');
+        bar?.start(total, 0, { phase });
+      }
+      bar?.update(done, { phase });
+    },
+  }).finally(() => bar?.stop());
+  if (result.outcome === 'seeded') {
+    log.info(
+      { size: result.size, counts: result.counts, events: result.events_written, seconds: result.seconds },
+      'sandbox seeded',
+    );
+  }
+  await readModelsCaughtUp(`http://127.0.0.1:${port}`, ctx.config.operatorToken, signal, log);
+  return result;
+}
+
+/**
+ * Waits until every projection has applied every event (the admin API's lag), so the sample request
+ * printed next answers with the sandbox data. Through HTTP: the projector belongs to the read-side
+ * component, and its admin route is the one place that reports its lag.
+ */
+async function readModelsCaughtUp(base: string, token: string, signal: AbortSignal, log: Logger) {
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    const response = await fetch(`${base}/admin/v1/projections`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal,
+    });
+    if (response.ok) {
+      const { projections } = (await response.json()) as {
+        projections: { state: string; lag_events: number }[];
+      };
+      if (projections.every((p) => p.state === 'live' && p.lag_events === 0)) return;
+    }
+    if (Date.now() > deadline) {
+      log.warn('the read models have not caught up with the sandbox after 5 minutes');
+      return;
+    }
+    await pause(200, signal);
+  }
 }
