@@ -7,6 +7,8 @@ import { Command, CommanderError } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
 import { EXIT } from './client.ts';
 import { registerAudit } from './commands/audit.ts';
+import { registerImport } from './commands/import.ts';
+import { registerPartners } from './commands/partners.ts';
 import { registerProjections } from './commands/projections.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerServe } from './commands/serve.ts';
@@ -20,7 +22,9 @@ registerServe(program);
 registerAudit(program);
 registerProjections(program);
 registerWebhooks(program);
+registerPartners(program);
 registerSandbox(program);
+registerImport(program);
 
 // Usage errors (unknown command or option, missing argument) exit 2, like most Unix tools;
 // commander has already printed what was wrong.
