@@ -1,0 +1,22 @@
+# The Partner Data Service: one image for every role (`pds serve --role all|api|projector|dispatcher`).
+FROM node:24-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+# The image brings Node 24, so the `node` devDependency (which puts Node 24 on PATH for npm scripts on
+# machines with an older Node) is not needed here, nor are the other dev tools: Node runs the .ts files
+# itself (type stripping).
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY api ./api
+COPY cli ./cli
+COPY dispatcher ./dispatcher
+COPY domain ./domain
+COPY eventstore ./eventstore
+COPY projections ./projections
+# The data dir holds the embedded store and generated secrets when no external engine is configured.
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "cli/pds.ts", "serve", "--role", "all"]

@@ -1,0 +1,104 @@
+/**
+ * `docker-compose.yml` and the `Dockerfile`, read as files (no Docker engine needed): both engines, the
+ * three roles with healthchecks, and only configuration variables the service knows.
+ */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+import { parse } from 'yaml';
+import { ROLES } from '../cli/compose.ts';
+import { CONFIG_VARIABLES, parseConfig } from '../cli/config.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string>;
+  healthcheck?: { test?: string[] | string; disable?: boolean };
+  depends_on?: Record<string, { condition: string }>;
+  deploy?: { replicas?: number };
+  profiles?: string[];
+}
+
+async function compose(): Promise<{ services: Record<string, Service> }> {
+  // `<<: *pds` merge keys are YAML 1.1; docker compose reads them, so the test does too.
+  return parse(await readFile(`${ROOT}docker-compose.yml`, 'utf8'), { merge: true });
+}
+
+const text = (value: string[] | string | undefined) =>
+  Array.isArray(value) ? value.join(' ') : (value ?? '');
+
+test('EventStoreDB with projections on in insecure dev mode, and a healthcheck', async (t) => {
+  const { services } = await compose();
+  const es = services.eventstore;
+  t.regex(es.image ?? '', /eventstore\/eventstore:|kurrent/);
+  t.is(es.environment?.EVENTSTORE_RUN_PROJECTIONS, 'All');
+  t.is(es.environment?.EVENTSTORE_INSECURE, 'true');
+  t.regex(text(es.healthcheck?.test), /health\/live/);
+});
+
+test('MongoDB runs as a replica set that its healthcheck initiates', async (t) => {
+  const { services } = await compose();
+  const mongo = services.mongo;
+  t.regex(mongo.image ?? '', /^mongo:/);
+  t.deepEqual(mongo.command?.slice(0, 2), ['--replSet', 'rs0']);
+  const check = text(mongo.healthcheck?.test);
+  t.regex(check, /rs\.initiate\(/);
+  t.regex(check, /isWritablePrimary/);
+});
+
+test('api (2 replicas), projector and dispatcher: each its role, the shared environment, a healthcheck', async (t) => {
+  const { services } = await compose();
+  const roles = ROLES.filter((r) => r !== 'all');
+  t.deepEqual(roles, ['api', 'projector', 'dispatcher']);
+  for (const role of roles) {
+    const s = services[role];
+    t.truthy(s, role);
+    t.deepEqual(s.command, ['node', 'cli/pds.ts', 'serve', '--role', role], role);
+    t.regex(text(s.healthcheck?.test), /\/(healthz|readyz)/, role);
+    t.false(s.healthcheck?.disable === true, role);
+    t.is(s.depends_on?.eventstore?.condition, 'service_healthy', role);
+    t.is(s.depends_on?.mongo?.condition, 'service_healthy', role);
+    const env = s.environment ?? {};
+    t.regex(env.PDS_EVENT_STORE ?? '', /^esdb:\/\/eventstore:2113/, role);
+    t.regex(env.PDS_READ_STORE ?? '', /^mongodb:\/\/mongo:27017\/\w+\?replicaSet=rs0$/, role);
+    t.regex(env.PDS_OPERATOR_TOKEN ?? '', /^\$\{PDS_OPERATOR_TOKEN:\?/, role);
+    t.regex(env.PDS_SECRET_KEY ?? '', /^\$\{PDS_SECRET_KEY:\?/, role);
+  }
+  t.is(services.api.deploy?.replicas, 2);
+});
+
+test('every variable the compose file sets is one the service reads, with a value it accepts', async (t) => {
+  const { services } = await compose();
+  const env = services.api.environment ?? {};
+  // DESIGN §2's environment, all of it.
+  for (const name of CONFIG_VARIABLES) t.true(name in env, `${name} is set`);
+  for (const name of Object.keys(env)) t.true((CONFIG_VARIABLES as readonly string[]).includes(name), name);
+  // `${VAR:-default}` as compose resolves it when VAR is unset; the required secrets get sample values.
+  const resolved = Object.fromEntries(
+    Object.entries(env).map(([k, v]) => [
+      k,
+      v
+        .replace(/^\$\{PDS_OPERATOR_TOKEN:\?[^}]*\}$/, 'operator-token-for-the-test')
+        .replace(/^\$\{PDS_SECRET_KEY:\?[^}]*\}$/, Buffer.alloc(32, 1).toString('base64'))
+        .replace(/^\$\{\w+:-([^}]*)\}$/, '$1'),
+    ]),
+  );
+  const config = parseConfig(resolved);
+  t.false(config.embedded);
+  t.false(config.sandbox);
+  t.is(config.readStoreUrl, 'mongodb://mongo:27017/pds?replicaSet=rs0');
+});
+
+test('the Dockerfile builds on Node 24 and runs pds serve', async (t) => {
+  const dockerfile = await readFile(`${ROOT}Dockerfile`, 'utf8');
+  t.regex(dockerfile, /^FROM node:24(-slim)?$/m);
+  t.regex(dockerfile, /^RUN npm ci\b/m);
+  t.regex(dockerfile, /^CMD \["node", "cli\/pds\.ts", "serve"/m);
+  const ignored = (await readFile(`${ROOT}.dockerignore`, 'utf8')).split('\n');
+  // The embedded store and its generated secrets never go into an image.
+  t.true(ignored.includes('data'));
+  t.true(ignored.includes('node_modules'));
+});
