@@ -4,10 +4,12 @@
  */
 import { benchEventStore } from './eventstore.ts';
 import { benchProjectionRebuild } from './projection.ts';
+import { benchWebhooks } from './webhook.ts';
 
 const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   eventstore: () => benchEventStore(),
   projection: () => benchProjectionRebuild(),
+  webhook: () => benchWebhooks(),
 };
 
 const only = process.argv.slice(2);

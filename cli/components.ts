@@ -55,7 +55,8 @@ export function readSide(shared: Shared): Component {
   let projector: Projector | undefined;
   return {
     name: 'read-side',
-    roles: ['api', 'projector', 'dispatcher'],
+    // Not the dispatcher: it folds what it needs from the events itself (subscriptions, deadlines).
+    roles: ['api', 'projector'],
     async start(ctx) {
       const readStore = await openReadStore(ctx.config.readStoreUrl);
       shared.readStore = readStore;

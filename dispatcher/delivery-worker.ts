@@ -185,7 +185,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   const now = () => clock.now();
 
-  function evolve(queue: Queue, event: RecordedEvent): void {
+  /** Applies one event; `pruneAfter` false while replaying a whole stream (a redelivery may follow a park). */
+  function evolve(queue: Queue, event: RecordedEvent, pruneAfter = true): void {
     const domainEvent = registry.read(event.type, event.data, event.metadata.schema_version ?? 1);
     queue.state = delivery.decider.evolve(queue.state, domainEvent as delivery.WebhookDeliveryEvent);
     queue.revision = event.revision;
@@ -195,7 +196,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         event.metadata.correlation_id,
       );
     }
-    prune(queue);
+    if (pruneAfter) prune(queue);
   }
 
   /** Forgets settled deliveries: only the head and what follows it matter to the worker. */
@@ -216,7 +217,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     queue.state = delivery.decider.initialState;
     queue.revision = -1;
     queue.correlation.clear();
-    for (const e of recorded) evolve(queue, e);
+    for (const e of recorded) evolve(queue, e, false);
+    prune(queue);
   }
 
   function queueOf(stream: string): Queue {
@@ -339,7 +341,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   ): Promise<void> {
     const authToken = box.decrypt(sub.auth_token_encrypted, secretContext(sub.webhook_id, 'auth_token'));
     const secret = box.decrypt(sub.signing_secret_encrypted, secretContext(sub.webhook_id, 'signing_secret'));
+    // The slot covers the request only: recording its result does not hold up the next request.
     await limiter.acquire(sub.webhook_id);
+    let started: delivery.Delivery;
+    let result: DeliveryResult;
     try {
       await decide(
         queue,
@@ -352,17 +357,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         },
         d.delivery_id,
       );
-      const started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
-      const attemptNo = started.attempts;
+      started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
       const headers = webhookHeaders({
         authToken,
         secret,
         webhookId: d.delivery_id,
-        attempt: attemptNo,
+        attempt: started.attempts,
         body: d.body,
         now: now(),
       });
-      const result = await deliverOnce({
+      result = await deliverOnce({
         url: sub.url,
         body: d.body,
         headers,
@@ -371,38 +375,56 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         resolve: options.resolve,
         clock,
       });
-      stats.attempts[result.outcome] += 1;
-      options.onAttempt?.({
-        webhookId: sub.webhook_id,
-        outcome: result.outcome,
-        durationMs: result.durationMs,
-      });
-      const next = plan(started, result);
-      await decide(
-        queue,
-        {
-          type: 'RecordAttempt',
-          delivery_id: d.delivery_id,
-          attempt: attemptNo,
-          outcome: result.outcome,
-          status: result.status,
-          duration_ms: result.durationMs,
-          response_excerpt: result.responseExcerpt,
-          error_code: result.errorCode,
-          error: result.error,
-          ...next,
-          at: now().toISOString(),
-        },
-        d.delivery_id,
-      );
-      if (result.outcome === 'gone') await disableSubscription(sub.webhook_id);
     } finally {
       limiter.release(sub.webhook_id);
     }
+    const attemptNo = started.attempts;
+    stats.attempts[result.outcome] += 1;
+    options.onAttempt?.({
+      webhookId: sub.webhook_id,
+      outcome: result.outcome,
+      durationMs: result.durationMs,
+    });
+    const next = plan(started, result);
+    const command: delivery.WebhookDeliveryCommand = {
+      type: 'RecordAttempt',
+      delivery_id: d.delivery_id,
+      attempt: attemptNo,
+      outcome: result.outcome,
+      status: result.status,
+      duration_ms: result.durationMs,
+      response_excerpt: result.responseExcerpt,
+      error_code: result.errorCode,
+      error: result.error,
+      ...next,
+      at: now().toISOString(),
+    };
+    // The fan-out appends to the same queue (the cart's next event): on a conflict the queue is
+    // reloaded and the result recorded again, as long as the attempt is still ours and in flight.
+    for (let tries = 1; ; tries++) {
+      try {
+        await decide(queue, command, d.delivery_id);
+        break;
+      } catch (err) {
+        const current = delivery.findDelivery(queue.state, d.delivery_id);
+        const stillOurs = current?.in_flight?.attempt === attemptNo;
+        if (!(err instanceof StaleQueue) || !stillOurs || tries >= 20) throw err;
+      }
+    }
+    if (result.outcome === 'gone') await disableSubscription(sub.webhook_id);
+  }
+
+  /** Queue work in progress: a graceful stop lets it finish, so no attempt is left without its result. */
+  const working = new Set<Promise<void>>();
+  function work(stream: string): Promise<void> {
+    const run = workQueue(stream);
+    working.add(run);
+    void run.finally(() => working.delete(run));
+    return run;
   }
 
   /** Works the queue's head until it waits for a later time or the queue is empty. */
-  async function work(stream: string): Promise<void> {
+  async function workQueue(stream: string): Promise<void> {
     const queue = queues.get(stream);
     if (!queue || queue.busy || stopped) return;
     queue.busy = true;
@@ -514,6 +536,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     async stop() {
       stopped = true;
       scheduler.stop();
+      // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
+      await Promise.allSettled([...working]);
       await subscription?.stop();
     },
   };

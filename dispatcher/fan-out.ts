@@ -11,7 +11,7 @@
  * buffer). The queue also orders by the cart event's revision, whatever the write order.
  */
 import type { Logger } from 'pino';
-import { createCommandHandler } from '../api/command-handler.ts';
+import { toNewEvents } from '../api/command-handler.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -46,7 +46,7 @@ export interface FanOutOptions {
 export interface FanOutStats {
   /** Cart events handled (acknowledged). */
   events: number;
-  /** Deliveries scheduled (new ones; repeats are not counted). */
+  /** Deliveries scheduled (a repeat after a crash counts again; the store writes it once). */
   scheduled: number;
   errors: number;
 }
@@ -61,7 +61,6 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const { store, clock, tracker, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const group = options.group ?? FAN_OUT_GROUP;
-  const commands = createCommandHandler(store, registry);
   const stats: FanOutStats = { events: 0, scheduled: 0, errors: 0 };
   /** The last handling queued per cart stream: the next event of that cart waits for it. */
   const chains = new Map<string, Promise<void>>();
@@ -79,11 +78,15 @@ export function createFanOut(options: FanOutOptions): FanOut {
     if (owed.length === 0) return;
     const body = JSON.stringify(rendered.body);
     const at = clock.now().toISOString();
+    const metadata = {
+      correlationId: event.metadata.correlation_id,
+      causationId: event.id,
+      actor: DISPATCHER_ACTOR,
+      at,
+    };
     for (const subscription of owed) {
       const id = delivery.deliveryId(subscription.webhook_id, event.id);
-      const result = await commands.handle(
-        delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
-        delivery.decider,
+      const scheduled = delivery.decider.decide(
         {
           type: 'ScheduleDelivery',
           delivery_id: id,
@@ -97,14 +100,20 @@ export function createFanOut(options: FanOutOptions): FanOut {
           body,
           at,
         },
+        delivery.decider.initialState,
+      );
+      // The event id is the delivery id: a repeated fan-out (after a crash) is an idempotent re-append,
+      // and no expected revision is needed, so the fan-out never contends with the worker's writes to
+      // the same queue (the worker re-reads and re-decides when it meets one of these).
+      const [newEvent] = toNewEvents(registry, scheduled, metadata);
+      await store.append(
+        delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
+        [{ ...newEvent, id }],
         {
-          correlationId: event.metadata.correlation_id,
-          causationId: event.id,
-          actor: DISPATCHER_ACTOR,
-          at,
+          expectedRevision: 'any',
         },
       );
-      stats.scheduled += result.events.length;
+      stats.scheduled += 1;
     }
   }
 

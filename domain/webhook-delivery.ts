@@ -431,6 +431,9 @@ export const decider: Decider<WebhookDeliveryCommand, WebhookDeliveryEvent, Deli
     switch (event.type) {
       case 'WebhookDeliveryScheduled': {
         const d = event.data;
+        // Written at most once (its event id is the delivery id), but a store whose idempotence is
+        // best effort could hold it twice: the second changes nothing.
+        if (findDelivery(state, d.delivery_id)) return state;
         const delivery: Delivery = {
           ...d,
           status: 'pending',

@@ -128,6 +128,15 @@ function filterSql(filter: EventFilter | undefined): { sql: string; params: SQLI
   };
 }
 
+/**
+ * The least string greater than every string starting with `prefix`, in SQLite's BINARY order, for a
+ * printable ASCII prefix (the only kind it is used for): the last character plus one.
+ */
+export function prefixUpperBound(prefix: string): string {
+  const last = prefix.charCodeAt(prefix.length - 1);
+  return prefix.slice(0, -1) + String.fromCharCode(last + 1);
+}
+
 function validateEvents(events: NewEvent[]): void {
   for (const e of events) {
     if (typeof e.type !== 'string' || e.type.length === 0 || e.type.startsWith('$')) {
@@ -155,14 +164,23 @@ function isBusy(err: unknown): boolean {
 /** A promise that can be resolved from outside: the wake-up signal for idle readers. */
 function createSignal() {
   let waiters: Array<() => void> = [];
+  let pending = false;
+  const fire = (): void => {
+    pending = false;
+    const current = waiters;
+    waiters = [];
+    for (const w of current) w();
+  };
   return {
     wait(): Promise<void> {
       return new Promise((resolve) => waiters.push(resolve));
     },
-    fire(): void {
-      const current = waiters;
-      waiters = [];
-      for (const w of current) w();
+    fire,
+    /** Fires once after the current turn: a burst of appends wakes each subscriber once, not per append. */
+    fireSoon(): void {
+      if (pending) return;
+      pending = true;
+      setImmediate(fire);
     },
     get waiting() {
       return waiters.length;
@@ -225,6 +243,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   // ---- wake-ups -------------------------------------------------------------------------------
   const appended = createSignal();
   let watcher: FSWatcher | undefined;
+  /**
+   * The log's head, kept in memory while it can be trusted: this process's appends move it, and the
+   * WAL watcher marks it stale when another process may have appended. Subscribers ask for the head
+   * several times per wake-up; without the cache that is a query each time.
+   */
+  let cachedHead: number | undefined;
+  let headStale = true;
   let subscribers = 0;
   function retainWatcher(): void {
     subscribers += 1;
@@ -232,7 +257,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     const walName = `${basename(path)}-wal`;
     try {
       watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
-        if (file === walName) appended.fire();
+        if (file !== walName) return;
+        // Possibly another process's append: the cached head must be read again.
+        headStale = true;
+        appended.fireSoon();
       });
       watcher.on('error', () => {});
     } catch {
@@ -244,6 +272,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     if (subscribers === 0 && watcher) {
       watcher.close();
       watcher = undefined;
+      headStale = true; // nobody tells of other processes' appends any more
     }
   }
 
@@ -353,7 +382,10 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       }
       return { result: { nextExpectedRevision: revision, position }, wrote: true };
     });
-    if (result.wrote) appended.fire();
+    if (result.wrote) {
+      if (cachedHead !== undefined) cachedHead = Math.max(cachedHead, result.result.position);
+      appended.fireSoon();
+    }
     return result.result;
   }
 
@@ -393,6 +425,30 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
   function headSync(filter?: EventFilter): number {
     ensureOpen();
+    if (filter && 'streamPrefixes' in filter && filter.streamPrefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) {
+      // A range on stream_id walks the (stream_id, revision) index, whose entries carry the position
+      // (the rowid): the cost is the prefix's events, not the whole log (substr() cannot use an index).
+      let head = 0;
+      for (const prefix of filter.streamPrefixes) {
+        const row = stmt('SELECT max(position) AS p FROM events WHERE stream_id >= ? AND stream_id < ?').get(
+          prefix,
+          prefixUpperBound(prefix),
+        ) as { p: number | null };
+        head = Math.max(head, row.p ?? 0);
+      }
+      return head;
+    }
+    if (!filter) {
+      // Trusted only while the watcher runs (it tells of other processes' appends) or nobody else can write.
+      const trusted = !headStale && (watcher !== undefined || path === ':memory:');
+      if (trusted && cachedHead !== undefined) return cachedHead;
+      const last = stmt('SELECT position FROM events ORDER BY position DESC LIMIT 1').get() as
+        | { position: number }
+        | undefined;
+      cachedHead = last?.position ?? 0;
+      headStale = false;
+      return cachedHead;
+    }
     const f = filterSql(filter);
     const row = stmt(`SELECT max(position) AS p FROM events WHERE 1${f.sql}`).get(...f.params) as {
       p: number | null;

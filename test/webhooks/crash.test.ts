@@ -129,7 +129,10 @@ test('SIGKILL during an attempt: after a restart the attempt is recorded as inte
     ],
   );
   t.is(got[0].headers['x-service-webhook-id'], got[1].headers['x-service-webhook-id']);
-  await kill(second);
+  // A graceful stop lets the attempt under way finish and be recorded.
+  const exited = once(second.process, 'exit');
+  second.process.kill('SIGTERM');
+  t.deepEqual(await exited, [0, null]);
 
   const store = await openSqliteEventStore(path.join(dir, 'events.db'));
   t.teardown(() => store.close());
