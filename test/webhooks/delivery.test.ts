@@ -254,3 +254,22 @@ test('a pending retry survives a restart: the restarted service sends it when it
   t.is(got[1].headers['x-service-webhook-id'], got[0].headers['x-service-webhook-id']);
   t.deepEqual(verifyWebhook(got[1].headers, got[1].raw, hook.secret, seconds(clock)), { valid: true });
 });
+
+test('events scheduled while an attempt of the same cart is in flight: each result recorded, each webhook sent once', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 200, delayMs: 60 });
+  await createWebhook(s, receiver.url, [1]);
+  const cart = await checkedOutCart(s);
+  // Each move lands while the previous webhook is still at the slow receiver.
+  for (const status of ['preparing', 'ready_for_pickup', 'finished']) await move(s, cart, status);
+  await receiver.waitFor(4);
+  const events = await attempted(s, 4);
+  t.deepEqual(
+    events.map((e) => (e.data as { outcome: string }).outcome),
+    ['delivered', 'delivered', 'delivered', 'delivered'],
+  );
+  await idle(s, 200);
+  t.deepEqual(statuses(receiver), ['verification', 'preparing', 'ready_for_pickup', 'finished']);
+});
