@@ -90,6 +90,12 @@ test('every status move produces one signed cart_status_updated, in order, at ea
   t.is(covering.received.length, expected.length);
   t.is(otherStore.received.length, 0);
   t.is(abandonOnly.received.length, 0);
+
+  const metrics = await (await fetch(`${s.base}/metrics`)).text();
+  t.regex(metrics, /pds_webhook_attempts_total\{outcome="delivered"\} 10\b/);
+  t.regex(metrics, /pds_webhook_attempt_duration_seconds_count\{outcome="delivered"\} 10\b/);
+  t.regex(metrics, /pds_webhook_deliveries_pending 0\b/);
+  t.regex(metrics, /pds_webhook_oldest_pending_seconds 0\b/);
 });
 
 test('an idle cart produces exactly one cart_abandoned with the seed §6.1 shape', async (t) => {
