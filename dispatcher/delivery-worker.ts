@@ -166,6 +166,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
   });
   const queues = new Map<string, Queue>();
+  /** Queues found due while a batch of events is applied: started when the batch is in. */
+  const dueNow = new Set<string>();
+  let applying = false;
   const stats: DeliveryWorkerStats = {
     attempts: { delivered: 0, gone: 0, retry_after: 0, failed: 0, interrupted: 0 },
     parked: 0,
@@ -244,6 +247,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       return;
     }
     const at = new Date(due);
+    if (at.getTime() <= now().getTime()) {
+      // Due already (a new delivery, the next one of the queue): start now rather than on the next
+      // timer turn, which costs a millisecond or more of latency per webhook; while a batch of events
+      // is being applied, once the batch is in (later events of the batch may settle the delivery).
+      scheduler.cancel(queue.stream);
+      if (applying) dueNow.add(queue.stream);
+      else void work(queue.stream);
+      return;
+    }
     if (scheduler.dueAt(queue.stream)?.getTime() === at.getTime()) return;
     scheduler.schedule(queue.stream, at, () => work(queue.stream));
   }
@@ -503,7 +515,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         { from: 'start', filter: FILTER, maxBatchSize: 1_000 },
         {
           async onEvents(events) {
-            for (const e of events) await apply(e);
+            applying = true;
+            try {
+              for (const e of events) await apply(e);
+            } finally {
+              applying = false;
+            }
+            for (const stream of dueNow) void work(stream);
+            dueNow.clear();
             applied = events[events.length - 1].position;
             for (const w of waiters) if (w.position <= applied) w.resolve();
           },

@@ -262,7 +262,9 @@ test('a delivery is parked after its last attempt; redeliver makes it pending ag
   t.is(answer.delivery.delivery_id, first.delivery_id);
   t.true(onItsWay.includes(answer.delivery.status), answer.delivery.status);
   t.deepEqual(answer.delivery.redeliveries, [{ reason: 'redeliver', requested_at: requestedAt }]);
-  t.like(answer.delivery, { parked_reason: null, parked_at: null, attempt_count: 3 });
+  t.like(answer.delivery, { parked_reason: null, parked_at: null });
+  // 3, or 4 when the dispatcher has already started the redelivery.
+  t.true([3, 4].includes(answer.delivery.attempt_count), String(answer.delivery.attempt_count));
   t.true(Number.isInteger(answer.revision) && Number.isInteger(answer.position));
   const shown = await ok(t, await s.call('GET', `${ADMIN}/webhooks/deliveries/${first.delivery_id}`));
   t.true(onItsWay.includes(shown.delivery.status), shown.delivery.status);
