@@ -28,8 +28,9 @@ import type { BenchLine } from './eventstore.ts';
 
 const P = '/platform/v1';
 const RATE_PER_S = 200;
+/** Overridable for profiling one phase (e.g. `PDS_BENCH_BURST_CHANGES=3 node --cpu-prof bench/run.ts webhook`). */
 const LATENCY_CHANGES = Number(process.env.PDS_BENCH_LATENCY_CHANGES ?? 2_000);
-const BURST_CHANGES = 1_500;
+const BURST_CHANGES = Number(process.env.PDS_BENCH_BURST_CHANGES ?? 1_500);
 /** The dispatcher's default per-subscription concurrency (dispatcher/delivery-worker.ts). */
 const CONCURRENCY = 8;
 const MOVES = ['preparing', 'ready_for_pickup', 'finished'];
