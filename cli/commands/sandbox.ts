@@ -23,7 +23,13 @@ import { openEventStore } from '../../eventstore/index.ts';
 import { CliError, createAdminClient, EXIT } from '../client.ts';
 import { ConfigError, loadConfig, parseDuration } from '../config.ts';
 import { DEFAULT_SANDBOX_SEED, MAX_SANDBOX_SIZE, sandboxPartnerIds } from '../sandbox/generate.ts';
-import { describeSandbox, SandboxRefusedError, sampleRequest, seedSandbox } from '../sandbox/seed.ts';
+import {
+  describeSandbox,
+  SandboxRefusedError,
+  sampleRequest,
+  seedProgress,
+  seedSandbox,
+} from '../sandbox/seed.ts';
 import { runClientCommand } from './run.ts';
 
 const print = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
@@ -70,15 +76,7 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
   const seed =
     options.seed === undefined ? DEFAULT_SANDBOX_SEED : positiveInteger('--seed', options.seed, 2 ** 31 - 1);
   const store = await openEventStore(config.eventStoreUrl);
-  const bar =
-    !options.json && process.stderr.isTTY
-      ? new SingleBar({
-          format: 'sandbox [{bar}] {percentage}% | {value}/{total} records | {phase}',
-          hideCursor: true,
-          stream: process.stderr,
-        })
-      : undefined;
-  let started = false;
+  const progress = seedProgress({ bar: !options.json });
   try {
     const result = await seedSandbox({
       store,
@@ -86,13 +84,8 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
       abandonAfterMs: config.abandonAfterMs,
       size,
       seed,
-      onProgress({ phase, done, total }) {
-        if (!started) bar?.start(total, 0, { phase });
-        started = true;
-        bar?.update(done, { phase });
-      },
+      onProgress: progress.onProgress,
     });
-    bar?.stop();
     const base = (process.env.PDS_URL?.trim() || `http://localhost:${config.port}`).replace(/\/+$/, '');
     if (options.json) {
       const sample = sampleRequest(result, base);
@@ -104,10 +97,10 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
         : '';
     return `${note}${describeSandbox(result, base)}\n`;
   } catch (err) {
-    bar?.stop();
     if (err instanceof SandboxRefusedError) throw new CliError(err.message, EXIT.refused);
     throw err;
   } finally {
+    progress.stop();
     await store.close();
   }
 }

@@ -12,13 +12,18 @@
  * between two commands; the next start finishes it. Split roles do not seed: several `api` replicas
  * would all try; run `pds sandbox seed` once instead.
  */
-import { SingleBar } from 'cli-progress';
 import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import { defaultComponents } from '../components.ts';
 import { type Component, createService, ROLES, type Role, type ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
-import { describeSandbox, SandboxRefusedError, type SeedResult, seedSandbox } from '../sandbox/seed.ts';
+import {
+  describeSandbox,
+  SandboxRefusedError,
+  type SeedResult,
+  seedProgress,
+  seedSandbox,
+} from '../sandbox/seed.ts';
 
 export function registerServe(program: Command): void {
   program
@@ -168,29 +173,18 @@ async function seedWhenReady(ctx: ServiceContext, port: number, signal: AbortSig
   // Seeding starts once the read models have caught up with the store as it was, so /readyz keeps
   // meaning "the read models were built at start" and is never held back by the seeding.
   while (!(await ctx.readiness.check()).ready) await pause(100, signal);
-  const bar = process.stderr.isTTY
-    ? new SingleBar({
-        format: 'sandbox [{bar}] {percentage}% | {value}/{total} records | {phase}',
-        hideCursor: true,
-        stream: process.stderr,
-      })
-    : undefined;
-  let seeding = false;
+  const progress = seedProgress({
+    bar: true,
+    onStart: () => log.info({ size: ctx.config.sandboxSize }, 'seeding the sandbox'),
+  });
   const result = await seedSandbox({
     store: ctx.eventStore,
     secretKey: ctx.config.secretKey,
     abandonAfterMs: ctx.config.abandonAfterMs,
     size: ctx.config.sandboxSize,
     signal,
-    onProgress({ phase, done, total }) {
-      if (!seeding) {
-        seeding = true;
-        log.info({ size: ctx.config.sandboxSize }, 'seeding the sandbox');
-        bar?.start(total, 0, { phase });
-      }
-      bar?.update(done, { phase });
-    },
-  }).finally(() => bar?.stop());
+    onProgress: progress.onProgress,
+  }).finally(progress.stop);
   if (result.outcome === 'seeded') {
     log.info(
       { size: result.size, counts: result.counts, events: result.events_written, seconds: result.seconds },

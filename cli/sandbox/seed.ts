@@ -22,6 +22,7 @@
  */
 import { createHmac, type KeyObject, randomUUID } from 'node:crypto';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { SingleBar } from 'cli-progress';
 import { missingIds } from '../../api/admin-support.ts';
 import { type CommandMetadata, createCommandHandler } from '../../api/command-handler.ts';
 import { API_KEY_PREFIX, apiKeyPrefix, type GeneratedApiKey, hashApiKey } from '../../api/credentials.ts';
@@ -707,6 +708,33 @@ async function writeSandbox(
 
 // ---------------------------------------------------------------------------------------------------
 // What to show
+
+/**
+ * `onProgress` for a seeding: a bar on stderr when `bar` is asked for and stderr is a terminal, and
+ * `onStart` once records are being written (not for a store seeded before). `stop` removes the bar.
+ */
+export function seedProgress(options: { bar: boolean; onStart?: () => void }) {
+  const bar =
+    options.bar && process.stderr.isTTY
+      ? new SingleBar({
+          format: 'sandbox [{bar}] {percentage}% | {value}/{total} records | {phase}',
+          hideCursor: true,
+          stream: process.stderr,
+        })
+      : undefined;
+  let started = false;
+  return {
+    onProgress({ phase, done, total }: SeedProgress) {
+      if (!started) {
+        started = true;
+        options.onStart?.();
+        bar?.start(total, 0, { phase });
+      }
+      bar?.update(done, { phase });
+    },
+    stop: () => bar?.stop(),
+  };
+}
 
 /** The partner API request the banner suggests: the store operator's menu, which every size has. */
 export function sampleRequest(result: Pick<SeedResult, 'partners'>, baseUrl: string) {
