@@ -425,7 +425,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
   function headSync(filter?: EventFilter): number {
     ensureOpen();
-    if (filter && 'streamPrefixes' in filter && filter.streamPrefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) {
+    if (
+      filter &&
+      'streamPrefixes' in filter &&
+      filter.streamPrefixes.every((p) => /^[\x20-\x7e]+$/.test(p))
+    ) {
       // A range on stream_id walks the (stream_id, revision) index, whose entries carry the position
       // (the rowid): the cost is the prefix's events, not the whole log (substr() cannot use an index).
       let head = 0;
