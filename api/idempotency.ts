@@ -36,16 +36,40 @@ interface Recorded {
   headers: Record<string, string>;
 }
 
-/** JSON with sorted keys, so `{a,b}` and `{b,a}` are the same request. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+/**
+ * JSON with sorted keys, so `{a,b}` and `{b,a}` are the same request. Iterative, not recursive: a
+ * body of 64 KiB can nest 30,000 levels deep, which would overflow the stack (a 500) before the
+ * route's validation refuses it.
+ */
+export function canonical(value: unknown): string {
+  let out = '';
+  // A stack of what is left to write, last first: text as it is, or a value to write canonically.
+  const work: ({ text: string } | { value: unknown })[] = [{ value }];
+  for (let item = work.pop(); item !== undefined; item = work.pop()) {
+    if ('text' in item) {
+      out += item.text;
+      continue;
+    }
+    const v = item.value;
+    const parts: ({ text: string } | { value: unknown })[] = [];
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) parts.push({ text: i === 0 ? '[' : ',' }, { value: v[i] });
+      parts.push({ text: v.length === 0 ? '[]' : ']' });
+    } else if (v && typeof v === 'object') {
+      const entries = Object.entries(v as Record<string, unknown>)
+        .filter(([, x]) => x !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      for (const [i, [k, x]] of entries.entries()) {
+        parts.push({ text: `${i === 0 ? '{' : ','}${JSON.stringify(k)}:` }, { value: x });
+      }
+      parts.push({ text: entries.length === 0 ? '{}' : '}' });
+    } else {
+      out += JSON.stringify(v) ?? 'null';
+      continue;
+    }
+    for (let i = parts.length - 1; i >= 0; i--) work.push(parts[i]);
   }
-  return JSON.stringify(value) ?? 'null';
+  return out;
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
