@@ -497,6 +497,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
     const run = async (): Promise<void> => {
       let position = startPosition(opts.from);
+      let yieldedAt = performance.now();
       try {
         while (!stopped) {
           const { rows, reached } = nextChunk(position, opts.filter, maxBatch);
@@ -506,6 +507,12 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
             last = events[events.length - 1].position;
           }
           position = reached;
+          // Reads are synchronous and handlers often settle in microtasks: a long catch-up would hold
+          // the event loop (no HTTP, no timers) until it ends. Let the loop turn every ~20 ms.
+          if (performance.now() - yieldedAt > 20) {
+            await new Promise((resolve) => setImmediate(resolve));
+            yieldedAt = performance.now();
+          }
           if (reached >= headSync()) {
             if (!isCaughtUp) {
               isCaughtUp = true;

@@ -38,6 +38,16 @@ export interface ProjectionTx {
   find<T extends Doc>(collection: string, filter: Filter, options?: FindOptions): T[];
   /** The event being applied. */
   readonly event: RecordedEvent;
+  /**
+   * Scratch space shared by the events of a batch until the next flush (then emptied): lets a
+   * projection know which documents it created since, and so may still change in place.
+   */
+  readonly scratch: Map<string, unknown>;
+  /**
+   * Undoes a change the projection made in place (to a document of `scratch`) if this attempt at the
+   * event is abandoned: the event is then applied again from scratch, once what it missed is fetched.
+   */
+  onAbort(undo: () => void): void;
 }
 
 export interface Projection {
@@ -152,7 +162,11 @@ function createApplier(projection: Projection, collections: Collections) {
       );
     }
 
+    /** See `ProjectionTx.scratch`: documents handed to a flush are the store's from then on. */
+    let scratch = new Map<string, unknown>();
+
     async function flush(): Promise<void> {
+      scratch = new Map();
       await Promise.all(
         [...pending].map(async ([name, { ops, docs }]) => {
           if (docs.size === 0 && ops.length === 0) return;
@@ -169,9 +183,16 @@ function createApplier(projection: Projection, collections: Collections) {
       while (i < events.length) {
         const event = events[i];
         const attempt: Array<() => void> = [];
+        const undos: Array<() => void> = [];
         let needsFlush = false;
         const tx: ProjectionTx = {
           event,
+          get scratch() {
+            return scratch;
+          },
+          onAbort(undo) {
+            undos.push(undo);
+          },
           get<T extends Doc>(name: string, id: DocId) {
             const c = coll(name);
             if (!c.has(id)) throw new Miss(name, id);
@@ -221,6 +242,7 @@ function createApplier(projection: Projection, collections: Collections) {
         try {
           projection.apply(event, tx);
         } catch (err) {
+          for (const undo of undos.reverse()) undo();
           if (!(err instanceof Miss)) {
             throw new Error(
               `projection ${projection.name} failed on ${event.type} at ${event.position}: ${(err as Error).message}`,

@@ -168,6 +168,10 @@ export interface CatalogTx {
   /** Deletes the document unless it is absent or reflects a later event (e.g. relisted since). */
   remove(collection: string, id: DocId): void;
   updateMany(collection: string, filter: Filter, update: Update): void;
+  /** The batch's scratch space (`ProjectionTx.scratch`). */
+  readonly scratch: Map<string, unknown>;
+  /** `ProjectionTx.onAbort`. */
+  onAbort(undo: () => void): void;
 }
 
 /**
@@ -254,6 +258,10 @@ export function catalogTx(tx: ProjectionTx): CatalogTx {
     updateMany(collection, filter, update) {
       tx.updateMany(collection, filter, update);
     },
+    get scratch() {
+      return tx.scratch;
+    },
+    onAbort: (undo) => tx.onAbort(undo),
   };
 }
 
@@ -267,46 +275,94 @@ export interface CatalogReadModel {
 
 export const index = (...keys: Array<[string, 1 | -1]>): IndexSpec => ({ keys });
 
-/** A lookup document keyed by menu product: `menu_products` maps a menu product id to what it needs. */
-export type MenuLookupDoc<V> = Doc & { menu_products: Record<string, V> };
+/**
+ * A lookup document keyed by menu product: `menu_products` maps a menu product id to what it needs,
+ * and `count` is how many it holds (kept as entries come and go: counting the keys of a store's map
+ * at every listing would make a store's listings quadratic).
+ */
+export type MenuLookupDoc<V> = Doc & { menu_products: Record<string, V>; count?: number };
+
+const OWNED_MAPS = 'menuLookups.owned';
 
 /**
  * Working copies of lookup documents of one collection for one event: entries are set and deleted,
  * then `commit` writes the changed documents once (and deletes emptied ones: an empty lookup is no
  * lookup, so a replay that creates and empties one leaves nothing behind).
+ *
+ * A store's lookup can hold 100,000 entries, and a batch lists many of them: the map is copied on its
+ * first change in a batch only, and changed in place by the batch's later events (the batch's
+ * scratch remembers which maps it copied; a flush hands them to the store and forgets them).
  */
 export function menuLookups<V, D extends MenuLookupDoc<V>>(
   tx: CatalogTx,
   collection: string,
   create: (id: DocId) => D,
 ) {
+  let owned = tx.scratch.get(OWNED_MAPS) as WeakSet<object> | undefined;
+  if (!owned) {
+    owned = new WeakSet();
+    tx.scratch.set(OWNED_MAPS, owned);
+  }
+  const mine = owned;
   const open = new Map<DocId, { doc: D; dirty: boolean }>();
   const entry = (id: DocId) => {
     let e = open.get(id);
     if (!e) {
-      e = { doc: tx.get<D>(collection, id) ?? create(id), dirty: false };
+      const doc = tx.get<D>(collection, id) ?? create(id);
+      // Documents written before counts were kept: counted once.
+      const count = doc.count ?? Object.keys(doc.menu_products).length;
+      e = { doc: doc.count === count ? doc : { ...doc, count }, dirty: false };
       open.set(id, e);
     }
     return e;
   };
-  // Copy on the first change only: most events leave most of the lookups they read as they are.
+  // A new document object on the first change of the event (the stored one stays as it was); its map
+  // is copied unless this batch copied it already.
   const changing = (e: { doc: D; dirty: boolean }) => {
-    if (!e.dirty) e.doc = { ...e.doc, menu_products: { ...e.doc.menu_products } };
+    if (!e.dirty) {
+      const map = mine.has(e.doc.menu_products) ? e.doc.menu_products : { ...e.doc.menu_products };
+      mine.add(map);
+      e.doc = { ...e.doc, menu_products: map };
+    }
     e.dirty = true;
-    return e.doc.menu_products;
+    return e.doc;
   };
   return {
-    set(id: DocId, menuProductId: number, value: V) {
+    /** Sets the entry; answers whether it changed and its previous value. */
+    set(id: DocId, menuProductId: number, value: V): { changed: boolean; previous: V | undefined } {
       const e = entry(id);
       const key = String(menuProductId);
-      if (isDeepStrictEqual(e.doc.menu_products[key], value)) return;
-      changing(e)[key] = value;
+      const had = Object.hasOwn(e.doc.menu_products, key);
+      if (had && isDeepStrictEqual(e.doc.menu_products[key], value)) {
+        return { changed: false, previous: e.doc.menu_products[key] };
+      }
+      const doc = changing(e);
+      const map = doc.menu_products;
+      const previous = map[key];
+      map[key] = value;
+      if (!had) doc.count = (doc.count ?? 0) + 1;
+      // The map may be shared with this batch's earlier version of the document: undone if this
+      // attempt at the event is abandoned (the event is then applied again).
+      tx.onAbort(() => {
+        if (had) map[key] = previous;
+        else delete map[key];
+      });
+      return { changed: true, previous: had ? previous : undefined };
     },
-    delete(id: DocId, menuProductId: number) {
+    /** Deletes the entry; answers the value it held (undefined when there was none). */
+    delete(id: DocId, menuProductId: number): V | undefined {
       const e = entry(id);
       const key = String(menuProductId);
-      if (!(key in e.doc.menu_products)) return;
-      delete changing(e)[key];
+      if (!Object.hasOwn(e.doc.menu_products, key)) return undefined;
+      const doc = changing(e);
+      const map = doc.menu_products;
+      const previous = map[key];
+      delete map[key];
+      doc.count = (doc.count ?? 1) - 1;
+      tx.onAbort(() => {
+        map[key] = previous;
+      });
+      return previous;
     },
     /** Writes the changed documents (after `finish`, e.g. to update a count); answers the changed ones. */
     commit(finish?: (doc: D) => void): D[] {
@@ -314,7 +370,7 @@ export function menuLookups<V, D extends MenuLookupDoc<V>>(
       for (const { doc, dirty } of open.values()) {
         if (!dirty) continue;
         finish?.(doc);
-        if (Object.keys(doc.menu_products).length > 0) tx.write(collection, doc);
+        if ((doc.count ?? 0) > 0) tx.write(collection, doc);
         else tx.remove(collection, doc._id);
         changed.push(doc);
       }

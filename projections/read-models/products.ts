@@ -44,6 +44,8 @@ export interface ProductListingsDoc extends Doc {
   _id: number;
   /** Menu product id → store id, for each listed menu product of the product. */
   menu_products: Record<string, number>;
+  /** Store id → how many of those menu products it lists (so `store_ids` needs no pass over them all). */
+  store_counts?: Record<string, number>;
 }
 
 export const productIndexes = [
@@ -53,8 +55,15 @@ export const productIndexes = [
   index(['store_ids', 1]),
 ];
 
+function storeCountsOf(listings: ProductListingsDoc): Record<string, number> {
+  if (listings.store_counts) return listings.store_counts;
+  const counts: Record<string, number> = {};
+  for (const storeId of Object.values(listings.menu_products)) counts[storeId] = (counts[storeId] ?? 0) + 1;
+  return counts;
+}
+
 const storeIdsOf = (listings: ProductListingsDoc | undefined) =>
-  sortedUnique(Object.values(listings?.menu_products ?? {}));
+  listings ? sortedUnique(Object.keys(storeCountsOf(listings)).map(Number)) : [];
 
 function upsertProduct(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx) {
   const record = toRecord(decider.evolve(decider.initialState, e));
@@ -87,14 +96,43 @@ function applyListings(tx: CatalogTx, facts: Facts) {
   const lookups = menuLookups<number, ProductListingsDoc>(tx, CATALOG_PRODUCT_LISTINGS, (id) => ({
     _id: Number(id),
     menu_products: {},
+    store_counts: {},
   }));
+  // Store count changes per product, from what the lookups really changed.
+  const deltas = new Map<number, Map<number, number>>();
+  const count = (productId: number, storeId: number, by: number) => {
+    const d = deltas.get(productId) ?? new Map<number, number>();
+    d.set(storeId, (d.get(storeId) ?? 0) + by);
+    deltas.set(productId, d);
+  };
   for (const { menu_product_id, before, after } of facts.listings) {
     if (before && (!after || after.product_id !== before.product_id)) {
-      lookups.delete(before.product_id, menu_product_id);
+      const removed = lookups.delete(before.product_id, menu_product_id);
+      if (removed !== undefined) count(before.product_id, removed, -1);
     }
-    if (after) lookups.set(after.product_id, menu_product_id, after.store_id);
+    if (after) {
+      const { changed, previous } = lookups.set(after.product_id, menu_product_id, after.store_id);
+      if (changed) {
+        if (previous !== undefined) count(after.product_id, previous, -1);
+        count(after.product_id, after.store_id, 1);
+      }
+    }
   }
-  for (const doc of lookups.commit()) {
+  const changedDocs = lookups.commit((doc) => {
+    // A document from before counts were kept is counted once, from its map as changed already.
+    if (!doc.store_counts) {
+      doc.store_counts = storeCountsOf(doc);
+      return;
+    }
+    const counts = { ...doc.store_counts };
+    for (const [storeId, by] of deltas.get(doc._id) ?? []) {
+      const n = (counts[storeId] ?? 0) + by;
+      if (n > 0) counts[storeId] = n;
+      else delete counts[storeId];
+    }
+    doc.store_counts = counts;
+  });
+  for (const doc of changedDocs) {
     const product = tx.get<ProductDoc>(PRODUCTS, doc._id);
     if (product) tx.patch(PRODUCTS, product, { store_ids: storeIdsOf(doc) }, facts.time);
   }

@@ -86,13 +86,11 @@ function applyListings(tx: CatalogTx, facts: Facts) {
     }
     if (after) lookups.set(storeBrandKey(after.store_id, after.brand_id), menu_product_id, after.product_id);
   }
-  const changed = lookups.commit((doc) => {
-    doc.count = Object.keys(doc.menu_products).length;
-  });
+  const changed = lookups.commit();
   const carriedByStore = new Map<number, Map<number, boolean>>();
   for (const doc of changed) {
     const carried = carriedByStore.get(doc.store_id) ?? new Map<number, boolean>();
-    carried.set(doc.brand_id, doc.count > 0);
+    carried.set(doc.brand_id, (doc.count ?? 0) > 0);
     carriedByStore.set(doc.store_id, carried);
   }
   for (const [storeId, carried] of carriedByStore) {
