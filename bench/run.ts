@@ -2,14 +2,18 @@
  * `npm run bench`: runs every bench and prints one JSON line each, with its figures, the baseline
  * measured in the same run, and `ratio` (ours / baseline). Pass bench names to run only some.
  */
+import { benchApi } from './api.ts';
 import { benchEventStore } from './eventstore.ts';
 import { benchProjectionRebuild } from './projection.ts';
+import { benchTimers } from './timers.ts';
 import { benchWebhooks } from './webhook.ts';
 
 const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   eventstore: () => benchEventStore(),
   projection: () => benchProjectionRebuild(),
   webhook: () => benchWebhooks(),
+  api: () => benchApi(),
+  timers: () => benchTimers(),
 };
 
 const only = process.argv.slice(2);

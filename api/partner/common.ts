@@ -182,12 +182,14 @@ export function notFound(what: string, id: string | number): HttpProblem {
  * The store a store-scoped request is about: `store_id` from the query, required when the key covers
  * several stores. A store outside the key's scope is a 404, never another store's data.
  */
+const storeIdQuery = z.object({
+  store_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
 export function selectStore(ctx: AppContext): number {
   const p = principal(ctx);
-  const { store_id } = parseParams(
-    { store_id: ctx.query.store_id },
-    z.object({ store_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional() }),
-  );
+  // The schema is built once: building a zod schema costs more than the rest of a lookup request.
+  const { store_id } = parseParams({ store_id: ctx.query.store_id }, storeIdQuery);
   if (store_id === undefined) {
     if (p.store_ids.length === 1) return p.store_ids[0];
     throw new HttpProblem(400, {
