@@ -1,0 +1,234 @@
+/**
+ * The data the hostile-input suite attacks: a small catalog, partners of every kind with keys, carts
+ * (one open, one checked out for curbside), a webhook subscription to a local receiver with a delivered
+ * webhook, and spare partners and subscriptions that DELETE routes may remove. Built through the
+ * platform and admin APIs, as a client would, then waited on until every read model has caught up.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ExecutionContext } from 'ava';
+import { ticking } from '../support/cart-world.ts';
+import type { TestService } from '../support/service.ts';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import type { Json } from './values.ts';
+
+export type Kind = 'brand' | 'brand_feed' | 'store_operator' | 'store_menu_feed';
+export const KINDS: readonly Kind[] = ['brand', 'brand_feed', 'store_operator', 'store_menu_feed'];
+
+export interface World {
+  /** Stores 101 and 102 are in the partners' scope, 103 is in nobody's. */
+  stores: { inScope: number[]; outOfScope: number };
+  brand: number;
+  otherBrand: number;
+  products: number[];
+  otherProduct: number;
+  /** Menu products: 401, 402 at store 101; 403 at store 102; 404 at store 103. */
+  menuProducts: number[];
+  review: number;
+  special: number;
+  /** A pending cart holding menu products 401 and 402. */
+  openCart: string;
+  /** A pending cart holding one item, for checkout. */
+  checkoutCart: string;
+  /** A cart checked out for curbside at store 101, from the store operator's site. */
+  curbsideCart: string;
+  keys: Record<Kind, string>;
+  partnerIds: Record<Kind, string>;
+  /** A brand partner for admin key routes, and one whose keys DELETE may revoke. */
+  adminPartner: { id: string; keyIds: string[] };
+  sparePartner: { id: string; keyIds: string[] };
+  webhookId: string;
+  /** Subscriptions DELETE may remove. */
+  spareWebhookIds: string[];
+  deliveryId: string;
+  receiver: Receiver;
+  authToken: string;
+}
+
+async function must(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
+  const res = await s.call(method, url, body);
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
+  return text === '' ? {} : (JSON.parse(text) as Json);
+}
+
+/** Waits until every projection has applied every event. */
+export async function caughtUp(s: TestService): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const body = (await (await s.call('GET', '/admin/v1/projections')).json()) as {
+      projections: { lag_events: number }[];
+    };
+    if (body.projections.every((p) => p.lag_events === 0)) return;
+    if (Date.now() > deadline) throw new Error(`projections never caught up: ${JSON.stringify(body)}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const storeBody = (id: number, curbside: boolean) => ({
+  name: `Store ${id}`,
+  address: `${id} Main St`,
+  city: 'Denver',
+  state: 'CO',
+  zip: '80202',
+  lat: 39.7528,
+  long: -104.9995,
+  pickup: true,
+  delivery: true,
+  curbside,
+});
+
+export async function buildWorld(t: ExecutionContext, s: TestService): Promise<World> {
+  const P = '/platform/v1';
+  for (const id of [101, 102, 103]) {
+    await must(s, 'PUT', `${P}/stores/${id}`, storeBody(id, id === 101));
+  }
+  await must(s, 'PUT', `${P}/stores/101/curbside_pickup_setting`, { enabled: true });
+  await must(s, 'PUT', `${P}/brands/201`, { name: 'Brand 201' });
+  await must(s, 'PUT', `${P}/brands/202`, { name: 'Brand 202' });
+  const products: [number, number][] = [
+    [301, 201],
+    [302, 201],
+    [303, 202],
+  ];
+  for (const [id, brand] of products) {
+    await must(s, 'PUT', `${P}/products/${id}`, {
+      name: `Product ${id}`,
+      brand_id: brand,
+      kind: 'flower',
+      lineage: 'hybrid',
+      percent_thc: 20,
+    });
+  }
+  const listings: [number, number, number][] = [
+    [401, 101, 301],
+    [402, 101, 302],
+    [403, 102, 301],
+    [404, 103, 303],
+  ];
+  for (const [id, store, product] of listings) {
+    await must(s, 'PUT', `${P}/stores/${store}/menu_products/${id}`, {
+      product_id: product,
+      prices: { gram: '10.00', 'eighth ounce': '35.00' },
+    });
+  }
+  await must(s, 'PUT', `${P}/reviews/501`, { product_id: 301, store_id: 101, rating: 5, verified: true });
+  await must(s, 'PUT', `${P}/specials/601`, {
+    store_id: 101,
+    title: 'Deal',
+    special_type: 'product',
+    discount_type: 'percent',
+    discount_value: '10.00',
+    brand_ids: [201],
+    starts_at: '2026-01-01T00:00:00Z',
+  });
+
+  const keys = {} as Record<Kind, string>;
+  const partnerIds = {} as Record<Kind, string>;
+  for (const kind of KINDS) {
+    const scope =
+      kind === 'brand' || kind === 'brand_feed'
+        ? { brand_ids: [201] }
+        : { store_ids: kind === 'store_operator' ? [101] : [101, 102] };
+    // A high rate limit: the properties send hundreds of requests with one key.
+    const out = await must(s, 'POST', '/admin/v1/partners', {
+      name: `${kind} partner`,
+      kind,
+      ...scope,
+      rate_limit_per_minute: 100_000,
+    });
+    keys[kind] = out.api_key;
+    partnerIds[kind] = out.partner.partner_id;
+  }
+  const partnerWithKeys = async (name: string) => {
+    const out = await must(s, 'POST', '/admin/v1/partners', { name, kind: 'brand', brand_ids: [201] });
+    const id = out.partner.partner_id as string;
+    const second = await must(s, 'POST', `/admin/v1/partners/${id}/keys`, {});
+    return { id, keyIds: [out.partner.keys[0].key_id as string, second.key.key_id as string] };
+  };
+  const adminPartner = await partnerWithKeys('admin target');
+  const sparePartner = await partnerWithKeys('spare');
+
+  const receiver = await startReceiver(t);
+  const authToken = `hostile-receiver-token-${randomUUID()}`;
+  const webhook = await must(s, 'POST', '/admin/v1/webhooks', {
+    url: receiver.url,
+    auth_token: authToken,
+    store_ids: [101],
+  });
+  const webhookId = webhook.webhook.webhook_id as string;
+  const spareWebhookIds: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const spare = await must(s, 'POST', '/admin/v1/webhooks', {
+      url: receiver.url,
+      auth_token: `spare-${i}`,
+      store_ids: [102],
+    });
+    spareWebhookIds.push(spare.webhook.webhook_id);
+  }
+
+  const openCart = randomUUID();
+  await must(s, 'POST', `${P}/carts`, {
+    uuid: openCart,
+    store_id: 101,
+    source: { channel: 'headless', partner_id: null },
+  });
+  for (const item of [401, 402]) {
+    await must(s, 'POST', `${P}/carts/${openCart}/items`, {
+      menu_product_id: item,
+      price_id: 'gram',
+      count: 1,
+    });
+  }
+  const checkoutCart = randomUUID();
+  await must(s, 'POST', `${P}/carts`, {
+    uuid: checkoutCart,
+    store_id: 101,
+    source: { channel: 'headless', partner_id: null },
+  });
+  await must(s, 'POST', `${P}/carts/${checkoutCart}/items`, {
+    menu_product_id: 401,
+    price_id: 'gram',
+    count: 1,
+  });
+  const curbsideCart = randomUUID();
+  await must(s, 'POST', `${P}/carts`, {
+    uuid: curbsideCart,
+    store_id: 101,
+    source: { channel: 'embedded', partner_id: partnerIds.store_operator },
+  });
+  await must(s, 'POST', `${P}/carts/${curbsideCart}/items`, {
+    menu_product_id: 402,
+    price_id: 'eighth ounce',
+    count: 2,
+  });
+  await must(s, 'POST', `${P}/carts/${curbsideCart}/checkout`, { reservation_mode: 'curbside' });
+  // The checkout's cart_status_updated reaches the receiver: a delivery the delivery routes can name.
+  await ticking(s, () => receiver.waitFor(1));
+  await caughtUp(s);
+  const deliveries = await must(s, 'GET', `/admin/v1/webhooks/${webhookId}/deliveries`);
+  const deliveryId = deliveries.deliveries[0]?.delivery_id as string | undefined;
+  if (!deliveryId) throw new Error(`no delivery listed: ${JSON.stringify(deliveries)}`);
+
+  return {
+    stores: { inScope: [101, 102], outOfScope: 103 },
+    brand: 201,
+    otherBrand: 202,
+    products: [301, 302],
+    otherProduct: 303,
+    menuProducts: [401, 402, 403, 404],
+    review: 501,
+    special: 601,
+    openCart,
+    checkoutCart,
+    curbsideCart,
+    keys,
+    partnerIds,
+    adminPartner,
+    sparePartner,
+    webhookId,
+    spareWebhookIds,
+    deliveryId,
+    receiver,
+    authToken,
+  };
+}
