@@ -75,7 +75,8 @@ const RECOVER_CONCURRENCY = 8;
 export const SAMPLE_CART_UUID = '00000000-0000-4000-8000-5a3b1ec0ffee';
 export const HEADER_TEST = 'X-Service-Test';
 
-const listQuery = z.object({
+// Strict: a misspelt filter (`?stauts=`) is a 400, not a silently unfiltered list.
+const listQuery = z.strictObject({
   status: z
     .string()
     .max(200)

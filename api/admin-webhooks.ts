@@ -141,7 +141,8 @@ export const changeWebhookBody = z.strictObject({
   enabled: z.boolean().optional(),
 });
 
-const listQuery = z.object({
+// Strict: a misspelt filter (`?storeid=`) is a 400, not a silently unfiltered list.
+const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   cursor: z.string().max(200).optional(),
   store_id: pathId.optional(),

@@ -84,9 +84,10 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
   });
 
   router.get('/partners', async (ctx) => {
+    // Strict, as the partner APIs' lists are: a misspelt filter is a 400, not a silently unfiltered list.
     const query = parseParams(
       ctx.query,
-      z.object({
+      z.strictObject({
         limit: z.coerce.number().int().min(1).max(500).default(100),
         cursor: z.string().max(200).optional(),
         kind: partner.partnerKind.optional(),
