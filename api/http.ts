@@ -246,6 +246,20 @@ function routeLabel(ctx: AppContext): string {
 // ---------------------------------------------------------------------------------------------
 // The app
 
+const UUID_SEGMENT = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/**
+ * The path as the access log and a 404 problem show it. A client that puts a credential in the path
+ * (an API key, the operator token, a webhook's auth token or signing secret, all 32+ characters) must
+ * not get it logged or quoted, so a segment of 24 characters or more is shown by its length only. No id of this API is
+ * that long except a UUID (ids are numbers, UUIDs and 16-character key ids), which is kept.
+ */
+export function loggablePath(path: string): string {
+  return path.replace(/[^/]{24,}/g, (segment) =>
+    UUID_SEGMENT.test(segment) ? segment : `[${segment.length} characters]`,
+  );
+}
+
 /** Probes hit these every few seconds: their access lines go to debug to keep the log readable. */
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -297,7 +311,13 @@ export function createHttpApp(options: HttpAppOptions): App {
       duration.observe({ method: ctx.method, route, status: String(status) }, seconds);
       const level = OPS_PATHS.has(ctx.path) && status < 500 ? 'debug' : 'info';
       ctx.state.log[level](
-        { method: ctx.method, path: ctx.path, route, status, duration_ms: Math.round(seconds * 1e6) / 1e3 },
+        {
+          method: ctx.method,
+          path: loggablePath(ctx.path),
+          route,
+          status,
+          duration_ms: Math.round(seconds * 1e6) / 1e3,
+        },
         'request',
       );
     }
@@ -315,7 +335,9 @@ export function createHttpApp(options: HttpAppOptions): App {
     }
     // Nothing answered (no route) or a router set an error status without a body (405).
     if (ctx.status >= 400 && ctx.body == null) {
-      const detail = ctx.status === 404 ? `Nothing is served at ${ctx.method} ${ctx.path}.` : undefined;
+      // The path as logged: a credential sent in it is not quoted back.
+      const detail =
+        ctx.status === 404 ? `Nothing is served at ${ctx.method} ${loggablePath(ctx.path)}.` : undefined;
       const headers: Record<string, string> = {};
       const allow = ctx.response.get('Allow');
       if (allow) headers['Allow'] = allow;
