@@ -316,6 +316,41 @@ function walkFields(index: Index): string[] {
   return last[0] === '_id' && last[1] === 1 ? index.fields.slice(0, -1) : index.fields;
 }
 
+/**
+ * Compiled mingo queries by filter text. Compiling a filter costs more than walking an index page, and
+ * a service asks the same shapes over and over (a key's store, a cursor): the most recent are kept.
+ */
+const COMPILED_LIMIT = 1_000;
+const compiled = new Map<string, Query>();
+function compiledQuery(filter: Filter): Query {
+  let key: string;
+  try {
+    key = JSON.stringify(filter);
+  } catch {
+    return new Query(filter, {}); // not serialisable (a cycle): no caching
+  }
+  // JSON cannot tell these apart from other values: filters holding one are compiled every time.
+  if (hasSpecialValue(filter)) return new Query(filter, {});
+  let query = compiled.get(key);
+  if (query) {
+    compiled.delete(key); // most recently used goes last
+  } else {
+    query = new Query(filter, {});
+    if (compiled.size >= COMPILED_LIMIT) compiled.delete(compiled.keys().next().value as string);
+  }
+  compiled.set(key, query);
+  return query;
+}
+
+/** Values JSON loses or confuses: a RegExp, a Date, a function, undefined, a bigint. */
+function hasSpecialValue(value: unknown): boolean {
+  if (value === undefined || typeof value === 'function' || typeof value === 'bigint') return true;
+  if (value instanceof RegExp || value instanceof Date) return true;
+  if (Array.isArray(value)) return value.some(hasSpecialValue);
+  if (value && typeof value === 'object') return Object.values(value).some(hasSpecialValue);
+  return false;
+}
+
 /** At most this many index walks are merged for one query (MongoDB's default bound for SORT_MERGE). */
 const MAX_MERGED_WALKS = 200;
 
@@ -326,7 +361,7 @@ const MAX_MERGED_WALKS = 200;
 function query(storage: Storage, filter: Filter, options: FindOptions = {}): Doc[] {
   const sort = totalSort(options.sort);
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
-  const matcher = new Query(filter, {});
+  const matcher = compiledQuery(filter);
   const conditions = fieldConditions(filter);
   const compare = sortComparator(sort);
   const isAfter = (doc: Doc) => !options.after || compare(doc, afterDoc(sort, options.after)) > 0;
