@@ -104,8 +104,11 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
       }
       throw err;
     }
+    // Events were validated when appended (below): current-version data is trusted as is, older
+    // versions are upcast and validated. Re-validating a whole stream at every command was most of a
+    // command's cost.
     const domainEvents = recorded.map(
-      (e) => registry.parse(e.type, e.data, e.metadata.schema_version ?? 1) as unknown as E,
+      (e) => registry.read(e.type, e.data, e.metadata.schema_version ?? 1) as unknown as E,
     );
     const last = recorded[recorded.length - 1];
     return {
