@@ -88,7 +88,42 @@ export function toNewEvents(
   });
 }
 
+/** A stream's folded state as this process last wrote it (see `createCommandHandler`). */
+interface Snapshot<S> {
+  decider: unknown;
+  state: S;
+  revision: number;
+  position: number;
+  firstPosition: number;
+}
+
+/** Streams whose state a handler keeps after writing them. */
+const SNAPSHOT_LIMIT = 5_000;
+
+function snapshotOf<S>(loaded: LoadedStream<S>, decider: unknown): Snapshot<S> {
+  return {
+    decider,
+    state: loaded.state,
+    revision: loaded.revision,
+    position: loaded.position,
+    firstPosition: loaded.events[0]?.position ?? 0,
+  };
+}
+
+/**
+ * Commands on a stream this handler wrote recently start from the state it kept (the most recent
+ * `SNAPSHOT_LIMIT` streams) instead of reading and folding the stream again: a cart gets a command per
+ * item. Safe with other writers: the append still names the revision the state was folded to, so a
+ * stale state ends in a conflict, a re-read and a new decision; a refusal or a no-op decided on a kept
+ * state is decided again on a fresh read before it is answered. Lookups (`load`) always read.
+ */
 export function createCommandHandler(store: EventStore, registry: EventRegistry) {
+  const snapshots = new Map<string, Snapshot<unknown>>();
+  function remember(streamId: string, snapshot: Snapshot<unknown>): void {
+    snapshots.delete(streamId); // most recent last
+    snapshots.set(streamId, snapshot);
+    if (snapshots.size > SNAPSHOT_LIMIT) snapshots.delete(snapshots.keys().next().value as string);
+  }
   /** Conflicts resolved by re-reading and re-deciding, for metrics and tests. */
   let conflicts = 0;
   async function load<S, E extends DomainEvent>(
@@ -127,30 +162,56 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
     options: { ifMatch?: number } = {},
   ): Promise<CommandResult<S, E>> {
     for (let attempt = 1; ; attempt++) {
-      const loaded = await load(streamId, decider);
-      if (options.ifMatch !== undefined && options.ifMatch !== loaded.revision) {
-        throw new PreconditionFailedError(streamId, options.ifMatch, loaded.revision);
+      // The state this process last wrote, unless the request names a revision (then read what is).
+      const hit = options.ifMatch === undefined ? snapshots.get(streamId) : undefined;
+      const cached = hit?.decider === decider ? (hit as Snapshot<S>) : undefined;
+      const current: Snapshot<S> = cached ?? snapshotOf(await load(streamId, decider), decider);
+      if (options.ifMatch !== undefined && options.ifMatch !== current.revision) {
+        throw new PreconditionFailedError(streamId, options.ifMatch, current.revision);
       }
-      const events = decider.decide(command, loaded.state);
+      let events: E[];
+      try {
+        events = decider.decide(command, current.state);
+      } catch (err) {
+        // A refusal must rest on what the stream holds: another process may have moved it on.
+        if (cached) {
+          snapshots.delete(streamId);
+          continue;
+        }
+        throw err;
+      }
       if (events.length === 0) {
-        const firstPosition = loaded.events[0]?.position ?? 0;
+        // So must a no-op (nothing to write because nothing differs).
+        if (cached) {
+          snapshots.delete(streamId);
+          continue;
+        }
         return {
-          state: loaded.state,
+          state: current.state,
           events,
-          revision: loaded.revision,
-          position: loaded.position,
-          firstPosition,
+          revision: current.revision,
+          position: current.position,
+          firstPosition: current.firstPosition,
         };
       }
       const toAppend = toNewEvents(registry, events, metadata);
       try {
         const result = await store.append(streamId, toAppend, {
-          expectedRevision: loaded.revision === -1 ? 'no_stream' : loaded.revision,
+          expectedRevision: current.revision === -1 ? 'no_stream' : current.revision,
         });
-        const state = events.reduce(decider.evolve, loaded.state);
+        const state = events.reduce(decider.evolve, current.state);
         // A new stream's first position is not in the append's answer (positions need not be contiguous).
         const firstPosition =
-          loaded.events[0]?.position ?? (await store.readStream(streamId, { maxCount: 1 }))[0].position;
+          current.revision >= 0
+            ? current.firstPosition
+            : (await store.readStream(streamId, { maxCount: 1 }))[0].position;
+        remember(streamId, {
+          decider,
+          state,
+          revision: result.nextExpectedRevision,
+          position: result.position,
+          firstPosition,
+        });
         return {
           state,
           events,
@@ -159,6 +220,7 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
           firstPosition,
         };
       } catch (err) {
+        snapshots.delete(streamId);
         if (!(err instanceof WrongExpectedVersionError)) throw err;
         if (options.ifMatch !== undefined) {
           const actual = typeof err.actual === 'number' ? err.actual : -1;
