@@ -79,7 +79,13 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
     name: 'http',
     roles: ['api', 'projector', 'dispatcher'],
     async start(ctx) {
-      const s = createServer(ctx.app.callback());
+      // Slow clients are cut off: headers within 5 s, the whole request within 10 s (Node's defaults,
+      // 60 s and 300 s checked every 30 s, let a half-sent body hold a connection for minutes).
+      // requestTimeout bounds receiving the request only, not a slow handler.
+      const s = createServer(
+        { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 },
+        ctx.app.callback(),
+      );
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
         s.listen(port, () => {

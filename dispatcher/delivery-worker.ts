@@ -149,6 +149,22 @@ function createLimiter(max: number) {
   };
 }
 
+/**
+ * `text` without `secret`: every whole occurrence, and a tail that starts it (an excerpt is cut at
+ * 1 KB, possibly inside an echoed secret; 8 characters or more, so ordinary text is left alone).
+ */
+export function redactSecret(text: string, secret: string): string {
+  if (secret.length === 0) return text;
+  let out = text.replaceAll(secret, '[redacted]');
+  for (let k = Math.min(secret.length - 1, out.length); k >= 8; k--) {
+    if (out.endsWith(secret.slice(0, k))) {
+      out = `${out.slice(0, out.length - k)}[redacted]`;
+      break;
+    }
+  }
+  return out;
+}
+
 const settled = (d: delivery.Delivery) => d.status === 'delivered' || d.status === 'parked';
 
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
@@ -390,6 +406,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     } finally {
       limiter.release(sub.webhook_id);
     }
+    // A receiver may echo what it was sent (`401 … Bearer <token>`): the secrets never reach a record.
+    const redact = (text: string) => [authToken, secret].reduce(redactSecret, text);
+    result = {
+      ...result,
+      responseExcerpt: redact(result.responseExcerpt),
+      error: result.error === null ? null : redact(result.error),
+    };
     const attemptNo = started.attempts;
     stats.attempts[result.outcome] += 1;
     options.onAttempt?.({

@@ -12,6 +12,7 @@ import {
   USER_AGENT,
   utf8Excerpt,
 } from '../../dispatcher/deliver.ts';
+import { redactSecret } from '../../dispatcher/delivery-worker.ts';
 import { unixSeconds, webhookHeaders } from '../../dispatcher/signing.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { verifyWebhook } from './verify-signature.ts';
@@ -387,4 +388,12 @@ test('isLastAttempt and the end of the schedule', (t) => {
   }
   t.is(attempt, 8);
   t.deepEqual(delays, SCHEDULE);
+});
+
+test('redactSecret removes every whole secret and a tail cut inside one', (t) => {
+  const secret = 'whsec_abcdefghijklmnopqrstuvwxyz';
+  t.is(redactSecret(`x ${secret} y ${secret}`, secret), 'x [redacted] y [redacted]');
+  t.is(redactSecret(`401 Bearer ${secret.slice(0, 12)}`, secret), '401 Bearer [redacted]');
+  t.is(redactSecret('short whsec', secret), 'short whsec', 'fewer than 8 characters: ordinary text');
+  t.is(redactSecret('anything', ''), 'anything');
 });
