@@ -3,17 +3,12 @@
  * killed mid-attempt and mid-fan-out, then restarted on the same data. Nothing owed is lost; what is
  * sent twice (at-least-once) carries the same `X-Service-Webhook-Id`; per-cart order holds.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import {
   addItem,
-  type Caller,
   checkOut,
   createCart,
   createWebhook,
@@ -21,96 +16,16 @@ import {
   seedCatalog,
   type WorldCart,
 } from '../support/cart-world.ts';
+import { childDataDir, killChild, serveChild } from '../support/child-service.ts';
 import { type ReceivedWebhook, startReceiver } from '../support/webhook-receiver.ts';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TOKEN = 'crash-test-operator-token-0123456789abcdef';
-
-interface Child {
-  process: ChildProcess;
-  api: Caller;
-}
-
-/** `pds serve` on `dataDir`, with a 1 s webhook timeout (so a lease runs out 3 s after an attempt starts). */
-async function serve(t: ExecutionContext, dataDir: string): Promise<Child> {
-  const child = spawn(process.execPath, ['cli/pds.ts', 'serve'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      PDS_DATA_DIR: dataDir,
-      PDS_OPERATOR_TOKEN: TOKEN,
-      PDS_WEBHOOK_TIMEOUT: '1s',
-      PDS_WEBHOOK_RETRY_SCHEDULE: '0s,200ms,200ms,200ms,200ms',
-      LOG_LEVEL: 'warn',
-      // Embedded mode seeds the sandbox on a first start: its 80,000 events would race this test's own.
-      PDS_SANDBOX: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  child.stdout?.setEncoding('utf8').on('data', (c: string) => {
-    stdout += c;
-  });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (c: string) => {
-    stderr += c;
-  });
-  const deadline = Date.now() + 20_000;
-  let base: string | undefined;
-  while (!base) {
-    const match = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(stdout);
-    if (match) base = `http://127.0.0.1:${match[1]}`;
-    else if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`no start: ${stdout} ${stderr}`);
-    else await new Promise((r) => setTimeout(r, 50));
-  }
-  for (;;) {
-    const ready = await fetch(`${base}/readyz`).catch(() => undefined);
-    if (ready?.status === 200) break;
-    if (Date.now() > deadline) throw new Error('not ready');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const url = base;
-  return {
-    process: child,
-    api: {
-      call: (method, p, body, headers = {}) =>
-        fetch(`${url}${p}`, {
-          method,
-          headers: {
-            authorization: `Bearer ${TOKEN}`,
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-            ...headers,
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        }),
-    },
-  };
-}
-
-async function kill(child: Child): Promise<void> {
-  const exited = once(child.process, 'exit');
-  child.process.kill('SIGKILL');
-  await exited;
-}
-
-async function dataDir(t: ExecutionContext): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'pds-crash-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 const byCart = (got: ReceivedWebhook[], c: WorldCart) => got.filter((r) => r.body.cart.uuid === c.uuid);
 
 test('SIGKILL during an attempt: after a restart the attempt is recorded as interrupted and sent again with the same id, in order', async (t) => {
-  const dir = await dataDir(t);
+  const dir = await childDataDir(t);
   const receiver = await startReceiver(t);
   receiver.script({ hang: true });
-  const first = await serve(t, dir);
+  const first = await serveChild(t, dir);
   await seedCatalog(first.api);
   await createWebhook(first.api, receiver.url, [1]);
   const cart = await createCart(first.api, 1);
@@ -118,9 +33,9 @@ test('SIGKILL during an attempt: after a restart the attempt is recorded as inte
   await checkOut(first.api, cart);
   await move(first.api, cart, 'preparing');
   await receiver.waitFor(1); // the first attempt is in flight, the receiver holds it
-  await kill(first);
+  await killChild(first);
 
-  const second = await serve(t, dir);
+  const second = await serveChild(t, dir);
   const got = await receiver.waitFor(3, 15_000);
   t.deepEqual(
     got.map((r) => [r.body.cart.status, r.headers['x-service-delivery-attempt']]),
@@ -152,9 +67,9 @@ test('SIGKILL during an attempt: after a restart the attempt is recorded as inte
 });
 
 test('SIGKILL right after a burst of status changes: every change is delivered after the restart, duplicates only with the same id', async (t) => {
-  const dir = await dataDir(t);
+  const dir = await childDataDir(t);
   const receiver = await startReceiver(t);
-  const first = await serve(t, dir);
+  const first = await serveChild(t, dir);
   await seedCatalog(first.api);
   await createWebhook(first.api, receiver.url, [1]);
   const carts: WorldCart[] = [];
@@ -170,9 +85,9 @@ test('SIGKILL right after a burst of status changes: every change is delivered a
       await move(first.api, c, 'ready_for_pickup');
     }),
   );
-  await kill(first); // the fan-out and the deliveries are mid-way
+  await killChild(first); // the fan-out and the deliveries are mid-way
 
-  await serve(t, dir);
+  await serveChild(t, dir);
   const expected = ['verification', 'preparing', 'ready_for_pickup'];
   const deadline = Date.now() + 20_000;
   const complete = () =>
