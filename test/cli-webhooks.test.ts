@@ -330,7 +330,8 @@ test('pds webhooks: deliveries, redeliver, recover and test-send', async (t) => 
   const busy = await pds(s, ['webhooks', 'redeliver', second.delivery_id]);
   t.is(busy.code, EXIT.refused);
   t.regex(busy.stderr, /409 delivery_in_progress/);
-  clock.advance(61_000);
+  // Past the 1 min retry and its jitter (±10 %: up to 66 s).
+  clock.advance(70_000);
   await until(s, async () => {
     const found = await list();
     return found.map((d) => d.status).join() === 'delivered,parked' ? true : undefined;

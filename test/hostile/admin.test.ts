@@ -30,5 +30,10 @@ test('admin API: no hostile request gets a 5xx, a non-problem refusal or an appe
     [],
   );
   // The properties reached the deciders, not only validation: every route answered a 2xx.
-  for (const r of results) t.true(r.successes > 0, `${r.route} never succeeded`);
+  for (const r of results) {
+    t.true(
+      r.successes > 0,
+      `${r.route} never succeeded: ${JSON.stringify(r.statuses)} ${JSON.stringify(r.samples)}`,
+    );
+  }
 });

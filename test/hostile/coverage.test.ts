@@ -87,7 +87,12 @@ test('every route the service serves is in the hostile catalogue, and is attacke
     results.filter((r) => r.failure).map((r) => `${r.route}\n${r.failure}`),
     [],
   );
-  for (const r of results) t.true(r.successes > 0, `${r.route} never succeeded`);
+  for (const r of results) {
+    t.true(
+      r.successes > 0,
+      `${r.route} never succeeded: ${JSON.stringify(r.statuses)} ${JSON.stringify(r.samples)}`,
+    );
+  }
 
   // Paths no router serves, under every prefix: a 404 (or 405) problem, never anything else.
   const prefixes = ['', '/admin/v1', '/platform/v1', ...bases, '/partner', '/docs/assets', '/admin/v2'];

@@ -29,5 +29,10 @@ test('partner APIs: no hostile request gets a 5xx, a non-problem refusal or an a
     [],
   );
   // The properties reached the handlers, not only the authentication: every route answered a 200 (201).
-  for (const r of results) t.true(r.successes > 0, `${r.route} never succeeded`);
+  for (const r of results) {
+    t.true(
+      r.successes > 0,
+      `${r.route} never succeeded: ${JSON.stringify(r.statuses)} ${JSON.stringify(r.samples)}`,
+    );
+  }
 });

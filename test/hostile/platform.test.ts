@@ -30,5 +30,10 @@ test('platform API: no hostile request gets a 5xx, a non-problem refusal or an a
     [],
   );
   // The properties reached the deciders, not only validation: every route took a write.
-  for (const r of results) t.true(r.successes > 0, `${r.route} never succeeded`);
+  for (const r of results) {
+    t.true(
+      r.successes > 0,
+      `${r.route} never succeeded: ${JSON.stringify(r.statuses)} ${JSON.stringify(r.samples)}`,
+    );
+  }
 });
