@@ -27,12 +27,10 @@ import { createService } from '../cli/compose.ts';
 import { loadConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
 import { seedSandbox } from '../cli/sandbox/seed.ts';
-import type { DomainEvent } from '../domain/decider.ts';
-import { eventRegistry } from '../domain/index.ts';
 import * as menuProduct from '../domain/menu-product.ts';
 import * as store from '../domain/store.ts';
-import type { NewEvent } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 
 const BIG_STORE = 9_001;
@@ -103,18 +101,6 @@ async function bareKoa(): Promise<{ url: string; close(): Promise<void> }> {
   };
 }
 
-const toNew = (e: DomainEvent, at: string): NewEvent => ({
-  type: e.type,
-  data: e.data,
-  metadata: {
-    correlation_id: randomUUID(),
-    causation_id: null,
-    actor: { type: 'platform', id: 'bench' },
-    occurred_at: at,
-    schema_version: eventRegistry.versionOf(e.type),
-  },
-});
-
 export async function benchApi(): Promise<BenchLine[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-api-'));
   const config = await loadConfig({ PDS_DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn', PDS_SANDBOX: '0' });
@@ -129,7 +115,7 @@ export async function benchApi(): Promise<BenchLine[]> {
     });
     const at = new Date().toISOString();
     await es.append(store.streamId(BIG_STORE), [
-      toNew(
+      toNewEvent(
         store.events.StoreUpserted({
           store_id: BIG_STORE,
           name: 'Big Menu Store',
@@ -159,7 +145,7 @@ export async function benchApi(): Promise<BenchLine[]> {
       const productId = 1 + (i % productIds);
       const id = 5_000_000 + i;
       await es.append(menuProduct.streamId(id), [
-        toNew(
+        toNewEvent(
           menuProduct.events.MenuProductListed({
             menu_product_id: id,
             store_id: BIG_STORE,
@@ -296,7 +282,7 @@ export async function benchApi(): Promise<BenchLine[]> {
         ),
       });
       const rawStore = await openSqliteEventStore(path.join(dir, 'raw-appends.db'));
-      const event = toNew(
+      const event = toNewEvent(
         { type: 'CartItemAdded', data: { menu_product_id: 1, price_id: 'gram', count: 1 } },
         at,
       );

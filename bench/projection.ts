@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import * as brand from '../domain/brand.ts';
 import * as cart from '../domain/cart.ts';
 import type { DomainEvent } from '../domain/decider.ts';
-import { eventRegistry } from '../domain/index.ts';
 import * as menuProduct from '../domain/menu-product.ts';
 import * as product from '../domain/product.ts';
 import * as review from '../domain/review.ts';
@@ -22,6 +21,7 @@ import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { allProjections } from '../projections/all.ts';
 import { createMemoryReadStore } from '../projections/memory-read-store.ts';
 import { createProjector } from '../projections/projector.ts';
+import { toNewEvent } from './events.ts';
 
 /** A small seeded generator (mulberry32), so every run writes the same events. */
 export function seededRandom(seed: number) {
@@ -41,17 +41,7 @@ export function seededRandom(seed: number) {
 }
 
 const at = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString();
-const toNew = (e: DomainEvent, i: number): NewEvent => ({
-  type: e.type,
-  data: e.data,
-  metadata: {
-    correlation_id: randomUUID(),
-    causation_id: null,
-    actor: { type: 'platform', id: 'bench' },
-    occurred_at: at(i),
-    schema_version: eventRegistry.versionOf(e.type),
-  },
-});
+const toNew = (e: DomainEvent, i: number): NewEvent => toNewEvent(e, at(i));
 
 /** Appends a catalog and then carts until about `target` events exist. */
 export async function generateEvents(es: EventStore, target: number): Promise<number> {

@@ -17,10 +17,8 @@ import path from 'node:path';
 import { createAbandonmentTimer } from '../dispatcher/abandonment.ts';
 import * as cart from '../domain/cart.ts';
 import { systemClock } from '../domain/clock.ts';
-import type { DomainEvent } from '../domain/decider.ts';
-import { eventRegistry } from '../domain/index.ts';
-import type { NewEvent } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 
 const CARTS = Number(process.env.PDS_BENCH_TIMER_CARTS ?? 100_000);
@@ -34,18 +32,6 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-const toNew = (e: DomainEvent, at: string): NewEvent => ({
-  type: e.type,
-  data: e.data,
-  metadata: {
-    correlation_id: randomUUID(),
-    causation_id: null,
-    actor: { type: 'platform', id: 'bench' },
-    occurred_at: at,
-    schema_version: eventRegistry.versionOf(e.type),
-  },
-});
-
 export async function benchTimers(): Promise<BenchLine[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-timers-'));
   try {
@@ -58,7 +44,7 @@ export async function benchTimers(): Promise<BenchLine[]> {
       const placed = new Date(base + Math.floor((SPREAD_MS * i) / CARTS)).toISOString();
       deadlines.set(cart.streamId(uuid), Date.parse(placed) + ABANDON_AFTER_MS);
       await store.append(cart.streamId(uuid), [
-        toNew(
+        toNewEvent(
           cart.events.CartCreated({
             cart_uuid: uuid,
             store_id: 1,
@@ -68,7 +54,7 @@ export async function benchTimers(): Promise<BenchLine[]> {
           }),
           placed,
         ),
-        toNew(
+        toNewEvent(
           cart.events.CartItemAdded({
             menu_product_id: 1 + (i % 500),
             price_id: 'gram',

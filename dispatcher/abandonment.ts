@@ -19,6 +19,7 @@
  * stream and re-evaluates instead of appending blindly. Refusals (`abandonment_not_due`,
  * `cart_checked_out`, `cart_already_abandoned`, `cart_empty`) are normal outcomes, not errors.
  */
+
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createCommandHandler, PreconditionFailedError } from '../api/command-handler.ts';
@@ -29,6 +30,7 @@ import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Actor, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { StreamNotFoundError } from '../eventstore/port.ts';
+import { createPositionWaiters } from '../eventstore/position-waiters.ts';
 import { createScheduler } from './scheduler.ts';
 
 export const ABANDONMENT_ACTOR: Actor = { type: 'system', id: 'abandonment-timer' };
@@ -156,8 +158,7 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
   });
   const carts = new Map<string, Tracked>();
   const stats: AbandonmentStats = { abandoned: 0, refused: 0, stale: 0, errors: 0 };
-  let applied = 0;
-  const waiters = new Set<{ position: number; resolve: () => void }>();
+  const progress = createPositionWaiters('abandonment timer');
   let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
   let stopped = false;
   let resolveCaughtUp: () => void = () => {};
@@ -287,25 +288,6 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     }
   }
 
-  function waitFor(position: number, timeoutMs: number): Promise<void> {
-    if (position <= applied) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const waiter = {
-        position,
-        resolve: () => {
-          waiters.delete(waiter);
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(new Error(`abandonment timer did not reach position ${position} in ${timeoutMs} ms`));
-      }, timeoutMs);
-      waiters.add(waiter);
-    });
-  }
-
   return {
     start() {
       if (subscription || stopped) return;
@@ -314,8 +296,7 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
         {
           onEvents(events) {
             for (const e of events) apply(e);
-            applied = events[events.length - 1].position;
-            for (const w of waiters) if (w.position <= applied) w.resolve();
+            progress.applied(events[events.length - 1].position);
           },
         },
       );
@@ -331,7 +312,7 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     dueAt: (streamId) => scheduler.dueAt(streamId),
     tick: () => scheduler.tick(),
     async settle(timeoutMs = 5_000) {
-      await waitFor(await store.headPosition({ streamPrefixes: [PREFIX] }), timeoutMs);
+      await progress.waitFor(await store.headPosition({ streamPrefixes: [PREFIX] }), timeoutMs);
     },
     stats: () => ({ ...stats }),
     async stop() {

@@ -39,6 +39,7 @@ import {
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
+import { createPositionWaiters } from '../eventstore/position-waiters.ts';
 import { type DeliveryResult, deliverOnce, isLastAttempt, nextAttemptDelay } from './deliver.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
 import { createScheduler } from './scheduler.ts';
@@ -190,8 +191,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     parked: 0,
     errors: 0,
   };
-  let applied = 0;
-  const waiters = new Set<{ position: number; resolve: () => void }>();
+  const progress = createPositionWaiters('delivery worker');
   let subscription: CatchUpSubscription | undefined;
   let stopped = false;
   let resolveCaughtUp: () => void = () => {};
@@ -512,25 +512,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
   }
 
-  function waitFor(position: number, timeoutMs: number): Promise<void> {
-    if (position <= applied) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const waiter = {
-        position,
-        resolve: () => {
-          waiters.delete(waiter);
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(new Error(`delivery worker did not reach position ${position} in ${timeoutMs} ms`));
-      }, timeoutMs);
-      waiters.add(waiter);
-    });
-  }
-
   return {
     start() {
       if (subscription || stopped) return;
@@ -546,8 +527,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             }
             for (const stream of dueNow) void work(stream);
             dueNow.clear();
-            applied = events[events.length - 1].position;
-            for (const w of waiters) if (w.position <= applied) w.resolve();
+            progress.applied(events[events.length - 1].position);
           },
         },
       );
@@ -560,7 +540,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     caughtUp,
     tick: () => scheduler.tick(),
     async settle(timeoutMs = 5_000) {
-      await waitFor(await store.headPosition(FILTER), timeoutMs);
+      await progress.waitFor(await store.headPosition(FILTER), timeoutMs);
     },
     pending() {
       let depth = 0;

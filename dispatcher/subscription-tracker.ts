@@ -18,6 +18,7 @@ import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
 import type { CatchUpSubscription, EventFilter, EventStore } from '../eventstore/port.ts';
+import { createPositionWaiters } from '../eventstore/position-waiters.ts';
 
 const PREFIX = 'webhooksub-';
 const FILTER: EventFilter = { streamPrefixes: [PREFIX] };
@@ -54,10 +55,9 @@ export function createSubscriptionTracker(options: {
   const { store, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const versions = new Map<string, Version[]>();
-  let applied = 0;
+  const progress = createPositionWaiters('the webhook subscription tracker');
   let verified = 0;
   let subscription: CatchUpSubscription | undefined;
-  const waiters = new Set<{ position: number; resolve: () => void }>();
   let resolveCaughtUp: () => void = () => {};
   let rejectCaughtUp: (err: unknown) => void = () => {};
   const caughtUp = new Promise<void>((resolve, reject) => {
@@ -74,25 +74,6 @@ export function createSubscriptionTracker(options: {
   function asOf(list: Version[], position: number): webhooks.WebhookSubscriptionState | undefined {
     for (let i = list.length - 1; i >= 0; i--) if (list[i].position <= position) return list[i].state;
     return undefined;
-  }
-
-  function waitApplied(position: number, timeoutMs: number): Promise<void> {
-    if (position <= applied) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const waiter = {
-        position,
-        resolve: () => {
-          waiters.delete(waiter);
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(new Error(`webhook subscriptions not applied up to ${position} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      waiters.add(waiter);
-    });
   }
 
   return {
@@ -112,9 +93,8 @@ export function createSubscriptionTracker(options: {
               const list = versions.get(id) ?? [];
               list.push({ position: e.position, state: next });
               versions.set(id, list);
-              applied = e.position;
             }
-            for (const w of waiters) if (w.position <= applied) w.resolve();
+            progress.applied(events[events.length - 1].position);
           },
         },
       );
@@ -128,7 +108,7 @@ export function createSubscriptionTracker(options: {
     async ready(position, timeoutMs = 10_000) {
       if (position <= verified) return;
       const head = await store.headPosition(FILTER);
-      await waitApplied(head, timeoutMs);
+      await progress.waitFor(head, timeoutMs);
       verified = Math.max(verified, position);
     },
     covering(storeId, kind, position) {

@@ -4,9 +4,11 @@
  * event store (API key hash → partner, a store's specials). It reads no clock, so a restart rebuilds
  * exactly the same index from the events; `waitFor(position)` gives a writer read-your-writes.
  */
+
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
+import { createPositionWaiters } from '../eventstore/position-waiters.ts';
 
 export interface AggregateIndex<S> {
   get(id: string): S | undefined;
@@ -33,8 +35,7 @@ export function createAggregateIndex<E extends DomainEvent, S>(
   options: AggregateIndexOptions<E, S>,
 ): AggregateIndex<S> {
   const states = new Map<string, S>();
-  let applied = 0;
-  const waiters = new Set<{ position: number; resolve: () => void }>();
+  const progress = createPositionWaiters(`the index of ${options.prefix} streams`);
 
   function apply(event: RecordedEvent): void {
     if (!registry.has(event.type)) return;
@@ -51,8 +52,7 @@ export function createAggregateIndex<E extends DomainEvent, S>(
     {
       onEvents(events) {
         for (const e of events) apply(e);
-        applied = events[events.length - 1].position;
-        for (const w of waiters) if (w.position <= applied) w.resolve();
+        progress.applied(events[events.length - 1].position);
       },
     },
   );
@@ -60,30 +60,9 @@ export function createAggregateIndex<E extends DomainEvent, S>(
   return {
     get: (id) => states.get(id),
     values: () => states.values(),
-    waitFor(position, timeoutMs = 5_000) {
-      if (position <= applied) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const waiter = {
-          position,
-          resolve: () => {
-            waiters.delete(waiter);
-            clearTimeout(timer);
-            resolve();
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(
-            new Error(
-              `index of ${options.prefix} streams did not reach position ${position} in ${timeoutMs} ms`,
-            ),
-          );
-        }, timeoutMs);
-        waiters.add(waiter);
-      });
-    },
+    waitFor: (position, timeoutMs = 5_000) => progress.waitFor(position, timeoutMs),
     caughtUp: subscription.caughtUp,
-    position: () => applied,
+    position: () => progress.position,
     stop: () => subscription.stop(),
   };
 }
