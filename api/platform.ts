@@ -12,7 +12,7 @@ import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import * as menuProduct from '../domain/menu-product.ts';
-import { applySpecials } from '../domain/pricing.ts';
+import { lineAtPlacement } from '../domain/pricing.ts';
 import * as product from '../domain/product.ts';
 import * as review from '../domain/review.ts';
 import type { Weight } from '../domain/schemas.ts';
@@ -244,29 +244,14 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     const item = (await commands.load(product.streamId(listing.product_id), product.decider)).state;
     if (!item.exists) return null;
     const maker = (await commands.load(brand.streamId(item.brand_id), brand.decider)).state;
-    const unitPrice = menuProduct.priceOf(listing, priceId);
-    const priced = unitPrice
-      ? applySpecials(
-          { unit_price: unitPrice, product_id: item.product_id, brand_id: item.brand_id, kind: item.kind },
-          specials.ofStore(listing.store_id),
-          at,
-        )
-      : null;
-    return {
-      product_id: item.product_id,
-      store_id: listing.store_id,
-      name: item.name,
-      brand: maker.exists ? maker.name : '',
-      brand_id: item.brand_id,
-      kind: item.kind,
-      kind_subtype: item.kind_subtype,
-      lineage: item.lineage,
-      image_urls: item.image_urls,
-      unit_price: unitPrice,
-      discounted_unit_price: priced?.discounted_unit_price ?? null,
-      special_id: priced?.special_id ?? null,
-      special_title: priced?.special_title ?? null,
-    };
+    return lineAtPlacement({
+      product: item,
+      storeId: listing.store_id,
+      brandName: maker.exists ? maker.name : '',
+      unitPrice: menuProduct.priceOf(listing, priceId),
+      specials: specials.ofStore(listing.store_id),
+      at,
+    });
   }
 
   router.post('/carts/:uuid/items', async (ctx) => {

@@ -160,3 +160,57 @@ export function applySpecials(
       }
     : { discounted_unit_price: fromCents(price), special_id: null, special_title: null };
 }
+
+/** The product facts a cart line copies when an item is placed. */
+export interface LineProduct {
+  product_id: number;
+  brand_id: number;
+  name: string;
+  kind: string;
+  kind_subtype: string | null;
+  lineage: string | null;
+  image_urls: string[];
+}
+
+/**
+ * The line a cart records when an item is placed (the `line` context of `AddCartItem`): the product
+ * as it is now, at the listing's price for the weight (null when it sells none at that weight), after
+ * the store's specials in force at `at`. The platform API and the sandbox seeding both build it here.
+ */
+export function lineAtPlacement<P extends LineProduct>(input: {
+  product: P;
+  storeId: number;
+  brandName: string;
+  unitPrice: string | null;
+  specials: readonly PricingSpecial[];
+  at: string;
+}) {
+  const { product, unitPrice } = input;
+  const priced = unitPrice
+    ? applySpecials(
+        {
+          unit_price: unitPrice,
+          product_id: product.product_id,
+          brand_id: product.brand_id,
+          kind: product.kind,
+        },
+        input.specials,
+        input.at,
+      )
+    : null;
+  return {
+    product_id: product.product_id,
+    store_id: input.storeId,
+    name: product.name,
+    brand: input.brandName,
+    brand_id: product.brand_id,
+    kind: product.kind as P['kind'],
+    kind_subtype: product.kind_subtype,
+    lineage: product.lineage as P['lineage'],
+    image_urls: product.image_urls,
+    unit_price: unitPrice,
+    discounted_unit_price: priced?.discounted_unit_price ?? null,
+    special_id: priced?.special_id ?? null,
+    special_title: priced?.special_title ?? null,
+  };
+}

@@ -34,7 +34,7 @@ import { type Decider, DomainError, type DomainEvent } from '../../domain/decide
 import { eventRegistry } from '../../domain/index.ts';
 import * as menuProduct from '../../domain/menu-product.ts';
 import * as partner from '../../domain/partner.ts';
-import { applySpecials, type PricingSpecial } from '../../domain/pricing.ts';
+import { lineAtPlacement, type PricingSpecial } from '../../domain/pricing.ts';
 import * as product from '../../domain/product.ts';
 import * as review from '../../domain/review.ts';
 import * as special from '../../domain/special.ts';
@@ -560,34 +560,14 @@ async function writeSandbox(
     if (!listing) return null;
     const item = products.get(listing.fields.product_id);
     if (!item) return null;
-    const unitPrice = listing.fields.prices[priceId] ?? null;
-    const priced = unitPrice
-      ? applySpecials(
-          {
-            unit_price: unitPrice,
-            product_id: listing.fields.product_id,
-            brand_id: item.brand_id,
-            kind: item.kind,
-          },
-          specialsByStore.get(listing.store_id) ?? [],
-          at,
-        )
-      : null;
-    return {
-      product_id: listing.fields.product_id,
-      store_id: listing.store_id,
-      name: item.name,
-      brand: brandNames.get(item.brand_id) ?? '',
-      brand_id: item.brand_id,
-      kind: item.kind,
-      kind_subtype: item.kind_subtype,
-      lineage: item.lineage,
-      image_urls: item.image_urls,
-      unit_price: unitPrice,
-      discounted_unit_price: priced?.discounted_unit_price ?? null,
-      special_id: priced?.special_id ?? null,
-      special_title: priced?.special_title ?? null,
-    };
+    return lineAtPlacement({
+      product: { ...item, product_id: listing.fields.product_id },
+      storeId: listing.store_id,
+      brandName: brandNames.get(item.brand_id) ?? '',
+      unitPrice: listing.fields.prices[priceId] ?? null,
+      specials: specialsByStore.get(listing.store_id) ?? [],
+      at,
+    });
   }
 
   /**
