@@ -13,7 +13,9 @@ import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 /** What the shared middleware puts in `ctx.state` for every later handler. */
 export interface AppState {
   requestId: string;
-  /** Child logger carrying `request_id`. */
+  /** `X-Correlation-Id` when the client sent a well-formed one, else the request id: the correlation of the events this request appends. */
+  correlationId: string;
+  /** Child logger carrying `request_id` and `correlation_id`. */
   log: Logger;
 }
 export type App = Koa<AppState>;
@@ -294,7 +296,9 @@ export function createHttpApp(options: HttpAppOptions): App {
     const incoming = ctx.get('X-Request-Id');
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.log = logger.child({ request_id: requestId });
+    const correlation = ctx.get('X-Correlation-Id');
+    ctx.state.correlationId = REQUEST_ID.test(correlation) ? correlation : requestId;
+    ctx.state.log = logger.child({ request_id: requestId, correlation_id: ctx.state.correlationId });
     ctx.set('X-Request-Id', requestId);
     await next();
   });

@@ -82,9 +82,8 @@ export async function writeErrors(_ctx: AppContext, next: Next): Promise<void> {
 }
 
 export function commandMetadata(ctx: AppContext, actor: Actor, clock: Clock): CommandMetadata {
-  const correlation = ctx.get('X-Correlation-Id');
   return {
-    correlationId: /^[A-Za-z0-9._-]{1,128}$/.test(correlation) ? correlation : ctx.state.requestId,
+    correlationId: ctx.state.correlationId,
     causationId: ctx.state.requestId,
     actor,
     at: clock.now().toISOString(),

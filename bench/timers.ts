@@ -24,7 +24,7 @@ import type { BenchLine } from './eventstore.ts';
 const CARTS = Number(process.env.PDS_BENCH_TIMER_CARTS ?? 100_000);
 const ABANDON_AFTER_MS = 60_000;
 /** The deadlines are spread over this much real time, starting this long after the restore begins. */
-const SPREAD_MS = 10_000;
+const SPREAD_MS = Number(process.env.PDS_BENCH_TIMER_SPREAD_MS ?? 10_000);
 const LEAD_MS = 25_000;
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));

@@ -357,7 +357,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     const ids = events.map((e) => e.id ?? randomUUID());
     const payloads = events.map((e) => [JSON.stringify(e.data), JSON.stringify(e.metadata)]);
     const recordedAt = now().toISOString();
-    const result = transaction(() => {
+    return inGroup(() => {
       const again = events.some((e) => e.id !== undefined)
         ? idempotentResult(streamId, ids, expected)
         : undefined;
@@ -382,11 +382,71 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       }
       return { result: { nextExpectedRevision: revision, position }, wrote: true };
     });
-    if (result.wrote) {
-      if (cachedHead !== undefined) cachedHead = Math.max(cachedHead, result.result.position);
-      appended.fireSoon();
+  }
+
+  /**
+   * Group commit: the appends requested in one turn of the event loop (a timer firing for many carts,
+   * a fan-out of many events, concurrent requests) share one transaction, each inside its own
+   * savepoint, so one append's refusal (a wrong expected revision) rolls back that append alone. A
+   * transaction costs far more than an insert; this is what lets the abandonment timer keep up with
+   * 100,000 deadlines. Each append still resolves only once its transaction has committed.
+   */
+  type AppendWork = () => { result: AppendResult; wrote: boolean };
+  let group:
+    | Array<{ work: AppendWork; resolve(r: AppendResult): void; reject(e: unknown): void }>
+    | undefined;
+
+  function inGroup(work: AppendWork): Promise<AppendResult> {
+    ensureOpen();
+    return new Promise((resolve, reject) => {
+      if (!group) {
+        group = [];
+        queueMicrotask(commitGroup);
+      }
+      group.push({ work, resolve, reject });
+    });
+  }
+
+  function commitGroup(): void {
+    const batch = group ?? [];
+    group = undefined;
+    const outcomes: Array<
+      { ok: true; value: { result: AppendResult; wrote: boolean } } | { ok: false; error: unknown }
+    > = [];
+    try {
+      transaction(() => {
+        for (const item of batch) {
+          db.exec('SAVEPOINT pds_append');
+          try {
+            const value = item.work();
+            db.exec('RELEASE pds_append');
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            db.exec('ROLLBACK TO pds_append');
+            db.exec('RELEASE pds_append');
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+    } catch (error) {
+      // Nothing of the group was committed (locked store, closed store, disk error).
+      for (const item of batch) item.reject(error);
+      return;
     }
-    return result.result;
+    let wrote = false;
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i];
+      if (!outcome.ok) {
+        item.reject(outcome.error);
+        return;
+      }
+      if (outcome.value.wrote) {
+        wrote = true;
+        if (cachedHead !== undefined) cachedHead = Math.max(cachedHead, outcome.value.result.position);
+      }
+      item.resolve(outcome.value.result);
+    });
+    if (wrote) appended.fireSoon();
   }
 
   // ---- reads ----------------------------------------------------------------------------------

@@ -232,9 +232,16 @@ test('the access log has method, path without query, route, status, duration and
     service: 'pds',
   });
   t.is(typeof line?.duration_ms, 'number');
+  t.is(line?.correlation_id, 'req-1', 'without X-Correlation-Id the correlation is the request');
   const all = JSON.stringify(lines);
   t.false(all.includes('very-secret-key'));
   t.false(all.includes('sk_live_secret'));
+
+  await fetch(`${base}/things/43`, { headers: { 'X-Request-Id': 'req-2', 'X-Correlation-Id': 'order-77' } });
+  t.like(
+    lines.find((l) => l.msg === 'request' && l.request_id === 'req-2'),
+    { correlation_id: 'order-77' },
+  );
 });
 
 test('probe requests are logged at debug level', async (t) => {
