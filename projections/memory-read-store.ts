@@ -103,13 +103,22 @@ interface Index {
   compare: (a: unknown[], b: unknown[]) => number;
   /** Some document has several entries (an array field): range bounds can't be intersected. */
   multikey: boolean;
+  /** Some field is a dotted path (into embedded documents). */
+  dotted: boolean;
 }
 
 function createIndex(spec: IndexSpec): Index {
   const fields = spec.keys.map(([f]) => f);
   // Entries are [...values, _id]; _id ascending breaks ties, so each entry is unique.
   const compare = keyComparator([...spec.keys.map(([, d]) => d), 1]);
-  return { spec, fields, tree: new BTree<unknown[], DocId>(undefined, compare), compare, multikey: false };
+  return {
+    spec,
+    fields,
+    tree: new BTree<unknown[], DocId>(undefined, compare),
+    compare,
+    multikey: false,
+    dotted: fields.some((f) => f.includes('.')),
+  };
 }
 
 /** The values a path reaches, as MongoDB indexes them: through arrays of documents, one per element. */
@@ -125,6 +134,22 @@ function indexValues(doc: Doc, path: string): unknown[] {
 
 /** The index entries of a document: one per element when a field holds an array (multikey). */
 function entriesOf(index: Index, doc: Doc): unknown[][] {
+  // Most indexes are on top-level scalars: one entry, built without the general path walk (index
+  // upkeep is most of a projection's write cost).
+  if (!index.dotted) {
+    const entry: unknown[] = [];
+    for (const field of index.fields) {
+      const value = (doc as Record<string, unknown>)[field];
+      if (Array.isArray(value)) return entriesOfPaths(index, doc);
+      entry.push(value ?? null);
+    }
+    entry.push(doc._id);
+    return [entry];
+  }
+  return entriesOfPaths(index, doc);
+}
+
+function entriesOfPaths(index: Index, doc: Doc): unknown[][] {
   let keys: unknown[][] = [[]];
   for (const field of index.fields) {
     const values = [...new Set(indexValues(doc, field).map((x) => x ?? null))];
