@@ -54,9 +54,9 @@ import {
   PARK,
   PersistentSubscriptionDoesNotExistError,
   PersistentSubscriptionDroppedError,
+  PINNED,
   persistentSubscriptionToAllSettingsFromDefaults,
   RETRY,
-  ROUND_ROBIN,
   SKIP,
   START,
   STREAM_EXISTS,
@@ -402,7 +402,9 @@ export function createEsdbEventStore(connectionString: string): EventStore {
           messageTimeout: settings.messageTimeoutMs ?? DEFAULT_MESSAGE_TIMEOUT_MS,
           checkPointAfter: CHECKPOINT_AFTER_MS,
           checkPointLowerBound: 1,
-          consumerStrategyName: ROUND_ROBIN,
+          // Pinned: a stream's events go to the same consumer while it is connected, so consumers that
+          // handle one stream's events in order (the webhook fan-out, per cart) keep that order.
+          consumerStrategyName: PINNED,
         }),
         { filter: serverFilter(settings.filter) },
       );
