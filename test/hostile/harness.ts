@@ -181,9 +181,11 @@ export function validRequest(spec: RouteSpec, h: Harness): HostileRequest {
   const own =
     spec.auth === 'operator' ? h.s.token : spec.auth === 'public' ? undefined : h.world.keys[spec.auth];
   const template = spec.body?.(h.world);
+  const required = (spec.requiredQuery ?? []).map((k) => `${k}=${pct(validQueryValues(k)[0])}`);
+  const requiredQuery = required.length > 0 ? `?${required.join('&')}` : '';
   return {
     method: spec.method,
-    url: spec.path.replace(/:(\w+)/g, (_, name: string) => pct(valid[name][0])),
+    url: spec.path.replace(/:(\w+)/g, (_, name: string) => pct(valid[name][0])) + requiredQuery,
     headers: {
       ...(own ? { authorization: `Bearer ${own}` } : {}),
       ...(template ? { 'content-type': 'application/json' } : {}),

@@ -22,6 +22,8 @@ export interface RouteSpec {
   auth: Auth;
   /** The query parameters the route reads. */
   query: readonly string[];
+  /** Query parameters a request must carry (the valid request sends their first valid value). */
+  requiredQuery?: readonly string[];
   /** Valid values of each path parameter (ids that exist, so hostile bodies reach the handler's depth). */
   params(w: World): Record<string, string[]>;
   /** A valid body: hostile bodies are mutations of it. Absent when the route reads no body. */
@@ -291,6 +293,14 @@ function queryKeys(schema: z.ZodType | undefined): string[] {
   return Object.keys(schema.shape);
 }
 
+/** The keys a query schema requires (those that refuse being absent). */
+function requiredKeys(schema: z.ZodType | undefined): string[] {
+  if (!(schema instanceof z.ZodObject)) return [];
+  return Object.entries(schema.shape as Record<string, z.ZodType>)
+    .filter(([, field]) => !field.safeParse(undefined).success)
+    .map(([key]) => key);
+}
+
 export const partnerRoutes: readonly RouteSpec[] = partnerApis.flatMap((api) =>
   api.routes.map((r): RouteSpec => {
     const path = `${api.base}${r.path.replace(/\{(\w+)\}/g, ':$1')}`;
@@ -305,6 +315,11 @@ export const partnerRoutes: readonly RouteSpec[] = partnerApis.flatMap((api) =>
       path,
       auth: api.kinds[0],
       query: queryKeys(r.query as z.ZodType | undefined),
+      // store_id too where the route reads it: a key covering several stores must name one.
+      requiredQuery: [
+        ...requiredKeys(r.query as z.ZodType | undefined),
+        ...(queryKeys(r.query as z.ZodType | undefined).includes('store_id') ? ['store_id'] : []),
+      ],
       params: (w) => Object.fromEntries(names.map((n) => [n, partnerParams[n](w)])),
       body,
       apiBase: api.base,
