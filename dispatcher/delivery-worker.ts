@@ -186,6 +186,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   /** Queues found due while a batch of events is applied: started when the batch is in. */
   const dueNow = new Set<string>();
   let applying = false;
+  /** Every delivery event that existed at start is applied. */
+  let restored = false;
+  function startDue(): void {
+    for (const stream of dueNow) void work(stream);
+    dueNow.clear();
+  }
   const stats: DeliveryWorkerStats = {
     attempts: { delivered: 0, gone: 0, retry_after: 0, failed: 0, interrupted: 0 },
     parked: 0,
@@ -525,13 +531,17 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             } finally {
               applying = false;
             }
-            for (const stream of dueNow) void work(stream);
-            dueNow.clear();
+            // While restoring, a queue's later events may be in a later batch: start once caught up.
+            if (restored) startDue();
             progress.applied(events[events.length - 1].position);
           },
         },
       );
-      subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
+      subscription.caughtUp.then(() => {
+        restored = true;
+        startDue();
+        resolveCaughtUp();
+      }, rejectCaughtUp);
       subscription.done.catch((err) => {
         rejectCaughtUp(err);
         if (!stopped) logger?.error({ err }, 'webhook delivery subscription failed');
