@@ -69,8 +69,16 @@ export function parseParams<S extends z.ZodType>(value: unknown, schema: S, stat
   return parsed.data;
 }
 
-/** A positive integer id in a path (`/stores/{id}`). */
-export const pathId = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/**
+ * A positive integer id in a path (`/stores/{id}`), written in decimal without a sign, leading zeros,
+ * spaces or exponent: `0x10`, `1e1`, ` 7`, `+5` or `07` would otherwise name ids 16, 10, 7, 5 and 7
+ * (one record under several URLs, and writes landing on an id the client never wrote).
+ */
+export const pathId = z
+  .string()
+  .regex(/^[1-9][0-9]{0,15}$/, 'expected a positive integer id in decimal')
+  .transform(Number)
+  .pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER));
 /** A uuid in a path, lower-cased: `ABC…` and `abc…` name the same resource. */
 export const pathUuid = z.uuid().transform((s) => s.toLowerCase());
 

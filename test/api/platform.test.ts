@@ -2225,3 +2225,16 @@ test('concurrency: 50 concurrent placements of distinct menu products on one car
 test('concurrency: 50 concurrent placements of the same menu product on one cart', async (t) => {
   await concurrentAdds(t, false);
 });
+
+test('a path id has one spelling: 0x10, 1e1, +5, 07 and " 7" name no record and write nothing', async (t) => {
+  const s = await startService(t);
+  const store = await s.openStore();
+  for (const id of ['0x10', '1e1', '%2B5', '07', '%207', '1.0', '0b11']) {
+    const before = await store.headPosition();
+    const r = await send<Problem>(s, 'PUT', `${P}/brands/${id}`, { name: 'Odd' });
+    t.is(r.status, 404, id);
+    t.is(r.headers.get('content-type'), 'application/problem+json', id);
+    t.is(await store.headPosition(), before, `${id}: nothing appended`);
+  }
+  t.is((await send(s, 'PUT', `${P}/brands/16`, { name: 'Sixteen' })).status, 201);
+});
