@@ -9,6 +9,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import {
@@ -86,6 +87,7 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
         { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 },
         ctx.app.callback(),
       );
+      s.on('clientError', answerClientError);
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
         s.listen(port, () => {
@@ -113,6 +115,34 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
       return (server?.address() as AddressInfo | null)?.port ?? port;
     },
   };
+}
+
+/**
+ * A request Node refuses before the app sees it (headers too large, a malformed request line, a
+ * timeout) gets a problem document like every other refusal, instead of Node's bare answer.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
+    socket.destroy();
+    return;
+  }
+  const [status, title, code] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'headers_too_large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'request_timeout']
+        : [400, 'Bad Request', 'malformed_request'];
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title,
+    status,
+    detail: `the request was refused before it was read: ${title.toLowerCase()}`,
+    code,
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export function createService(config: ResolvedConfig, options: ServiceOptions = {}): Service {

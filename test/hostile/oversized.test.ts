@@ -142,13 +142,13 @@ test('a 64 KB header is refused before the app (431), and the service keeps serv
     ['cookie', 20 * 1024],
   ] as const) {
     const r = await raw(s, [head('GET', '/partner/brand/v1/carts', { [name]: 'a'.repeat(size) })]);
-    t.true(r.status === 431 || r.status === 400, `${name} of ${size} bytes: ${r.status}`);
+    isProblem(t, r, 431, 'headers_too_large');
     t.true(r.closed, 'the connection is closed');
   }
   // Two thousand small headers are as many bytes: the same refusal.
   const many = Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`x-h${i}`, 'v'.repeat(20)]));
   const r = await raw(s, [head('GET', '/healthz', many)]);
-  t.true(r.status === 431 || r.status === 400, `2,000 headers: ${r.status}`);
+  isProblem(t, r, 431, 'headers_too_large');
   // Just under Node's 16 KiB limit the app answers, with a problem.
   const big = await raw(s, [
     head('GET', '/partner/brand/v1/carts', { authorization: `Bearer ${'k'.repeat(12_000)}` }),
