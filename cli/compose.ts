@@ -80,11 +80,18 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
     name: 'http',
     roles: ['api', 'projector', 'dispatcher'],
     async start(ctx) {
-      // Slow clients are cut off: headers within 5 s, the whole request within 10 s (Node's defaults,
+      // Slow clients are cut off: headers within 8 s, the whole request within 12 s (Node's defaults,
       // 60 s and 300 s checked every 30 s, let a half-sent body hold a connection for minutes).
-      // requestTimeout bounds receiving the request only, not a slow handler.
+      // requestTimeout bounds receiving the request only, not a slow handler. headersTimeout stays
+      // above keepAliveTimeout (5 s): at or below it, the check can close an idle keep-alive
+      // connection just as a client reuses it, and that request fails.
       const s = createServer(
-        { headersTimeout: 5_000, requestTimeout: 10_000, connectionsCheckingInterval: 1_000 },
+        {
+          headersTimeout: 8_000,
+          requestTimeout: 12_000,
+          keepAliveTimeout: 5_000,
+          connectionsCheckingInterval: 1_000,
+        },
         ctx.app.callback(),
       );
       s.on('clientError', answerClientError);

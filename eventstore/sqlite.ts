@@ -871,7 +871,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       } else {
         outstanding.delete(position);
         if (retryCounts.delete(position)) {
-          stmt('DELETE FROM psub_retries WHERE grp = ? AND position = ?').run(group, position);
+          try {
+            stmt('DELETE FROM psub_retries WHERE grp = ? AND position = ?').run(group, position);
+          } catch (err) {
+            // Locked: the row only counts past retries of a message now acknowledged (and below the
+            // checkpoint once that is written); it is harmless left behind.
+            if (!isBusy(err)) throw err;
+          }
         }
         advanceCheckpoint();
       }
@@ -886,17 +892,33 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       }
       if (!m.replay) {
         retryCounts.set(m.event.position, m.retryCount);
-        stmt('INSERT OR REPLACE INTO psub_retries (grp, position, retry_count) VALUES (?, ?, ?)').run(
-          group,
-          m.event.position,
-          m.retryCount,
-        );
+        try {
+          stmt('INSERT OR REPLACE INTO psub_retries (grp, position, retry_count) VALUES (?, ?, ?)').run(
+            group,
+            m.event.position,
+            m.retryCount,
+          );
+        } catch (err) {
+          // Locked: the count stays in memory (a restart would count from an older value); the
+          // message itself is never dropped.
+          if (!isBusy(err)) throw err;
+        }
       }
       ready.unshift(m); // retries go before new messages, as in EventStoreDB
     }
 
     function park(m: Message, reason: string): void {
       const position = m.event.position;
+      try {
+        parkDurably(m, reason, position);
+      } catch (err) {
+        // Locked: not parked yet; the message goes back to the queue and is parked at a later turn.
+        if (!isBusy(err) && !(err instanceof EventStoreUnavailableError)) throw err;
+        ready.unshift(m);
+      }
+    }
+
+    function parkDurably(m: Message, reason: string, position: number): void {
       transaction(() => {
         stmt(
           `INSERT INTO psub_parked (grp, position, reason, parked_at, replaying) VALUES (?, ?, ?, ?, 0)
@@ -917,8 +939,14 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       const first = outstanding.keys().next();
       const next = first.done ? readPosition : first.value - 1;
       if (next > checkpoint) {
-        checkpoint = next;
-        stmt('UPDATE psub_groups SET checkpoint = ? WHERE name = ?').run(checkpoint, group);
+        try {
+          stmt('UPDATE psub_groups SET checkpoint = ? WHERE name = ?').run(next, group);
+          checkpoint = next;
+        } catch (err) {
+          // Another process holds the write lock: the checkpoint is written at the next advance (a
+          // checkpoint behind only means redelivery after a restart, which at-least-once allows).
+          if (!isBusy(err)) throw err;
+        }
       }
     }
 
@@ -942,11 +970,17 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
       timer = undefined;
       const t = Date.now();
       const expired = [...inFlight()].filter((m) => m.deadline <= t);
-      for (const m of expired) {
-        release(m);
-        retry(m, 'message timeout');
+      try {
+        for (const m of expired) {
+          release(m);
+          retry(m, 'message timeout');
+        }
+        pump();
+      } catch (err) {
+        // A timer callback must not throw: a locked store is tried again shortly, else the group ends.
+        if (isBusy(err)) setTimeout(onTimeout, 250).unref();
+        else shutdown(err instanceof Error ? err : new Error(String(err)));
       }
-      pump();
     }
 
     function removeConsumer(consumer: Consumer): void {
@@ -974,10 +1008,19 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     }
 
     retainWatcher();
+    /** Pumps from the background: a locked store is tried again shortly; anything else ends the group. */
+    const pumpSafely = (): void => {
+      try {
+        pump();
+      } catch (err) {
+        if (isBusy(err)) setTimeout(pumpSafely, 250).unref();
+        else shutdown(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
     void (async () => {
       while (!closedGroup) {
         await appended.wait();
-        pump();
+        pumpSafely();
       }
     })();
     loadReplays();

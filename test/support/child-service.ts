@@ -63,6 +63,10 @@ export async function serveChild(
   child.stderr?.setEncoding('utf8').on('data', (c: string) => {
     stderr += c;
   });
+  // A child that dies on its own is a finding: say what it printed.
+  child.once('exit', (code, signal) => {
+    if (signal === null && code !== 0) t.log(`pds serve exited with ${code}: ${stderr.slice(-2_000)}`);
+  });
   const deadline = Date.now() + 30_000;
   let base: string | undefined;
   while (!base) {
