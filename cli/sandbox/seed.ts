@@ -24,7 +24,7 @@ import { createHmac, type KeyObject, randomUUID } from 'node:crypto';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SingleBar } from 'cli-progress';
 import { missingIds } from '../../api/admin-support.ts';
-import { type CommandMetadata, createCommandHandler } from '../../api/command-handler.ts';
+import { type CommandMetadata, createCommandHandler, toNewEvents } from '../../api/command-handler.ts';
 import { API_KEY_PREFIX, apiKeyPrefix, type GeneratedApiKey, hashApiKey } from '../../api/credentials.ts';
 import { ABANDONMENT_ACTOR } from '../../dispatcher/abandonment.ts';
 import * as brand from '../../domain/brand.ts';
@@ -196,28 +196,6 @@ function markerEvent(type: string, data: object, correlationId: string, at: stri
       schema_version: 1,
     },
   };
-}
-
-/**
- * Decided events as the command handler appends them: validated once more against their registered
- * schema (a generator or decider bug must never write a malformed event), with the command's metadata.
- */
-function toNewEvents(decided: readonly DomainEvent[], metadata: CommandMetadata): NewEvent[] {
-  return decided.map((e) => {
-    const definition = eventRegistry.get(e.type);
-    if (!definition) throw new Error(`event type ${e.type} is not registered`);
-    return {
-      type: e.type,
-      data: definition.schema.parse(e.data),
-      metadata: {
-        correlation_id: metadata.correlationId,
-        causation_id: metadata.causationId,
-        actor: metadata.actor,
-        occurred_at: metadata.at,
-        schema_version: definition.version,
-      },
-    };
-  });
 }
 
 /** The sandbox partners and their keys as they stand now (a revoked key is not shown). */
@@ -584,7 +562,7 @@ async function writeSandbox(
     const decide = (command: cart.CartCommand, at: string, actor: Actor = PLATFORM) => {
       const decided = cart.decider.decide(command, state);
       state = decided.reduce(cart.decider.evolve, state);
-      batch.push(...toNewEvents(decided, meta(at, actor, plan.correlation_id)));
+      batch.push(...toNewEvents(eventRegistry, decided, meta(at, actor, plan.correlation_id)));
     };
     decide(
       {
