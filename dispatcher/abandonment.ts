@@ -161,12 +161,11 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
   const progress = createPositionWaiters('abandonment timer');
   let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
   let stopped = false;
-  let resolveCaughtUp: () => void = () => {};
-  let rejectCaughtUp: (err: unknown) => void = () => {};
-  const caughtUp = new Promise<void>((resolve, reject) => {
-    resolveCaughtUp = resolve;
-    rejectCaughtUp = reject;
-  });
+  const {
+    promise: caughtUp,
+    resolve: resolveCaughtUp,
+    reject: rejectCaughtUp,
+  } = Promise.withResolvers<void>();
   // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
 

@@ -200,12 +200,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const progress = createPositionWaiters('delivery worker');
   let subscription: CatchUpSubscription | undefined;
   let stopped = false;
-  let resolveCaughtUp: () => void = () => {};
-  let rejectCaughtUp: (err: unknown) => void = () => {};
-  const caughtUp = new Promise<void>((resolve, reject) => {
-    resolveCaughtUp = resolve;
-    rejectCaughtUp = reject;
-  });
+  const {
+    promise: caughtUp,
+    resolve: resolveCaughtUp,
+    reject: rejectCaughtUp,
+  } = Promise.withResolvers<void>();
+  // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
 
   const now = () => clock.now();

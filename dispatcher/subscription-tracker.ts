@@ -58,12 +58,12 @@ export function createSubscriptionTracker(options: {
   const progress = createPositionWaiters('the webhook subscription tracker');
   let verified = 0;
   let subscription: CatchUpSubscription | undefined;
-  let resolveCaughtUp: () => void = () => {};
-  let rejectCaughtUp: (err: unknown) => void = () => {};
-  const caughtUp = new Promise<void>((resolve, reject) => {
-    resolveCaughtUp = resolve;
-    rejectCaughtUp = reject;
-  });
+  const {
+    promise: caughtUp,
+    resolve: resolveCaughtUp,
+    reject: rejectCaughtUp,
+  } = Promise.withResolvers<void>();
+  // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
 
   function latest(id: string): webhooks.WebhookSubscriptionState {
