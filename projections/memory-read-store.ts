@@ -588,11 +588,13 @@ export function createMemoryReadStore(): Omit<ReadStore, 'collection'> & {
 } {
   const live = new Map<string, Storage>();
   const shadows = new WeakMap<Collection, { name: string; storage: Storage }>();
+  /** Storage behind every handle this store gave out, so a commit can write without awaiting. */
+  const storages = new WeakMap<Collection, () => Storage>();
   const checkpoints = new Map<string, Checkpoint>();
   let shadowSeq = 0;
 
   function handle<T extends Doc>(name: string, storageOf: () => Storage): MemoryCollection<T> {
-    return {
+    const h: MemoryCollection<T> = {
       name,
       async findOne(filter) {
         return (query(storageOf(), filter, { limit: 1 })[0] as T | undefined) ?? null;
@@ -618,6 +620,14 @@ export function createMemoryReadStore(): Omit<ReadStore, 'collection'> & {
       lastExamined: () => storageOf().lastExamined,
       size: () => storageOf().docs.size,
     };
+    storages.set(h as Collection, storageOf);
+    return h;
+  }
+
+  function storageOfHandle(c: Collection): Storage {
+    const of = storages.get(c);
+    if (!of) throw new Error(`${c.name} is not a collection of this store`);
+    return of();
   }
 
   return {
@@ -634,14 +644,27 @@ export function createMemoryReadStore(): Omit<ReadStore, 'collection'> & {
       shadows.set(shadow as Collection, { name, storage });
       return shadow;
     },
-    async promote(list) {
-      // Swapping map entries is atomic for readers: a query runs entirely on the old or the new copy.
-      for (const shadow of list) {
+    async promote(list, named = []) {
+      // Synchronous from here: readers see every old copy or every new one, never a mix.
+      const found = list.map((shadow) => {
         const s = shadows.get(shadow);
         if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
+        return [shadow, s] as const;
+      });
+      for (const [shadow, s] of found) {
         live.set(s.name, s.storage);
         shadows.delete(shadow);
       }
+      for (const { name, checkpoint } of named) checkpoints.set(name, { ...checkpoint });
+    },
+    async commit({ writes, checkpoints: named = [] }) {
+      // Synchronous, so no reader runs in the middle. A failing op leaves the ops before it applied,
+      // as MongoDB's ordered bulk write would outside a transaction; the projector then stops.
+      for (const { collection, ops } of writes) {
+        const s = storageOfHandle(collection);
+        for (const op of ops) write(s, op as WriteOp);
+      }
+      for (const { name, checkpoint } of named) checkpoints.set(name, { ...checkpoint });
     },
     async dropShadow(shadow) {
       shadows.delete(shadow);

@@ -60,10 +60,31 @@ export interface Checkpoint {
   /** Events applied since the projection (or its rebuild) started. */
   events: number;
   updated_at: string;
+  /**
+   * The definition the documents were built by (a projection's version). A durable store keeps read
+   * models across restarts, so a projection whose definition changed is rebuilt (docs/read-side.md).
+   */
+  version?: string;
+}
+
+/** A checkpoint to store under a name, as part of a commit or a promote. */
+export interface NamedCheckpoint {
+  name: string;
+  checkpoint: Checkpoint;
+}
+
+/**
+ * One unit of work, applied all or nothing: writes to several collections (each list in order), then
+ * checkpoints. A projector commits a batch's documents with its checkpoint, so a crash leaves either
+ * the whole batch applied and recorded or none of it (exactly-once batches).
+ */
+export interface Commit {
+  writes: ReadonlyArray<{ collection: Collection; ops: readonly WriteOp[] }>;
+  checkpoints?: readonly NamedCheckpoint[];
 }
 
 export interface ReadStore {
-  readonly kind: 'memory' | 'mongodb';
+  readonly kind: 'memory' | 'mongodb' | 'sqlite';
   /**
    * The live collection of that name, with its declared indexes created. The handle stays valid
    * across `promote`: it always reaches the collection currently live under that name.
@@ -71,12 +92,17 @@ export interface ReadStore {
   collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
   /** A fresh, empty copy to rebuild into while the live collection keeps serving reads. */
   createShadow<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
-  /** Makes the shadows live in one step each (MongoDB: rename over the old collection), dropping the old copies. */
-  promote(shadows: readonly Collection[]): Promise<void>;
+  /**
+   * Makes the shadows live and stores the checkpoints, in one step: a reader sees every old copy or
+   * every new one, never a mix. The old copies are dropped.
+   */
+  promote(shadows: readonly Collection[], checkpoints?: readonly NamedCheckpoint[]): Promise<void>;
   /** Drops a shadow that will not be promoted (an abandoned rebuild). */
   dropShadow(shadow: Collection): Promise<void>;
   getCheckpoint(name: string): Promise<Checkpoint | undefined>;
   setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
+  /** Applies the writes and checkpoints of `commit` atomically (see `Commit`). */
+  commit(commit: Commit): Promise<void>;
   close(): Promise<void>;
 }
 

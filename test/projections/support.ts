@@ -95,7 +95,14 @@ export async function resetCheckpoint(readStore: ReadStore, name: string): Promi
 /** The read store, with every write operation recorded. */
 export function recording(inner: ReadStore): { readStore: ReadStore; writes: WriteOp[] } {
   const writes: WriteOp[] = [];
-  const wrap = <T extends Doc>(c: Collection<T>): Collection<T> => ({
+  const inners = new WeakMap<Collection, Collection>();
+  const innerOf = (c: Collection) => inners.get(c) ?? c;
+  const wrap = <T extends Doc>(c: Collection<T>): Collection<T> => {
+    const wrapped = wrapCollection(c);
+    inners.set(wrapped as Collection, c as Collection);
+    return wrapped;
+  };
+  const wrapCollection = <T extends Doc>(c: Collection<T>): Collection<T> => ({
     name: c.name,
     findOne: (f) => c.findOne(f),
     findByIds: (ids) => c.findByIds(ids),
@@ -111,10 +118,17 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
     collection: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
       wrap(await inner.collection<T>(name, indexes)),
     createShadow: (name, indexes) => inner.createShadow(name, indexes),
-    promote: (shadows) => inner.promote(shadows),
+    promote: (shadows, checkpoints) => inner.promote(shadows, checkpoints),
     dropShadow: (shadow) => inner.dropShadow(shadow),
     getCheckpoint: (name) => inner.getCheckpoint(name),
     setCheckpoint: (name, checkpoint) => inner.setCheckpoint(name, checkpoint),
+    commit: ({ writes: list, checkpoints }) => {
+      for (const { ops } of list) writes.push(...(ops as readonly WriteOp[]));
+      return inner.commit({
+        writes: list.map(({ collection, ops }) => ({ collection: innerOf(collection), ops })),
+        checkpoints,
+      });
+    },
     close: () => inner.close(),
   };
   return { readStore, writes };
