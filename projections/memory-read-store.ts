@@ -6,8 +6,19 @@
  * Documents are copy-on-write: a write replaces the stored object, never mutates it, so a document a
  * reader holds never changes under it. Readers must treat returned documents as read-only.
  */
-import { update as applyUpdate, Query } from 'mingo';
 import sortedBtree from 'sorted-btree';
+import {
+  applyTo,
+  compiledQuery,
+  type FieldCondition,
+  fieldConditions,
+  getPath,
+  indexValues,
+  MAX_MERGED_WALKS,
+  onlyId,
+  upsertSeed,
+  walkFields as walkSpec,
+} from './documents.ts';
 import {
   type Checkpoint,
   type Collection,
@@ -19,7 +30,6 @@ import {
   type ReadStore,
   type SortSpec,
   totalSort,
-  type Update,
   type WriteOp,
 } from './read-store.ts';
 
@@ -60,15 +70,6 @@ function compareKeyPart(a: unknown, b: unknown): number {
   if (a === MIN || b === MAX) return -1;
   if (a === MAX || b === MIN) return 1;
   return compareValues(a, b);
-}
-
-function getPath(doc: unknown, path: string): unknown {
-  let v: unknown = doc;
-  for (const part of path.split('.')) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string, unknown>)[part];
-  }
-  return v;
 }
 
 function keyComparator(directions: readonly number[]) {
@@ -121,17 +122,6 @@ function createIndex(spec: IndexSpec): Index {
   };
 }
 
-/** The values a path reaches, as MongoDB indexes them: through arrays of documents, one per element. */
-function indexValues(doc: Doc, path: string): unknown[] {
-  let values: unknown[] = [doc];
-  for (const part of path.split('.')) {
-    values = values
-      .flatMap((v) => (Array.isArray(v) ? v : [v]))
-      .map((v) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[part] : undefined));
-  }
-  return values.flatMap((v) => (Array.isArray(v) ? (v.length === 0 ? [undefined] : v) : [v]));
-}
-
 /** The index entries of a document: one per element when a field holds an array (multikey). */
 function entriesOf(index: Index, doc: Doc): unknown[][] {
   // Most indexes are on top-level scalars: one entry, built without the general path walk (index
@@ -159,57 +149,6 @@ function entriesOfPaths(index: Index, doc: Doc): unknown[][] {
 }
 
 // ---- query planning -------------------------------------------------------------------------------
-
-interface FieldCondition {
-  eq?: unknown[];
-  low?: { value: unknown; inclusive: boolean };
-  high?: { value: unknown; inclusive: boolean };
-}
-
-const RANGE_OPS = new Set(['$gt', '$gte', '$lt', '$lte', '$eq', '$in']);
-
-/** The conditions on single fields that an index can serve (from the top level and `$and`). */
-function fieldConditions(filter: Filter): Map<string, FieldCondition> {
-  const out = new Map<string, FieldCondition>();
-  const visit = (f: Filter) => {
-    for (const [field, cond] of Object.entries(f)) {
-      if (field === '$and' && Array.isArray(cond)) {
-        for (const sub of cond) visit(sub as Filter);
-        continue;
-      }
-      if (field.startsWith('$')) continue;
-      const c = out.get(field) ?? {};
-      const isOps =
-        cond !== null &&
-        typeof cond === 'object' &&
-        !Array.isArray(cond) &&
-        Object.keys(cond).length > 0 &&
-        Object.keys(cond).every((k) => k.startsWith('$'));
-      if (!isOps) {
-        if (Array.isArray(cond) || (cond !== null && typeof cond === 'object')) continue;
-        c.eq = [cond];
-      } else {
-        const ops = cond as Record<string, unknown>;
-        if (!Object.keys(ops).every((k) => RANGE_OPS.has(k))) continue;
-        if ('$eq' in ops && (ops.$eq === null || typeof ops.$eq !== 'object')) c.eq = [ops.$eq];
-        if (
-          '$in' in ops &&
-          Array.isArray(ops.$in) &&
-          ops.$in.every((x) => x === null || typeof x !== 'object')
-        ) {
-          c.eq = ops.$in;
-        }
-        if ('$gt' in ops) c.low = { value: ops.$gt, inclusive: false };
-        if ('$gte' in ops) c.low = { value: ops.$gte, inclusive: true };
-        if ('$lt' in ops) c.high = { value: ops.$lt, inclusive: false };
-        if ('$lte' in ops) c.high = { value: ops.$lte, inclusive: true };
-      }
-      out.set(field, c);
-    }
-  };
-  visit(filter);
-  return out;
-}
 
 interface ScanRange {
   low: unknown[];
@@ -328,56 +267,7 @@ function remove(storage: Storage, id: DocId): void {
   storage.docs.delete(id);
 }
 
-function clone<T>(value: T): T {
-  return structuredClone(value);
-}
-
-/**
- * The fields an index is walked by. A trailing ascending `_id` key is the order every entry already
- * ends with (entries are [...values, _id]): as in MongoDB, an index [f, _id] serves what [f] serves.
- */
-function walkFields(index: Index): string[] {
-  const last = index.spec.keys[index.spec.keys.length - 1];
-  return last[0] === '_id' && last[1] === 1 ? index.fields.slice(0, -1) : index.fields;
-}
-
-/**
- * Compiled mingo queries by filter text. Compiling a filter costs more than walking an index page, and
- * a service asks the same shapes over and over (a key's store, a cursor): the most recent are kept.
- */
-const COMPILED_LIMIT = 1_000;
-const compiled = new Map<string, Query>();
-function compiledQuery(filter: Filter): Query {
-  let key: string;
-  try {
-    key = JSON.stringify(filter);
-  } catch {
-    return new Query(filter, {}); // not serialisable (a cycle): no caching
-  }
-  // JSON cannot tell these apart from other values: filters holding one are compiled every time.
-  if (hasSpecialValue(filter)) return new Query(filter, {});
-  let query = compiled.get(key);
-  if (query) {
-    compiled.delete(key); // most recently used goes last
-  } else {
-    query = new Query(filter, {});
-    if (compiled.size >= COMPILED_LIMIT) compiled.delete(compiled.keys().next().value as string);
-  }
-  compiled.set(key, query);
-  return query;
-}
-
-/** Values JSON loses or confuses: a RegExp, a Date, a function, undefined, a bigint. */
-function hasSpecialValue(value: unknown): boolean {
-  if (value === undefined || typeof value === 'function' || typeof value === 'bigint') return true;
-  if (value instanceof RegExp || value instanceof Date) return true;
-  if (Array.isArray(value)) return value.some(hasSpecialValue);
-  if (value && typeof value === 'object') return Object.values(value).some(hasSpecialValue);
-  return false;
-}
-
-/** At most this many index walks are merged for one query (MongoDB's default bound for SORT_MERGE). */
-const MAX_MERGED_WALKS = 200;
+const walkFields = (index: Index): string[] => walkSpec(index.spec);
 
 /**
  * Finds matching documents. Plans, best first: walk an index in the requested order (a page costs
@@ -509,35 +399,9 @@ function afterDoc(sort: SortSpec, after: readonly unknown[]): Doc {
   return doc as Doc;
 }
 
-function upsertSeed(filter: Filter): Doc {
-  const seed: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(filter)) {
-    if (!k.startsWith('$') && !k.includes('.') && (v === null || typeof v !== 'object')) seed[k] = v;
-  }
-  return seed as Doc;
-}
-
-function applyTo(doc: Doc, update: Update): Doc {
-  const next = clone(doc);
-  if (Object.keys(update).some((k) => !k.startsWith('$'))) {
-    throw new Error('an update document must use update operators ($set, $inc, …)');
-  }
-  // Values in the update (e.g. a $push) are copied too, so the caller's objects never end up stored.
-  applyUpdate(next, clone(update) as never);
-  if (next._id !== doc._id) throw new Error('an update cannot change _id');
-  return next;
-}
-
 /** An upsert that matched nothing inserts; like MongoDB, it collides with a document of the same _id. */
 function assertNewId(storage: Storage, id: DocId): void {
   if (storage.docs.has(id)) throw new Error(`duplicate key ${JSON.stringify(id)} in the _id index`);
-}
-
-/** The id a filter names when it is exactly `{ _id: <scalar> }` (the projector's writes): no query needed. */
-function onlyId(filter: Filter): DocId | undefined {
-  const keys = Object.keys(filter);
-  const id = filter._id;
-  return keys.length === 1 && (typeof id === 'string' || typeof id === 'number') ? id : undefined;
 }
 
 function write(storage: Storage, op: WriteOp): void {

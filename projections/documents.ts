@@ -1,0 +1,156 @@
+/**
+ * What both document adapters of the ReadStore port (in memory and SQLite) need of MongoDB's
+ * semantics beyond mingo: the paths and per-element values an index holds, the single-field
+ * conditions a filter pins an index by, compiled filters, and update/upsert application.
+ */
+import { update as applyUpdate, Query } from 'mingo';
+import type { Doc, DocId, Filter, IndexSpec, Update } from './read-store.ts';
+
+export function getPath(doc: unknown, path: string): unknown {
+  let v: unknown = doc;
+  for (const part of path.split('.')) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+/** The values a path reaches, as MongoDB indexes them: through arrays of documents, one per element. */
+export function indexValues(doc: Doc, path: string): unknown[] {
+  let values: unknown[] = [doc];
+  for (const part of path.split('.')) {
+    values = values
+      .flatMap((v) => (Array.isArray(v) ? v : [v]))
+      .map((v) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[part] : undefined));
+  }
+  return values.flatMap((v) => (Array.isArray(v) ? (v.length === 0 ? [undefined] : v) : [v]));
+}
+
+export interface FieldCondition {
+  eq?: unknown[];
+  low?: { value: unknown; inclusive: boolean };
+  high?: { value: unknown; inclusive: boolean };
+}
+
+const RANGE_OPS = new Set(['$gt', '$gte', '$lt', '$lte', '$eq', '$in']);
+
+/** The conditions on single fields that an index can serve (from the top level and `$and`). */
+export function fieldConditions(filter: Filter): Map<string, FieldCondition> {
+  const out = new Map<string, FieldCondition>();
+  const visit = (f: Filter) => {
+    for (const [field, cond] of Object.entries(f)) {
+      if (field === '$and' && Array.isArray(cond)) {
+        for (const sub of cond) visit(sub as Filter);
+        continue;
+      }
+      if (field.startsWith('$')) continue;
+      const c = out.get(field) ?? {};
+      const isOps =
+        cond !== null &&
+        typeof cond === 'object' &&
+        !Array.isArray(cond) &&
+        Object.keys(cond).length > 0 &&
+        Object.keys(cond).every((k) => k.startsWith('$'));
+      if (!isOps) {
+        if (Array.isArray(cond) || (cond !== null && typeof cond === 'object')) continue;
+        c.eq = [cond];
+      } else {
+        const ops = cond as Record<string, unknown>;
+        if (!Object.keys(ops).every((k) => RANGE_OPS.has(k))) continue;
+        if ('$eq' in ops && (ops.$eq === null || typeof ops.$eq !== 'object')) c.eq = [ops.$eq];
+        if (
+          '$in' in ops &&
+          Array.isArray(ops.$in) &&
+          ops.$in.every((x) => x === null || typeof x !== 'object')
+        ) {
+          c.eq = ops.$in;
+        }
+        if ('$gt' in ops) c.low = { value: ops.$gt, inclusive: false };
+        if ('$gte' in ops) c.low = { value: ops.$gte, inclusive: true };
+        if ('$lt' in ops) c.high = { value: ops.$lt, inclusive: false };
+        if ('$lte' in ops) c.high = { value: ops.$lte, inclusive: true };
+      }
+      out.set(field, c);
+    }
+  };
+  visit(filter);
+  return out;
+}
+
+/**
+ * The fields an index is walked by. A trailing ascending `_id` key is the order every entry already
+ * ends with (entries are [...values, _id]): as in MongoDB, an index [f, _id] serves what [f] serves.
+ */
+export function walkFields(spec: IndexSpec): string[] {
+  const fields = spec.keys.map(([f]) => f);
+  const last = spec.keys[spec.keys.length - 1];
+  return last[0] === '_id' && last[1] === 1 ? fields.slice(0, -1) : fields;
+}
+
+/**
+ * Compiled mingo queries by filter text. Compiling a filter costs more than walking an index page, and
+ * a service asks the same shapes over and over (a key's store, a cursor): the most recent are kept.
+ */
+const COMPILED_LIMIT = 1_000;
+const compiled = new Map<string, Query>();
+export function compiledQuery(filter: Filter): Query {
+  let key: string;
+  try {
+    key = JSON.stringify(filter);
+  } catch {
+    return new Query(filter, {}); // not serialisable (a cycle): no caching
+  }
+  // JSON cannot tell these apart from other values: filters holding one are compiled every time.
+  if (hasSpecialValue(filter)) return new Query(filter, {});
+  let query = compiled.get(key);
+  if (query) {
+    compiled.delete(key); // most recently used goes last
+  } else {
+    query = new Query(filter, {});
+    if (compiled.size >= COMPILED_LIMIT) compiled.delete(compiled.keys().next().value as string);
+  }
+  compiled.set(key, query);
+  return query;
+}
+
+/** Values JSON loses or confuses: a RegExp, a Date, a function, undefined, a bigint. */
+function hasSpecialValue(value: unknown): boolean {
+  if (value === undefined || typeof value === 'function' || typeof value === 'bigint') return true;
+  if (value instanceof RegExp || value instanceof Date) return true;
+  if (Array.isArray(value)) return value.some(hasSpecialValue);
+  if (value && typeof value === 'object') return Object.values(value).some(hasSpecialValue);
+  return false;
+}
+
+/** At most this many index walks are merged for one query (MongoDB's default bound for SORT_MERGE). */
+export const MAX_MERGED_WALKS = 200;
+
+export function clone<T>(value: T): T {
+  return structuredClone(value);
+}
+
+export function upsertSeed(filter: Filter): Doc {
+  const seed: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(filter)) {
+    if (!k.startsWith('$') && !k.includes('.') && (v === null || typeof v !== 'object')) seed[k] = v;
+  }
+  return seed as Doc;
+}
+
+export function applyTo(doc: Doc, update: Update): Doc {
+  const next = clone(doc);
+  if (Object.keys(update).some((k) => !k.startsWith('$'))) {
+    throw new Error('an update document must use update operators ($set, $inc, …)');
+  }
+  // Values in the update (e.g. a $push) are copied too, so the caller's objects never end up stored.
+  applyUpdate(next, clone(update) as never);
+  if (next._id !== doc._id) throw new Error('an update cannot change _id');
+  return next;
+}
+
+/** The id a filter names when it is exactly `{ _id: <scalar> }` (the projector's writes): no query needed. */
+export function onlyId(filter: Filter): DocId | undefined {
+  const keys = Object.keys(filter);
+  const id = filter._id;
+  return keys.length === 1 && (typeof id === 'string' || typeof id === 'number') ? id : undefined;
+}
