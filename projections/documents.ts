@@ -4,7 +4,7 @@
  * conditions a filter pins an index by, compiled filters, and update/upsert application.
  */
 import { update as applyUpdate, Query } from 'mingo';
-import type { Doc, DocId, Filter, IndexSpec, Update } from './read-store.ts';
+import type { Doc, DocId, Filter, IndexSpec, SortSpec, Update } from './read-store.ts';
 
 export function getPath(doc: unknown, path: string): unknown {
   let v: unknown = doc;
@@ -153,4 +153,53 @@ export function onlyId(filter: Filter): DocId | undefined {
   const keys = Object.keys(filter);
   const id = filter._id;
   return keys.length === 1 && (typeof id === 'string' || typeof id === 'number') ? id : undefined;
+}
+
+function typeRank(v: unknown): number {
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'number') return 1;
+  if (typeof v === 'string') return 2;
+  if (typeof v === 'object') return 3;
+  if (typeof v === 'boolean') return 5;
+  return 6;
+}
+
+/** MongoDB's order of two values of the types read models hold. */
+export function compareValues(a: unknown, b: unknown): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra - rb;
+  if (ra === 0) return 0;
+  if (ra === 1) return (a as number) - (b as number);
+  if (ra === 2) return a === b ? 0 : (a as string) < (b as string) ? -1 : 1;
+  if (ra === 5) return Number(a) - Number(b);
+  const sa = JSON.stringify(a);
+  const sb = JSON.stringify(b);
+  return sa === sb ? 0 : sa < sb ? -1 : 1;
+}
+
+/** Compares documents by a sort specification. */
+export function sortComparator(sort: SortSpec) {
+  return (a: Doc, b: Doc): number => {
+    for (const [field, dir] of sort) {
+      const c = compareValues(getPath(a, field), getPath(b, field));
+      if (c !== 0) return dir === 1 ? c : -c;
+    }
+    return 0;
+  };
+}
+
+/** A stand-in document holding the cursor values at the sort paths, to compare documents against. */
+export function afterDoc(sort: SortSpec, after: readonly unknown[]): Doc {
+  const doc: Record<string, unknown> = {};
+  sort.forEach(([field], i) => {
+    const parts = field.split('.');
+    let target = doc;
+    for (const p of parts.slice(0, -1)) {
+      target[p] = (target[p] as Record<string, unknown>) ?? {};
+      target = target[p] as Record<string, unknown>;
+    }
+    target[parts[parts.length - 1]] = after[i];
+  });
+  return doc as Doc;
 }

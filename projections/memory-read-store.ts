@@ -8,17 +8,23 @@
  */
 import sortedBtree from 'sorted-btree';
 import {
+  afterDoc,
   applyTo,
+  compareValues,
   compiledQuery,
   type FieldCondition,
   fieldConditions,
-  getPath,
   indexValues,
   MAX_MERGED_WALKS,
   onlyId,
+  sortComparator,
   upsertSeed,
   walkFields as walkSpec,
 } from './documents.ts';
+
+/** Kept importable from here: tests compare with the adapter's order. */
+export { compareValues };
+
 import {
   type Checkpoint,
   type Collection,
@@ -28,7 +34,6 @@ import {
   type FindOptions,
   type IndexSpec,
   type ReadStore,
-  type SortSpec,
   totalSort,
   type WriteOp,
 } from './read-store.ts';
@@ -38,28 +43,6 @@ const BTree = sortedBtree.default;
 type Tree = InstanceType<typeof BTree<unknown[], DocId>>;
 
 // ---- values, keys and their order (MongoDB's order for the types read models use) -------------
-
-function typeRank(v: unknown): number {
-  if (v === undefined || v === null) return 0;
-  if (typeof v === 'number') return 1;
-  if (typeof v === 'string') return 2;
-  if (typeof v === 'object') return 3;
-  if (typeof v === 'boolean') return 5;
-  return 6;
-}
-
-export function compareValues(a: unknown, b: unknown): number {
-  const ra = typeRank(a);
-  const rb = typeRank(b);
-  if (ra !== rb) return ra - rb;
-  if (ra === 0) return 0;
-  if (ra === 1) return (a as number) - (b as number);
-  if (ra === 2) return a === b ? 0 : (a as string) < (b as string) ? -1 : 1;
-  if (ra === 5) return Number(a) - Number(b);
-  const sa = JSON.stringify(a);
-  const sb = JSON.stringify(b);
-  return sa === sb ? 0 : sa < sb ? -1 : 1;
-}
 
 /** Sentinels that sort before and after every value, for open-ended ranges. */
 const MIN = Symbol('min');
@@ -80,16 +63,6 @@ function keyComparator(directions: readonly number[]) {
       // MIN and MAX are the first and last place in index order, whatever the key's direction.
       const sentinel = a[i] === MIN || a[i] === MAX || b[i] === MIN || b[i] === MAX;
       return directions[i] === -1 && !sentinel ? -c : c;
-    }
-    return 0;
-  };
-}
-
-function sortComparator(sort: SortSpec) {
-  return (a: Doc, b: Doc): number => {
-    for (const [field, dir] of sort) {
-      const c = compareValues(getPath(a, field), getPath(b, field));
-      if (c !== 0) return dir === 1 ? c : -c;
     }
     return 0;
   };
@@ -382,21 +355,6 @@ function query(storage: Storage, filter: Filter, options: FindOptions = {}): Doc
   storage.lastExamined = examined;
   out.sort(compare);
   return Number.isFinite(limit) ? out.slice(0, limit) : out;
-}
-
-/** A stand-in document holding the cursor values at the sort paths, to compare documents against. */
-function afterDoc(sort: SortSpec, after: readonly unknown[]): Doc {
-  const doc: Record<string, unknown> = {};
-  sort.forEach(([field], i) => {
-    const parts = field.split('.');
-    let target = doc;
-    for (const p of parts.slice(0, -1)) {
-      target[p] = (target[p] as Record<string, unknown>) ?? {};
-      target = target[p] as Record<string, unknown>;
-    }
-    target[parts[parts.length - 1]] = after[i];
-  });
-  return doc as Doc;
 }
 
 /** An upsert that matched nothing inserts; like MongoDB, it collides with a document of the same _id. */
