@@ -2,6 +2,7 @@
  * The components each role runs, in start order. The composition root (`compose.ts`) starts the ones
  * of its role and stops them in reverse. Components share what they build through `Shared`.
  */
+import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter } from '../api/admin-projections.ts';
@@ -20,6 +21,7 @@ import { allProjections } from '../projections/all.ts';
 import { openReadStore } from '../projections/index.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
+import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
 import { createStoreSpecials, type StoreSpecials } from '../projections/store-specials.ts';
 import type { Component } from './compose.ts';
 
@@ -58,8 +60,11 @@ export function readSide(shared: Shared): Component {
     // Not the dispatcher: it folds what it needs from the events itself (subscriptions, deadlines).
     roles: ['api', 'projector'],
     async start(ctx) {
-      const readStore = await openReadStore(ctx.config.readStoreUrl);
+      const readStore = await openReadStore(ctx.config.readStoreUrl, {
+        cacheMiB: ctx.config.readStoreCacheMiB,
+      });
       shared.readStore = readStore;
+      logOpened(readStore, ctx.logger);
       const owns = readStore.kind === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
       if (!owns) return;
       projector = createProjector({
@@ -106,6 +111,16 @@ export function readSide(shared: Shared): Component {
       await shared.readStore?.close();
     },
   };
+}
+
+/** Says when the read models start empty and why (a new or replaced file): they are rebuilt from the events. */
+function logOpened(readStore: ReadStore, logger: Logger): void {
+  if (!('opened' in readStore)) return;
+  const { state, reason } = (readStore as SqliteReadStore).opened;
+  if (state === 'replaced')
+    logger.warn({ reason }, 'read store replaced: read models are rebuilt from the events');
+  else if (state === 'created')
+    logger.info({ reason }, 'read store created: read models are built from the events');
 }
 
 /** The four partner APIs, reading the read models (and appending curbside arrivals), and their `/docs` page. */

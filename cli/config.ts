@@ -27,8 +27,13 @@ export interface Config {
   eventStoreUrl: string;
   /** True when the event store is the embedded SQLite one (single machine, development, sandbox, CI). */
   embedded: boolean;
-  /** `memory` or a `mongodb://` / `mongodb+srv://` URL. */
+  /**
+   * `sqlite:<file>` (the embedded default, `<dataDir>/read.db`), `memory`, or a `mongodb://` /
+   * `mongodb+srv://` URL.
+   */
   readStoreUrl: string;
+  /** SQLite's page cache for the read store file, in MiB: the read side's memory knob. */
+  readStoreCacheMiB: number;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
   abandonAfterMs: number;
@@ -158,8 +163,17 @@ const eventStoreUrl = parsed((raw) => {
 });
 
 const readStoreUrl = parsed((raw) => {
-  if (raw === 'memory' || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
-  return problem(`expected memory or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`);
+  if (raw === 'memory' || /^sqlite:.+/.test(raw) || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
+  return problem(
+    `expected sqlite:<file>, memory or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`,
+  );
+});
+
+const cacheMiB = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= 65_536
+    ? n
+    : problem(`expected a whole number of MiB from 1 to 65536, got ${quote(raw)}`);
 });
 
 const dataDir = parsed((raw) => path.resolve(raw));
@@ -213,6 +227,7 @@ const envSchema = z.object({
   PDS_DATA_DIR: dataDir.optional(),
   PDS_EVENT_STORE: eventStoreUrl.optional(),
   PDS_READ_STORE: readStoreUrl.optional(),
+  PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
@@ -230,7 +245,10 @@ export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as readonly (keyof 
 export const DEFAULTS = {
   port: 8080,
   dataDir: './data',
+  /** Without an embedded event store (several processes), each process keeps its own copy. */
   readStoreUrl: 'memory',
+  readStoreFile: 'read.db',
+  readStoreCacheMiB: 32,
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
@@ -277,7 +295,12 @@ export function parseConfig(env: Env): Config {
     dataDir: dir,
     eventStoreUrl: eventStore,
     embedded,
-    readStoreUrl: v.PDS_READ_STORE ?? DEFAULTS.readStoreUrl,
+    // Embedded: durable read models beside the events (a separate file, so projector writes never
+    // hold the event store's write lock).
+    readStoreUrl:
+      v.PDS_READ_STORE ??
+      (embedded ? `sqlite:${path.join(dir, DEFAULTS.readStoreFile)}` : DEFAULTS.readStoreUrl),
+    readStoreCacheMiB: v.PDS_READ_STORE_CACHE_MIB ?? DEFAULTS.readStoreCacheMiB,
     operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
     abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
     webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),

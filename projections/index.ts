@@ -1,10 +1,17 @@
-/** Opens the read store `PDS_READ_STORE` names: `memory` or a MongoDB URL. */
+/** Opens the read store `PDS_READ_STORE` names: `sqlite:<file>`, `memory` or a MongoDB URL. */
 import { createMemoryReadStore } from './memory-read-store.ts';
 import { createMongoReadStore } from './mongo-read-store.ts';
 import type { ReadStore } from './read-store.ts';
+import { openSqliteReadStore } from './sqlite/read-store.ts';
 
-export async function openReadStore(url: string): Promise<ReadStore> {
+export interface OpenReadStoreOptions {
+  /** SQLite's page cache, in MiB (`sqlite:` only). */
+  cacheMiB?: number;
+}
+
+export async function openReadStore(url: string, options: OpenReadStoreOptions = {}): Promise<ReadStore> {
   if (url === 'memory') return createMemoryReadStore();
+  if (url.startsWith('sqlite:')) return openSqliteReadStore(url.slice('sqlite:'.length), options);
   if (/^mongodb(\+srv)?:\/\//.test(url)) return createMongoReadStore(url);
   throw new Error(`unsupported read store: ${url.split(':')[0]}`);
 }

@@ -83,7 +83,8 @@ test('defaults: embedded mode with everything from DESIGN §2', (t) => {
     dataDir: path.resolve('data'),
     eventStoreUrl: `sqlite:${path.resolve('data', 'events.db')}`,
     embedded: true,
-    readStoreUrl: 'memory',
+    readStoreUrl: `sqlite:${path.resolve('data', 'read.db')}`,
+    readStoreCacheMiB: 32,
     operatorToken: null,
     abandonAfterMs: 6 * 3_600_000,
     webhookTimeoutMs: 15_000,
@@ -101,6 +102,12 @@ test('the default event store lives in the data dir', (t) => {
   const config = parseConfig({ PDS_DATA_DIR: '/var/lib/pds' });
   t.is(config.dataDir, '/var/lib/pds');
   t.is(config.eventStoreUrl, 'sqlite:/var/lib/pds/events.db');
+});
+
+test('embedded mode keeps durable read models in their own file in the data dir; split processes default to memory', (t) => {
+  t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).readStoreUrl, 'sqlite:/var/lib/pds/read.db');
+  t.is(parseConfig(ESDB).readStoreUrl, 'memory');
+  t.is(parseConfig({ PDS_READ_STORE_CACHE_MIB: '128' }).readStoreCacheMiB, 128);
 });
 
 test('non-embedded mode: no sandbox, no private webhook URLs, unless configured', (t) => {
@@ -159,6 +166,7 @@ const valid: Record<string, Case[]> = {
   ],
   PDS_READ_STORE: [
     'memory',
+    'sqlite:/var/lib/pds/read.db',
     'mongodb://localhost:27017/pds',
     'mongodb+srv://u:p@cluster0.example.net/pds',
   ].map((url) => ({ env: { PDS_READ_STORE: url }, check: (c) => c.readStoreUrl, expected: url })),
@@ -250,6 +258,10 @@ const bad: [string, string, Env?][] = [
   ['PDS_READ_STORE', 'redis://localhost'],
   ['PDS_READ_STORE', 'mongodb://'],
   ['PDS_READ_STORE', 'Memory'],
+  ['PDS_READ_STORE', 'sqlite:'],
+  ['PDS_READ_STORE_CACHE_MIB', '0'],
+  ['PDS_READ_STORE_CACHE_MIB', '1.5'],
+  ['PDS_READ_STORE_CACHE_MIB', 'lots'],
   ['PDS_OPERATOR_TOKEN', 'short'],
   ['PDS_OPERATOR_TOKEN', 'has spaces but is long enough'],
   ['PDS_OPERATOR_TOKEN', 'ünïcödé-token-that-is-long'],
