@@ -48,7 +48,26 @@ export interface IndexMeta extends IndexSpec {
 export interface Statements {
   get(sql: string, slot?: number): StatementSync;
   /** Told of every query statement run (tests check each one's plan). */
-  onQuery?(sql: string, params: readonly SQLInputValue[]): void;
+  onQuery?: QueryObserver;
+}
+
+/**
+ * Told of a query statement as it runs: `bounded` when the caller reads rows in index order only until
+ * its limit is met (a page), so a walk over a whole index is not a scan of it.
+ */
+export type QueryObserver = (sql: string, params: readonly SQLInputValue[], bounded: boolean) => void;
+
+/** Observers of every SQLite read store in this process (the plan tests EXPLAIN what routes run). */
+const observers = new Set<QueryObserver>();
+
+export function observeQueries(observer: QueryObserver): () => void {
+  observers.add(observer);
+  return () => observers.delete(observer);
+}
+
+function observed(statements: Statements, sql: string, params: readonly SQLInputValue[], bounded: boolean) {
+  statements.onQuery?.(sql, params, bounded);
+  for (const o of observers) o(sql, params, bounded);
 }
 
 const q = (name: string) => `"${name}"`;
@@ -100,9 +119,15 @@ function rangeOf(col: string, c: FieldCondition, multikey: boolean, params: SQLI
 }
 
 /** The ids and JSON of matching rows, walked in order; closes the statement's read when left early. */
-function* rows(statements: Statements, sql: string, params: SQLInputValue[], slot = 0): Generator<unknown[]> {
+function* rows(
+  statements: Statements,
+  sql: string,
+  params: SQLInputValue[],
+  slot = 0,
+  bounded = false,
+): Generator<unknown[]> {
   const stmt = statements.get(sql, slot);
-  statements.onQuery?.(sql, params);
+  observed(statements, sql, params, bounded);
   const it = stmt.iterate(...params) as Iterator<unknown[]>;
   try {
     for (let r = it.next(); !r.done; r = it.next()) yield r.value;
@@ -157,7 +182,7 @@ export class DocumentsTable {
   count(filter: Filter): number {
     if (Object.keys(filter).length > 0) return this.find(filter).length;
     const sql = `SELECT count(*) FROM ${q(this.table)}`;
-    this.statements.onQuery?.(sql, []);
+    observed(this.statements, sql, [], false);
     return (this.statements.get(sql).get() as unknown as unknown[])[0] as number;
   }
 
@@ -175,7 +200,7 @@ export class DocumentsTable {
     const matcher = compiledQuery(filter);
     const conditions = fieldConditions(filter);
     const byId = conditions.get('_id')?.eq;
-    const walk = byId ? undefined : this.orderedWalk(conditions, sort, options.after);
+    const walk = byId ? undefined : this.orderedWalk(conditions, sort, options.after, Number.isFinite(limit));
     if (walk) {
       const out: Doc[] = [];
       const seen = new Set<unknown>();
@@ -211,16 +236,18 @@ export class DocumentsTable {
     conditions: Map<string, FieldCondition>,
     sort: SortSpec,
     after: readonly unknown[] | undefined,
+    bounded: boolean,
   ): Iterable<[unknown, unknown]> | undefined {
     if (sort[sort.length - 1][1] !== 1) return undefined;
     const sortWithoutId = sort.slice(0, -1);
     const afterKeys = after ? sort.map((_, i) => toKey(after[i] ?? null)) : undefined;
     if (sortWithoutId.length === 0) {
-      const from = `FROM ${q(this.table)} AS d`;
-      const best = [...this.indexes].sort((a, b) => walkFields(b).length - walkFields(a).length);
-      // An index pinned by equalities on all its fields, in _id order, beats the whole table.
-      const pinned = best.find((index) => walkFields(index).every((f) => conditions.get(f)?.eq));
-      if (!pinned) return this.walks(from, 'd._id', [], [], [], afterKeys);
+      // No index pins any field: the documents table in _id order, which a page leaves early.
+      const id = conditions.get('_id');
+      const helped = this.indexes.some((index) => pinned(walkFields(index), conditions) > 0);
+      if (!helped && !id?.low && !id?.high) {
+        return this.walks(`FROM ${q(this.table)} AS d`, 'd._id', [], [], [], afterKeys, bounded);
+      }
     }
     const byFields = [...this.indexes].sort((a, b) => walkFields(b).length - walkFields(a).length);
     for (const index of byFields) {
@@ -251,6 +278,7 @@ export class DocumentsTable {
         prefixes.map((p) => p.map(toKey)),
         sortCols.map((c, i) => [c, dirs[i]] as const),
         afterKeys,
+        bounded,
       );
     }
     return undefined;
@@ -267,6 +295,7 @@ export class DocumentsTable {
     prefixes: SQLInputValue[][],
     sortCols: ReadonlyArray<readonly [string, SortDirection]>,
     afterKeys: SQLInputValue[] | undefined,
+    bounded: boolean,
   ): Iterable<[unknown, unknown]> {
     const cols = [...sortCols, [idCol, 1 as SortDirection] as const];
     const select = `SELECT ${cols.map(([c]) => c).join(', ')}, d.doc ${from}`;
@@ -281,7 +310,7 @@ export class DocumentsTable {
         });
         if (!afterKeys) {
           const where = base.length > 0 ? `WHERE ${base.join(' AND ')}` : '';
-          yield* rows(statements, `${select} ${where} ${order}`, baseParams, slot);
+          yield* rows(statements, `${select} ${where} ${order}`, baseParams, slot, bounded);
           return;
         }
         // Strictly after the cursor: the rows equal to it on the first j sort columns and beyond it on
@@ -291,7 +320,7 @@ export class DocumentsTable {
           const same = cols.slice(0, j).map(([c], i) => equals(c, afterKeys[i], prefixParams));
           const cond = beyond(cols[j][0], cols[j][1], afterKeys[j], prefixParams);
           const where = `WHERE ${[...base, ...same, cond].join(' AND ')}`;
-          yield* rows(statements, `${select} ${where} ${order}`, prefixParams, slot);
+          yield* rows(statements, `${select} ${where} ${order}`, prefixParams, slot, bounded);
         }
       };
     const width = cols.length;

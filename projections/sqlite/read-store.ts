@@ -24,7 +24,7 @@ import type {
   ReadStore,
   WriteOp,
 } from '../read-store.ts';
-import { DocumentsTable, type IndexMeta, type Statements } from './documents-table.ts';
+import { DocumentsTable, type IndexMeta, type QueryObserver, type Statements } from './documents-table.ts';
 
 /** `PRAGMA application_id` of a read store file ("PDSR"), and the schema this code reads. */
 const APPLICATION_ID = 0x50445352;
@@ -36,7 +36,7 @@ export interface SqliteReadStoreOptions {
   /** How long a write waits for another process's lock before failing. */
   busyTimeoutMs?: number;
   /** Told of every query statement run (the plan tests EXPLAIN each one). */
-  onQuery?(sql: string, params: readonly SQLInputValue[]): void;
+  onQuery?: QueryObserver;
 }
 
 export interface SqliteReadStore extends ReadStore {

@@ -1,0 +1,151 @@
+/**
+ * Every query the service makes of its default read store is served by a SQLite index
+ * (docs/read-side.md). The service runs on `sqlite:<data dir>/read.db`; every route of the hostile
+ * catalogue is called with its valid request, then with each query parameter it reads, then for the
+ * next page of a list; the projections run meanwhile. Every statement the read store ran is then put
+ * to `EXPLAIN QUERY PLAN`, and none may scan a collection or sort its matches in a temporary B-tree.
+ * A walk in index order that stops at the page's limit (`bounded`) reads what the page returns, so an
+ * ordered `SCAN` of an index is allowed there and only there.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import test from 'ava';
+import { observeQueries } from '../projections/sqlite/documents-table.ts';
+import { send } from './hostile/harness.ts';
+import { allRoutes, type RouteSpec, validQueryValues } from './hostile/routes.ts';
+import { pct } from './hostile/values.ts';
+import { buildWorld, caughtUp, type World } from './hostile/world.ts';
+import { startService, type TestService } from './support/service.ts';
+
+interface Seen {
+  /** SQLite's plan, taken when the statement first ran (a rebuild drops the tables it read). */
+  plan: string[];
+  bounded: boolean;
+  /** The request that ran it first, for the failure report. */
+  during: string;
+}
+
+/** The path of a route's valid request (its first valid value of each path parameter). */
+function pathOf(spec: RouteSpec, world: World): string {
+  const valid = spec.params(world);
+  return spec.path.replace(/:(\w+)/g, (_, name: string) => pct(valid[name][0]));
+}
+
+function keyOf(spec: RouteSpec, s: TestService, world: World): string | undefined {
+  if (spec.auth === 'operator') return s.token;
+  return spec.auth === 'public' ? undefined : world.keys[spec.auth];
+}
+
+/** The URLs a well-behaved client asks of a route: plain, with each query parameter, and all of them. */
+function urlsOf(spec: RouteSpec, world: World): string[] {
+  const base = pathOf(spec, world);
+  const required = (spec.requiredQuery ?? []).map((k) => `${k}=${pct(validQueryValues(k)[0])}`);
+  const optional = spec.query.filter((k) => k !== 'cursor' && !(spec.requiredQuery ?? []).includes(k));
+  const variants = [
+    [...required],
+    ...optional.map((k) => [...required, `${k}=${pct(validQueryValues(k)[0])}`]),
+    [...required, ...optional.map((k) => `${k}=${pct(validQueryValues(k)[0])}`)],
+  ];
+  return [...new Set(variants.map((q) => (q.length > 0 ? `${base}?${q.join('&')}` : base)))];
+}
+
+/** What in a statement's plan reads more than it returns: a scan, or a sort of every match. */
+function problems(plan: readonly string[], bounded: boolean, sql: string): string[] {
+  return plan.filter((line) => {
+    if (/USE TEMP B-TREE/.test(line)) return true;
+    if (!/^SCAN /.test(line)) return false;
+    if (/^SCAN json_each/.test(line)) return false; // the list of ids a query was given
+    return !(bounded && /ORDER BY/.test(sql)); // an ordered walk that stops at the page's limit
+  });
+}
+
+test('every query of every route, and of the projections, is served by an index (EXPLAIN QUERY PLAN)', async (t) => {
+  t.timeout(180_000);
+  const seen = new Map<string, Seen>();
+  let during = 'projections';
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-plans-'));
+  let db: DatabaseSync | undefined;
+  const explain = (sql: string, params: readonly SQLInputValue[]) => {
+    db ??= new DatabaseSync(path.join(dataDir, 'read.db'), { readOnly: true });
+    return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map(
+      (r) => r.detail,
+    );
+  };
+  const unobserve = observeQueries((sql, params, bounded) => {
+    const key = `${bounded ? 'bounded' : 'all'} ${sql}`;
+    if (!seen.has(key)) seen.set(key, { plan: explain(sql, params), bounded, during });
+  });
+  t.teardown(async () => {
+    unobserve();
+    db?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const s = await startService(t, { dataDir });
+  const world = await buildWorld(t, s);
+  await caughtUp(s);
+  const agent = new http.Agent({ keepAlive: true });
+  t.teardown(() => agent.destroy());
+
+  // Reads first (writes may remove what later reads ask for), then every other route.
+  const ordered = [...allRoutes].sort((a, b) => Number(a.method !== 'GET') - Number(b.method !== 'GET'));
+  let requests = 0;
+  for (const spec of ordered) {
+    const key = keyOf(spec, s, world);
+    const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+    const body = spec.body?.(world);
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    for (const url of spec.method === 'GET' ? urlsOf(spec, world) : [pathOf(spec, world)]) {
+      during = `${spec.method} ${url}`;
+      const res = await send(s.base, agent, {
+        method: spec.method,
+        url,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      requests += 1;
+      // The next page of a list: the query after a cursor.
+      const link = String(res.headers.link ?? '').match(/<([^>]+)>;\s*rel="next"/);
+      if (spec.method === 'GET' && link) {
+        const next = new URL(link[1], s.base);
+        during = `${spec.method} ${next.pathname}${next.search}`;
+        await send(s.base, agent, { method: 'GET', url: `${next.pathname}${next.search}`, headers });
+        requests += 1;
+      }
+    }
+  }
+  for (const spec of ordered.filter((r) => r.method === 'GET' && r.query.includes('limit'))) {
+    const key = keyOf(spec, s, world);
+    const url = `${urlsOf(spec, world)[0]}${spec.requiredQuery?.length ? '&' : '?'}limit=1`;
+    during = `GET ${url}`;
+    const res = await send(s.base, agent, {
+      method: 'GET',
+      url,
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+    });
+    const link = String(res.headers.link ?? '').match(/<([^>]+)>;\s*rel="next"/);
+    if (link) {
+      const next = new URL(link[1], s.base);
+      during = `GET ${next.pathname}${next.search} (next page)`;
+      await send(s.base, agent, {
+        method: 'GET',
+        url: `${next.pathname}${next.search}`,
+        headers: key ? { authorization: `Bearer ${key}` } : {},
+      });
+    }
+    requests += 1;
+  }
+  await caughtUp(s);
+
+  const failures: string[] = [];
+  for (const [key, { plan, bounded, during: by }] of seen) {
+    const sql = key.slice(key.indexOf(' ') + 1);
+    const bad = problems(plan, bounded, sql);
+    if (bad.length > 0) failures.push(`${by}\n  ${sql}\n  ${bad.join('\n  ')}`);
+  }
+  t.log(`${requests} requests, ${seen.size} distinct statements explained`);
+  t.true(seen.size > 40, `the routes ran the read store's queries (${seen.size} statements)`);
+  t.deepEqual(failures, [], failures.join('\n\n'));
+});
