@@ -480,11 +480,44 @@ export function createMemoryReadStore(): Omit<ReadStore, 'collection'> & {
       for (const { name, checkpoint } of named) checkpoints.set(name, { ...checkpoint });
     },
     async commit({ writes, checkpoints: named = [] }) {
-      // Synchronous, so no reader runs in the middle. A failing op leaves the ops before it applied,
-      // as MongoDB's ordered bulk write would outside a transaction; the projector then stops.
-      for (const { collection, ops } of writes) {
-        const s = storageOfHandle(collection);
-        for (const op of ops) write(s, op as WriteOp);
+      // Synchronous, so no reader runs in the middle. All or nothing: every change of a document is
+      // journaled (the document it replaced, undefined when new), and a failing op undoes them in
+      // reverse order, each step back to a state that held, so indexes and unique keys stay consistent.
+      const targets = writes.map(({ collection, ops }) => ({ storage: storageOfHandle(collection), ops }));
+      const journal: Array<[storage: Storage, id: DocId, before: Doc | undefined]> = [];
+      try {
+        for (const { storage, ops } of targets) {
+          const { docs } = storage;
+          // A view whose document map records each change before making it (copy-on-write documents
+          // make the replaced object a faithful "before").
+          const set = (id: DocId, doc: Doc) => {
+            journal.push([storage, id, docs.get(id)]);
+            return docs.set(id, doc);
+          };
+          const del = (id: DocId) => {
+            journal.push([storage, id, docs.get(id)]);
+            return docs.delete(id);
+          };
+          const bound = new Map<PropertyKey, unknown>();
+          const recorded = new Proxy(docs, {
+            get(map, key) {
+              if (key === 'set') return set;
+              if (key === 'delete') return del;
+              const value = Reflect.get(map, key, map);
+              if (typeof value !== 'function') return value;
+              if (!bound.has(key)) bound.set(key, value.bind(map));
+              return bound.get(key);
+            },
+          });
+          const view: Storage = { ...storage, docs: recorded };
+          for (const op of ops) write(view, op as WriteOp);
+        }
+      } catch (err) {
+        for (const [storage, id, before] of journal.reverse()) {
+          if (before) store(storage, before);
+          else remove(storage, id);
+        }
+        throw err;
       }
       for (const { name, checkpoint } of named) checkpoints.set(name, { ...checkpoint });
     },

@@ -1,23 +1,44 @@
 import { randomUUID } from 'node:crypto';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { Query } from 'mingo';
-import { MongoClient } from 'mongodb';
+import { MongoClient, MongoServerError } from 'mongodb';
 import type { StartedTestContainer } from 'testcontainers';
+import { manualClock } from '../../domain/clock.ts';
 import { compareValues } from '../../projections/memory-read-store.ts';
-import { createMongoReadStore, ReadStoreUnavailableError } from '../../projections/mongo-read-store.ts';
-import { afterFilter, type Doc, type SortSpec, totalSort } from '../../projections/read-store.ts';
+import {
+  CommitTooLargeError,
+  commitFailure,
+  createMongoReadStore,
+  type LiveNames,
+  liveNameCache,
+  type MongoReadStoreOptions,
+  ReadStoreUnavailableError,
+  transactionsProblem,
+} from '../../projections/mongo-read-store.ts';
+import {
+  afterFilter,
+  type Checkpoint,
+  type Collection,
+  type Doc,
+  type SortSpec,
+  totalSort,
+} from '../../projections/read-store.ts';
 import { containerRuntimeProblem } from '../support/containers.ts';
 import { readStoreContract } from './read-store.ts';
 
 /**
- * The MongoDB adapter runs the shared contract against `PDS_TEST_MONGO_URL` when it is set, or else
- * against a throwaway single-node container (the image docker-compose.yml uses) when a container
- * runtime answers. With neither, the suite is reported as skipped. All tests share one server; each
- * test gets its own database (dropped afterwards) and its own client.
+ * The MongoDB adapter runs the shared contract, and its own cases (live-name pointers, retired
+ * collections, stores written before pointers), against `PDS_TEST_MONGO_URL` when it is set (a
+ * replica set: the store needs transactions), or else against a throwaway one-node replica set in a
+ * container (the image docker-compose.yml uses) when a container runtime answers. With neither, those
+ * are reported as skipped. All tests share one server; each test gets its own database (dropped
+ * afterwards) and its own client. The cases above that line need no server.
  */
 const IMAGE = 'mongo:8';
 const PORT = 27017;
 const STARTUP_MS = 10 * 60_000;
+/** Checks of the replica set's election after `rs.initiate()`, half a second apart. */
+const PRIMARY_CHECKS = 120;
 
 // ---- without a server ------------------------------------------------------------------------------
 
@@ -83,10 +104,118 @@ test('MongoDB: the after filter selects what sorts after the cursor across types
   }
 });
 
-// ---- the contract on a server ----------------------------------------------------------------------
+test('MongoDB: transactions need a replica set member or a mongos; a standalone server is named as such', (t) => {
+  t.is(transactionsProblem({ isWritablePrimary: true, setName: 'rs0' }), undefined);
+  t.is(transactionsProblem({ isWritablePrimary: false, secondary: true, setName: 'rs0' }), undefined);
+  t.is(transactionsProblem({ isWritablePrimary: true, msg: 'isdbgrid' }), undefined);
+  t.is(transactionsProblem({ isWritablePrimary: true }), 'is a standalone server');
+  t.regex(
+    transactionsProblem({ isWritablePrimary: false, isreplicaset: true }) ?? '',
+    /not initiated yet \(run rs\.initiate\(\) once\)/,
+  );
+});
+
+test('MongoDB: a commit refused for its size or duration becomes CommitTooLargeError; other errors pass', (t) => {
+  for (const [code, codeName] of [
+    [388, 'TransactionTooLargeForCache'],
+    [290, 'TransactionExceededLifetimeLimitSeconds'],
+    [257, 'TransactionTooLarge'],
+  ] as const) {
+    const cause = new MongoServerError({ code, codeName, errmsg: 'refused' });
+    const err = commitFailure(cause, 5_000, 3);
+    t.true(err instanceof CommitTooLargeError, codeName);
+    const tooLarge = err as CommitTooLargeError;
+    t.is(tooLarge.cause, cause);
+    t.is(tooLarge.operations, 5_000);
+    t.is(tooLarge.collections, 3);
+    t.regex(
+      tooLarge.message,
+      new RegExp(`5000 write operations on 3 collections .*\\(${codeName}\\).*nothing of it was applied`),
+    );
+  }
+  const duplicate = new MongoServerError({
+    code: 11000,
+    codeName: 'DuplicateKey',
+    errmsg: 'E11000 duplicate key',
+  });
+  t.is(commitFailure(duplicate, 1, 1), duplicate);
+  const other = new Error('refused update');
+  t.is(commitFailure(other, 1, 1), other);
+});
+
+test('MongoDB: live names are read once per TTL, by one fetch at a time, and a newer copy is never replaced by an older one', async (t) => {
+  const clock = manualClock();
+  const versions: LiveNames[] = [
+    { version: 1, physical: new Map([['menu', 'menu__gen_a']]) },
+    { version: 2, physical: new Map([['menu', 'menu__gen_b']]) },
+  ];
+  let fetches = 0;
+  let served = versions[0];
+  const cache = liveNameCache(
+    async () => {
+      fetches += 1;
+      return served;
+    },
+    clock,
+    1_000,
+  );
+  const [one, two] = await Promise.all([cache.get(), cache.get()]);
+  t.is(fetches, 1, 'concurrent reads share one fetch');
+  t.is(one, versions[0]);
+  t.is(two, versions[0]);
+  served = versions[1];
+  clock.advance(999);
+  t.is(await cache.get(), versions[0], 'younger than the TTL: the copy held');
+  t.is(fetches, 1);
+  clock.advance(1);
+  t.is(await cache.get(), versions[1], 'a TTL old: read again');
+  t.is(fetches, 2);
+  t.is(await cache.get(0), versions[1]);
+  t.is(fetches, 3, 'a maximum age of 0 always reads');
+
+  // This process's own promote is taken at once; a read that answers with an older version is not.
+  const own: LiveNames = { version: 3, physical: new Map([['menu', 'menu__gen_c']]) };
+  cache.set(own);
+  t.is(await cache.get(), own);
+  t.is(fetches, 3);
+  clock.advance(1_000);
+  t.is(await cache.get(), own, 'the store still answers version 2 (a read begun before the promote)');
+  t.is(fetches, 4);
+
+  clock.advance(-10_000);
+  await cache.get();
+  t.is(fetches, 5, 'a clock moved back does not keep a copy for ever');
+});
+
+// ---- on a server -----------------------------------------------------------------------------------
 
 const configuredUrl = process.env.PDS_TEST_MONGO_URL;
 const problem = configuredUrl ? undefined : await containerRuntimeProblem();
+
+/** A checkpoint for these tests. */
+const at = (position: number, version?: string): Checkpoint => ({
+  position,
+  events: position,
+  updated_at: '2026-03-01T00:00:00.000Z',
+  ...(version === undefined ? {} : { version }),
+});
+
+function ids(docs: readonly Doc[]): unknown[] {
+  return docs.map((d) => d._id);
+}
+
+async function seed(c: Collection, docs: readonly Doc[]): Promise<void> {
+  await c.bulkWrite(
+    docs.map((d) => ({ replaceOne: { filter: { _id: d._id }, replacement: d, upsert: true } })),
+  );
+}
+
+/** Runs `mongosh --eval` in the container and returns what it printed. */
+async function mongosh(container: StartedTestContainer, script: string): Promise<string> {
+  const result = await container.exec(['mongosh', '--quiet', '--eval', script]);
+  if (result.exitCode !== 0) throw new Error(`mongosh failed: ${result.output}`);
+  return result.stdout.trim();
+}
 
 if (problem !== undefined) {
   const reason = `PDS_TEST_MONGO_URL is not set and no container runtime is available (${problem})`;
@@ -94,42 +223,210 @@ if (problem !== undefined) {
   test.skip(`MongoDB contract: skipped — ${reason}`, () => {});
 } else {
   let url = configuredUrl;
-  let container: StartedTestContainer | undefined;
+  const containers: StartedTestContainer[] = [];
+
+  async function startMongo(args: string[]): Promise<StartedTestContainer> {
+    const { GenericContainer, Wait } = await import('testcontainers');
+    const container = await new GenericContainer(IMAGE)
+      .withCommand(args)
+      .withExposedPorts(PORT)
+      .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
+      .withStartupTimeout(STARTUP_MS)
+      .start();
+    containers.push(container);
+    return container;
+  }
+
+  const urlOf = (c: StartedTestContainer) =>
+    `mongodb://${c.getHost()}:${c.getMappedPort(PORT)}/?directConnection=true`;
 
   test.before(async (t) => {
     if (url) return;
     // Pulling the image can take minutes on a cold machine.
     t.timeout(STARTUP_MS);
-    const { GenericContainer, Wait } = await import('testcontainers');
-    container = await new GenericContainer(IMAGE)
-      .withExposedPorts(PORT)
-      .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
-      .withStartupTimeout(STARTUP_MS)
-      .start();
-    url = `mongodb://${container.getHost()}:${container.getMappedPort(PORT)}/?directConnection=true`;
+    // A one-node replica set, as docker-compose.yml runs: the store needs transactions.
+    const container = await startMongo(['--replSet', 'rs0', '--bind_ip_all']);
+    await mongosh(container, "rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: '127.0.0.1:27017' }] })");
+    for (let i = 0; ; i++) {
+      if ((await mongosh(container, 'db.hello().isWritablePrimary')) === 'true') break;
+      if (i >= PRIMARY_CHECKS) throw new Error('the one-node replica set elected no primary');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    url = urlOf(container);
   });
 
   // Only after the last test: every test shares the server.
   test.after.always(async () => {
-    await container?.stop();
+    for (const c of containers) await c.stop();
   });
+
+  const newDbName = () => `pds_contract_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+
+  async function dropDatabase(engine: string, dbName: string): Promise<void> {
+    const admin = new MongoClient(engine);
+    try {
+      await admin.db(dbName).dropDatabase();
+    } finally {
+      await admin.close();
+    }
+  }
 
   readStoreContract(test, 'mongodb', async () => {
     if (!url) throw new Error('MongoDB is not running: the setup hook failed');
-    const dbName = `pds_contract_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    const dbName = newDbName();
     const store = await createMongoReadStore(url, { dbName });
     const engine = url;
     return {
       store,
       async cleanup() {
         await store.close();
-        const admin = new MongoClient(engine);
-        try {
-          await admin.db(dbName).dropDatabase();
-        } finally {
-          await admin.close();
-        }
+        await dropDatabase(engine, dbName);
       },
     };
   });
+
+  /** A database of its own for one test, a raw client on it, and a way to open stores ("processes") on it. */
+  async function database(t: ExecutionContext) {
+    if (!url) throw new Error('MongoDB is not running: the setup hook failed');
+    const engine = url;
+    const dbName = newDbName();
+    const raw = new MongoClient(engine);
+    t.teardown(async () => {
+      await raw.close();
+      await dropDatabase(engine, dbName);
+    });
+    return {
+      db: raw.db(dbName),
+      async open(options: MongoReadStoreOptions = {}) {
+        const store = await createMongoReadStore(engine, { dbName, ...options });
+        t.teardown(() => store.close());
+        return store;
+      },
+      async collectionNames(): Promise<string[]> {
+        const list = await raw.db(dbName).listCollections({}, { nameOnly: true }).toArray();
+        return list.map((c) => c.name).sort();
+      },
+    };
+  }
+
+  test('MongoDB: another process switches to the promoted collections a TTL later, all of them at once', async (t) => {
+    const { open } = await database(t);
+    const clock = manualClock();
+    const projector = await open({ clock, liveNamesTtlMs: 1_000 });
+    const api = await open({ clock, liveNamesTtlMs: 1_000 });
+    await seed(await projector.collection('a'), [{ _id: 'a-old' }]);
+    await seed(await projector.collection('b'), [{ _id: 'b-old' }]);
+    const liveA = await projector.collection('a');
+    const liveB = await projector.collection('b');
+    const readA = await api.collection('a');
+    const readB = await api.collection('b');
+    t.deepEqual(ids(await readA.find({})), ['a-old']);
+
+    const sa = await projector.createShadow('a');
+    const sb = await projector.createShadow('b');
+    await seed(sa, [{ _id: 'a-new' }]);
+    await seed(sb, [{ _id: 'b-new' }]);
+    await projector.promote([sa, sb], [{ name: 'catalog', checkpoint: at(7, 'v2') }]);
+
+    t.deepEqual(ids(await liveA.find({})), ['a-new'], 'the promoting process switches at once');
+    t.deepEqual(ids(await liveB.find({})), ['b-new']);
+    t.deepEqual(ids(await readA.find({})), ['a-old'], 'the other process: the old set, whole');
+    t.deepEqual(ids(await readB.find({})), ['b-old']);
+    t.deepEqual(await api.getCheckpoint('catalog'), at(7, 'v2'), 'checkpoints are read directly');
+    clock.advance(1_000);
+    t.deepEqual(ids(await readA.find({})), ['a-new'], 'a TTL later: the new set, whole');
+    t.deepEqual(ids(await readB.find({})), ['b-new']);
+  });
+
+  test('MongoDB: collections a promote replaced are dropped after the grace period, by the promoter or the next start', async (t) => {
+    const { open, collectionNames } = await database(t);
+    const clock = manualClock();
+    const options = { clock, retiredGraceMs: 60_000 };
+    const store = await open(options);
+    const live = await store.collection('menu', [{ keys: [['store_id', 1]] }]);
+    await seed(live, [{ _id: 'old', store_id: 1 }]);
+    const first = await store.createShadow('menu', [{ keys: [['store_id', 1]] }]);
+    await seed(first, [{ _id: 'first', store_id: 1 }]);
+    await store.promote([first]);
+    t.true((await collectionNames()).includes('menu'), 'kept for readers still on the old pointers');
+    t.deepEqual(await store.dropRetired(), []);
+    clock.advance(59_999);
+    t.deepEqual(await store.dropRetired(), []);
+    clock.advance(1);
+    t.deepEqual(await store.dropRetired(), ['menu']);
+    t.false((await collectionNames()).includes('menu'));
+    t.deepEqual(ids(await live.find({ store_id: 1 })), ['first']);
+
+    const second = await store.createShadow('menu');
+    await seed(second, [{ _id: 'second' }]);
+    await store.promote([second]);
+    clock.advance(60_000);
+    await open(options); // another process starting sweeps what is due
+    const names = await collectionNames();
+    t.false(names.includes(first.name), 'the collection the second promote replaced is dropped');
+    t.true(names.includes(second.name), 'the live one stays');
+    t.deepEqual(ids(await live.find({})), ['second']);
+    t.deepEqual(await store.dropRetired(), []);
+  });
+
+  test('MongoDB: a store written before pointers (plain collection names) is read, and promoted over', async (t) => {
+    const { db, open } = await database(t);
+    await db.collection<Doc>('menu').insertMany([{ _id: 'legacy1' }, { _id: 'legacy2' }]);
+    await db
+      .collection<Doc>('_checkpoints')
+      .insertOne({ _id: 'catalog', position: 5, events: 5, updated_at: '2026-01-01T00:00:00.000Z' });
+    const store = await open();
+    const menu = await store.collection('menu');
+    t.deepEqual(ids(await menu.find({})), ['legacy1', 'legacy2']);
+    t.deepEqual(await store.getCheckpoint('catalog'), {
+      position: 5,
+      events: 5,
+      updated_at: '2026-01-01T00:00:00.000Z',
+    });
+    const shadow = await store.createShadow('menu');
+    await seed(shadow, [{ _id: 'rebuilt' }]);
+    await store.promote([shadow], [{ name: 'catalog', checkpoint: at(6, 'v1') }]);
+    t.deepEqual(ids(await menu.find({})), ['rebuilt']);
+    t.deepEqual(await store.getCheckpoint('catalog'), at(6, 'v1'));
+    const pointers = await db.collection<Doc>('_live').findOne({});
+    t.like(pointers, { version: 1, live: [{ name: 'menu', physical: shadow.name }] });
+    const retired = (pointers?.retired ?? []) as Array<{ physical: string; since: string }>;
+    t.deepEqual(
+      retired.map((r) => r.physical),
+      ['menu'],
+      'the plain collection is retired',
+    );
+    const reopened = await open();
+    t.deepEqual(ids(await (await reopened.collection('menu')).find({})), ['rebuilt']);
+  });
+
+  test('MongoDB: promotes of two processes at once both land (the conflicting pointer write is retried)', async (t) => {
+    const { open } = await database(t);
+    const one = await open();
+    const two = await open();
+    const sa = await one.createShadow('a');
+    const sb = await two.createShadow('b');
+    await seed(sa, [{ _id: 'a-new' }]);
+    await seed(sb, [{ _id: 'b-new' }]);
+    await Promise.all([
+      one.promote([sa], [{ name: 'pa', checkpoint: at(1) }]),
+      two.promote([sb], [{ name: 'pb', checkpoint: at(2) }]),
+    ]);
+    const third = await open();
+    t.deepEqual(ids(await (await third.collection('a')).find({})), ['a-new']);
+    t.deepEqual(ids(await (await third.collection('b')).find({})), ['b-new']);
+    t.deepEqual(await third.getCheckpoint('pa'), at(1));
+    t.deepEqual(await third.getCheckpoint('pb'), at(2));
+  });
+
+  if (!configuredUrl) {
+    test('MongoDB: a standalone server is refused at start, saying how to make it a replica set', async (t) => {
+      t.timeout(STARTUP_MS);
+      const standalone = await startMongo(['--bind_ip_all']);
+      const err = await t.throwsAsync(createMongoReadStore(urlOf(standalone)), {
+        instanceOf: ReadStoreUnavailableError,
+      });
+      t.regex(err?.message ?? '', /is a standalone server: .*transaction.*--replSet rs0.*rs\.initiate\(\)/);
+    });
+  }
 }

@@ -1300,4 +1300,205 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
       t.deepEqual(ids(await c.find({ v: 99 })), []);
     }),
   );
+
+  // ---- commits: a batch's writes with its checkpoints, all or nothing --------------------------
+
+  const at = (position: number, version?: string): Checkpoint => ({
+    position,
+    events: position * 2,
+    updated_at: `2026-03-0${(position % 9) + 1}T00:00:00.000Z`,
+    ...(version === undefined ? {} : { version }),
+  });
+
+  test(name('commit applies writes to several collections in order, then its checkpoints'), (t) =>
+    withStore(t, async (store, p) => {
+      const a = await store.collection(`${p}_a`);
+      const b = await store.collection(`${p}_b`, [{ keys: [['sku', 1]], unique: true }]);
+      await seed(a, [{ _id: 'keep', v: 1 }, { _id: 'gone' }]);
+      await store.commit({
+        writes: [
+          {
+            collection: a,
+            ops: [
+              { replaceOne: { filter: { _id: 'x' }, replacement: { _id: 'x', v: 5 }, upsert: true } },
+              { updateOne: { filter: { _id: 'keep' }, update: { $inc: { v: 1 } } } },
+              { deleteOne: { filter: { _id: 'gone' } } },
+            ],
+          },
+          {
+            collection: b,
+            ops: [{ updateOne: { filter: { _id: 1 }, update: { $set: { sku: 'S' } }, upsert: true } }],
+          },
+          {
+            collection: a,
+            ops: [{ updateMany: { filter: { v: { $gte: 2 } }, update: { $set: { big: true } } } }],
+          },
+          { collection: b, ops: [] },
+        ],
+        checkpoints: [
+          { name: `${p}-proj`, checkpoint: at(10, 'v2') },
+          { name: `${p}-other`, checkpoint: at(4) },
+        ],
+      });
+      t.deepEqual(await a.find({}), [
+        { _id: 'keep', v: 2, big: true },
+        { _id: 'x', v: 5, big: true },
+      ]);
+      t.deepEqual(await b.find({ sku: 'S' }), [{ _id: 1, sku: 'S' }]);
+      t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(10, 'v2'));
+      t.deepEqual(await store.getCheckpoint(`${p}-other`), at(4), 'no version stored: none comes back');
+
+      // Only checkpoints, and nothing at all, are commits too.
+      await store.commit({ writes: [], checkpoints: [{ name: `${p}-proj`, checkpoint: at(11, 'v2') }] });
+      await store.commit({ writes: [{ collection: a, ops: [] }] });
+      t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(11, 'v2'));
+      t.is(await a.count(), 2);
+    }),
+  );
+
+  test(
+    name('commit is all or nothing: an op failing in a later collection leaves no trace of the commit'),
+    (t) =>
+      withStore(t, async (store, p) => {
+        const a = await store.collection(`${p}_a`, [{ keys: [['v', 1]] }]);
+        const b = await store.collection(`${p}_b`, [{ keys: [['sku', 1]], unique: true }]);
+        await seed(a, [
+          { _id: 'a1', v: 1 },
+          { _id: 'a2', v: 2 },
+        ]);
+        await seed(b, [{ _id: 'b1', sku: 'S' }]);
+        await store.setCheckpoint(`${p}-proj`, at(3, 'v1'));
+
+        const failing = store.commit({
+          writes: [
+            {
+              collection: a,
+              ops: [
+                { updateOne: { filter: { _id: 'a1' }, update: { $set: { v: 10 } } } },
+                { deleteOne: { filter: { _id: 'a2' } } },
+                { replaceOne: { filter: { _id: 'a3' }, replacement: { _id: 'a3', v: 3 }, upsert: true } },
+                { updateMany: { filter: {}, update: { $set: { touched: true } } } },
+              ],
+            },
+            {
+              collection: b,
+              ops: [
+                { replaceOne: { filter: { _id: 'b2' }, replacement: { _id: 'b2', sku: 'T' }, upsert: true } },
+                { updateOne: { filter: { _id: 'b1' }, update: { $set: { sku: 'U' } } } },
+                // Duplicates b2's key: the commit fails here, after writes to both collections.
+                { replaceOne: { filter: { _id: 'b3' }, replacement: { _id: 'b3', sku: 'T' }, upsert: true } },
+              ],
+            },
+          ],
+          checkpoints: [{ name: `${p}-proj`, checkpoint: at(9, 'v1') }],
+        });
+        await t.throwsAsync(failing, { message: /duplicate key/i });
+
+        t.deepEqual(await a.find({}), [
+          { _id: 'a1', v: 1 },
+          { _id: 'a2', v: 2 },
+        ]);
+        t.deepEqual(
+          ids(await a.find({ v: { $gte: 1 } }, { sort: [['v', -1]] })),
+          ['a2', 'a1'],
+          'index as before',
+        );
+        t.deepEqual(await b.find({}), [{ _id: 'b1', sku: 'S' }]);
+        t.deepEqual(await b.find({ sku: 'S' }), [{ _id: 'b1', sku: 'S' }]);
+        t.deepEqual(await b.find({ sku: { $in: ['T', 'U'] } }), []);
+        t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(3, 'v1'), 'checkpoint unchanged');
+
+        // A refused operation (an update without operators) in a later collection: nothing applied either.
+        await t.throwsAsync(
+          store.commit({
+            writes: [
+              { collection: a, ops: [{ deleteMany: { filter: {} } }] },
+              { collection: b, ops: [{ updateOne: { filter: { _id: 'b1' }, update: { sku: 'V' } } }] },
+            ],
+            checkpoints: [{ name: `${p}-proj`, checkpoint: at(9, 'v1') }],
+          }),
+        );
+        t.is(await a.count(), 2);
+        t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(3, 'v1'));
+
+        // The store goes on: a valid commit applies, and the unique index still holds.
+        await store.commit({
+          writes: [
+            {
+              collection: b,
+              ops: [
+                { replaceOne: { filter: { _id: 'b2' }, replacement: { _id: 'b2', sku: 'T' }, upsert: true } },
+              ],
+            },
+          ],
+          checkpoints: [{ name: `${p}-proj`, checkpoint: at(4, 'v1') }],
+        });
+        t.deepEqual(ids(await b.find({}, { sort: [['sku', 1]] })), ['b1', 'b2']);
+        await t.throwsAsync(seed(b, [{ _id: 'b4', sku: 'S' }]), { message: /duplicate key/i });
+        t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(4, 'v1'));
+      }),
+  );
+
+  test(name('commit refuses a collection handle this store did not give out, and writes nothing'), (t) =>
+    withStore(t, async (store, p) => {
+      const a = await store.collection(`${p}_a`);
+      const foreign = { ...a };
+      await t.throwsAsync(
+        store.commit({
+          writes: [
+            {
+              collection: a,
+              ops: [{ replaceOne: { filter: { _id: 'x' }, replacement: { _id: 'x' }, upsert: true } }],
+            },
+            { collection: foreign, ops: [{ deleteMany: { filter: {} } }] },
+          ],
+          checkpoints: [{ name: `${p}-proj`, checkpoint: at(1) }],
+        }),
+        { message: /not a collection of this store/ },
+      );
+      t.is(await a.count(), 0);
+      t.is(await store.getCheckpoint(`${p}-proj`), undefined);
+    }),
+  );
+
+  test(name('promote stores its checkpoints with the switch; with no shadows it stores only them'), (t) =>
+    withStore(t, async (store, p) => {
+      const live = await store.collection(`${p}_menu`);
+      await seed(live, [{ _id: 'old' }]);
+      await store.setCheckpoint(`${p}-proj`, at(5, 'v1'));
+      const shadow = await store.createShadow(`${p}_menu`);
+      await store.commit({
+        writes: [
+          {
+            collection: shadow,
+            ops: [{ replaceOne: { filter: { _id: 'new' }, replacement: { _id: 'new' }, upsert: true } }],
+          },
+        ],
+        checkpoints: [{ name: `${p}-proj#rebuild`, checkpoint: at(7, 'v2') }],
+      });
+      t.deepEqual(ids(await live.find({})), ['old'], 'a commit to a shadow is not live');
+      await store.promote([shadow], [{ name: `${p}-proj`, checkpoint: at(7, 'v2') }]);
+      t.deepEqual(ids(await live.find({})), ['new']);
+      t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(7, 'v2'));
+      t.deepEqual(await store.getCheckpoint(`${p}-proj#rebuild`), at(7, 'v2'));
+
+      await store.promote([], [{ name: `${p}-other`, checkpoint: at(2, 'v9') }]);
+      t.deepEqual(await store.getCheckpoint(`${p}-other`), at(2, 'v9'));
+      await t.throwsAsync(store.promote([shadow]), { message: /not a shadow/ }, 'promoted already');
+      t.deepEqual(ids(await live.find({})), ['new']);
+    }),
+  );
+
+  test(name('a checkpoint version round-trips; a checkpoint stored without one replaces it'), (t) =>
+    withStore(t, async (store, p) => {
+      await store.setCheckpoint(`${p}-proj`, at(1, 'catalog@3'));
+      t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(1, 'catalog@3'));
+      await store.setCheckpoint(`${p}-proj`, at(2, 'sha256:0f1e2d'));
+      t.deepEqual(await store.getCheckpoint(`${p}-proj`), at(2, 'sha256:0f1e2d'));
+      await store.setCheckpoint(`${p}-proj`, at(3));
+      const back = await store.getCheckpoint(`${p}-proj`);
+      t.deepEqual(back, at(3));
+      t.false(back !== undefined && 'version' in back, 'no version key at all');
+    }),
+  );
 }
