@@ -1,7 +1,8 @@
 /**
  * `projection.rebuild`: rebuilding every read model from N events (default 1,000,000: a catalog and
  * carts with ~20 events each), in events/s, against the raw `$all` read rate of the same store in the
- * same run (pages of 1,000, JSON parsed, nothing else).
+ * same run (pages of 1,000, JSON parsed, nothing else). The read models go to the embedded default, a
+ * SQLite file beside the events.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,8 +20,8 @@ import * as store from '../domain/store.ts';
 import type { EventStore, NewEvent } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { allProjections } from '../projections/all.ts';
-import { createMemoryReadStore } from '../projections/memory-read-store.ts';
 import { createProjector } from '../projections/projector.ts';
+import { openSqliteReadStore } from '../projections/sqlite/read-store.ts';
 import { toNewEvent } from './events.ts';
 
 /** A small seeded generator (mulberry32), so every run writes the same events. */
@@ -271,7 +272,8 @@ export async function benchProjectionRebuild(
     }
     const rawRate = read / ((performance.now() - t0) / 1000);
 
-    const readStore = createMemoryReadStore();
+    // The embedded default: durable read models in their own SQLite file.
+    const readStore = openSqliteReadStore(join(dir, 'read.db'));
     const projector = createProjector({
       store: es,
       readStore,
@@ -286,6 +288,7 @@ export async function benchProjectionRebuild(
     const rebuildRate = written / rebuildSeconds;
     const applied = (await projector.status()).reduce((n, s) => n + s.events_applied, 0);
     await projector.stop();
+    await readStore.close();
     await es.close();
     return [
       {
