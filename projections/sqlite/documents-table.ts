@@ -430,7 +430,7 @@ export class DocumentsTable {
   backfill(index: IndexMeta): void {
     const all = [...rows(this.statements, `SELECT _id, doc, keys FROM ${q(this.table)}`, [])];
     for (const [id, json, keys] of all) {
-      const stored = JSON.parse(keys as string) as Record<string, unknown>;
+      const stored = JSON.parse(keys as string) as StoredKeys;
       const entries = this.insertEntries(index, JSON.parse(json as string) as Doc);
       stored[index.table] = encodeEntries(entries);
       this.statements
@@ -458,14 +458,14 @@ export class DocumentsTable {
 
   /** Writes a document and the index entries that changed (most rewrites change none). */
   private store(doc: Doc, oldKeys: string | undefined): void {
-    const old = oldKeys ? (JSON.parse(oldKeys) as Record<string, EncodedEntries>) : {};
-    const keys: Record<string, EncodedEntries> = {};
+    const old = oldKeys ? (JSON.parse(oldKeys) as StoredKeys) : {};
+    const keys: StoredKeys = {};
     for (const index of this.indexes) {
       const entries = entriesOf(walkFields(index), doc);
       const encoded = encodeEntries(entries);
       keys[index.table] = encoded;
       const before = old[index.table];
-      if (before && JSON.stringify(before) === JSON.stringify(encoded)) continue;
+      if (before === encoded) continue;
       if (before) this.deleteEntries(index, decodeEntries(before), doc._id);
       this.insertEntries(index, doc, entries);
     }
@@ -477,7 +477,7 @@ export class DocumentsTable {
   }
 
   private remove(id: DocId, oldKeys: string): void {
-    const old = JSON.parse(oldKeys) as Record<string, EncodedEntries>;
+    const old = JSON.parse(oldKeys) as StoredKeys;
     for (const index of this.indexes) {
       const before = old[index.table];
       if (before) this.deleteEntries(index, decodeEntries(before), id);
@@ -555,21 +555,30 @@ function compareRows(
   return 0;
 }
 
-// Index entries as the documents table keeps them (JSON: blobs as {"b": hex}).
-type EncodedEntries = unknown[][];
+/**
+ * A document's index entries as its row keeps them, by index table: each index's entries as JSON text
+ * (blobs as {"b": hex}; null for the null key, -Infinity, which JSON cannot hold), so a rewrite
+ * compares one string per index.
+ */
+type StoredKeys = Record<string, string>;
 
-function encodeEntries(entries: SQLInputValue[][]): EncodedEntries {
-  return entries.map((e) =>
-    e.map((k) => (k instanceof Uint8Array ? { b: Buffer.from(k).toString('hex') } : k)),
+function encodeEntries(entries: SQLInputValue[][]): string {
+  return JSON.stringify(
+    entries.map((e) =>
+      e.map((k) =>
+        k instanceof Uint8Array ? { b: Buffer.from(k).toString('hex') } : k === NULL_KEY ? null : k,
+      ),
+    ),
   );
 }
 
-function decodeEntries(entries: EncodedEntries): SQLInputValue[][] {
+function decodeEntries(text: string): SQLInputValue[][] {
+  const entries = JSON.parse(text) as unknown[][];
   return entries.map((e) =>
-    e.map((k) =>
-      k !== null && typeof k === 'object'
-        ? new Uint8Array(Buffer.from((k as { b: string }).b, 'hex'))
-        : (k as SQLInputValue),
-    ),
+    e.map((k) => {
+      if (k === null) return NULL_KEY;
+      if (typeof k === 'object') return new Uint8Array(Buffer.from((k as { b: string }).b, 'hex'));
+      return k as SQLInputValue;
+    }),
   );
 }

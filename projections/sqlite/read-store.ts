@@ -215,13 +215,13 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
 
   /** Runs `fn` in one write transaction: all of it commits or none. */
   function transaction<R>(fn: () => R): R {
-    db.exec('BEGIN IMMEDIATE');
+    statements.get('BEGIN IMMEDIATE').run();
     try {
       const result = fn();
-      db.exec('COMMIT');
+      statements.get('COMMIT').run();
       return result;
     } catch (err) {
-      db.exec('ROLLBACK');
+      statements.get('ROLLBACK').run();
       // What the rolled-back transaction changed in the catalog is read again.
       loadCatalog();
       throw err;
@@ -306,13 +306,13 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         let failure: unknown;
         transaction(() => {
           for (const op of ops) {
-            db.exec('SAVEPOINT op');
+            statements.get('SAVEPOINT op').run();
             try {
               table.write(op as WriteOp);
-              db.exec('RELEASE op');
+              statements.get('RELEASE op').run();
             } catch (err) {
-              db.exec('ROLLBACK TO op');
-              db.exec('RELEASE op');
+              statements.get('ROLLBACK TO op').run();
+              statements.get('RELEASE op').run();
               failure = err;
               break;
             }

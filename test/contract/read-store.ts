@@ -1069,6 +1069,23 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
     }),
   );
 
+  test(name('a document that leaves a unique value (null included) frees it for another'), (t) =>
+    withStore(t, async (store, p) => {
+      const c = await store.collection(`${p}_items`, [{ keys: [['sku', 1]], unique: true }]);
+      await seed(c, [{ _id: 'a' }]);
+      // Only one document may lack the field (MongoDB indexes missing as null)...
+      await t.throwsAsync(seed(c, [{ _id: 'b' }]), { message: /duplicate key/i });
+      // ...until it gets a value: then the null is free, and the old value once it moves on again.
+      await c.bulkWrite([{ updateOne: { filter: { _id: 'a' }, update: { $set: { sku: 'X' } } } }]);
+      await seed(c, [{ _id: 'b' }]);
+      await c.bulkWrite([{ updateOne: { filter: { _id: 'a' }, update: { $set: { sku: 'Y' } } } }]);
+      await seed(c, [{ _id: 'c', sku: 'X' }]);
+      await c.bulkWrite([{ deleteOne: { filter: { _id: 'b' } } }]);
+      await seed(c, [{ _id: 'd' }]);
+      t.deepEqual(ids(await c.find({}, { sort: [['sku', 1]] })), ['d', 'c', 'a']);
+    }),
+  );
+
   test(name('a unique compound index refuses only a duplicate of all its fields'), (t) =>
     withStore(t, async (store, p) => {
       const c = await store.collection(`${p}_items`, [
