@@ -57,14 +57,15 @@ export function readSide(shared: Shared): Component {
   let projector: Projector | undefined;
   return {
     name: 'read-side',
-    // Not the dispatcher: it folds what it needs from the events itself (subscriptions, deadlines).
-    roles: ['api', 'projector'],
+    // The dispatcher keeps its working state (pending carts, delivery queues) in the read store too.
+    roles: ['api', 'projector', 'dispatcher'],
     async start(ctx) {
       const readStore = await openReadStore(ctx.config.readStoreUrl, {
         cacheMiB: ctx.config.readStoreCacheMiB,
       });
       shared.readStore = readStore;
       logOpened(readStore, ctx.logger);
+      if (ctx.role === 'dispatcher') return; // the read models are the projector's and the api's
       const owns = readStore.kind === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
       if (!owns) return;
       projector = createProjector({
@@ -175,18 +176,24 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
 }
 
 /**
- * The abandonment timer (DESIGN §3): restores every open cart's deadline from the events at start,
- * then appends `CartAbandoned` when one falls due. Several dispatcher processes may run it: the
- * expected-revision check lets exactly one of them write.
+ * The abandonment timer (DESIGN §3): restores the pending carts' deadlines from the read store and the
+ * cart events after its checkpoint, then appends `CartAbandoned` when one falls due. Several
+ * dispatcher processes may run it: the expected-revision check lets exactly one of them write.
  */
-export function abandonmentTimer(clock: Clock = systemClock, timers: Timers = createTimers()): Component {
+export function abandonmentTimer(
+  shared: Shared,
+  clock: Clock = systemClock,
+  timers: Timers = createTimers(),
+): Component {
   let timer: AbandonmentTimer | undefined;
   return {
     name: 'abandonment-timer',
     roles: ['dispatcher'],
     async start(ctx) {
+      if (!shared.readStore) throw new Error('the abandonment timer needs the read side started first');
       const t = createAbandonmentTimer({
         store: ctx.eventStore,
+        readStore: shared.readStore,
         clock,
         abandonAfterMs: ctx.config.abandonAfterMs,
         logger: ctx.logger.child({ component: 'abandonment-timer' }),
@@ -207,7 +214,10 @@ export function abandonmentTimer(clock: Clock = systemClock, timers: Timers = cr
       t.start();
       await t.caughtUp;
       restored = true;
-      ctx.logger.info({ ms: Date.now() - started, pending: t.pending() }, 'abandonment timers restored');
+      ctx.logger.info(
+        { ms: Date.now() - started, pending: t.pending(), resumed_after: t.resumed().position },
+        'abandonment timers restored',
+      );
     },
     async stop() {
       await timer?.stop();
@@ -217,10 +227,15 @@ export function abandonmentTimer(clock: Clock = systemClock, timers: Timers = cr
 
 /**
  * The webhook dispatcher (DESIGN §5): its own view of the subscriptions, the fan-out consumer of the
- * persistent subscription group (several dispatcher processes compete on it), and the delivery worker
- * that restores every pending delivery and retry from the events at start.
+ * persistent subscription group (several dispatcher processes compete on it), and the delivery worker,
+ * which restores the queues with pending deliveries and retries from the read store and the delivery
+ * events after its checkpoint.
  */
-export function webhookDispatcher(clock: Clock = systemClock, timers: Timers = createTimers()): Component {
+export function webhookDispatcher(
+  shared: Shared,
+  clock: Clock = systemClock,
+  timers: Timers = createTimers(),
+): Component {
   let tracker: SubscriptionTracker | undefined;
   let fanOut: FanOut | undefined;
   let worker: DeliveryWorker | undefined;
@@ -242,9 +257,11 @@ export function webhookDispatcher(clock: Clock = systemClock, timers: Timers = c
         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
         registers: [ctx.registry],
       });
+      if (!shared.readStore) throw new Error('the webhook dispatcher needs the read side started first');
       tracker = createSubscriptionTracker({ store: ctx.eventStore, logger });
       const w = createDeliveryWorker({
         store: ctx.eventStore,
+        readStore: shared.readStore,
         clock,
         tracker,
         secretKey: ctx.config.secretKey,
@@ -301,7 +318,7 @@ export function defaultComponents(clock: Clock = systemClock, timers: Timers = c
     readSide(shared),
     partnerApi(shared, clock),
     writeApi(shared, clock),
-    abandonmentTimer(clock, timers),
-    webhookDispatcher(clock, timers),
+    abandonmentTimer(shared, clock, timers),
+    webhookDispatcher(shared, clock, timers),
   ];
 }

@@ -2,16 +2,20 @@
  * The abandonment timer (seed §3, §6; DESIGN §3): a cart holding at least one item, not checked out,
  * `abandonAfterMs` after its first item was placed, gets exactly one `CartAbandoned`.
  *
- * Durable without state of its own: a catch-up subscription on the `cart-` streams, read from the
- * start at every `start()`, rebuilds each open cart's deadline from the events, so a restart or a
- * SIGKILL loses no timer and an overdue cart is abandoned as soon as the timer has caught up.
+ * Its working set is the carts with a pending deadline, and only those: per cart what the deadline
+ * needs (`Tracked`: the stream revision seen, the menu product ids of the lines, when it last went
+ * from empty to non-empty, and the id and correlation id of the event that did it). This mirrors the
+ * cart decider's `first_item_at`/`abandonmentDeadline` (test/dispatcher/abandonment.test.ts checks the
+ * two agree). The working set is durable (`durable-follower.ts`: one document per pending cart in
+ * `abandonment_pending_carts`, committed with the checkpoint of each batch of cart events), so a start
+ * reads the pending carts and the cart events written since, not every cart ever made; a restart or a
+ * SIGKILL loses no timer, and an overdue cart is abandoned as soon as the timer has caught up.
  *
- * Per open cart it keeps only what the deadline needs (`Tracked`): the stream revision seen, the
- * menu product ids of the lines (to know when the cart empties), when it last went from empty to
- * non-empty, and the id and correlation id of the event that did it. This mirrors the cart decider's
- * `first_item_at`/`abandonmentDeadline` (test/dispatcher/abandonment.test.ts checks the two agree). A
- * cart checked out or abandoned is dropped: it can never be abandoned (again), and events of a cart
- * the timer does not track, other than `CartCreated`, are ignored.
+ * A cart leaves the working set when it empties, is checked out or abandoned. An event of a cart the
+ * timer does not hold changes no deadline, except a `CartItemAdded`: the cart was empty then (or
+ * abandoned: the decider lets an abandoned cart take items, and never abandons it twice). Carts seen
+ * created (or emptied) and not abandoned since are remembered for a while (`FRESH_CARTS`, the common
+ * case: a first item follows its cart's creation); for any other, the cart's stream is read.
  *
  * The decider stays the authority. When a deadline falls due the timer runs `AbandonCart` through the
  * command handler with `ifMatch` = the revision it saw: if the cart changed meanwhile (or another
@@ -30,7 +34,8 @@ import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Actor, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { StreamNotFoundError } from '../eventstore/port.ts';
-import { createPositionWaiters } from '../eventstore/position-waiters.ts';
+import type { Doc, ReadStore } from '../projections/read-store.ts';
+import { createDurableFollower } from './durable-follower.ts';
 import { createScheduler } from './scheduler.ts';
 
 export const ABANDONMENT_ACTOR: Actor = { type: 'system', id: 'abandonment-timer' };
@@ -103,8 +108,30 @@ export function trackedDeadline(tracked: Tracked, abandonAfterMs: number): numbe
   return tracked.firstItemAt + abandonAfterMs;
 }
 
+/** A pending cart as stored (`abandonment_pending_carts`): its `Tracked` state. */
+export interface PendingCartDoc extends Doc {
+  _id: string;
+  revision: number;
+  lines: number[];
+  first_item_at: number;
+  causation_id: string | null;
+  correlation_id: string | null;
+}
+
+/** The timer's durable working set: its checkpoint name, collection, and the documents' shape. */
+export const ABANDONMENT_FOLLOWER = {
+  name: 'abandonment-timer',
+  collection: 'abandonment_pending_carts',
+  version: '1',
+} as const;
+
+/** Carts remembered as open, empty and never abandoned, so their first item needs no stream read. */
+export const FRESH_CARTS = 10_000;
+
 export interface AbandonmentTimerOptions {
   store: EventStore;
+  /** Where the working set and its checkpoint are kept. */
+  readStore: ReadStore;
   clock: Clock;
   abandonAfterMs: number;
   logger?: Logger;
@@ -123,19 +150,23 @@ export interface AbandonmentStats {
   /** The cart had changed since the timer saw it (expected-revision guard). */
   stale: number;
   errors: number;
+  /** Cart streams read to learn whether a cart taking its first item had been abandoned. */
+  streamReads: number;
 }
 
 export interface AbandonmentTimer {
-  /** Subscribes; the deadlines are restored when `caughtUp` resolves. */
+  /** Restores the working set and subscribes; the deadlines are restored when `caughtUp` resolves. */
   start(): void;
-  /** Resolves once every cart event that existed at start was applied (rejects if the subscription fails). */
+  /** Resolves once every cart event that existed at start was applied (rejects if the timer fails). */
   readonly caughtUp: Promise<void>;
   /** Carts with a pending deadline. */
   pending(): number;
-  /** Open carts held in memory (with or without a deadline). */
+  /** Carts held (the working set: carts with items, neither checked out nor abandoned). */
   tracked(): number;
   /** The pending deadline of a cart stream, if any. */
   dueAt(streamId: string): Date | undefined;
+  /** Where the last start resumed: the checkpoint (0: the first event) and the carts restored. */
+  resumed(): { position: number; documents: number };
   /** Runs every deadline due now and resolves when they settled (tests drive a manual clock with it). */
   tick(): Promise<number>;
   /** Resolves once every cart event up to the store's current head was applied. */
@@ -143,6 +174,14 @@ export interface AbandonmentTimer {
   stats(): AbandonmentStats;
   stop(): Promise<void>;
 }
+
+const emptyCart = (revision: number): Tracked => ({
+  revision,
+  lines: [],
+  firstItemAt: null,
+  causationId: null,
+  correlationId: null,
+});
 
 export function createAbandonmentTimer(options: AbandonmentTimerOptions): AbandonmentTimer {
   const { store, clock, abandonAfterMs, logger } = options;
@@ -156,18 +195,56 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     maxDelayMs: options.maxTimerDelayMs,
     onError: (key, err) => logger?.error({ err, stream: key }, 'abandonment timer failed'),
   });
+  /** The working set: carts with items. */
   const carts = new Map<string, Tracked>();
-  const stats: AbandonmentStats = { abandoned: 0, refused: 0, stale: 0, errors: 0 };
-  const progress = createPositionWaiters('abandonment timer');
-  let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
+  /** Open, empty, never abandoned (as of the events applied); oldest first, at most FRESH_CARTS. */
+  const fresh = new Set<string>();
+  const stats: AbandonmentStats = { abandoned: 0, refused: 0, stale: 0, errors: 0, streamReads: 0 };
   let stopped = false;
-  const {
-    promise: caughtUp,
-    resolve: resolveCaughtUp,
-    reject: rejectCaughtUp,
-  } = Promise.withResolvers<void>();
-  // A rejection nobody awaits must not crash the process; the component reports it.
-  caughtUp.catch(() => {});
+
+  const follower = createDurableFollower<PendingCartDoc>({
+    ...ABANDONMENT_FOLLOWER,
+    store,
+    readStore: options.readStore,
+    clock,
+    filter: { streamPrefixes: [PREFIX] },
+    logger,
+    restore(doc) {
+      const tracked: Tracked = {
+        revision: doc.revision,
+        lines: [...doc.lines],
+        firstItemAt: doc.first_item_at,
+        causationId: doc.causation_id,
+        correlationId: doc.correlation_id,
+      };
+      carts.set(doc._id, tracked);
+      reschedule(doc._id, tracked);
+    },
+    async apply(events) {
+      for (const e of events) {
+        const reading = apply(e);
+        if (reading) await reading;
+      }
+    },
+    save(streamId) {
+      const t = carts.get(streamId);
+      if (!t || t.firstItemAt === null) return null;
+      return {
+        _id: streamId,
+        revision: t.revision,
+        lines: [...t.lines],
+        first_item_at: t.firstItemAt,
+        causation_id: t.causationId,
+        correlation_id: t.correlationId,
+      };
+    },
+  });
+
+  function rememberFresh(streamId: string): void {
+    fresh.delete(streamId);
+    fresh.add(streamId);
+    if (fresh.size > FRESH_CARTS) fresh.delete(fresh.values().next().value as string);
+  }
 
   function reschedule(streamId: string, tracked: Tracked): void {
     const due = trackedDeadline(tracked, abandonAfterMs);
@@ -179,61 +256,102 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     scheduler.schedule(streamId, new Date(due), () => fire(streamId));
   }
 
+  /** Holds an open cart while it has items; an emptied one leaves the working set (and is fresh). */
+  function hold(streamId: string, tracked: Tracked): void {
+    follower.changed(streamId);
+    if (tracked.lines.length === 0) {
+      carts.delete(streamId);
+      scheduler.cancel(streamId);
+      rememberFresh(streamId);
+      return;
+    }
+    carts.set(streamId, tracked);
+    reschedule(streamId, tracked);
+  }
+
+  /** The cart can no longer be abandoned (again). */
   function close(streamId: string): void {
-    carts.delete(streamId);
+    fresh.delete(streamId);
+    if (carts.delete(streamId)) follower.changed(streamId);
     scheduler.cancel(streamId);
   }
 
-  function apply(event: RecordedEvent): void {
-    const current = carts.get(event.streamId);
-    // Already applied (the stream was re-read after a refused write, ahead of the subscription).
-    if (current && event.revision <= current.revision) return;
-    const next = trackCart(current, event, registry);
-    if (next === undefined) return;
-    if (next === 'closed') {
-      close(event.streamId);
-      return;
-    }
-    if (!current) carts.set(event.streamId, next);
-    reschedule(event.streamId, next);
-  }
-
-  /** Re-reads the stream after a refused write and acts on what it holds now. */
-  async function reevaluate(streamId: string, attempted: number, refused: boolean): Promise<void> {
+  /** The cart as its stream holds it now: open (`Tracked`), `'closed'`, or undefined when absent. */
+  async function readCart(streamId: string): Promise<Tracked | 'closed' | undefined> {
     let recorded: RecordedEvent[];
     try {
       recorded = await store.readStream(streamId);
     } catch (err) {
-      if (err instanceof StreamNotFoundError) {
-        close(streamId);
-        return;
-      }
+      if (err instanceof StreamNotFoundError) return undefined;
       throw err;
     }
-    let fresh: Tracked | undefined;
+    let state: Tracked | undefined;
     for (const e of recorded) {
-      const next = trackCart(fresh, e, registry);
-      if (next === 'closed') {
-        close(streamId);
-        return;
-      }
-      fresh = next;
+      const next = trackCart(state, e, registry);
+      if (next === 'closed') return 'closed';
+      state = next;
     }
-    if (!fresh) {
+    return state;
+  }
+
+  /** Takes the cart's state from its stream, unless the working set is further along already. */
+  async function resolve(streamId: string): Promise<Tracked | undefined> {
+    const state = await readCart(streamId);
+    if (state === undefined || state === 'closed') {
       close(streamId);
-      return;
+      return undefined;
     }
     const current = carts.get(streamId);
-    if (current && current.revision > fresh.revision) return; // the subscription is ahead already
-    carts.set(streamId, fresh);
-    const due = trackedDeadline(fresh, abandonAfterMs);
-    if (refused && fresh.revision === attempted && due !== null && due <= clock.now().getTime()) {
+    if (current && current.revision > state.revision) return current;
+    hold(streamId, state);
+    return state;
+  }
+
+  /** Applies one cart event; a promise when the cart's stream has to be read. */
+  function apply(event: RecordedEvent): Promise<unknown> | undefined {
+    const id = event.streamId;
+    const current = carts.get(id);
+    if (current) {
+      // Already applied (the stream was re-read after a refused write, ahead of the subscription).
+      if (event.revision <= current.revision) return undefined;
+      const next = trackCart(current, event, registry);
+      if (next === 'closed') close(id);
+      else if (next) hold(id, next);
+      return undefined;
+    }
+    switch (event.type) {
+      case 'CartCreated':
+        rememberFresh(id);
+        return undefined;
+      case 'CartCheckedOut':
+      case 'CartAbandoned':
+        fresh.delete(id);
+        return undefined;
+      case 'CartItemAdded':
+        if (fresh.has(id)) {
+          fresh.delete(id);
+          hold(id, trackCart(emptyCart(event.revision - 1), event, registry) as Tracked);
+          return undefined;
+        }
+        // Empty or abandoned? Only the stream tells (read once; later events of it are then skipped).
+        stats.streamReads += 1;
+        return resolve(id);
+      default:
+        // Events of an empty or closed cart change no deadline.
+        return undefined;
+    }
+  }
+
+  /** Re-reads the stream after a refused write and acts on what it holds now. */
+  async function reevaluate(streamId: string, attempted: number, refused: boolean): Promise<void> {
+    const state = await resolve(streamId);
+    if (!state) return;
+    const due = trackedDeadline(state, abandonAfterMs);
+    if (refused && state.revision === attempted && due !== null && due <= clock.now().getTime()) {
       // The decider refused what this view calls due, on the very same revision: never spin on it.
       logger?.warn({ stream: streamId, revision: attempted }, 'abandonment refused on an unchanged cart');
       scheduler.cancel(streamId);
-      return;
     }
-    reschedule(streamId, fresh);
   }
 
   async function fire(streamId: string): Promise<void> {
@@ -287,38 +405,28 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     }
   }
 
+  let started = false;
   return {
     start() {
-      if (subscription || stopped) return;
-      subscription = store.subscribeToAll(
-        { from: 'start', filter: { streamPrefixes: [PREFIX] }, maxBatchSize: 1_000 },
-        {
-          onEvents(events) {
-            for (const e of events) apply(e);
-            progress.applied(events[events.length - 1].position);
-          },
-        },
-      );
-      subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
-      subscription.done.catch((err) => {
-        rejectCaughtUp(err);
-        if (!stopped) logger?.error({ err }, 'abandonment subscription failed');
-      });
+      if (started || stopped) return;
+      started = true;
+      // A failure rejects `caughtUp`, which the component reports.
+      follower.start().catch(() => {});
     },
-    caughtUp,
+    caughtUp: follower.caughtUp,
     pending: () => scheduler.size(),
     tracked: () => carts.size,
     dueAt: (streamId) => scheduler.dueAt(streamId),
+    resumed: () => follower.resumed(),
     tick: () => scheduler.tick(),
-    async settle(timeoutMs = 5_000) {
-      await progress.waitFor(await store.headPosition({ streamPrefixes: [PREFIX] }), timeoutMs);
-    },
+    settle: (timeoutMs) => follower.settle(timeoutMs),
     stats: () => ({ ...stats }),
     async stop() {
       stopped = true;
       scheduler.stop();
-      await subscription?.stop();
+      await follower.stop();
       carts.clear();
+      fresh.clear();
     },
   };
 }

@@ -2,11 +2,13 @@
  * The delivery worker (DESIGN §5): sends what the fan-out scheduled, one (subscription, cart) queue at
  * a time per queue and many queues at once.
  *
- * Durable without state of its own: a catch-up subscription on the `webhookdelivery-` streams, read
- * from the start at every `start()`, rebuilds each queue; the head of each (its first delivery neither
- * delivered nor parked) gets a timer for its next attempt, so a restart or a SIGKILL loses no pending
- * delivery and no retry. Settled deliveries are dropped from memory; a redelivery of one reloads its
- * stream.
+ * Its working set is the queues holding a delivery neither delivered nor parked, each with only those
+ * deliveries (and their correlation ids); the head of each (its first unsettled delivery) gets a timer
+ * for its next attempt. The working set is durable (`durable-follower.ts`: one document per queue in
+ * `webhook_delivery_queues`, committed with the checkpoint of each batch of delivery events), so a
+ * start reads the pending queues and the delivery events written since, not every delivery ever
+ * made, and a restart or a SIGKILL loses no pending delivery and no retry. A queue whose deliveries
+ * are all settled leaves the working set; a redelivery of one of them reloads its stream.
  *
  * Per attempt: `WebhookDeliveryAttemptStarted` is appended with the queue's expected revision (so of
  * several dispatchers exactly one sends), the request is signed afresh over the stored body and sent
@@ -33,24 +35,42 @@ import { eventRegistry } from '../domain/index.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
 import {
-  type CatchUpSubscription,
   type EventStore,
   type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
-import { createPositionWaiters } from '../eventstore/position-waiters.ts';
+import type { Doc, ReadStore } from '../projections/read-store.ts';
 import { type DeliveryResult, deliverOnce, isLastAttempt, nextAttemptDelay } from './deliver.ts';
+import { createDurableFollower } from './durable-follower.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
 import { createScheduler } from './scheduler.ts';
 import { webhookHeaders } from './signing.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 import type { Resolver } from './url-guard.ts';
 
-const FILTER = { streamPrefixes: [delivery.STREAM_PREFIX] };
+/** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
+export interface DeliveryQueueDoc extends Doc {
+  _id: string;
+  revision: number;
+  /** Global position of the queue's event at `revision`. */
+  position: number;
+  deliveries: delivery.Delivery[];
+  /** Correlation id of each delivery, by delivery id. */
+  correlation: Record<string, string>;
+}
+
+/** The worker's durable working set: its checkpoint name, collection, and the documents' shape. */
+export const DELIVERY_FOLLOWER = {
+  name: 'webhook-delivery-worker',
+  collection: 'webhook_delivery_queues',
+  version: '1',
+} as const;
 
 export interface DeliveryWorkerOptions {
   store: EventStore;
+  /** Where the working set and its checkpoint are kept. */
+  readStore: ReadStore;
   clock: Clock;
   tracker: SubscriptionTracker;
   /** `PDS_SECRET_KEY`: decrypts the auth token and signing secret at each attempt. */
@@ -94,9 +114,14 @@ export interface PendingSummary {
 }
 
 export interface DeliveryWorker {
+  /** Restores the working set and subscribes after its checkpoint. */
   start(): void;
   /** Resolves when every delivery event that existed at start is applied (timers restored). */
   readonly caughtUp: Promise<void>;
+  /** Queues held (the working set: queues with a delivery neither delivered nor parked). */
+  queues(): number;
+  /** Where the last start resumed: the checkpoint (0: the first event) and the queues restored. */
+  resumed(): { position: number; documents: number };
   /** Runs every attempt due now and resolves when they settled (tests drive a manual clock with it). */
   tick(): Promise<number>;
   /** Resolves once every delivery event up to the store's head is applied. */
@@ -110,6 +135,8 @@ interface Queue {
   stream: string;
   /** Revision of the last event applied, -1 before the first. */
   revision: number;
+  /** Global position of the event at `revision` (0 before the first). */
+  position: number;
   state: delivery.DeliveryQueueState;
   /** Correlation id of each unsettled delivery (from its scheduling event), carried into its attempts. */
   correlation: Map<string, string>;
@@ -182,8 +209,17 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const scheduler = createScheduler(clock, {
     onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
   });
+  /** The working set: queues with an unsettled delivery. */
   const queues = new Map<string, Queue>();
-  /** Queues found due while a batch of events is applied: started when the batch is in. */
+  /**
+   * Queues that left the working set on events of this worker's own (or a stream read) the log has
+   * not handed over yet: those events, when they come, are known already. Bounded by the appends in
+   * flight: an entry goes once the log has passed its position.
+   */
+  const droppedAhead = new Map<string, { revision: number; position: number }>();
+  /** Global position of the last event the log handed over. */
+  let followed = 0;
+  /** Queues found due while a batch of events is applied or restored: started when it is in. */
   const dueNow = new Set<string>();
   let applying = false;
   /** Every delivery event that existed at start is applied. */
@@ -197,14 +233,56 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     parked: 0,
     errors: 0,
   };
-  const progress = createPositionWaiters('delivery worker');
-  let subscription: CatchUpSubscription | undefined;
+  let started = false;
   let stopped = false;
-  const {
-    promise: caughtUp,
-    resolve: resolveCaughtUp,
-    reject: rejectCaughtUp,
-  } = Promise.withResolvers<void>();
+
+  const follower = createDurableFollower<DeliveryQueueDoc>({
+    ...DELIVERY_FOLLOWER,
+    store,
+    readStore: options.readStore,
+    clock,
+    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+    logger,
+    restore(doc) {
+      const queue: Queue = {
+        stream: doc._id,
+        revision: doc.revision,
+        position: doc.position,
+        state: { exists: true, deliveries: doc.deliveries },
+        correlation: new Map(Object.entries(doc.correlation)),
+        busy: false,
+      };
+      queues.set(queue.stream, queue);
+      reschedule(queue);
+    },
+    async apply(events) {
+      applying = true;
+      try {
+        for (const e of events) await apply(e);
+      } finally {
+        applying = false;
+      }
+      followed = events[events.length - 1].position;
+      for (const [stream, gone] of droppedAhead) if (gone.position <= followed) droppedAhead.delete(stream);
+      // While restoring, a queue's later events may be in a later batch: start once caught up.
+      if (restored) startDue();
+    },
+    save(stream) {
+      const queue = queues.get(stream);
+      if (!queue?.state.exists) return null;
+      return {
+        _id: stream,
+        revision: queue.revision,
+        position: queue.position,
+        deliveries: queue.state.deliveries,
+        correlation: Object.fromEntries(queue.correlation),
+      };
+    },
+  });
+  const caughtUp = follower.caughtUp.then(() => {
+    restored = true;
+    startDue();
+  });
   // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
 
@@ -215,6 +293,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const domainEvent = registry.read(event.type, event.data, event.metadata.schema_version ?? 1);
     queue.state = delivery.decider.evolve(queue.state, domainEvent as delivery.WebhookDeliveryEvent);
     queue.revision = event.revision;
+    queue.position = event.position;
     if (event.type === 'WebhookDeliveryScheduled') {
       queue.correlation.set(
         (event.data as { delivery_id: string }).delivery_id,
@@ -241,24 +320,40 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
     queue.state = delivery.decider.initialState;
     queue.revision = -1;
+    queue.position = 0;
     queue.correlation.clear();
     for (const e of recorded) evolve(queue, e, false);
     prune(queue);
+    follower.changed(queue.stream);
   }
 
-  function queueOf(stream: string): Queue {
-    let queue = queues.get(stream);
-    if (!queue) {
-      queue = {
-        stream,
-        revision: -1,
-        state: delivery.decider.initialState,
-        correlation: new Map(),
-        busy: false,
-      };
-      queues.set(stream, queue);
+  /**
+   * A queue the worker does not hold, as of the event before `revision`: no unsettled delivery (it
+   * would be held), so an empty one. Not yet in the working set.
+   */
+  function emptyQueue(stream: string, revision: number): Queue {
+    return {
+      stream,
+      revision: revision - 1,
+      position: 0,
+      state: revision === 0 ? delivery.decider.initialState : { exists: true, deliveries: [] },
+      correlation: new Map(),
+      busy: false,
+    };
+  }
+
+  /** Keeps the queue in the working set while it holds an unsettled delivery (and while it is worked). */
+  function keepOrDrop(queue: Queue): void {
+    follower.changed(queue.stream);
+    if (queue.busy || delivery.head(queue.state)) {
+      queues.set(queue.stream, queue);
+      return;
     }
-    return queue;
+    if (queues.get(queue.stream) === queue) queues.delete(queue.stream);
+    scheduler.cancel(queue.stream);
+    if (queue.position > followed) {
+      droppedAhead.set(queue.stream, { revision: queue.revision, position: queue.position });
+    }
   }
 
   function reschedule(queue: Queue): void {
@@ -274,7 +369,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       // timer turn, which costs a millisecond or more of latency per webhook; while a batch of events
       // is being applied, once the batch is in (later events of the batch may settle the delivery).
       scheduler.cancel(queue.stream);
-      if (applying) dueNow.add(queue.stream);
+      if (applying || !restored) dueNow.add(queue.stream);
       else void work(queue.stream);
       return;
     }
@@ -283,7 +378,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   async function apply(event: RecordedEvent): Promise<void> {
-    const queue = queueOf(event.streamId);
+    let queue = queues.get(event.streamId);
+    if (!queue) {
+      const gone = droppedAhead.get(event.streamId);
+      // Written by this worker (or read) before the queue left the working set: known already.
+      if (gone && event.revision <= gone.revision) return;
+      droppedAhead.delete(event.streamId);
+      // Events of deliveries all settled change nothing; a new delivery or a redelivery does.
+      if (event.type !== 'WebhookDeliveryScheduled' && event.type !== 'WebhookRedeliveryRequested') return;
+      queue = emptyQueue(event.streamId, event.revision);
+    }
     if (event.revision <= queue.revision) return; // written by this worker, applied already
     const data = event.data as { delivery_id?: string };
     const unknownRedelivery =
@@ -291,11 +395,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       data.delivery_id !== undefined &&
       !delivery.findDelivery(queue.state, data.delivery_id);
     if (event.revision !== queue.revision + 1 || unknownRedelivery) {
-      // A delivery dropped from memory is wanted again (or events were skipped): read the whole queue.
+      // A settled delivery is wanted again (or events were skipped): read the whole queue.
       await reload(queue);
     } else {
       evolve(queue, event);
     }
+    keepOrDrop(queue);
     reschedule(queue);
   }
 
@@ -321,8 +426,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         if (first + i <= queue.revision) return;
         queue.state = delivery.decider.evolve(queue.state, e);
         queue.revision = first + i;
+        if (first + i === result.nextExpectedRevision) queue.position = result.position;
       });
       prune(queue);
+      follower.changed(queue.stream);
     } catch (err) {
       if (err instanceof WrongExpectedVersionError) {
         await reload(queue);
@@ -514,44 +621,25 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     } finally {
       queue.busy = false;
       if (retryAt) scheduler.schedule(stream, retryAt, () => work(stream));
-      else reschedule(queue);
+      else {
+        keepOrDrop(queue);
+        reschedule(queue);
+      }
     }
   }
 
   return {
     start() {
-      if (subscription || stopped) return;
-      subscription = store.subscribeToAll(
-        { from: 'start', filter: FILTER, maxBatchSize: 1_000 },
-        {
-          async onEvents(events) {
-            applying = true;
-            try {
-              for (const e of events) await apply(e);
-            } finally {
-              applying = false;
-            }
-            // While restoring, a queue's later events may be in a later batch: start once caught up.
-            if (restored) startDue();
-            progress.applied(events[events.length - 1].position);
-          },
-        },
-      );
-      subscription.caughtUp.then(() => {
-        restored = true;
-        startDue();
-        resolveCaughtUp();
-      }, rejectCaughtUp);
-      subscription.done.catch((err) => {
-        rejectCaughtUp(err);
-        if (!stopped) logger?.error({ err }, 'webhook delivery subscription failed');
-      });
+      if (started || stopped) return;
+      started = true;
+      // A failure rejects `caughtUp`, which the component reports.
+      follower.start().catch(() => {});
     },
     caughtUp,
+    queues: () => queues.size,
+    resumed: () => follower.resumed(),
     tick: () => scheduler.tick(),
-    async settle(timeoutMs = 5_000) {
-      await progress.waitFor(await store.headPosition(FILTER), timeoutMs);
-    },
+    settle: (timeoutMs) => follower.settle(timeoutMs),
     pending() {
       let depth = 0;
       let oldest: string | null = null;
@@ -570,7 +658,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       scheduler.stop();
       // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
       await Promise.allSettled([...working]);
-      await subscription?.stop();
+      await follower.stop();
     },
   };
 }

@@ -1,0 +1,214 @@
+/**
+ * A follower of the log whose working state is durable, so a start costs the working set and the
+ * events written since, not the history: the abandonment timer (pending carts) and the delivery worker
+ * (queues with unsettled deliveries) are built on it.
+ *
+ * The owner keeps its items in memory and says which it changed (`changed(key)`); after each batch of
+ * events the follower writes those items' documents (`save`: the document, or null when the item left
+ * the working set and its document is deleted) together with its checkpoint, in one read-store commit:
+ * a crash leaves the batch's changes and its checkpoint both stored or both not. At start it reads the
+ * checkpoint and every document (`restore`), then subscribes after the checkpoint. Without a checkpoint,
+ * or with one of another `version` (the documents' shape changed), the collection is emptied and the
+ * working set rebuilt from the first event.
+ *
+ * Several processes may follow into one shared read store (dispatchers on one MongoDB). Each folds the
+ * same log, and a store that is ahead of the events is safe for both owners (they skip what an item
+ * already reflects and re-read a stream when an item is missing); a store behind its checkpoint is not.
+ * So a commit never moves the checkpoint back: it carries a guard, an upsert of `{ _id: GUARD,
+ * position }` filtered on `position <= this batch's`, which collides with the stored guard (a
+ * duplicate key: the whole commit is refused, nothing of it applied) when another follower has
+ * committed further. The refused follower then forgets what it had changed (the store reflects all
+ * of it and more) and commits again from its next batch, with what changes after it.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.ts';
+import type { EventFilter, EventStore, RecordedEvent, SubscriptionStart } from '../eventstore/port.ts';
+import { createPositionWaiters } from '../eventstore/position-waiters.ts';
+import type { Collection, Doc, ReadStore, WriteOp } from '../projections/read-store.ts';
+
+/** `_id` of the guard document in the follower's collection (a stream id never starts with `$`). */
+export const GUARD = '$checkpoint';
+
+/** Documents read at a time at start. */
+const PAGE = 5_000;
+
+export interface DurableFollowerOptions<D extends Doc> {
+  /** The checkpoint's name (and the logs'). */
+  name: string;
+  /** The collection of the working set: one document per item. */
+  collection: string;
+  /** The documents' shape: a working set stored by another version is discarded and rebuilt. */
+  version: string;
+  store: EventStore;
+  readStore: ReadStore;
+  clock: Clock;
+  filter: EventFilter;
+  maxBatchSize?: number;
+  logger?: Logger;
+  /** Takes back one stored document at start, before any event is applied. */
+  restore(doc: D): void;
+  /** Applies a batch in order, calling `changed` for every item it changed. */
+  apply(events: RecordedEvent[]): Promise<void> | void;
+  /** The document to store for a changed item, or null when it left the working set. */
+  save(key: string): D | null;
+}
+
+export interface DurableFollower {
+  /** Restores the working set and subscribes after the checkpoint; `caughtUp` tells when the tail is in. */
+  start(): Promise<void>;
+  /** Resolves once every event that existed at start is applied (rejects if the follower fails). */
+  readonly caughtUp: Promise<void>;
+  /** Marks an item changed: its document is written, or deleted, with the next batch's checkpoint. */
+  changed(key: string): void;
+  /** Resolves once every event of the filter up to the store's current head is applied. */
+  settle(timeoutMs?: number): Promise<void>;
+  /** Where the last start resumed: the checkpoint (0: the first event) and the documents restored. */
+  resumed(): { position: number; documents: number };
+  stop(): Promise<void>;
+}
+
+export function createDurableFollower<D extends Doc>(options: DurableFollowerOptions<D>): DurableFollower {
+  const { name, store, readStore, clock, filter, logger } = options;
+  const progress = createPositionWaiters(name);
+  const dirty = new Set<string>();
+  let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
+  let stopped = false;
+  let events = 0;
+  let resumed = { position: 0, documents: 0 };
+  const {
+    promise: caughtUp,
+    resolve: resolveCaughtUp,
+    reject: rejectCaughtUp,
+  } = Promise.withResolvers<void>();
+  // A rejection nobody awaits must not crash the process; the owner reports it.
+  caughtUp.catch(() => {});
+
+  async function restore(c: Collection<D>): Promise<number> {
+    const checkpoint = await readStore.getCheckpoint(name);
+    if (!checkpoint || checkpoint.position === 0 || checkpoint.version !== options.version) {
+      if (checkpoint && checkpoint.version !== options.version) {
+        logger?.info(
+          { follower: name, stored: checkpoint.version ?? null, version: options.version },
+          'working state of another version discarded: rebuilt from the events',
+        );
+      }
+      await readStore.commit({
+        writes: [{ collection: c as Collection, ops: [{ deleteMany: { filter: {} } }] }],
+        checkpoints: [
+          { name, checkpoint: { position: 0, events: 0, updated_at: now(), version: options.version } },
+        ],
+      });
+      return 0;
+    }
+    events = checkpoint.events;
+    let documents = 0;
+    for (let after: unknown[] | undefined; ; ) {
+      const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
+      for (const doc of page) {
+        if (doc._id === GUARD) continue;
+        options.restore(doc);
+        documents += 1;
+      }
+      if (page.length < PAGE) break;
+      after = [page[page.length - 1]._id];
+    }
+    resumed = { position: checkpoint.position, documents };
+    return checkpoint.position;
+  }
+
+  const now = () => clock.now().toISOString();
+
+  /** Stores the changed items with the checkpoint `position`, unless another follower stored further. */
+  async function commit(c: Collection<D>, position: number, count: number): Promise<void> {
+    const keys = [...dirty];
+    dirty.clear();
+    const ops: WriteOp[] = [
+      {
+        updateOne: {
+          filter: { _id: GUARD, position: { $lte: position } },
+          update: { $set: { position } },
+          upsert: true,
+        },
+      },
+    ];
+    for (const key of keys) {
+      const doc = options.save(key);
+      ops.push(
+        doc
+          ? { replaceOne: { filter: { _id: key }, replacement: doc, upsert: true } }
+          : { deleteOne: { filter: { _id: key } } },
+      );
+    }
+    try {
+      await readStore.commit({
+        writes: [{ collection: c as Collection, ops }],
+        checkpoints: [
+          {
+            name,
+            checkpoint: { position, events: events + count, updated_at: now(), version: options.version },
+          },
+        ],
+      });
+      events += count;
+    } catch (err) {
+      const stored = await readStore.getCheckpoint(name).catch(() => undefined);
+      if (stored && stored.position > position) {
+        // Another follower stored every change up to a later position: nothing of ours is missing.
+        logger?.debug({ follower: name, position, stored: stored.position }, 'another follower is ahead');
+        return;
+      }
+      // Kept in memory and committed with a later batch; the working set itself is intact.
+      for (const key of keys) dirty.add(key);
+      logger?.error(
+        { err, follower: name, position },
+        'working state not stored; retried with the next batch',
+      );
+    }
+  }
+
+  return {
+    async start() {
+      if (subscription || stopped) return;
+      try {
+        const c = await readStore.collection<D>(options.collection);
+        const position = await restore(c);
+        if (stopped) return;
+        progress.applied(position);
+        const from: SubscriptionStart = position === 0 ? 'start' : { after: position };
+        subscription = store.subscribeToAll(
+          { from, filter, maxBatchSize: options.maxBatchSize ?? 1_000 },
+          {
+            async onEvents(batch) {
+              await options.apply(batch);
+              const last = batch[batch.length - 1].position;
+              await commit(c, last, batch.length);
+              progress.applied(last);
+            },
+          },
+        );
+        subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
+        subscription.done.catch((err) => {
+          rejectCaughtUp(err);
+          if (!stopped) logger?.error({ err, follower: name }, 'follower subscription failed');
+        });
+      } catch (err) {
+        rejectCaughtUp(err);
+        throw err;
+      }
+    },
+    caughtUp,
+    changed(key) {
+      dirty.add(key);
+    },
+    async settle(timeoutMs = 5_000) {
+      await progress.waitFor(await store.headPosition(filter), timeoutMs);
+    },
+    resumed: () => ({ ...resumed }),
+    async stop() {
+      stopped = true;
+      // Changes made since the last batch (stream re-reads, own appends) need no commit here: their
+      // events follow in the log, and are applied again after a restart.
+      await subscription?.stop();
+    },
+  };
+}
