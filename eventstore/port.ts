@@ -109,6 +109,14 @@ export interface CatchUpHandlers {
   onEvents(events: RecordedEvent[]): Promise<void> | void;
   /** Called once, when the subscription has delivered everything that existed when it caught up. */
   onCaughtUp?(): void;
+  /**
+   * Told that the log has been read through `position`, beyond the last event delivered, with every
+   * matching event up to it delivered: a filtered subscription skipping others' events (EventStoreDB's
+   * checkpoint reached). A follower stores it as its checkpoint, so a restart does not read the skipped
+   * events again (docs/read-side.md). Awaited like `onEvents`. Optional for adapters: the embedded one
+   * tells it; one that does not leaves followers' checkpoints at their last event, as before.
+   */
+  onProgress?(position: number): Promise<void> | void;
 }
 
 export interface CatchUpSubscription {

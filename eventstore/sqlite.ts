@@ -91,6 +91,8 @@ CREATE TABLE IF NOT EXISTS psub_parked (
 const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at';
 /** Rows scanned per query by a filtered subscription, so one sparse filter never blocks the loop for long. */
 const SCAN_WINDOW = 20_000;
+/** How far a filtered subscription reads past skipped events before it tells `onProgress`. */
+const PROGRESS_EVERY = 100_000;
 const DEFAULT_MAX_RETRY = 10;
 const DEFAULT_MESSAGE_TIMEOUT_MS = 30_000;
 
@@ -557,6 +559,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
 
     const run = async (): Promise<void> => {
       let position = startPosition(opts.from);
+      let reported = position;
       let yieldedAt = performance.now();
       try {
         while (!stopped) {
@@ -567,6 +570,13 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
             last = events[events.length - 1].position;
           }
           position = reached;
+          // Events skipped by the filter: told when caught up, and every PROGRESS_EVERY positions.
+          if (handlers.onProgress && reached > Math.max(last ?? 0, reported)) {
+            if (reached >= headSync() || reached - reported >= PROGRESS_EVERY) {
+              reported = reached;
+              await handlers.onProgress(reached);
+            }
+          }
           // Reads are synchronous and handlers often settle in microtasks: a long catch-up would hold
           // the event loop (no HTTP, no timers) until it ends. Let the loop turn every ~20 ms.
           if (performance.now() - yieldedAt > 20) {
