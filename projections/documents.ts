@@ -93,7 +93,37 @@ export function walkFields(spec: IndexSpec): string[] {
  */
 const COMPILED_LIMIT = 1_000;
 const compiled = new Map<string, Query>();
-export function compiledQuery(filter: Filter): Query {
+
+/** What the adapters ask of a compiled filter. */
+export interface Matcher {
+  test(doc: Doc): boolean;
+}
+
+/**
+ * A filter of top-level fields each equal to a string, a number or a boolean (a key's lookup, a menu
+ * product of a store): matched without mingo, as MongoDB does, by the value or an element of an array
+ * holding it. Such filters differ per request (the id), so compiling each would cost more than the query.
+ */
+function plainEquality(filter: Filter): Matcher | undefined {
+  const pairs = Object.entries(filter);
+  for (const [field, value] of pairs) {
+    if (field.startsWith('$') || field.includes('.')) return undefined;
+    if (typeof value !== 'string' && typeof value !== 'boolean' && !Number.isFinite(value)) return undefined;
+  }
+  return {
+    test(doc) {
+      for (const [field, value] of pairs) {
+        const v = (doc as Record<string, unknown>)[field];
+        if (v !== value && !(Array.isArray(v) && v.includes(value))) return false;
+      }
+      return true;
+    },
+  };
+}
+
+export function compiledQuery(filter: Filter): Matcher {
+  const plain = plainEquality(filter);
+  if (plain) return plain;
   let key: string;
   try {
     key = JSON.stringify(filter);
