@@ -83,24 +83,51 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
   // A rejection nobody awaits must not crash the process; the owner reports it.
   caughtUp.catch(() => {});
 
+  /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
+  const guard = (position: number): WriteOp => ({
+    updateOne: {
+      filter: { _id: GUARD, position: { $lte: position } },
+      update: { $set: { position } },
+      upsert: true,
+    },
+  });
+
+  /** Reads the working set back; the position to resume after (0: from the first event). */
   async function restore(c: Collection<D>): Promise<number> {
-    const checkpoint = await readStore.getCheckpoint(name);
-    if (!checkpoint || checkpoint.position === 0 || checkpoint.version !== options.version) {
-      if (checkpoint && checkpoint.version !== options.version) {
+    for (;;) {
+      const checkpoint = await readStore.getCheckpoint(name);
+      if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
+        return load(c, checkpoint.position, checkpoint.events);
+      }
+      // Starting from the first event: whatever the collection holds goes. Unless another follower
+      // stored a batch meanwhile (the guard), then that is read back; a changed version goes anyway.
+      const changed = checkpoint !== undefined && checkpoint.version !== options.version;
+      if (changed) {
         logger?.info(
           { follower: name, stored: checkpoint.version ?? null, version: options.version },
           'working state of another version discarded: rebuilt from the events',
         );
       }
-      await readStore.commit({
-        writes: [{ collection: c as Collection, ops: [{ deleteMany: { filter: {} } }] }],
-        checkpoints: [
-          { name, checkpoint: { position: 0, events: 0, updated_at: now(), version: options.version } },
-        ],
-      });
-      return 0;
+      const ops: WriteOp[] = changed
+        ? [{ deleteMany: { filter: {} } }]
+        : [guard(0), { deleteMany: { filter: { _id: { $ne: GUARD } } } }];
+      try {
+        await readStore.commit({
+          writes: [{ collection: c as Collection, ops }],
+          checkpoints: [
+            { name, checkpoint: { position: 0, events: 0, updated_at: now(), version: options.version } },
+          ],
+        });
+        return 0;
+      } catch (err) {
+        const stored = await readStore.getCheckpoint(name);
+        if (changed || !stored || stored.position === 0) throw err;
+      }
     }
-    events = checkpoint.events;
+  }
+
+  async function load(c: Collection<D>, position: number, applied: number): Promise<number> {
+    events = applied;
     let documents = 0;
     for (let after: unknown[] | undefined; ; ) {
       const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
@@ -112,8 +139,8 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
       if (page.length < PAGE) break;
       after = [page[page.length - 1]._id];
     }
-    resumed = { position: checkpoint.position, documents };
-    return checkpoint.position;
+    resumed = { position, documents };
+    return position;
   }
 
   const now = () => clock.now().toISOString();
@@ -122,15 +149,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
   async function commit(c: Collection<D>, position: number, count: number): Promise<void> {
     const keys = [...dirty];
     dirty.clear();
-    const ops: WriteOp[] = [
-      {
-        updateOne: {
-          filter: { _id: GUARD, position: { $lte: position } },
-          update: { $set: { position } },
-          upsert: true,
-        },
-      },
-    ];
+    const ops: WriteOp[] = [guard(position)];
     for (const key of keys) {
       const doc = options.save(key);
       ops.push(
