@@ -523,8 +523,44 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   }
 
   /**
-   * Reads the next matching events after `after`, scanning at most SCAN_WINDOW positions when filtered.
-   * Returns the events and the position the scan reached (so a sparse filter still makes progress).
+   * Whether the next events of a stream-prefix filter are better read through the (stream_id, revision)
+   * index than by scanning positions: when the gap to the head is wider than a scan window and the
+   * prefixes hold fewer events than the gap (a rarely written stream kind after an old checkpoint, or
+   * from the start). Counting stops at the gap, so the check costs no more than the scan it may save.
+   */
+  function indexedPrefixes(
+    filter: EventFilter | undefined,
+    after: number,
+    head: number,
+  ): string[] | undefined {
+    if (!filter || !('streamPrefixes' in filter) || filter.streamPrefixes.length === 0) return undefined;
+    const prefixes = filter.streamPrefixes;
+    if (!prefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) return undefined;
+    const gap = head - after;
+    if (gap <= SCAN_WINDOW) return undefined;
+    let events = 0;
+    for (const prefix of prefixes) {
+      const row = stmt(
+        'SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? LIMIT ?)',
+      ).get(prefix, prefixUpperBound(prefix), gap - events) as { n: number };
+      events += row.n;
+      if (events >= gap) return undefined;
+    }
+    return [...prefixes];
+  }
+
+  /** The next events of the prefixes after `after`, in position order, through the stream index. */
+  function readPrefixesIndexed(prefixes: readonly string[], after: number, upTo: number, max: number): Row[] {
+    const one = `SELECT ${COLUMNS} FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ? AND position <= ?`;
+    const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position LIMIT ?`;
+    const params = prefixes.flatMap((p) => [p, prefixUpperBound(p), after, upTo]);
+    return stmt(sql, true).all(...params, max) as unknown as Row[];
+  }
+
+  /**
+   * Reads the next matching events after `after`, scanning at most SCAN_WINDOW positions when filtered
+   * (or through the stream index, see `indexedPrefixes`). Returns the events and the position the read
+   * reached (so a sparse filter still makes progress).
    */
   function nextChunk(
     after: number,
@@ -533,6 +569,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   ): { rows: Row[]; reached: number } {
     const head = headSync();
     if (head <= after) return { rows: [], reached: after };
+    const prefixes = indexedPrefixes(filter, after, head);
+    if (prefixes) {
+      const rows = readPrefixesIndexed(prefixes, after, head, max);
+      return { rows, reached: rows.length === max ? rows[rows.length - 1][0] : head };
+    }
     const upTo = filter ? Math.min(head, after + SCAN_WINDOW) : head;
     const rows = readAllSync({ after, upTo, filter, maxCount: max });
     const reached = rows.length === max ? rows[rows.length - 1][0] : upTo;
