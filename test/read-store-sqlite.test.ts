@@ -236,3 +236,33 @@ test('a future schema version of our own file is moved aside too', async (t) => 
   t.is(store.opened.state, 'replaced');
   t.regex(store.opened.reason ?? '', /version 2; this version reads 1/);
 });
+
+test('a document cached by one connection is read fresh once it has seen the checkpoint of another connection’s commit', async (t) => {
+  const file = await fileOf(t);
+  const projector = open(t, file);
+  const api = open(t, file);
+  const writer = await projector.collection('partner_keys');
+  const reader = await api.collection('partner_keys');
+  const put = (v: number, position: number) =>
+    projector.commit({
+      writes: [
+        {
+          collection: writer,
+          ops: [{ replaceOne: { filter: { _id: 'k' }, replacement: { _id: 'k', v }, upsert: true } }],
+        },
+      ],
+      checkpoints: [
+        {
+          name: 'partner_keys',
+          checkpoint: { position, events: position, updated_at: '2026-11-24T00:00:00.000Z' },
+        },
+      ],
+    });
+  await put(1, 1);
+  t.deepEqual(await reader.findOne({ _id: 'k' }), { _id: 'k', v: 1 }); // cached now
+  await put(2, 2);
+  // Read-your-writes as the admin routes do it: wait for the checkpoint, then read.
+  t.is((await api.getCheckpoint('partner_keys'))?.position, 2);
+  t.deepEqual(await reader.findOne({ _id: 'k' }), { _id: 'k', v: 2 });
+  t.deepEqual(await reader.findByIds(['k']), [{ _id: 'k', v: 2 }]);
+});

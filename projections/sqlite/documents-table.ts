@@ -35,6 +35,7 @@ import {
   totalSort,
   type WriteOp,
 } from '../read-store.ts';
+import type { DocumentCache } from './document-cache.ts';
 import { compareKeys, entriesOf, isKeyable, NULL_KEY, toKey } from './keys.ts';
 
 /** An index as the catalog records it. */
@@ -49,6 +50,8 @@ export interface Statements {
   get(sql: string, slot?: number): StatementSync;
   /** Told of every query statement run (tests check each one's plan). */
   onQuery?: QueryObserver;
+  /** Parsed documents of point lookups. */
+  cache: DocumentCache;
 }
 
 /**
@@ -187,10 +190,27 @@ export class DocumentsTable {
   }
 
   findByIds(ids: readonly DocId[]): Doc[] {
-    const wanted = [...new Set(ids)].filter((id) => typeof id === 'string' || Number.isFinite(id));
-    if (wanted.length === 0) return [];
-    const sql = `SELECT doc FROM ${q(this.table)} WHERE _id IN (SELECT value FROM json_each(?))`;
-    return [...rows(this.statements, sql, [JSON.stringify(wanted)])].map((r) => JSON.parse(r[0] as string));
+    const { cache } = this.statements;
+    const out: Doc[] = [];
+    const missing: DocId[] = [];
+    for (const id of new Set(ids)) {
+      if (typeof id !== 'string' && !Number.isFinite(id)) continue;
+      const hit = cache.get(this.table, id);
+      if (hit) out.push(hit);
+      else missing.push(id);
+    }
+    if (missing.length === 0) return out;
+    const sql =
+      missing.length === 1
+        ? `SELECT doc FROM ${q(this.table)} WHERE _id = ?`
+        : `SELECT doc FROM ${q(this.table)} WHERE _id IN (SELECT value FROM json_each(?))`;
+    const params = missing.length === 1 ? [missing[0]] : [JSON.stringify(missing)];
+    for (const [json] of rows(this.statements, sql, params)) {
+      const doc = JSON.parse(json as string) as Doc;
+      cache.set(this.table, doc);
+      out.push(doc);
+    }
+    return out;
   }
 
   find(filter: Filter, options: FindOptions = {}): Doc[] {
@@ -474,6 +494,7 @@ export class DocumentsTable {
         `INSERT INTO ${q(this.table)} (_id, doc, keys) VALUES (?, ?, ?) ON CONFLICT (_id) DO UPDATE SET doc = excluded.doc, keys = excluded.keys`,
       )
       .run(doc._id, JSON.stringify(doc), JSON.stringify(keys));
+    this.statements.cache.delete(this.table, doc._id);
   }
 
   private remove(id: DocId, oldKeys: string): void {
@@ -483,6 +504,7 @@ export class DocumentsTable {
       if (before) this.deleteEntries(index, decodeEntries(before), id);
     }
     this.statements.get(`DELETE FROM ${q(this.table)} WHERE _id = ?`).run(id);
+    this.statements.cache.delete(this.table, id);
   }
 
   private insertEntries(

@@ -24,11 +24,14 @@ import type {
   ReadStore,
   WriteOp,
 } from '../read-store.ts';
+import { DocumentCache } from './document-cache.ts';
 import { DocumentsTable, type IndexMeta, type QueryObserver, type Statements } from './documents-table.ts';
 
 /** `PRAGMA application_id` of a read store file ("PDSR"), and the schema this code reads. */
 const APPLICATION_ID = 0x50445352;
 const SCHEMA_VERSION = 1;
+/** How long a connection trusts that no other connection committed (see `fresh`). */
+const FRESH_MS = 20;
 
 export interface SqliteReadStoreOptions {
   /** SQLite's page cache for this file, in MiB: the knob of the read side's memory. */
@@ -37,6 +40,8 @@ export interface SqliteReadStoreOptions {
   busyTimeoutMs?: number;
   /** Told of every query statement run (the plan tests EXPLAIN each one). */
   onQuery?: QueryObserver;
+  /** Parsed documents kept for point lookups (0: none). */
+  cachedDocuments?: number;
 }
 
 export interface SqliteReadStore extends ReadStore {
@@ -153,6 +158,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
       return stmt;
     },
     onQuery: options.onQuery,
+    cache: new DocumentCache(options.cachedDocuments ?? 10_000),
   };
   /** Forgets the statements of dropped tables (table names are never reused). */
   const forgetStatements = (table: string) => {
@@ -188,11 +194,21 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
     }
   }
 
-  /** Reloads the catalog when another connection promoted or created something since we last looked. */
-  function fresh(): void {
+  /**
+   * Follows other connections' commits: drops the cached documents, and reloads the catalog when one
+   * promoted or created something. Asked at most every FRESH_MS (a query on a table another process
+   * dropped meanwhile reloads and retries, see `withTable`), and always by `getCheckpoint`, so a reader
+   * that saw a checkpoint then reads documents at least as recent.
+   */
+  let checkedAt = Number.NEGATIVE_INFINITY;
+  function fresh(force = false): void {
+    const now = performance.now();
+    if (!force && now - checkedAt < FRESH_MS) return;
+    checkedAt = now;
     const version = (dataVersion.get() as unknown as unknown[])[0] as number;
     if (version === seenDataVersion) return;
     seenDataVersion = version;
+    statements.cache.clear();
     if (metaValue('generation') !== generation) loadCatalog();
   }
 
@@ -284,24 +300,34 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
   // ---- handles ---------------------------------------------------------------------------------------
 
   /** Handle → the physical table it reaches now (live handles follow promotes). */
-  const resolvers = new WeakMap<Collection, () => DocumentsTable>();
+  const resolvers = new WeakMap<Collection, (force?: boolean) => DocumentsTable>();
 
   function handle<T extends Doc>(name: string, physicalOf: () => string): Collection<T> {
-    const resolve = () => {
-      fresh();
+    const resolve = (force = false) => {
+      fresh(force);
       const table = tables.get(physicalOf());
       if (!table) throw new Error(`collection ${name} was dropped`);
       return table;
     };
+    /** A read; if another process dropped the table since `fresh` last looked, looks again once. */
+    const read = <R>(fn: (table: DocumentsTable) => R): R => {
+      try {
+        return fn(resolve());
+      } catch (err) {
+        if (!/no such table/.test((err as Error).message ?? '')) throw err;
+        loadCatalog();
+        return fn(resolve(true));
+      }
+    };
     const h: Collection<T> = {
       name,
-      findOne: async (filter) => (resolve().find(filter, { limit: 1 })[0] as T | undefined) ?? null,
-      findByIds: async (ids) => resolve().findByIds(ids) as T[],
-      find: async (filter, opts) => resolve().find(filter, opts) as T[],
-      count: async (filter = {}) => resolve().count(filter),
+      findOne: async (filter) => (read((t) => t.find(filter, { limit: 1 }))[0] as T | undefined) ?? null,
+      findByIds: async (ids) => read((t) => t.findByIds(ids)) as T[],
+      find: async (filter, opts) => read((t) => t.find(filter, opts)) as T[],
+      count: async (filter = {}) => read((t) => t.count(filter)),
       async bulkWrite(ops) {
         if (ops.length === 0) return;
-        const table = resolve();
+        const table = resolve(true);
         // Ordered, as MongoDB's: the operations before a failing one stay, the rest do not run.
         let failure: unknown;
         transaction(() => {
@@ -328,7 +354,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
   function resolveHandle(c: Collection): DocumentsTable {
     const resolve = resolvers.get(c);
     if (!resolve) throw new Error(`${c.name} is not a collection of this store`);
-    return resolve();
+    return resolve(true);
   }
 
   loadCatalog();
@@ -399,6 +425,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
       return orphans.length;
     },
     async getCheckpoint(name) {
+      fresh(true);
       const row = statements
         .get('SELECT position, events, updated_at, version FROM pds_checkpoints WHERE name = ?')
         .get(name) as [number, number, string, string | null] | undefined;
