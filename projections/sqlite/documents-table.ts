@@ -227,7 +227,7 @@ export class DocumentsTable {
       for (const [id, json] of walk) {
         if (seen.has(id)) continue; // a multikey index holds a document once per element
         seen.add(id);
-        const doc = JSON.parse(json as string) as Doc;
+        const doc = this.cached(id as DocId, json as string);
         if (!matcher.test(doc)) continue;
         out.push(doc);
         if (out.length >= limit) break;
@@ -240,6 +240,16 @@ export class DocumentsTable {
     const out = candidates.filter((doc) => (!after || compare(doc, after) > 0) && matcher.test(doc));
     out.sort(compare);
     return Number.isFinite(limit) ? out.slice(0, limit) : out;
+  }
+
+  /** A walked row's document: the cached one, or parsed and cached (hot pages are read again). */
+  private cached(id: DocId, json: string): Doc {
+    const { cache } = this.statements;
+    const hit = cache.get(this.table, id);
+    if (hit) return hit;
+    const doc = JSON.parse(json) as Doc;
+    cache.set(this.table, doc);
+    return doc;
   }
 
   private scan(): Doc[] {
