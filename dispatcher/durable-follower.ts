@@ -3,10 +3,14 @@
  * events written since, not the history: the abandonment timer (pending carts) and the delivery worker
  * (queues with unsettled deliveries) are built on it.
  *
- * The owner keeps its items in memory and says which it changed (`changed(key)`); after each batch of
- * events the follower writes those items' documents (`save`: the document, or null when the item left
- * the working set and its document is deleted) together with its checkpoint, in one read-store commit:
- * a crash leaves the batch's changes and its checkpoint both stored or both not. At start it reads the
+ * The owner keeps its items in memory and says which it changed (`changed(key)`); the follower writes
+ * those items' documents (`save`: the document, or null when the item left the working set and its
+ * document is deleted) together with its checkpoint, in one read-store commit: a crash leaves the
+ * changes and their checkpoint both stored or both not. It commits after `commitEveryEvents` events,
+ * else `commitEveryMs` after the first event not yet committed, and at `stop()`: a burst of small
+ * batches costs one commit, not one each (on SQLite a commit rewrites every page it touches, and a
+ * cart's documents are spread over the file by their random ids), and a crash only means that the
+ * events after the last commit are applied again. At start it reads the
  * checkpoint and every document (`restore`), then subscribes after the checkpoint. Without a checkpoint,
  * or with one of another `version` (the documents' shape changed), the collection is emptied and the
  * working set rebuilt from the first event.
@@ -43,7 +47,15 @@ export interface DurableFollowerOptions<D extends Doc> {
   readStore: ReadStore;
   clock: Clock;
   filter: EventFilter;
+  /** Largest batch handed to `apply`. Default 1,000. */
   maxBatchSize?: number;
+  /** Most events applied before a commit. Default 10,000. */
+  commitEveryEvents?: number;
+  /**
+   * Longest wait, in real time, before applied events are committed. Default 250 ms; 0 commits after
+   * every batch. Only how far a restart replays depends on it, never what the owner does.
+   */
+  commitEveryMs?: number;
   logger?: Logger;
   /** Takes back one stored document at start, before any event is applied. */
   restore(doc: D): void;
@@ -58,10 +70,12 @@ export interface DurableFollower {
   start(): Promise<void>;
   /** Resolves once every event that existed at start is applied (rejects if the follower fails). */
   readonly caughtUp: Promise<void>;
-  /** Marks an item changed: its document is written, or deleted, with the next batch's checkpoint. */
+  /** Marks an item changed: its document is written, or deleted, with the next checkpoint. */
   changed(key: string): void;
-  /** Resolves once every event of the filter up to the store's current head is applied. */
+  /** Resolves once every event of the filter up to the store's current head is applied (in memory). */
   settle(timeoutMs?: number): Promise<void>;
+  /** Commits what is applied now: the changed documents and the checkpoint. */
+  flush(): Promise<void>;
   /** Where the last start resumed: the checkpoint (0: the first event) and the documents restored. */
   resumed(): { position: number; documents: number };
   stop(): Promise<void>;
@@ -70,10 +84,28 @@ export interface DurableFollower {
 export function createDurableFollower<D extends Doc>(options: DurableFollowerOptions<D>): DurableFollower {
   const { name, store, readStore, clock, filter, logger } = options;
   const progress = createPositionWaiters(name);
+  const maxBatchSize = options.maxBatchSize ?? 1_000;
+  const commitEveryEvents = options.commitEveryEvents ?? 10_000;
+  const commitEveryMs = options.commitEveryMs ?? 250;
   const dirty = new Set<string>();
+  let collection: Collection<D> | undefined;
   let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
   let stopped = false;
+  /** Events applied since the follower started from the first event, as of the last commit. */
   let events = 0;
+  /** Events applied and not yet committed. */
+  let uncommitted = 0;
+  /** How far the log is applied (its last event, or a position the subscription read through). */
+  let appliedPosition = 0;
+  /** The position of the last commit (or of the store's, when another follower was further). */
+  let committedPosition = 0;
+  /** A batch is being applied: a commit waits for its end. */
+  let applying = false;
+  /** The commit timer ran out while a batch was being applied. */
+  let commitDue = false;
+  let commitTimer: NodeJS.Timeout | undefined;
+  /** Commits run one after another. */
+  let committing: Promise<void> = Promise.resolve();
   let resumed = { position: 0, documents: 0 };
   const {
     promise: caughtUp,
@@ -145,8 +177,36 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
 
   const now = () => clock.now().toISOString();
 
+  /** Commits what is applied, after the commits before it; a batch being applied waits for its end. */
+  function commitNow(): Promise<void> {
+    if (commitTimer !== undefined) clearTimeout(commitTimer);
+    commitTimer = undefined;
+    // A commit that failed (reported to its caller) does not stop the ones after it.
+    committing = committing
+      .catch(() => {})
+      .then(() => {
+        const c = collection;
+        if (!c || appliedPosition <= committedPosition) return;
+        const count = uncommitted;
+        uncommitted = 0;
+        return commit(c, appliedPosition, count);
+      });
+    return committing;
+  }
+
+  function commitSoon(): void {
+    if (commitTimer !== undefined) return;
+    commitTimer = setTimeout(() => {
+      commitTimer = undefined;
+      if (applying) commitDue = true;
+      else void commitNow();
+    }, commitEveryMs);
+    commitTimer.unref();
+  }
   /** Stores the changed items with the checkpoint `position`, unless another follower stored further. */
   async function commit(c: Collection<D>, position: number, count: number): Promise<void> {
+    // Taken now, between batches: every key changed up to `position` is in it (and some after, from
+    // stream re-reads or own appends: a document ahead of its checkpoint is safe, see the header).
     const keys = [...dirty];
     dirty.clear();
     const ops: WriteOp[] = [guard(position)];
@@ -169,15 +229,18 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
         ],
       });
       events += count;
+      committedPosition = position;
     } catch (err) {
       const stored = await readStore.getCheckpoint(name).catch(() => undefined);
       if (stored && stored.position > position) {
         // Another follower stored every change up to a later position: nothing of ours is missing.
         logger?.debug({ follower: name, position, stored: stored.position }, 'another follower is ahead');
+        committedPosition = position;
         return;
       }
-      // Kept in memory and committed with a later batch; the working set itself is intact.
+      // Kept in memory and committed later; the working set itself is intact.
       for (const key of keys) dirty.add(key);
+      uncommitted += count;
       logger?.error(
         { err, follower: name, position },
         'working state not stored; retried with the next batch',
@@ -192,16 +255,35 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
         const c = await readStore.collection<D>(options.collection);
         const position = await restore(c);
         if (stopped) return;
+        collection = c;
+        appliedPosition = position;
+        committedPosition = position;
         progress.applied(position);
         const from: SubscriptionStart = position === 0 ? 'start' : { after: position };
         subscription = store.subscribeToAll(
-          { from, filter, maxBatchSize: options.maxBatchSize ?? 1_000 },
+          { from, filter, maxBatchSize },
           {
             async onEvents(batch) {
-              await options.apply(batch);
-              const last = batch[batch.length - 1].position;
-              await commit(c, last, batch.length);
-              progress.applied(last);
+              applying = true;
+              try {
+                await options.apply(batch);
+              } finally {
+                applying = false;
+              }
+              appliedPosition = batch[batch.length - 1].position;
+              uncommitted += batch.length;
+              progress.applied(appliedPosition);
+              if (uncommitted >= commitEveryEvents || commitEveryMs === 0 || commitDue) {
+                commitDue = false;
+                await commitNow();
+              } else commitSoon();
+            },
+            // The log is read through `position` with no event of ours in between: the checkpoint
+            // moves past the others' events, so a restart does not read them again.
+            onProgress(position) {
+              if (position <= appliedPosition) return;
+              appliedPosition = position;
+              commitSoon();
             },
           },
         );
@@ -222,12 +304,14 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     async settle(timeoutMs = 5_000) {
       await progress.waitFor(await store.headPosition(filter), timeoutMs);
     },
+    flush: () => commitNow(),
     resumed: () => ({ ...resumed }),
     async stop() {
       stopped = true;
-      // Changes made since the last batch (stream re-reads, own appends) need no commit here: their
-      // events follow in the log, and are applied again after a restart.
       await subscription?.stop();
+      // What was applied is committed: a clean stop resumes exactly where it ended. (Changes made
+      // after, by stream re-reads or own appends, have their events in the log, applied after a restart.)
+      await commitNow();
     },
   };
 }

@@ -12,12 +12,14 @@ import test, { type ExecutionContext } from 'ava';
 import { type CommandMetadata, createCommandHandler } from '../../api/command-handler.ts';
 import {
   ABANDONMENT_ACTOR,
+  ABANDONMENT_FOLLOWER,
   type AbandonmentTimer,
   createAbandonmentTimer,
   type Tracked,
   trackCart,
   trackedDeadline,
 } from '../../dispatcher/abandonment.ts';
+import { GUARD } from '../../dispatcher/durable-follower.ts';
 import * as cart from '../../domain/cart.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { fold } from '../../domain/decider.ts';
@@ -504,6 +506,175 @@ test('through the platform API on a running service: one CartAbandoned at the de
 
   const metrics = await (await fetch(`${s.base}/metrics`)).text();
   t.regex(metrics, /^pds_abandonment_timers_pending \d+$/m);
+});
+
+/** A store that counts the cart events its subscriptions hand out and the streams read. */
+function counted(store: EventStore): { store: EventStore; events: () => number; streamReads: () => number } {
+  let events = 0;
+  let streamReads = 0;
+  const wrapped: EventStore = Object.create(store);
+  wrapped.subscribeToAll = (options, handlers) =>
+    store.subscribeToAll(options, {
+      ...handlers,
+      onEvents(batch) {
+        events += batch.length;
+        return handlers.onEvents(batch);
+      },
+    });
+  wrapped.readStream = (streamId, options) => {
+    streamReads += 1;
+    return store.readStream(streamId, options);
+  };
+  return { store: wrapped, events: () => events, streamReads: () => streamReads };
+}
+
+/** Cart events written after `position`. */
+async function cartEventsAfter(store: EventStore, position: number): Promise<number> {
+  return (await store.readAll({ after: position, filter: { streamPrefixes: ['cart-'] } })).length;
+}
+
+test('a restart resumes from the read store: pending carts come back, only later cart events are read, nothing is lost', async (t) => {
+  const { store } = await tempStore(t);
+  const clock = manualClock(T0);
+  const c = carts(store, clock);
+  const readStore = createMemoryReadStore();
+  const first = timer(t, store, clock, readStore);
+  await first.caughtUp;
+  const abandoned = await c.create();
+  await c.add(abandoned);
+  const emptyAtStop = await c.create();
+  clock.advance(HOUR);
+  const stillPending = await c.create();
+  await c.add(stillPending, 1);
+  await c.add(stillPending, 2);
+  const checkedOutWhileDown = await c.create();
+  await c.add(checkedOutWhileDown);
+  await first.settle();
+  clock.set(new Date(Date.parse(T0) + SIX_HOURS));
+  t.is(await first.tick(), 1);
+  await first.settle();
+  t.is(first.tracked(), 2);
+  await first.stop();
+  const checkpoint = (await readStore.getCheckpoint(ABANDONMENT_FOLLOWER.name))?.position ?? 0;
+  t.is(checkpoint, await store.headPosition());
+
+  // While no timer runs: a checkout, a first item in a cart created before (its stream is read), an
+  // item put in the abandoned cart (read too: it stays abandoned), and a new cart.
+  await c.checkOut(checkedOutWhileDown);
+  await c.add(emptyAtStop, 3);
+  await c.add(abandoned, 4);
+  const created = await c.create();
+  await c.add(created);
+
+  const o = counted(store);
+  const second = timer(t, o.store, clock, readStore);
+  await second.caughtUp;
+  t.deepEqual(second.resumed(), { position: checkpoint, documents: 2 });
+  t.is(o.events(), await cartEventsAfter(store, checkpoint), 'only the events after the checkpoint');
+  t.is(o.streamReads(), 2, 'the streams of the two carts the timer did not hold that took an item');
+  t.is(second.tracked(), 3);
+  t.is(second.dueAt(cart.streamId(stillPending))?.getTime(), Date.parse(T0) + HOUR + SIX_HOURS);
+  t.is(second.dueAt(cart.streamId(emptyAtStop))?.getTime(), Date.parse(T0) + 2 * SIX_HOURS);
+  t.is(second.dueAt(cart.streamId(created))?.getTime(), Date.parse(T0) + 2 * SIX_HOURS);
+  t.is(second.dueAt(cart.streamId(checkedOutWhileDown)), undefined);
+  t.is(second.dueAt(cart.streamId(abandoned)), undefined);
+
+  clock.set(new Date(Date.parse(T0) + 2 * SIX_HOURS));
+  t.is(await second.tick(), 3);
+  t.is((await abandonedEvents(store, abandoned)).length, 1);
+  t.deepEqual(await abandonedEvents(store, checkedOutWhileDown), []);
+  t.like((await abandonedEvents(store, stillPending))[0]?.data, { item_count: 2 });
+  t.is(await countAbandoned(store), 4);
+  await second.settle();
+  t.is(second.tracked(), 0);
+  await second.stop(); // commits what it applied
+  t.deepEqual(
+    await (await readStore.collection(ABANDONMENT_FOLLOWER.collection)).count({ _id: { $ne: GUARD } }),
+    0,
+  );
+});
+
+test('start-up is bounded by the working set: with hundreds of settled carts in history a restart reads the events after the checkpoint and holds the pending carts only', async (t) => {
+  const { store } = await tempStore(t);
+  const clock = manualClock(T0);
+  const c = carts(store, clock);
+  const readStore = createMemoryReadStore();
+  const first = timer(t, store, clock, readStore);
+  await first.caughtUp;
+  for (let i = 0; i < 100; i++) {
+    const checkedOut = await c.create();
+    await c.add(checkedOut);
+    await c.checkOut(checkedOut);
+    const emptied = await c.create();
+    await c.add(emptied);
+    await c.remove(emptied);
+    await c.create(); // never given an item
+    const idle = await c.create();
+    await c.add(idle);
+  }
+  await first.settle();
+  clock.set(new Date(Date.parse(T0) + SIX_HOURS));
+  t.is(await first.tick(), 100); // the idle ones are abandoned
+  clock.advance(HOUR);
+  const pending: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const uuid = await c.create();
+    await c.add(uuid);
+    pending.push(uuid);
+  }
+  await first.settle();
+  await first.stop();
+  const history = await cartEventsAfter(store, 0);
+  t.true(history > 1_000, `${history} cart events in history`);
+  const stored = await readStore.collection(ABANDONMENT_FOLLOWER.collection);
+  t.is(await stored.count({ _id: { $ne: GUARD } }), 5, 'the read store holds the pending carts only');
+
+  const later = await c.create();
+  await c.add(later);
+
+  const o = counted(store);
+  const second = timer(t, o.store, clock, readStore);
+  await second.caughtUp;
+  t.is(o.events(), 2, 'the two cart events written after the checkpoint');
+  t.is(o.streamReads(), 0);
+  t.is(second.resumed().documents, 5);
+  t.is(second.tracked(), 6);
+  t.is(second.pending(), 6);
+  for (const uuid of [...pending, later]) t.truthy(second.dueAt(cart.streamId(uuid)), uuid);
+});
+
+test('two timers sharing one read store (two dispatchers on one MongoDB): one CartAbandoned each, and a start from that store holds the carts still pending', async (t) => {
+  const { store, again } = await tempStore(t);
+  const other = await again();
+  const clock = manualClock(T0);
+  const c = carts(store, clock);
+  const readStore = createMemoryReadStore();
+  const a = timer(t, store, clock, readStore);
+  const b = timer(t, other, clock, readStore);
+  await Promise.all([a.caughtUp, b.caughtUp]);
+  const due: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const uuid = await c.create();
+    await c.add(uuid);
+    due.push(uuid);
+  }
+  clock.advance(HOUR);
+  const later = await c.create();
+  await c.add(later);
+  await Promise.all([a.settle(), b.settle()]);
+  clock.set(new Date(Date.parse(T0) + SIX_HOURS));
+  await Promise.all([a.tick(), b.tick()]);
+  for (const uuid of due) t.is((await abandonedEvents(store, uuid)).length, 1, uuid);
+  await Promise.all([a.settle(), b.settle()]);
+  await Promise.all([a.stop(), b.stop()]);
+
+  const third = timer(t, store, clock, readStore);
+  await third.caughtUp;
+  t.is(third.tracked(), 1);
+  t.is(third.dueAt(cart.streamId(later))?.getTime(), Date.parse(T0) + HOUR + SIX_HOURS);
+  clock.set(new Date(Date.parse(T0) + HOUR + SIX_HOURS));
+  t.is(await third.tick(), 1);
+  t.is(await countAbandoned(store), 21);
 });
 
 test('restore: 10,000 pending carts are rebuilt from the events quickly', async (t) => {

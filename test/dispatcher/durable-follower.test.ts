@@ -2,7 +2,8 @@
  * The durable follower on a temporary embedded store and the memory read store, with a small fold
  * (a counter per `item-` stream, dropped by a `Done` event): it resumes after its checkpoint with its
  * documents, discards a working set of another version, never moves a shared checkpoint back when
- * another follower is ahead, and keeps changes a failed commit did not store for the next batch.
+ * another follower is ahead, keeps changes a failed commit did not store for the next one, and
+ * commits applied events together.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -91,7 +92,7 @@ function counter(
   t: ExecutionContext,
   store: EventStore,
   readStore: ReadStore,
-  options: { version?: string; name?: string } = {},
+  options: { version?: string; name?: string; commitEveryMs?: number; commitEveryEvents?: number } = {},
 ) {
   const items = new Map<string, number>();
   const follower = createDurableFollower<ItemDoc>({
@@ -102,6 +103,10 @@ function counter(
     readStore,
     clock: manualClock('2026-03-01T10:00:00.000Z'),
     filter: { streamPrefixes: ['item-'] },
+    // Every batch committed at its end, unless a test says otherwise.
+    commitEveryMs: options.commitEveryMs ?? 0,
+    commitEveryEvents: options.commitEveryEvents,
+    maxBatchSize: 10,
     restore: (doc) => items.set(doc._id, doc.count),
     apply(events: RecordedEvent[]) {
       for (const e of events) {
@@ -201,11 +206,12 @@ test('two followers on one read store: the one behind never moves the checkpoint
   // b is held while it has a batch in hand; a applies and stores later events meanwhile.
   slow.hold();
   await tick(store, 'x');
-  await Promise.all([a.follower.settle(), slow.held()]);
+  await Promise.all([a.follower.settle().then(a.follower.flush), slow.held()]);
   await tick(store, 'x');
   await done(store, 'y'); // never held: nothing to delete
   await tick(store, 'z', 2);
   await a.follower.settle();
+  await a.follower.flush();
   const ahead = await readStore.getCheckpoint('test-counter');
   t.is(ahead?.position, await store.headPosition());
   t.deepEqual(await stored(readStore), { 'item-x': 2, 'item-z': 2 });
@@ -218,6 +224,7 @@ test('two followers on one read store: the one behind never moves the checkpoint
   t.deepEqual(await stored(readStore), { 'item-x': 2, 'item-z': 2 });
   slow.release();
   await b.follower.settle();
+  await b.follower.flush();
   t.is((await readStore.getCheckpoint('test-counter'))?.position, ahead?.position);
   t.deepEqual(await stored(readStore), { 'item-x': 2, 'item-z': 2 });
   t.deepEqual(Object.fromEntries(b.items), { 'item-x': 2, 'item-z': 2 });
@@ -226,6 +233,7 @@ test('two followers on one read store: the one behind never moves the checkpoint
   await done(store, 'x');
   await tick(store, 'w');
   await Promise.all([a.follower.settle(), b.follower.settle()]);
+  await Promise.all([a.follower.flush(), b.follower.flush()]);
   t.deepEqual(await stored(readStore), { 'item-z': 2, 'item-w': 1 });
   await Promise.all([a.follower.stop(), b.follower.stop()]);
   const c = counter(t, store, readStore);
@@ -234,14 +242,17 @@ test('two followers on one read store: the one behind never moves the checkpoint
   t.deepEqual(Object.fromEntries(c.items), { 'item-z': 2, 'item-w': 1 });
 });
 
-test('changes a failed commit did not store are stored with the next batch', async (t) => {
+test('changes a failed commit did not store are stored by the next commit', async (t) => {
   const store = await tempStore(t);
   const memory = createMemoryReadStore();
   let failures = 1;
+  const failed = Promise.withResolvers<void>();
   const readStore: ReadStore = Object.create(memory);
   readStore.commit = async (commit) => {
-    if (commit.checkpoints?.[0]?.checkpoint.position && failures-- > 0)
+    if (commit.checkpoints?.[0]?.checkpoint.position && failures-- > 0) {
+      setImmediate(failed.resolve);
       throw new Error('read store unavailable');
+    }
     return memory.commit(commit);
   };
   const { follower, items } = counter(t, store, readStore);
@@ -249,12 +260,14 @@ test('changes a failed commit did not store are stored with the next batch', asy
   await follower.caughtUp;
   await tick(store, 'a', 3);
   await follower.settle();
+  await failed.promise;
   t.deepEqual(Object.fromEntries(items), { 'item-a': 3 }, 'the working set itself is intact');
   t.deepEqual(await stored(memory), {}, 'nothing stored: the commit failed');
   t.is(await memory.getCheckpoint('test-counter').then((c) => c?.position), 0);
 
   await tick(store, 'b');
   await follower.settle();
+  await follower.flush();
   t.deepEqual(await stored(memory), { 'item-a': 3, 'item-b': 1 });
   t.is((await memory.getCheckpoint('test-counter'))?.position, await store.headPosition());
 });
@@ -284,4 +297,67 @@ test('a start that saw no checkpoint while another follower stored one reads tha
   t.is(o.seen.events, 0);
   t.deepEqual(await stored(memory), { 'item-a': 2 });
   t.deepEqual(Object.fromEntries(second.items), { 'item-a': 2 });
+});
+
+test('applied events are committed together: after commitEveryEvents events, on flush, and at stop', async (t) => {
+  const store = await tempStore(t);
+  const readStore = createMemoryReadStore();
+  const checkpoint = async () => (await readStore.getCheckpoint('test-counter'))?.position;
+  const { follower } = counter(t, store, readStore, { commitEveryMs: 3_600_000, commitEveryEvents: 10 });
+  await follower.start();
+  await follower.caughtUp;
+  for (let i = 0; i < 4; i++) await tick(store, 'a');
+  await follower.settle();
+  t.is(await checkpoint(), 0, 'applied, not committed yet');
+  t.deepEqual(await stored(readStore), {});
+  await follower.flush();
+  t.is(await checkpoint(), await store.headPosition());
+  t.deepEqual(await stored(readStore), { 'item-a': 4 });
+
+  const before = await store.headPosition();
+  await tick(store, 'b', 12); // batches of 10 and 2: the first is committed without waiting
+  await follower.settle();
+  t.is(await checkpoint(), before + 10);
+  t.deepEqual(await stored(readStore), { 'item-a': 4, 'item-b': 10 });
+
+  await done(store, 'a');
+  await follower.settle();
+  t.deepEqual(await stored(readStore), { 'item-a': 4, 'item-b': 10 });
+  await follower.stop();
+  t.is(await checkpoint(), await store.headPosition());
+  t.deepEqual(await stored(readStore), { 'item-b': 12 });
+});
+
+test("the checkpoint moves past other streams' events the log was read through, so a restart skips them", async (t) => {
+  const store = await tempStore(t);
+  const readStore = createMemoryReadStore();
+  await tick(store, 'a');
+  for (let i = 0; i < 20; i++) {
+    await store.append(`other-${i}`, [{ type: 'Other', data: {}, metadata: meta() }]);
+  }
+  const head = await store.headPosition();
+  // Resolves once the subscription says it has read through the head.
+  const readThrough = Promise.withResolvers<void>();
+  const told: EventStore = Object.create(store);
+  told.subscribeToAll = (options, handlers) =>
+    store.subscribeToAll(options, {
+      ...handlers,
+      async onProgress(position) {
+        await handlers.onProgress?.(position);
+        if (position >= head) readThrough.resolve();
+      },
+    });
+  const first = counter(t, told, readStore);
+  await first.follower.start();
+  await first.follower.caughtUp;
+  await readThrough.promise;
+  await first.follower.stop();
+  t.is((await readStore.getCheckpoint('test-counter'))?.position, head);
+
+  const o = observed(store);
+  const second = counter(t, o.store, readStore);
+  await second.follower.start();
+  await second.follower.caughtUp;
+  t.deepEqual(second.follower.resumed(), { position: head, documents: 1 });
+  t.is(o.seen.events, 0);
 });
