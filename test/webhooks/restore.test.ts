@@ -1,0 +1,261 @@
+/**
+ * The delivery worker's start is bounded by its working set (issue #12): after a service has delivered
+ * a history of webhooks and stopped, a delivery worker started on the same data reads its pending
+ * queues back from the read store and only the delivery events after its checkpoint, holds only the
+ * queue with a pending retry, sends that retry when it falls due, and still redelivers an old
+ * delivered webhook when an operator asks (its queue's stream is read again).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { createCommandHandler } from '../../api/command-handler.ts';
+import { loadConfig } from '../../cli/config.ts';
+import { createDeliveryWorker, DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
+import { GUARD } from '../../dispatcher/durable-follower.ts';
+import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
+import { type Clock, manualClock } from '../../domain/clock.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import type { EventStore } from '../../eventstore/port.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { addItem, checkOut, createCart, createWebhook, seedCatalog } from '../support/cart-world.ts';
+import { startService } from '../support/service.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
+
+const FILTER = { streamPrefixes: [delivery.STREAM_PREFIX] };
+
+/** Waits until `count` delivery attempts are recorded (in one queue, when given). */
+async function attempts(store: EventStore, count: number, stream?: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const recorded = stream
+      ? await store.readStream(stream)
+      : await store.readAll({ filter: { eventTypes: ['WebhookDeliveryAttempted'] } });
+    const events = recorded.filter((e) => e.type === 'WebhookDeliveryAttempted');
+    if (events.length >= count) return;
+    if (i > 250) throw new Error(`${events.length} of ${count} attempts recorded`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A store wrapper counting the events handed to subscriptions and the streams read; deliveries can be held. */
+function observe(store: EventStore) {
+  const counted = { events: 0, streamReads: 0 };
+  let gate: Promise<void> = Promise.resolve();
+  let open: () => void = () => {};
+  let arrived = Promise.withResolvers<void>();
+  const observed: EventStore = Object.create(store);
+  observed.subscribeToAll = (options, handlers) =>
+    store.subscribeToAll(options, {
+      ...handlers,
+      async onEvents(batch) {
+        arrived.resolve();
+        await gate;
+        counted.events += batch.length;
+        return handlers.onEvents(batch);
+      },
+    });
+  observed.readStream = (streamId, options) => {
+    counted.streamReads += 1;
+    return store.readStream(streamId, options);
+  };
+  const hold = () => {
+    arrived = Promise.withResolvers<void>();
+    gate = new Promise((r) => {
+      open = r;
+    });
+  };
+  return {
+    store: observed,
+    counted,
+    hold,
+    /** Resolves once a batch waits at the gate. */
+    held: () => arrived.promise,
+    /** Lets the batch at the gate through and holds the next one. */
+    step() {
+      const previous = open;
+      hold();
+      previous();
+    },
+    release: () => open(),
+  };
+}
+
+/** A delivery worker alone on a service's data (as the dispatcher process would run it). */
+async function workerOn(t: ExecutionContext, dataDir: string, clock: Clock, env: Record<string, string>) {
+  const config = await loadConfig({ PDS_DATA_DIR: dataDir, ...env });
+  const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
+  const readStore = openSqliteReadStore(path.join(dataDir, 'read.db'));
+  t.teardown(async () => {
+    await readStore.close();
+    await store.close();
+  });
+  const o = observe(store);
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  t.teardown(() => tracker.stop());
+  const worker = createDeliveryWorker({
+    store: o.store,
+    readStore,
+    clock,
+    tracker,
+    secretKey: config.secretKey,
+    allowPrivate: config.allowPrivateWebhookUrls,
+    timeoutMs: 5_000,
+    scheduleMs: config.webhookRetryScheduleMs,
+  });
+  t.teardown(() => worker.stop());
+  return { ...o, worker, store, readStore };
+}
+
+async function tempDataDir(t: ExecutionContext): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-webhooks-restore-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('a restarted delivery worker reads only the events after its checkpoint, holds only pending queues, and still redelivers an old webhook', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const clock = manualClock(new Date());
+  const HOUR = 3_600_000;
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
+  const healthy = await startReceiver(t);
+  const failing = await startReceiver(t);
+  failing.setDefault({ status: 500 });
+
+  // A history: ten carts' webhooks delivered, one failed with its retry an hour away.
+  const s = await startService(t, { dataDir, clock, env });
+  await seedCatalog(s, [1, 2]);
+  await createWebhook(s, healthy.url, [1]);
+  await createWebhook(s, failing.url, [2]);
+  for (let i = 0; i < 10; i++) {
+    const cart = await createCart(s, 1);
+    await addItem(s, cart);
+    await checkOut(s, cart);
+  }
+  const stuck = await createCart(s, 2);
+  await addItem(s, stuck);
+  await checkOut(s, stuck);
+  const inspect = await s.openStore();
+  await attempts(inspect, 11);
+  await healthy.waitFor(10);
+  await s.service.stop();
+
+  // The worker alone on the same files, counting what the store hands it.
+  const { worker, store, readStore, counted } = await workerOn(t, dataDir, clock, env);
+  const checkpoint = (await readStore.getCheckpoint(DELIVERY_FOLLOWER.name))?.position ?? 0;
+  const history = (await store.readAll({ filter: FILTER })).length;
+  const after = (await store.readAll({ after: checkpoint, filter: FILTER })).length;
+  t.true(checkpoint > 0);
+  t.true(history >= 33, `${history} delivery events in history`);
+  t.log(`${history} delivery events in history, ${after} after the checkpoint`);
+
+  worker.start();
+  await worker.caughtUp;
+  t.deepEqual(worker.resumed(), { position: checkpoint, documents: 1 });
+  t.is(counted.events, after, 'only the delivery events after the checkpoint');
+  t.is(counted.streamReads, 0);
+  t.is(worker.queues(), 1, 'the queue with the pending retry, no settled one');
+  t.is(worker.pending().depth, 1);
+
+  // The retry falls due: sent, failed again, parked (the last attempt); the queue leaves.
+  clock.advance(2 * HOUR); // past the retry and its jitter
+  await worker.tick();
+  const [, second] = await failing.waitFor(2);
+  t.is(second.headers['x-service-delivery-attempt'], '2');
+  await worker.settle();
+  t.is(worker.queues(), 0);
+  t.is(worker.pending().depth, 0);
+
+  // An operator redelivers one of the old delivered webhooks: its queue is read again and sent.
+  const [scheduled] = await store.readAll({ filter: { eventTypes: ['WebhookDeliveryScheduled'] } });
+  const { delivery_id } = scheduled.data as { delivery_id: string };
+  const first = healthy.received.find((r) => r.headers['x-service-webhook-id'] === delivery_id);
+  t.truthy(first);
+  const at = clock.now().toISOString();
+  await createCommandHandler(store, eventRegistry).handle(
+    scheduled.streamId,
+    delivery.decider,
+    { type: 'RequestRedelivery', delivery_id, reason: 'redeliver', at },
+    { correlationId: delivery_id, causationId: null, actor: { type: 'operator', id: 'test' }, at },
+  );
+  const got = await healthy.waitFor(11);
+  t.is(got[10].headers['x-service-webhook-id'], delivery_id);
+  t.is(got[10].headers['x-service-delivery-attempt'], '2');
+  t.is(got[10].raw.toString(), first?.raw.toString() ?? '', 'the same body');
+  await worker.settle();
+  t.is(counted.streamReads, 1, 'the redelivered queue, read once (its later events are known)');
+  await worker.stop();
+  t.is(worker.queues(), 0);
+  const queues = await readStore.collection(DELIVERY_FOLLOWER.collection);
+  t.is(await queues.count({ _id: { $ne: GUARD } }), 0, 'no queue left in the read store');
+});
+
+test('a queue that left the working set ahead of the log (a reload found the next delivery and sent it) is not worked again when the log catches up', async (t) => {
+  const dataDir = await tempDataDir(t);
+  const clock = manualClock(new Date());
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
+  const receiver = await startReceiver(t);
+  const s = await startService(t, { dataDir, clock, env });
+  await seedCatalog(s);
+  const hook = await createWebhook(s, receiver.url, [1]);
+  await s.service.stop();
+
+  const { worker, store, counted, hold, held, step, release } = await workerOn(t, dataDir, clock, env);
+  t.teardown(release);
+  worker.start();
+  await worker.caughtUp;
+  const cartUuid = randomUUID();
+  const stream = delivery.streamId(hook.id, cartUuid);
+  const commands = createCommandHandler(store, eventRegistry);
+  const schedule = (revision: number) => {
+    const at = clock.now().toISOString();
+    const sourceEventId = randomUUID();
+    return commands.handle(
+      stream,
+      delivery.decider,
+      {
+        type: 'ScheduleDelivery',
+        delivery_id: delivery.deliveryId(hook.id, sourceEventId),
+        webhook_id: hook.id,
+        event_kind: 'cart_status_updated',
+        cart_uuid: cartUuid,
+        store_id: 1,
+        source_event_id: sourceEventId,
+        source_revision: revision,
+        source_position: revision + 1,
+        body: JSON.stringify({ revision }),
+        at,
+      },
+      { correlationId: randomUUID(), causationId: null, actor: { type: 'system', id: 'test' }, at },
+    );
+  };
+
+  // The worker is handed the first delivery only; the second is in the stream before it sends.
+  hold();
+  await schedule(1);
+  await held();
+  await schedule(2);
+  const before = counted.streamReads;
+  step(); // the first batch goes through; the log's next events wait
+  const got = await receiver.waitFor(2);
+  t.deepEqual(
+    got.map((r) => r.body),
+    [{ revision: 1 }, { revision: 2 }],
+    'in order, after reading the queue again',
+  );
+  await attempts(store, 2, stream);
+  t.is(counted.streamReads - before, 1, 'the conflict on the first attempt read the queue once');
+  t.is(worker.queues(), 0);
+
+  release();
+  await worker.settle();
+  t.is(worker.queues(), 0);
+  t.is(counted.streamReads - before, 1, 'the second delivery, known already, is not worked again');
+  t.is(receiver.received.length, 2);
+  const events = await store.readStream(stream);
+  t.is(events.filter((e) => e.type === 'WebhookDeliveryAttemptStarted').length, 2);
+});
