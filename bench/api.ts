@@ -12,7 +12,8 @@
  *   lookup and the decider), against raw event-store appends/s of the same event in the same run.
  *
  * Each HTTP figure comes from one autocannon run (warm-up excluded) in the process that serves, as the
- * baseline does: both share the same two cores with the load generator.
+ * baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
+ * peak resident memory during the run (it also seeded the sandbox, so it is an upper bound).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,6 +43,7 @@ const CONNECTIONS = 32;
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
 interface Load {
+  rss_peak_mb: number;
   requests_per_s: number;
   p50_ms: number;
   p99_ms: number;
@@ -55,6 +57,11 @@ async function load(
 ): Promise<Load> {
   let i = 0;
   const next = () => i++;
+  // Peak resident memory of this process (the service and the load generator) while the load runs.
+  let rssPeak = process.memoryUsage().rss;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+  }, 100);
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -77,7 +84,9 @@ async function load(
         ]
       : undefined,
   });
+  clearInterval(sampler);
   return {
+    rss_peak_mb: Math.round(rssPeak / 2 ** 20),
     requests_per_s: round(result.requests.average),
     p50_ms: result.latency.p50,
     p99_ms: result.latency.p99,
