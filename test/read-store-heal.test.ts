@@ -2,9 +2,9 @@
  * A read store file that is lost or damaged heals itself (docs/read-side.md): the service is stopped,
  * `read.db` deleted or overwritten, and the next start rebuilds every read model from the events (no
  * checkpoint survives, so `/readyz` waits for the whole log; test/http.test.ts covers that 503), says
- * why in the log, and then gives every partner route's answer exactly as before. The answers compared are those of every partner route of the
- * hostile catalogue (its valid request), so a read model built from scratch must equal the one built
- * event by event.
+ * why in the log, and then gives every partner route's answer exactly as before. The answers compared
+ * are those of every partner route of the hostile catalogue (its valid request), so a read model built
+ * from scratch must equal the one built event by event.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
