@@ -302,7 +302,10 @@ export function webhookDispatcher(
       fanOut = createFanOut({ store: ctx.eventStore, clock, tracker, logger });
       await fanOut.start();
       restored = true;
-      logger.info({ ms: Date.now() - started, pending: w.pending().depth }, 'webhook deliveries restored');
+      logger.info(
+        { ms: Date.now() - started, pending: w.pending().depth, resumed_after: w.resumed().position },
+        'webhook deliveries restored',
+      );
     },
     async stop() {
       await fanOut?.stop();
