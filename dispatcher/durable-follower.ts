@@ -254,7 +254,10 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
       try {
         const c = await readStore.collection<D>(options.collection);
         const position = await restore(c);
-        if (stopped) return;
+        if (stopped) {
+          rejectCaughtUp(new Error(`${name} stopped before it caught up`));
+          return;
+        }
         collection = c;
         appliedPosition = position;
         committedPosition = position;

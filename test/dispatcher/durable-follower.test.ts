@@ -361,3 +361,15 @@ test("the checkpoint moves past other streams' events the log was read through, 
   t.deepEqual(second.follower.resumed(), { position: head, documents: 1 });
   t.is(o.seen.events, 0);
 });
+
+test('a follower stopped while it restores never subscribes, and says so through caughtUp', async (t) => {
+  const store = await tempStore(t);
+  const o = observed(store);
+  const { follower } = counter(t, o.store, createMemoryReadStore());
+  await tick(store, 'a');
+  const starting = follower.start();
+  await follower.stop();
+  await starting;
+  await t.throwsAsync(follower.caughtUp, { message: /stopped before it caught up/ });
+  t.is(o.seen.events, 0);
+});
