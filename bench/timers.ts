@@ -31,7 +31,7 @@ const SETTLED = Number(process.env.PDS_BENCH_TIMER_SETTLED ?? 100_000);
 const ABANDON_AFTER_MS = 60_000;
 /** The deadlines are spread over this much real time, starting this long after the restore begins. */
 const SPREAD_MS = Number(process.env.PDS_BENCH_TIMER_SPREAD_MS ?? 10_000);
-const LEAD_MS = 25_000;
+const LEAD_MS = 40_000;
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 function percentile(sorted: number[], p: number): number {
