@@ -8,12 +8,14 @@
  * document is deleted) together with its checkpoint, in one read-store commit: a crash leaves the
  * changes and their checkpoint both stored or both not. It commits after `commitEveryEvents` events,
  * else `commitEveryMs` after the first event not yet committed, and at `stop()`: a burst of small
- * batches costs one commit, not one each (on SQLite a commit rewrites every page it touches, and a
- * cart's documents are spread over the file by their random ids), and a crash only means that the
- * events after the last commit are applied again. At start it reads the
- * checkpoint and every document (`restore`), then subscribes after the checkpoint. Without a checkpoint,
- * or with one of another `version` (the documents' shape changed), the collection is emptied and the
- * working set rebuilt from the first event.
+ * batches costs one commit, not one each (on SQLite a commit rewrites every page it touches, and the
+ * documents are spread over the file by their random ids), and a crash only means that the events
+ * after the last commit are applied again. The checkpoint also moves past other streams' events the
+ * subscription read through (`onProgress`).
+ *
+ * At start it reads the checkpoint and every document (`restore`), then subscribes after the
+ * checkpoint. Without a checkpoint, or with one of another `version` (the documents' shape changed),
+ * the collection is emptied and the working set rebuilt from the first event.
  *
  * Several processes may follow into one shared read store (dispatchers on one MongoDB). Each folds the
  * same log, and a store that is ahead of the events is safe for both owners (they skip what an item
@@ -22,7 +24,7 @@
  * position }` filtered on `position <= this batch's`, which collides with the stored guard (a
  * duplicate key: the whole commit is refused, nothing of it applied) when another follower has
  * committed further. The refused follower then forgets what it had changed (the store reflects all
- * of it and more) and commits again from its next batch, with what changes after it.
+ * of it and more) and commits again later, with what changes after it.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
