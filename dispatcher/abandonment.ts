@@ -7,7 +7,7 @@
  * from empty to non-empty, and the id and correlation id of the event that did it). This mirrors the
  * cart decider's `first_item_at`/`abandonmentDeadline` (test/dispatcher/abandonment.test.ts checks the
  * two agree). The working set is durable (`durable-follower.ts`: one document per pending cart in
- * `abandonment_pending_carts`, committed with the checkpoint of each batch of cart events), so a start
+ * `abandonment_pending_carts`, committed together with the checkpoint of the events applied), so a start
  * reads the pending carts and the cart events written since, not every cart ever made; a restart or a
  * SIGKILL loses no timer, and an overdue cart is abandoned as soon as the timer has caught up.
  *

@@ -5,7 +5,7 @@
  * Its working set is the queues holding a delivery neither delivered nor parked, each with only those
  * deliveries (and their correlation ids); the head of each (its first unsettled delivery) gets a timer
  * for its next attempt. The working set is durable (`durable-follower.ts`: one document per queue in
- * `webhook_delivery_queues`, committed with the checkpoint of each batch of delivery events), so a
+ * `webhook_delivery_queues`, committed together with the checkpoint of the events applied), so a
  * start reads the pending queues and the delivery events written since, not every delivery ever
  * made, and a restart or a SIGKILL loses no pending delivery and no retry. A queue whose deliveries
  * are all settled leaves the working set; a redelivery of one of them reloads its stream.
