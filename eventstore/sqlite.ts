@@ -93,6 +93,13 @@ const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, 
 const SCAN_WINDOW = 20_000;
 /** How far a filtered subscription reads past skipped events before it tells `onProgress`. */
 const PROGRESS_EVERY = 100_000;
+/** A stream-prefix filter with fewer events than this may be read through the stream index. */
+const INDEXED_READ_LIMIT = 20_000;
+
+/** How one reader of a filtered catch-up reads while far behind (see `indexedPrefixes`). */
+interface ReadRoute {
+  indexed?: boolean;
+}
 const DEFAULT_MAX_RETRY = 10;
 const DEFAULT_MESSAGE_TIMEOUT_MS = 30_000;
 
@@ -525,28 +532,38 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
   /**
    * Whether the next events of a stream-prefix filter are better read through the (stream_id, revision)
    * index than by scanning positions: when the gap to the head is wider than a scan window and the
-   * prefixes hold fewer events than the gap (a rarely written stream kind after an old checkpoint, or
-   * from the start). Counting stops at the gap, so the check costs no more than the scan it may save.
+   * prefixes hold few events (fewer than INDEXED_READ_LIMIT, and than the gap): a rarely written stream
+   * kind read from the start or from an old checkpoint. Each indexed read costs the prefixes' events,
+   * so a large prefix is scanned by position. The count is bounded, and a reader keeps the answer in
+   * `route` for as long as it stays far behind.
    */
   function indexedPrefixes(
     filter: EventFilter | undefined,
     after: number,
     head: number,
+    route: ReadRoute,
   ): string[] | undefined {
     if (!filter || !('streamPrefixes' in filter) || filter.streamPrefixes.length === 0) return undefined;
     const prefixes = filter.streamPrefixes;
     if (!prefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) return undefined;
     const gap = head - after;
-    if (gap <= SCAN_WINDOW) return undefined;
-    let events = 0;
-    for (const prefix of prefixes) {
-      const row = stmt(
-        'SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? LIMIT ?)',
-      ).get(prefix, prefixUpperBound(prefix), gap - events) as { n: number };
-      events += row.n;
-      if (events >= gap) return undefined;
+    if (gap <= SCAN_WINDOW) {
+      route.indexed = undefined; // caught up: decide afresh if it falls far behind again
+      return undefined;
     }
-    return [...prefixes];
+    if (route.indexed === undefined) {
+      const bound = Math.min(gap, INDEXED_READ_LIMIT);
+      let events = 0;
+      for (const prefix of prefixes) {
+        const row = stmt(
+          'SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? LIMIT ?)',
+        ).get(prefix, prefixUpperBound(prefix), bound - events) as { n: number };
+        events += row.n;
+        if (events >= bound) break;
+      }
+      route.indexed = events < bound;
+    }
+    return route.indexed ? [...prefixes] : undefined;
   }
 
   /** The next events of the prefixes after `after`, in position order, through the stream index. */
@@ -566,10 +583,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     after: number,
     filter: EventFilter | undefined,
     max: number,
+    route: ReadRoute = {},
   ): { rows: Row[]; reached: number } {
     const head = headSync();
     if (head <= after) return { rows: [], reached: after };
-    const prefixes = indexedPrefixes(filter, after, head);
+    const prefixes = indexedPrefixes(filter, after, head, route);
     if (prefixes) {
       const rows = readPrefixesIndexed(prefixes, after, head, max);
       return { rows, reached: rows.length === max ? rows[rows.length - 1][0] : head };
@@ -601,10 +619,11 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     const run = async (): Promise<void> => {
       let position = startPosition(opts.from);
       let reported = position;
+      const route: ReadRoute = {};
       let yieldedAt = performance.now();
       try {
         while (!stopped) {
-          const { rows, reached } = nextChunk(position, opts.filter, maxBatch);
+          const { rows, reached } = nextChunk(position, opts.filter, maxBatch, route);
           if (rows.length > 0) {
             const events = rows.map(toRecorded);
             await handlers.onEvents(events);
@@ -787,6 +806,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     const loaded = loadGroup(group);
     let checkpoint = loaded.checkpoint;
     let readPosition = checkpoint;
+    const route: ReadRoute = {};
     /** Every fetched, unfinished message of the window, in position order (a Map keeps insertion order). */
     const outstanding = new Map<number, Message>();
     const replays = new Map<number, Message>();
@@ -837,7 +857,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     function fetchMore(): void {
       const want = capacity() - ready.length;
       if (want <= 0) return;
-      const { rows, reached } = nextChunk(readPosition, g.settings.filter, Math.max(want, 64));
+      const { rows, reached } = nextChunk(readPosition, g.settings.filter, Math.max(want, 64), route);
       for (const row of rows) {
         const m: Message = {
           event: toRecorded(row),
