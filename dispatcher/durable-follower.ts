@@ -133,8 +133,9 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
       if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
         return load(c, checkpoint.position, checkpoint.events);
       }
-      // Starting from the first event: whatever the collection holds goes. Unless another follower
-      // stored a batch meanwhile (the guard), then that is read back; a changed version goes anyway.
+      // Starting from the first event. Documents are only ever committed with a checkpoint past 0, so
+      // the collection holds none of this version (at most the guard); a changed version's all go. If
+      // another follower stores a batch meanwhile, the guard refuses this reset and that is read back.
       const changed = checkpoint !== undefined && checkpoint.version !== options.version;
       if (changed) {
         logger?.info(
@@ -142,9 +143,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
           'working state of another version discarded: rebuilt from the events',
         );
       }
-      const ops: WriteOp[] = changed
-        ? [{ deleteMany: { filter: {} } }]
-        : [guard(0), { deleteMany: { filter: { _id: { $ne: GUARD } } } }];
+      const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
       try {
         await readStore.commit({
           writes: [{ collection: c as Collection, ops }],
