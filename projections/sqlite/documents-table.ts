@@ -143,6 +143,8 @@ function* rows(
 export class DocumentsTable {
   readonly table: string;
   readonly indexes: IndexMeta[];
+  /** Documents the last read looked at (the plan tests check a page looks at about what it returns). */
+  lastExamined = 0;
   private readonly statements: Statements;
   private readonly onMultikey: (index: IndexMeta) => void;
 
@@ -199,6 +201,7 @@ export class DocumentsTable {
       if (hit) out.push(hit);
       else missing.push(id);
     }
+    this.lastExamined = out.length + missing.length;
     if (missing.length === 0) return out;
     const sql =
       missing.length === 1
@@ -224,9 +227,11 @@ export class DocumentsTable {
     if (walk) {
       const out: Doc[] = [];
       const seen = new Set<unknown>();
+      this.lastExamined = 0;
       for (const [id, json] of walk) {
         if (seen.has(id)) continue; // a multikey index holds a document once per element
         seen.add(id);
+        this.lastExamined += 1;
         const doc = this.cached(id as DocId, json as string);
         if (!matcher.test(doc)) continue;
         out.push(doc);
@@ -235,6 +240,7 @@ export class DocumentsTable {
       return out;
     }
     const candidates = byId ? this.findByIds(byId as DocId[]) : (this.ranged(conditions) ?? this.scan());
+    this.lastExamined = candidates.length;
     const compare = sortComparator(sort);
     const after = options.after ? afterDoc(sort, options.after) : undefined;
     const out = candidates.filter((doc) => (!after || compare(doc, after) > 0) && matcher.test(doc));

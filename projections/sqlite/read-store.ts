@@ -44,8 +44,15 @@ export interface SqliteReadStoreOptions {
   cachedDocuments?: number;
 }
 
+/** A collection of this store, with what the plan tests look at. */
+export interface SqliteCollection<T extends Doc = Doc> extends Collection<T> {
+  /** Documents the last query of this collection looked at. */
+  lastExamined(): number;
+}
+
 export interface SqliteReadStore extends ReadStore {
   readonly kind: 'sqlite';
+  collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<SqliteCollection<T>>;
   /** How the file was found: `replaced` (moved aside, see `reason`) and `created` start empty. */
   readonly opened: { state: 'opened' | 'created' | 'replaced'; reason: string | null };
   /** Drops shadows left by a rebuild that did not finish (a crash): returns how many. */
@@ -302,7 +309,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
   /** Handle → the physical table it reaches now (live handles follow promotes). */
   const resolvers = new WeakMap<Collection, (force?: boolean) => DocumentsTable>();
 
-  function handle<T extends Doc>(name: string, physicalOf: () => string): Collection<T> {
+  function handle<T extends Doc>(name: string, physicalOf: () => string): SqliteCollection<T> {
     const resolve = (force = false) => {
       fresh(force);
       const table = tables.get(physicalOf());
@@ -319,8 +326,9 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         return fn(resolve(true));
       }
     };
-    const h: Collection<T> = {
+    const h: SqliteCollection<T> = {
       name,
+      lastExamined: () => tables.get(physicalOf())?.lastExamined ?? 0,
       findOne: async (filter) => (read((t) => t.find(filter, { limit: 1 }))[0] as T | undefined) ?? null,
       findByIds: async (ids) => read((t) => t.findByIds(ids)) as T[],
       find: async (filter, opts) => read((t) => t.find(filter, opts)) as T[],

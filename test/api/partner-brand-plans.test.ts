@@ -1,6 +1,7 @@
 /**
- * What a page of the brand and brand feed APIs costs: every handler runs against in-memory read models
- * with the indexes the read-model modules declare and thousands of documents, and a page of 20
+ * What a page of the brand and brand feed APIs costs: every handler runs against read models in the
+ * default (SQLite) read store, with the indexes the read-model modules declare and thousands of
+ * documents, and a page of 20
  * examines about 20 documents (`lastExamined()`), first page and after a cursor, for one brand and for
  * several (merged index walks), never the whole collection.
  */
@@ -9,7 +10,6 @@ import { brandApi } from '../../api/partner/brand.ts';
 import { brandFeedApi } from '../../api/partner/brand-feed.ts';
 import type { PartnerPrincipal } from '../../api/partner/common.ts';
 import type { PartnerApi, PartnerDeps } from '../../api/partner/routes.ts';
-import { createMemoryReadStore, type MemoryCollection } from '../../projections/memory-read-store.ts';
 import { CARTS, cartIndexes } from '../../projections/read-models/carts.ts';
 import { MENU_PRODUCTS, menuProductIndexes } from '../../projections/read-models/menu-products.ts';
 import { PRODUCTS, productIndexes } from '../../projections/read-models/products.ts';
@@ -17,14 +17,15 @@ import { REVIEWS, reviewIndexes } from '../../projections/read-models/reviews.ts
 import { SPECIALS, specialIndexes } from '../../projections/read-models/specials.ts';
 import { STORES, storeIndexes } from '../../projections/read-models/stores.ts';
 import type { Doc, IndexSpec } from '../../projections/read-store.ts';
+import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 
 const BRANDS = 50;
 const SLACK = 3;
 const LIMIT = 20;
 
 async function world() {
-  const store = createMemoryReadStore();
-  const collections = new Map<string, MemoryCollection>();
+  const store = openSqliteReadStore(':memory:');
+  const collections = new Map<string, SqliteCollection>();
   const fill = async (name: string, indexes: readonly IndexSpec[], docs: Doc[]) => {
     const c = await store.collection(name, indexes);
     await c.bulkWrite(
