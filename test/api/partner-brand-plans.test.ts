@@ -1,9 +1,8 @@
 /**
  * What a page of the brand and brand feed APIs costs: every handler runs against read models in the
  * default (SQLite) read store, with the indexes the read-model modules declare and thousands of
- * documents, and a page of 20
- * examines about 20 documents (`lastExamined()`), first page and after a cursor, for one brand and for
- * several (merged index walks), never the whole collection.
+ * documents, and a page of 20 examines about 20 documents (`lastExamined()`), first page and after a
+ * cursor, for one brand and for several (merged index walks), never the whole collection.
  */
 import test from 'ava';
 import { brandApi } from '../../api/partner/brand.ts';
