@@ -73,6 +73,7 @@ export function readSide(shared: Shared): Component {
         readStore,
         projections: allProjections(),
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
+        logger: ctx.logger,
       });
       shared.projector = projector;
       let caughtUp = false;

@@ -3,8 +3,14 @@
  *
  * - Each projection starts from its stored checkpoint and receives its events in batches.
  * - A batch is applied through a unit of work: documents are read once (prefetched where the
- *   projection says which it needs), changed in memory, and written with one bulk write per
- *   collection; the checkpoint is committed after the batch's writes.
+ *   projection says which it needs), changed in memory, and written with the checkpoint of the last
+ *   event they reflect in one read-store `commit`, so a crash leaves a batch wholly stored or not at all
+ *   (docs/read-side.md). A flush the projection needs mid-batch is such a commit of its own.
+ * - Versions: a checkpoint records the definition (version and indexes) its documents were built by.
+ *   At start a projection whose stored definition differs keeps serving its old documents and is
+ *   rebuilt into shadows, promoted together with the new checkpoint.
+ * - A filtered subscription tells how far it read past others' events (`onProgress`): the checkpoint
+ *   moves there, so a restart does not read them again.
  * - Idempotent: every document records `_position`, the global position of the last event applied to
  *   it, and a write for an event the document already reflects is dropped. A batch replayed after a
  *   crash therefore changes nothing.
@@ -12,8 +18,11 @@
  *   while the live copies keep serving; when the copy has caught up, the live projection pauses, the
  *   copy drains the last events, the shadows are promoted and the live projection resumes.
  */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type {
+  Checkpoint,
   Collection,
   Doc,
   DocId,
@@ -53,6 +62,11 @@ export interface ProjectionTx {
 export interface Projection {
   /** Stable name: the checkpoint key and the name operators rebuild by. */
   name: string;
+  /**
+   * Raised whenever the same events would produce other documents (a field added, a rule changed):
+   * read models stored by another version are rebuilt at start (docs/read-side.md).
+   */
+  version: number;
   /** The collections it owns (logical names) with their indexes. */
   collections: Record<string, readonly IndexSpec[]>;
   /** Which events it reads. */
@@ -105,11 +119,24 @@ class Miss {
 
 type Collections = Record<string, Collection>;
 
+/**
+ * Stores a unit of work: the writes and the checkpoint of the last event they reflect, in one commit.
+ * `applied` counts the events since the previous commit.
+ */
+type CommitWork = (
+  writes: Array<{ collection: Collection; ops: WriteOp[] }>,
+  last: RecordedEvent,
+  applied: number,
+) => Promise<void>;
+
 /** Applies batches of events to a set of collections (live ones or rebuild shadows). */
-function createApplier(projection: Projection, collections: Collections) {
+function createApplier(projection: Projection, collections: Collections, commitWork: CommitWork) {
   const POSITION = '_position';
 
   async function applyBatch(events: RecordedEvent[]): Promise<void> {
+    /** The last event applied, and how many since the last commit. */
+    let last: RecordedEvent | undefined;
+    let uncommitted = 0;
     // Documents as the batch sees them: fetched (or known absent) and changed so far.
     const cache = new Map<string, Map<DocId, Doc | null>>();
     /**
@@ -165,15 +192,21 @@ function createApplier(projection: Projection, collections: Collections) {
     /** See `ProjectionTx.scratch`: documents handed to a flush are the store's from then on. */
     let scratch = new Map<string, unknown>();
 
-    async function flush(): Promise<void> {
+    /**
+     * Commits the pending writes with the checkpoint of the last event applied. Mid-batch only when
+     * there are writes; at the end of the batch always (the checkpoint moves even if nothing changed).
+     */
+    async function flush(end = false): Promise<void> {
       scratch = new Map();
-      await Promise.all(
-        [...pending].map(async ([name, { ops, docs }]) => {
-          if (docs.size === 0 && ops.length === 0) return;
-          pending.set(name, { ops: [], docs: new Map() });
-          await collections[name].bulkWrite([...ops, ...docOps(name, docs)]);
-        }),
-      );
+      const writes: Array<{ collection: Collection; ops: WriteOp[] }> = [];
+      for (const [name, { ops, docs }] of pending) {
+        if (docs.size === 0 && ops.length === 0) continue;
+        pending.set(name, { ops: [], docs: new Map() });
+        writes.push({ collection: collections[name], ops: [...ops, ...docOps(name, docs)] });
+      }
+      if (!last || (writes.length === 0 && (!end || uncommitted === 0))) return;
+      await commitWork(writes, last, uncommitted);
+      uncommitted = 0;
     }
 
     let i = 0;
@@ -257,6 +290,8 @@ function createApplier(projection: Projection, collections: Collections) {
           continue;
         }
         for (const op of attempt) op();
+        last = event;
+        uncommitted += 1;
         i += 1;
         if (needsFlush) {
           await flush();
@@ -264,7 +299,7 @@ function createApplier(projection: Projection, collections: Collections) {
         }
       }
     }
-    await flush();
+    await flush(true);
 
     /** Runs a query the projection asked for, on the collection with every pending write applied. */
     async function runFind(name: string, key: string): Promise<void> {
@@ -287,6 +322,8 @@ export interface ProjectorOptions {
   /** Largest batch of events applied in one unit of work. */
   batchSize?: number;
   onError?(projection: string, error: Error): void;
+  /** Told of rebuilds (a version change at start, a finished rebuild) and of dropped shadows. */
+  logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
 }
 
 export interface Projector {
@@ -316,6 +353,9 @@ export function createProjector(options: ProjectorOptions): Projector {
     caughtUp?: Promise<void>;
     progress: RebuildProgress | null;
     rebuilding?: Promise<void>;
+    /** What this code builds (`definitionOf`), and what the live documents were built by (null: unknown). */
+    definition: string;
+    storedVersion: string | null;
   }
   const running = new Map<string, Running>();
   let resolveCaughtUp!: () => void;
@@ -323,33 +363,62 @@ export function createProjector(options: ProjectorOptions): Projector {
     resolveCaughtUp = r;
   });
 
-  /** Subscribes an applier to the log from a checkpoint; each batch commits its checkpoint after its writes. */
+  /**
+   * Subscribes an applier to the log after a checkpoint: every commit stores its writes with the
+   * checkpoint `checkpointKey` of the last event they reflect, stamped with `version`; a position the
+   * log was read through past others' events is stored too.
+   */
   function follow(
     projection: Projection,
     collections: Collections,
     checkpointKey: string,
-    from: number,
-    onBatch: (events: RecordedEvent[]) => void,
+    from: Checkpoint | undefined,
+    version: string,
+    onProgress: (position: number, events: RecordedEvent[]) => void,
   ) {
-    const applier = createApplier(projection, collections);
-    let events = 0;
+    let events = from?.events ?? 0;
+    const checkpoint = (position: number, updatedAt: string): Checkpoint => ({
+      position,
+      events,
+      updated_at: updatedAt,
+      version,
+    });
+    const applier = createApplier(projection, collections, async (writes, last, applied) => {
+      events += applied;
+      await readStore.commit({
+        writes,
+        checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(last.position, last.recordedAt) }],
+      });
+    });
+    const position = from?.position ?? 0;
     const subscription = store.subscribeToAll(
-      { from: from > 0 ? { after: from } : 'start', filter: projection.filter, maxBatchSize: batchSize },
+      {
+        from: position > 0 ? { after: position } : 'start',
+        filter: projection.filter,
+        maxBatchSize: batchSize,
+      },
       {
         async onEvents(batch) {
           await applier.applyBatch(batch);
-          events += batch.length;
-          const last = batch[batch.length - 1];
-          await readStore.setCheckpoint(checkpointKey, {
-            position: last.position,
-            events,
-            updated_at: last.recordedAt,
+          onProgress(batch[batch.length - 1].position, batch);
+        },
+        async onProgress(reached) {
+          const updatedAt = new Date().toISOString();
+          await readStore.commit({
+            writes: [],
+            checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(reached, updatedAt) }],
           });
-          onBatch(batch);
+          onProgress(reached, []);
         },
       },
     );
     return subscription;
+  }
+
+  /** The definition a projection's documents are built by: its version and its collections' indexes. */
+  function definitionOf(projection: Projection): string {
+    const indexes = createHash('sha256').update(JSON.stringify(projection.collections)).digest('hex');
+    return `v${projection.version}+${indexes.slice(0, 12)}`;
   }
 
   async function openCollections(projection: Projection): Promise<Collections> {
@@ -360,16 +429,28 @@ export function createProjector(options: ProjectorOptions): Projector {
     return out;
   }
 
+  /**
+   * Follows the log into the live collections from the stored checkpoint. A checkpoint of another
+   * definition keeps its version (the documents are still of that one) until a rebuild replaces them.
+   */
   async function startLive(r: Running): Promise<void> {
     const saved = await readStore.getCheckpoint(r.projection.name);
     r.checkpoint = saved?.position ?? 0;
     r.events = saved?.events ?? 0;
-    const subscription = follow(r.projection, r.collections, r.projection.name, r.checkpoint, (batch) => {
-      const last = batch[batch.length - 1];
-      r.checkpoint = last.position;
-      r.events += batch.length;
-      r.lastRecordedAt = last.recordedAt;
-    });
+    r.storedVersion = saved ? (saved.version ?? null) : r.definition;
+    const version = r.storedVersion ?? r.definition;
+    const subscription = follow(
+      r.projection,
+      r.collections,
+      r.projection.name,
+      saved,
+      version,
+      (position, batch) => {
+        r.checkpoint = position;
+        r.events += batch.length;
+        if (batch.length > 0) r.lastRecordedAt = batch[batch.length - 1].recordedAt;
+      },
+    );
     r.stopSubscription = () => subscription.stop();
     r.caughtUp = subscription.caughtUp.then(() => {
       if (r.state === 'starting') r.state = 'live';
@@ -417,8 +498,8 @@ export function createProjector(options: ProjectorOptions): Projector {
       r.progress = progress;
       r.state = 'rebuilding';
       let position = 0;
-      const onBatch = (batch: RecordedEvent[]) => {
-        position = batch[batch.length - 1].position;
+      const onBatch = (reached: number, batch: RecordedEvent[]) => {
+        position = reached;
         progress.events_done += batch.length;
         progress.position = position;
         progress.target_position = Math.max(progress.target_position, position);
@@ -433,14 +514,14 @@ export function createProjector(options: ProjectorOptions): Projector {
           progress.rate_per_second > 0 ? Math.round((remaining / progress.rate_per_second) * 10) / 10 : null;
       };
       try {
-        const copy = follow(r.projection, shadows, key, 0, onBatch);
+        const copy = follow(r.projection, shadows, key, undefined, r.definition, onBatch);
         await Promise.race([copy.caughtUp, copy.done]);
         // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
         await r.stopSubscription?.();
         await copy.stop();
         await copy.done;
         const drained = await readStore.getCheckpoint(key);
-        const drain = follow(r.projection, shadows, key, drained?.position ?? 0, onBatch);
+        const drain = follow(r.projection, shadows, key, drained, r.definition, onBatch);
         await Promise.race([drain.caughtUp, drain.done]);
         await drain.stop();
         await drain.done;
@@ -449,10 +530,21 @@ export function createProjector(options: ProjectorOptions): Projector {
           events: 0,
           updated_at: new Date().toISOString(),
         };
-        await readStore.promote(Object.values(shadows));
-        await readStore.setCheckpoint(name, final);
+        // The copies and their checkpoint, of this code's definition, become live in one step.
+        await readStore.promote(Object.values(shadows), [
+          { name, checkpoint: { ...final, version: r.definition } },
+        ]);
         progress.percent = 100;
         progress.eta_seconds = 0;
+        options.logger?.info(
+          {
+            projection: name,
+            events: progress.events_done,
+            ms: Date.now() - startedAt,
+            version: r.definition,
+          },
+          'projection rebuilt: the new copy is live',
+        );
       } catch (err) {
         for (const s of Object.values(shadows)) await readStore.dropShadow(s).catch(() => undefined);
         throw err;
@@ -468,6 +560,9 @@ export function createProjector(options: ProjectorOptions): Projector {
 
   return {
     async start() {
+      // Shadows of a rebuild a crash interrupted: this projector is the only one writing here.
+      const orphans = (await readStore.dropOrphanShadows?.()) ?? 0;
+      if (orphans > 0) options.logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
       for (const projection of options.projections) {
         const r: Running = {
           projection,
@@ -478,11 +573,25 @@ export function createProjector(options: ProjectorOptions): Projector {
           lastRecordedAt: undefined,
           error: null,
           progress: null,
+          definition: definitionOf(projection),
+          storedVersion: null,
         };
         running.set(projection.name, r);
         await startLive(r);
       }
+      // Ready once every live copy has caught up; rebuilds of another version go on behind it.
       Promise.all([...running.values()].map((r) => r.caughtUp)).then(() => resolveCaughtUp());
+      for (const r of running.values()) {
+        if (r.storedVersion === r.definition) continue;
+        options.logger?.warn(
+          { projection: r.projection.name, stored: r.storedVersion, version: r.definition },
+          'projection stored by another version: rebuilding it while the old copy serves',
+        );
+        rebuild(r.projection.name).catch((err: Error) => {
+          options.logger?.error({ err, projection: r.projection.name }, 'projection rebuild failed');
+          options.onError?.(r.projection.name, err);
+        });
+      }
     },
     caughtUp,
     async status() {

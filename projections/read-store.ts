@@ -99,6 +99,11 @@ export interface ReadStore {
   promote(shadows: readonly Collection[], checkpoints?: readonly NamedCheckpoint[]): Promise<void>;
   /** Drops a shadow that will not be promoted (an abandoned rebuild). */
   dropShadow(shadow: Collection): Promise<void>;
+  /**
+   * Drops the shadows of rebuilds that never finished (a crash), where the store can tell them from a
+   * rebuild still running: a store that cannot leaves this out. Resolves with how many.
+   */
+  dropOrphanShadows?(): Promise<number>;
   getCheckpoint(name: string): Promise<Checkpoint | undefined>;
   setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
   /** Applies the writes and checkpoints of `commit` atomically (see `Commit`). */

@@ -185,6 +185,7 @@ const idOf = (streamId: string, prefix: string) => Number(streamId.slice(prefix.
 
 export const cartsProjection: Projection = {
   name: 'carts',
+  version: 1,
   finalize(collection, doc) {
     if (collection !== CARTS) return doc;
     const d = doc as CartDoc;

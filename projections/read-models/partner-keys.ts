@@ -85,6 +85,7 @@ function touchedKeys(event: partner.PartnerEvent, state: partner.RegisteredPartn
 
 export const partnerKeysProjection: Projection = {
   name: 'partner_keys',
+  version: 1,
   collections: { [PARTNER_KEYS]: [], [PARTNERS]: [] },
   filter: { streamPrefixes: [PREFIX] },
   prefetch(event) {

@@ -216,6 +216,7 @@ export function evolveDelivery(
 
 export const webhookDeliveriesProjection: Projection = {
   name: WEBHOOK_DELIVERIES_PROJECTION,
+  version: 1,
   collections: { [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes },
   filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
   prefetch(event) {

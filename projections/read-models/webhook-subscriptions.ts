@@ -78,6 +78,7 @@ function stateOf(doc: WebhookSubscriptionDoc): webhooks.WebhookSubscription {
 
 export const webhookSubscriptionsProjection: Projection = {
   name: 'webhook_subscriptions',
+  version: 1,
   collections: {
     [WEBHOOK_SUBSCRIPTIONS]: [{ keys: [['store_ids', 1]] }],
     [WEBHOOK_SUBSCRIPTIONS_REMOVED]: [],

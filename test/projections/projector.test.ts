@@ -1,6 +1,7 @@
 /**
  * The projector's guarantees, with a small projection (per-stream tallies and a per-kind summary):
- * batches, idempotent replay, crash between a batch's writes and its checkpoint, rebuild while serving.
+ * batches, idempotent replay, rebuild while serving. A process dying at a commit, resuming after the
+ * checkpoint and versions: projector-durable.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +12,7 @@ import type { EventStore, NewEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
 import { createProjector, type Projection } from '../../projections/projector.ts';
-import type { Collection, Doc, IndexSpec, ReadStore, WriteOp } from '../../projections/read-store.ts';
+import type { Doc, ReadStore } from '../../projections/read-store.ts';
 
 const meta = () => ({
   correlation_id: randomUUID(),
@@ -25,6 +26,7 @@ const ev = (type: string, data: Record<string, unknown>): NewEvent => ({ type, d
 /** Tallies per stream (`tally` docs) and the total per kind (`kinds` docs, updated by many streams). */
 const tallies: Projection = {
   name: 'tallies',
+  version: 1,
   collections: {
     tally: [
       {
@@ -131,63 +133,6 @@ test('replaying events a read model already reflects changes nothing', async (t)
   await again.stop();
   t.deepEqual(await dump(readStore), before);
   t.deepEqual(before, await cleanBuild(store));
-});
-
-/** A real in-memory store whose writes die after `budget` operations: a process dying mid-batch. */
-function dyingAfter(inner: ReadStore, budget: { ops: number }): ReadStore {
-  const wrap = (c: Collection): Collection => ({
-    ...c,
-    name: c.name,
-    findOne: (f) => c.findOne(f),
-    findByIds: (ids) => c.findByIds(ids),
-    find: (f, o) => c.find(f, o),
-    count: (f) => c.count(f),
-    async bulkWrite(ops: readonly WriteOp[]) {
-      const allowed = ops.slice(0, Math.max(0, budget.ops));
-      budget.ops -= ops.length;
-      await c.bulkWrite(allowed);
-      if (allowed.length < ops.length) throw new Error('killed mid-batch');
-    },
-  });
-  return {
-    ...inner,
-    kind: inner.kind,
-    collection: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
-      wrap(await inner.collection(name, indexes)) as unknown as Collection<T>,
-    createShadow: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
-      wrap(await inner.createShadow(name, indexes)) as unknown as Collection<T>,
-    promote: (s) => inner.promote(s),
-    dropShadow: (s) => inner.dropShadow(s),
-    getCheckpoint: (n) => inner.getCheckpoint(n),
-    setCheckpoint: (n, c) => inner.setCheckpoint(n, c),
-    close: () => inner.close(),
-  };
-}
-
-test('killed between a batch’s writes and its checkpoint, then restarted: documents equal a clean rebuild', async (t) => {
-  const store = await setup(t);
-  await seed(store, 400);
-  const readStore = createMemoryReadStore();
-  for (const budget of [3, 17, 40]) {
-    // Each run dies partway through a batch (some collections written, others and the checkpoint not).
-    const p = createProjector({
-      store,
-      readStore: dyingAfter(readStore, { ops: budget }),
-      projections: [tallies],
-      batchSize: 64,
-      onError: () => undefined,
-    });
-    await p.start();
-    for (let i = 0; i < 200 && (await p.status())[0].state !== 'failed'; i++)
-      await new Promise((r) => setTimeout(r, 10));
-    t.is((await p.status())[0].state, 'failed');
-    await p.stop();
-  }
-  const restarted = createProjector({ store, readStore, projections: [tallies], batchSize: 64 });
-  await restarted.start();
-  await restarted.caughtUp;
-  await restarted.stop();
-  t.deepEqual(await dump(readStore), await cleanBuild(store));
 });
 
 test('rebuild while queries run: every answer identical, no failed read, progress reported', async (t) => {

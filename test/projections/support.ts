@@ -87,9 +87,18 @@ export function withoutPosition<T extends Doc>(doc: T): T {
   return rest as T;
 }
 
-/** Resets a projection's checkpoint, so the next projector replays the whole log over its documents. */
+/**
+ * Resets a projection's checkpoint, so the next projector replays the whole log over its documents
+ * (the version stays: the documents are of this code, so no rebuild).
+ */
 export async function resetCheckpoint(readStore: ReadStore, name: string): Promise<void> {
-  await readStore.setCheckpoint(name, { position: 0, events: 0, updated_at: '2026-05-01T00:00:00.000Z' });
+  const { version } = (await readStore.getCheckpoint(name)) ?? {};
+  await readStore.setCheckpoint(name, {
+    position: 0,
+    events: 0,
+    updated_at: '2026-05-01T00:00:00.000Z',
+    ...(version === undefined ? {} : { version }),
+  });
 }
 
 /** The read store, with every write operation recorded. */
