@@ -49,9 +49,9 @@ export async function tickTimers(timers: Timers): Promise<number> {
 }
 
 /**
- * The read store, and the projector where this process owns the read models: always with the
- * in-memory store (each process holds its own copy, rebuilt from the events at start), and in the
- * `projector` role with MongoDB (one active projector per read model; `api` processes only read).
+ * The read store, and the projector where this process owns the read models: role `all` (the embedded
+ * `read.db`), every role with `memory` (each process its own copy, built from the events at start), and
+ * the `projector` role with MongoDB (one active projector per read model; `api` processes only read).
  */
 export function readSide(shared: Shared): Component {
   let projector: Projector | undefined;
@@ -66,7 +66,8 @@ export function readSide(shared: Shared): Component {
       shared.readStore = readStore;
       logOpened(readStore, ctx.logger);
       if (ctx.role === 'dispatcher') return; // the read models are the projector's and the api's
-      const owns = readStore.kind === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
+      // A copy of its own (`memory`) is every process's to build; a shared one the projector's.
+      const owns = ctx.config.readStoreUrl === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
       if (!owns) return;
       projector = createProjector({
         store: ctx.eventStore,

@@ -1,5 +1,7 @@
-/** Opens the read store `PDS_READ_STORE` names: `sqlite:<file>`, `memory` or a MongoDB URL. */
-import { createMemoryReadStore } from './memory-read-store.ts';
+/**
+ * Opens the read store `PDS_READ_STORE` names: `sqlite:<file>`, a MongoDB URL, or `memory`: SQLite
+ * without a file, this process's own copy, built from the events at every start (docs/read-side.md).
+ */
 import { createMongoReadStore } from './mongo-read-store.ts';
 import type { ReadStore } from './read-store.ts';
 import { openSqliteReadStore } from './sqlite/read-store.ts';
@@ -10,7 +12,7 @@ export interface OpenReadStoreOptions {
 }
 
 export async function openReadStore(url: string, options: OpenReadStoreOptions = {}): Promise<ReadStore> {
-  if (url === 'memory') return createMemoryReadStore();
+  if (url === 'memory') return openSqliteReadStore(':memory:', options);
   if (url.startsWith('sqlite:')) return openSqliteReadStore(url.slice('sqlite:'.length), options);
   if (/^mongodb(\+srv)?:\/\//.test(url)) return createMongoReadStore(url);
   throw new Error(`unsupported read store: ${url.split(':')[0]}`);

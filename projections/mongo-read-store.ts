@@ -269,7 +269,7 @@ function assertOperators(update: Update): void {
   }
 }
 
-/** The port's write operation as the driver's, refusing what the in-memory adapter refuses too. */
+/** The port's write operation as the driver's, refusing what the SQLite adapter refuses too. */
 function toModel(op: WriteOp): AnyBulkWriteOperation<Doc> {
   if ('replaceOne' in op) {
     const { filter, replacement, upsert } = op.replaceOne;
@@ -437,7 +437,7 @@ export async function createMongoReadStore(
       name,
       findOne: (filter) =>
         guard(async () => {
-          // Lowest _id first, as the in-memory adapter answers, when several documents match.
+          // Lowest _id first, as the SQLite adapter answers, when several documents match.
           const doc = await (await target()).findOne(filter as MongoFilter<Doc>, { sort: [['_id', 1]] });
           return doc === null ? null : (plain(doc) as T);
         }),

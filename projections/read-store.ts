@@ -1,10 +1,10 @@
 /**
  * The ReadStore port: document collections with MongoDB semantics, the shape every read model is
- * stored in. Two adapters pass one contract suite (test/contract/read-store.ts): MongoDB (the
- * `mongodb` driver) and in memory (mingo for matching and update operators, B-tree secondary indexes).
+ * stored in. Two adapters pass one contract suite (test/contract/read-store.ts): SQLite (embedded,
+ * file or memory: projections/sqlite/) and MongoDB (the `mongodb` driver); docs/read-side.md.
  *
  * Filters and update documents are MongoDB's own query and update languages, so a projection written
- * against the in-memory store behaves the same on MongoDB.
+ * against the embedded store behaves the same on MongoDB.
  */
 
 export type DocId = string | number;
@@ -42,6 +42,10 @@ export type WriteOp<T extends Doc = Doc> =
   | { deleteOne: { filter: Filter } }
   | { deleteMany: { filter: Filter } };
 
+/**
+ * A collection of documents. Documents a read returns may be shared with other readers (a cache of
+ * parsed documents): a reader treats them as read-only and writes new objects.
+ */
 export interface Collection<T extends Doc = Doc> {
   /** The logical name the read model uses. */
   readonly name: string;
@@ -84,7 +88,7 @@ export interface Commit {
 }
 
 export interface ReadStore {
-  readonly kind: 'memory' | 'mongodb' | 'sqlite';
+  readonly kind: 'mongodb' | 'sqlite';
   /**
    * The live collection of that name, with its declared indexes created. The handle stays valid
    * across `promote`: it always reaches the collection currently live under that name.

@@ -3,8 +3,8 @@
  * menu product), so a hot document costs neither the row read nor the JSON parse (docs/read-side.md).
  *
  * Bounded by count, least recently used first out. Entries are dropped by this connection's own writes
- * and all of them when another connection commits (the store watches `data_version`). Like the in-memory
- * store, it hands the same object to every reader: documents are read-only to their readers.
+ * and all of them when another connection commits (the store watches `data_version`). It hands the
+ * same object to every reader: documents are read-only to their readers (the port's rule).
  */
 import type { Doc, DocId } from '../read-store.ts';
 

@@ -48,6 +48,8 @@ export interface SqliteReadStoreOptions {
 export interface SqliteCollection<T extends Doc = Doc> extends Collection<T> {
   /** Documents the last query of this collection looked at. */
   lastExamined(): number;
+  /** How many documents it holds. */
+  size(): number;
 }
 
 export interface SqliteReadStore extends ReadStore {
@@ -329,6 +331,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
     const h: SqliteCollection<T> = {
       name,
       lastExamined: () => tables.get(physicalOf())?.lastExamined ?? 0,
+      size: () => read((t) => t.count({})),
       findOne: async (filter) => (read((t) => t.find(filter, { limit: 1 }))[0] as T | undefined) ?? null,
       findByIds: async (ids) => read((t) => t.findByIds(ids)) as T[],
       find: async (filter, opts) => read((t) => t.find(filter, opts)) as T[],

@@ -8,7 +8,6 @@ import { waitForProjection } from '../../api/admin-support.ts';
 import { API_KEY_PATTERN, hashApiKey } from '../../api/credentials.ts';
 import type { PartnerRecord } from '../../domain/partner.ts';
 import type { EventStore } from '../../eventstore/port.ts';
-import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
 import { createProjector } from '../../projections/projector.ts';
 import {
   keyByHash,
@@ -16,6 +15,7 @@ import {
   type PartnerKeyDoc,
   partnerKeysProjection,
 } from '../../projections/read-models/partner-keys.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 const ADMIN = '/admin/v1';
@@ -97,7 +97,7 @@ async function appendsNothing<T>(
  * second store connection into its own read store, caught up.
  */
 async function secondDirectory(t: ExecutionContext, svc: TestService) {
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const projector = createProjector({
     store: await svc.openStore(),
     readStore,

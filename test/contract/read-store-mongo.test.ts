@@ -4,7 +4,7 @@ import { Query } from 'mingo';
 import { MongoClient, MongoServerError } from 'mongodb';
 import type { StartedTestContainer } from 'testcontainers';
 import { manualClock } from '../../domain/clock.ts';
-import { compareValues } from '../../projections/memory-read-store.ts';
+import { compareValues } from '../../projections/documents.ts';
 import {
   CommitTooLargeError,
   commitFailure,

@@ -1,10 +1,10 @@
 /**
  * The ReadStore contract: every adapter of the port (in memory, MongoDB) must pass these cases unchanged.
- * The expectations are MongoDB's own semantics, so a projection developed against the in-memory store
+ * The expectations are MongoDB's own semantics, so a projection developed against the embedded store
  * behaves the same in production. Tests may share one engine: each uses collection and checkpoint names
  * with its own random prefix.
  *
- * Query cases run twice where the in-memory adapter has two paths (a collection declaring the indexes
+ * Query cases run twice where an adapter has two paths (a collection declaring the indexes
  * the query can use, and one without), so an index plan can't answer differently from a scan.
  */
 import { randomUUID } from 'node:crypto';

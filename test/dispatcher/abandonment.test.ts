@@ -26,8 +26,8 @@ import { fold } from '../../domain/decider.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import type { EventStore, NewEvent, RecordedEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
 import type { ReadStore } from '../../projections/read-store.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { startService } from '../support/service.ts';
 
 const T0 = '2026-03-01T10:00:00.000Z';
@@ -63,7 +63,7 @@ function timer(
   t: ExecutionContext,
   store: EventStore,
   clock: ManualClock,
-  readStore: ReadStore = createMemoryReadStore(),
+  readStore: ReadStore = openSqliteReadStore(':memory:'),
 ): AbandonmentTimer {
   const a = createAbandonmentTimer({ store, readStore, clock, abandonAfterMs: SIX_HOURS });
   t.teardown(() => a.stop());
@@ -537,7 +537,7 @@ test('a restart resumes from the read store: pending carts come back, only later
   const { store } = await tempStore(t);
   const clock = manualClock(T0);
   const c = carts(store, clock);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const first = timer(t, store, clock, readStore);
   await first.caughtUp;
   const abandoned = await c.create();
@@ -598,7 +598,7 @@ test('start-up is bounded by the working set: with hundreds of settled carts in 
   const { store } = await tempStore(t);
   const clock = manualClock(T0);
   const c = carts(store, clock);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const first = timer(t, store, clock, readStore);
   await first.caughtUp;
   for (let i = 0; i < 100; i++) {
@@ -648,7 +648,7 @@ test('two timers sharing one read store (two dispatchers on one MongoDB): one Ca
   const other = await again();
   const clock = manualClock(T0);
   const c = carts(store, clock);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const a = timer(t, store, clock, readStore);
   const b = timer(t, other, clock, readStore);
   await Promise.all([a.caughtUp, b.caughtUp]);

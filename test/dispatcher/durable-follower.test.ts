@@ -14,8 +14,8 @@ import { createDurableFollower, GUARD } from '../../dispatcher/durable-follower.
 import { manualClock } from '../../domain/clock.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
 import type { Doc, ReadStore } from '../../projections/read-store.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 
 const COLLECTION = 'test_items';
 
@@ -128,7 +128,7 @@ async function stored(readStore: ReadStore): Promise<Record<string, number>> {
 
 test('a restart restores the documents and reads only the events after the checkpoint', async (t) => {
   const store = await tempStore(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   for (let i = 0; i < 50; i++) {
     await tick(store, `settled${i}`, 3);
     await done(store, `settled${i}`);
@@ -167,7 +167,7 @@ test('a restart restores the documents and reads only the events after the check
 
 test('a working set stored by another version is discarded and rebuilt from the first event', async (t) => {
   const store = await tempStore(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await tick(store, 'a', 2);
   const first = counter(t, store, readStore);
   await first.follower.start();
@@ -194,7 +194,7 @@ test('a working set stored by another version is discarded and rebuilt from the 
 
 test('two followers on one read store: the one behind never moves the checkpoint or a document back', async (t) => {
   const store = await tempStore(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const slow = observed(store);
   const a = counter(t, store, readStore);
   const b = counter(t, slow.store, readStore);
@@ -244,7 +244,7 @@ test('two followers on one read store: the one behind never moves the checkpoint
 
 test('changes a failed commit did not store are stored by the next commit', async (t) => {
   const store = await tempStore(t);
-  const memory = createMemoryReadStore();
+  const memory = openSqliteReadStore(':memory:');
   let failures = 1;
   const failed = Promise.withResolvers<void>();
   const readStore: ReadStore = Object.create(memory);
@@ -274,7 +274,7 @@ test('changes a failed commit did not store are stored by the next commit', asyn
 
 test('a start that saw no checkpoint while another follower stored one reads that one back, never wipes it', async (t) => {
   const store = await tempStore(t);
-  const memory = createMemoryReadStore();
+  const memory = openSqliteReadStore(':memory:');
   await tick(store, 'a', 2);
   const first = counter(t, store, memory);
   await first.follower.start();
@@ -301,7 +301,7 @@ test('a start that saw no checkpoint while another follower stored one reads tha
 
 test('applied events are committed together: after commitEveryEvents events, on flush, and at stop', async (t) => {
   const store = await tempStore(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const checkpoint = async () => (await readStore.getCheckpoint('test-counter'))?.position;
   const { follower } = counter(t, store, readStore, { commitEveryMs: 3_600_000, commitEveryEvents: 10 });
   await follower.start();
@@ -330,7 +330,7 @@ test('applied events are committed together: after commitEveryEvents events, on 
 
 test("the checkpoint moves past other streams' events the log was read through, so a restart skips them", async (t) => {
   const store = await tempStore(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await tick(store, 'a');
   for (let i = 0; i < 20; i++) {
     await store.append(`other-${i}`, [{ type: 'Other', data: {}, metadata: meta() }]);
@@ -365,7 +365,7 @@ test("the checkpoint moves past other streams' events the log was read through, 
 test('a follower stopped while it restores never subscribes, and says so through caughtUp', async (t) => {
   const store = await tempStore(t);
   const o = observed(store);
-  const { follower } = counter(t, o.store, createMemoryReadStore());
+  const { follower } = counter(t, o.store, openSqliteReadStore(':memory:'));
   await tick(store, 'a');
   const starting = follower.start();
   await follower.stop();

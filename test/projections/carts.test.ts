@@ -6,7 +6,6 @@ import * as partner from '../../domain/partner.ts';
 import * as product from '../../domain/product.ts';
 import * as store from '../../domain/store.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
-import { createMemoryReadStore, type MemoryCollection } from '../../projections/memory-read-store.ts';
 import type { ProjectionTx } from '../../projections/projector.ts';
 import {
   CART_BRAND_NAMES,
@@ -21,6 +20,7 @@ import {
   cartsProjection,
   findCarts,
 } from '../../projections/read-models/carts.ts';
+import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import {
   append,
   eventStoreFor,
@@ -337,14 +337,14 @@ function expectedB(id: number, names: { kiva: string }): CartDoc {
   };
 }
 
-async function cartsCollection(readStore: ReturnType<typeof createMemoryReadStore>) {
-  // The memory store's handle, for `lastExamined` (its `collection` overload is shadowed by the port's).
-  return (await readStore.collection<CartDoc>(CARTS, cartIndexes)) as MemoryCollection<CartDoc>;
+async function cartsCollection(readStore: ReturnType<typeof openSqliteReadStore>) {
+  // The SQLite store's handle, for `lastExamined` (its `collection` overload is shadowed by the port's).
+  return (await readStore.collection<CartDoc>(CARTS, cartIndexes)) as SqliteCollection<CartDoc>;
 }
 
 test('each cart becomes the partner cart record plus its private fields, names in lookups', async (t) => {
   const w = await world(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(w.store, readStore, cartsProjection);
   const docs = await snapshot(readStore, cartsProjection);
   t.deepEqual(docs[CARTS], [
@@ -371,7 +371,7 @@ test('each cart becomes the partner cart record plus its private fields, names i
 
 test('a store rename and a brand rename propagate to the carts that show them, live and in order', async (t) => {
   const w = await world(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(w.store, readStore, cartsProjection);
 
   await append(w.store, store.streamId(1), [
@@ -433,7 +433,7 @@ test('a store rename and a brand rename propagate to the carts that show them, l
 test('a cart of a store not yet known gets its name when the store is first upserted', async (t) => {
   const es = await eventStoreFor(t);
   const id = await append(es, cart.streamId(CART_A), [cartAEvents()[0]]);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, cartsProjection);
   t.is((await cartByUuid(await cartsCollection(readStore), CART_A))?.store_name, '');
   await append(es, store.streamId(1), [storeUpserted(1, 'Green Leaf Downtown', '2026-05-01T12:00:00.000Z')]);
@@ -458,7 +458,7 @@ test('applying the same events again changes nothing; any batching gives the sam
   await append(w.store, store.streamId(1), [
     storeUpserted(1, 'Green Leaf Midtown', '2026-05-03T09:00:00.000Z'),
   ]);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(w.store, readStore, cartsProjection);
   const first = await snapshot(readStore, cartsProjection);
   t.is(first[CARTS][0].store_name, 'Green Leaf Midtown');
@@ -472,7 +472,7 @@ test('applying the same events again changes nothing; any batching gives the sam
   }
 
   for (const batchSize of [1, 2, 5]) {
-    const fresh = createMemoryReadStore();
+    const fresh = openSqliteReadStore(':memory:');
     await project(w.store, fresh, cartsProjection, { batchSize });
     t.deepEqual(await snapshot(fresh, cartsProjection), first);
   }
@@ -480,7 +480,7 @@ test('applying the same events again changes nothing; any batching gives the sam
 
 test('a crash after a rename reached the lookups but not the carts is repaired by the replay', async (t) => {
   const w = await world(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(w.store, readStore, cartsProjection);
   const carts = await cartsCollection(readStore);
   const beforeRename = await carts.find({});
@@ -514,7 +514,7 @@ test('a crash after a rename reached the lookups but not the carts is repaired b
 
 test('events of other streams are ignored', async (t) => {
   const w = await world(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(w.store, readStore, cartsProjection);
   const before = await snapshot(readStore, cartsProjection);
 
@@ -656,7 +656,7 @@ test('partner cart queries use their index: only the partner’s (store’s, bra
     }
     ours.push({ uuid, id, minute, status });
   }
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, cartsProjection);
   const carts = await cartsCollection(readStore);
   t.is(carts.size(), 306);

@@ -7,8 +7,8 @@ import type { DomainEvent } from '../../domain/decider.ts';
 import { aggregates } from '../../domain/index.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { CATALOG, catalogProjection } from '../../projections/catalog.ts';
-import { createMemoryReadStore, type MemoryCollection } from '../../projections/memory-read-store.ts';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../projections/read-store.ts';
+import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, resetCheckpoint, snapshot, withoutPosition } from './support.ts';
 
 const { brand, cart, menuProduct, partner, product, review, special, store } = aggregates;
@@ -171,11 +171,11 @@ async function appendAll(es: EventStore, events: DomainEvent[]): Promise<number>
   return position;
 }
 
-/** Appends the events, projects them into a fresh memory store, and answers the store. */
+/** Appends the events, projects them into a fresh in-memory SQLite read store, and answers the store. */
 async function projected(t: ExecutionContext, events: DomainEvent[], batchSize?: number) {
   const es = await eventStoreFor(t);
   await appendAll(es, events);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, catalogProjection, { batchSize });
   return { es, readStore };
 }
@@ -735,7 +735,7 @@ test('events of other streams and unknown types are ignored', async (t) => {
       },
     },
   ]);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, catalogProjection);
   const all = await snapshot(readStore, catalogProjection);
   t.deepEqual(
@@ -772,7 +772,7 @@ test('partner queries examine what they return, not the collection', async (t) =
   const { readStore } = await projected(t, events);
 
   async function examined(collection: string, filter: Filter, options: FindOptions) {
-    const c = (await readStore.collection(collection)) as MemoryCollection;
+    const c = (await readStore.collection(collection)) as SqliteCollection;
     const found = await c.find(filter, options);
     return { found: found.length, examined: c.lastExamined(), size: c.size() };
   }

@@ -3,7 +3,6 @@ import test from 'ava';
 import { fold } from '../../domain/decider.ts';
 import * as partner from '../../domain/partner.ts';
 import * as webhooks from '../../domain/webhook-subscription.ts';
-import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
 import {
   keyByHash,
   PARTNER_KEYS,
@@ -14,6 +13,7 @@ import {
   partnerKeysProjection,
 } from '../../projections/read-models/partner-keys.ts';
 import type { Collection, Doc } from '../../projections/read-store.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
 
 const BRAND_PARTNER = '5b0e6f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b';
@@ -111,7 +111,7 @@ test('active keys are looked up by hash; rotation and revocation remove keys; li
   const es = await eventStoreFor(t);
   await append(es, partner.streamId(BRAND_PARTNER), firstEvents(), '2026-05-01T09:00:00.000Z');
   await append(es, partner.streamId(STORE_PARTNER), storePartnerEvents(), '2026-05-01T12:00:00.000Z');
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, partnerKeysProjection);
 
   let docs = await snapshot(readStore, partnerKeysProjection);
@@ -146,7 +146,7 @@ test('applying the same events again changes nothing and never brings back a rev
   await append(es, partner.streamId(BRAND_PARTNER), firstEvents());
   await append(es, partner.streamId(STORE_PARTNER), storePartnerEvents());
   await append(es, partner.streamId(BRAND_PARTNER), laterEvents());
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, partnerKeysProjection);
   const first = await snapshot(readStore, partnerKeysProjection);
 
@@ -159,7 +159,7 @@ test('applying the same events again changes nothing and never brings back a rev
     t.deepEqual(await snapshot(readStore, partnerKeysProjection), first);
   }
   for (const batchSize of [1, 3]) {
-    const fresh = createMemoryReadStore();
+    const fresh = openSqliteReadStore(':memory:');
     await project(es, fresh, partnerKeysProjection, { batchSize });
     t.deepEqual(await snapshot(fresh, partnerKeysProjection), first);
   }
@@ -168,7 +168,7 @@ test('applying the same events again changes nothing and never brings back a rev
 test('a crash that left the partner written and its key documents not is repaired by the replay', async (t) => {
   const es = await eventStoreFor(t);
   await append(es, partner.streamId(BRAND_PARTNER), firstEvents());
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, partnerKeysProjection);
   const keys = await readStore.collection<PartnerKeyDoc>(PARTNER_KEYS);
   const partners = await readStore.collection<PartnerDoc>(PARTNERS);
@@ -216,7 +216,7 @@ test('events of other streams are ignored', async (t) => {
       created_at: '2026-05-01T12:00:00.000Z',
     }),
   ]);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, partnerKeysProjection);
   const docs = await snapshot(readStore, partnerKeysProjection);
   t.deepEqual(docs[PARTNER_KEYS], [storeKeyDoc]);

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { EventStore, NewEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-import { createMemoryReadStore } from '../../projections/memory-read-store.ts';
 import { createProjector, type Projection } from '../../projections/projector.ts';
 import type { Doc, ReadStore } from '../../projections/read-store.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 
 const meta = () => ({
   correlation_id: randomUUID(),
@@ -81,7 +81,7 @@ async function dump(readStore: ReadStore): Promise<unknown> {
 }
 
 async function cleanBuild(store: EventStore): Promise<unknown> {
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const p = createProjector({ store, readStore, projections: [tallies], batchSize: 64 });
   await p.start();
   await p.caughtUp;
@@ -92,7 +92,7 @@ async function cleanBuild(store: EventStore): Promise<unknown> {
 test('a projection applies every event in batches and checkpoints after them', async (t) => {
   const store = await setup(t);
   await seed(store, 500);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const p = createProjector({ store, readStore, projections: [tallies], batchSize: 64 });
   await p.start();
   await p.caughtUp;
@@ -119,7 +119,7 @@ test('a projection applies every event in batches and checkpoints after them', a
 test('replaying events a read model already reflects changes nothing', async (t) => {
   const store = await setup(t);
   await seed(store, 300);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const first = createProjector({ store, readStore, projections: [tallies], batchSize: 50 });
   await first.start();
   await first.caughtUp;
@@ -138,7 +138,7 @@ test('replaying events a read model already reflects changes nothing', async (t)
 test('rebuild while queries run: every answer identical, no failed read, progress reported', async (t) => {
   const store = await setup(t);
   await seed(store, 3_000);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   const p = createProjector({ store, readStore, projections: [tallies], batchSize: 200 });
   await p.start();
   await p.caughtUp;

@@ -6,7 +6,6 @@
  */
 import test from 'ava';
 import * as delivery from '../../domain/webhook-delivery.ts';
-import { createMemoryReadStore, type MemoryCollection } from '../../projections/memory-read-store.ts';
 import {
   deliveryById,
   failedOrParkedSince,
@@ -17,6 +16,7 @@ import {
   webhookDeliveriesProjection,
   webhookDeliveryIndexes,
 } from '../../projections/read-models/webhook-deliveries.ts';
+import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
 
 const W1 = '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
@@ -125,13 +125,13 @@ async function scenario(t: Parameters<typeof eventStoreFor>[0]) {
   return { es, run };
 }
 
-async function deliveriesOf(readStore: ReturnType<typeof createMemoryReadStore>) {
+async function deliveriesOf(readStore: ReturnType<typeof openSqliteReadStore>) {
   return readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
 }
 
 test('one document per delivery with every attempt, and no body', async (t) => {
   const { es } = await scenario(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookDeliveriesProjection);
   const c = await deliveriesOf(readStore);
   t.is(c.size(), 4);
@@ -211,7 +211,7 @@ test('the status, attempts and times agree with the domain fold of each stream',
   ]);
   const d3State = await run(delivery.streamId(W1, CART2), [start(D3, 31), result(D3, 1, 32, 'delivered')]);
   const d4State = await run(delivery.streamId(W2, CART1), []);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookDeliveriesProjection, { batchSize: 2 });
   const c = await deliveriesOf(readStore);
   for (const state of [d2State, d3State, d4State]) {
@@ -233,7 +233,7 @@ test('the status, attempts and times agree with the domain fold of each stream',
 
 test('applying the same events again changes nothing, whatever the batch size', async (t) => {
   const { es } = await scenario(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookDeliveriesProjection);
   const first = await snapshot(readStore, webhookDeliveriesProjection);
   for (const batchSize of [1, 3, 1000]) {
@@ -243,7 +243,7 @@ test('applying the same events again changes nothing, whatever the batch size', 
     t.deepEqual(writes, []);
     t.deepEqual(await snapshot(readStore, webhookDeliveriesProjection), first);
   }
-  const fresh = createMemoryReadStore();
+  const fresh = openSqliteReadStore(':memory:');
   await project(es, fresh, webhookDeliveriesProjection, { batchSize: 1 });
   t.deepEqual(await snapshot(fresh, webhookDeliveriesProjection), first);
 });
@@ -284,14 +284,14 @@ function planDoc(i: number): WebhookDeliveryDoc {
 
 const planDocs = Array.from({ length: N }, (_, i) => planDoc(i));
 const planCollection = (async () => {
-  const c = await createMemoryReadStore().collection<WebhookDeliveryDoc>(
+  const c = await openSqliteReadStore(':memory:').collection<WebhookDeliveryDoc>(
     WEBHOOK_DELIVERIES,
     webhookDeliveryIndexes,
   );
   await c.bulkWrite(
     planDocs.map((d) => ({ replaceOne: { filter: { _id: d._id }, replacement: d, upsert: true } })),
   );
-  return c as MemoryCollection<WebhookDeliveryDoc>;
+  return c as SqliteCollection<WebhookDeliveryDoc>;
 })();
 
 const newestFirst = (a: WebhookDeliveryDoc, b: WebhookDeliveryDoc) =>

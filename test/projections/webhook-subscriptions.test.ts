@@ -1,6 +1,5 @@
 import test from 'ava';
 import * as webhooks from '../../domain/webhook-subscription.ts';
-import { createMemoryReadStore, type MemoryCollection } from '../../projections/memory-read-store.ts';
 import {
   subscriptionById,
   subscriptionsForStore,
@@ -9,6 +8,7 @@ import {
   type WebhookSubscriptionDoc,
   webhookSubscriptionsProjection,
 } from '../../projections/read-models/webhook-subscriptions.ts';
+import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
 
 const A = '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
@@ -90,7 +90,7 @@ const docB: WebhookSubscriptionDoc = {
 
 test('one document per live subscription, secrets encrypted; removed ones are gone', async (t) => {
   const es = await world(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookSubscriptionsProjection);
   const docs = await snapshot(readStore, webhookSubscriptionsProjection);
   t.deepEqual(docs[WEBHOOK_SUBSCRIPTIONS].slice(0, 2), [docA, docB]);
@@ -100,7 +100,7 @@ test('one document per live subscription, secrets encrypted; removed ones are go
   const subs = (await readStore.collection<WebhookSubscriptionDoc>(
     WEBHOOK_SUBSCRIPTIONS,
     webhookSubscriptionsProjection.collections[WEBHOOK_SUBSCRIPTIONS],
-  )) as MemoryCollection<WebhookSubscriptionDoc>;
+  )) as SqliteCollection<WebhookSubscriptionDoc>;
   t.deepEqual(await subscriptionById(subs, A), docA);
   t.is(await subscriptionById(subs, C), null);
 
@@ -125,7 +125,7 @@ test('re-enabling, and narrowing the event kinds, update the document', async (t
       changed_at: '2026-05-02T10:00:00.000Z',
     }),
   ]);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookSubscriptionsProjection);
   const subs = await readStore.collection<WebhookSubscriptionDoc>(WEBHOOK_SUBSCRIPTIONS);
   t.deepEqual(await subscriptionById(subs, B), {
@@ -142,7 +142,7 @@ test('re-enabling, and narrowing the event kinds, update the document', async (t
 
 test('applying the same events again changes nothing and never restores a removed subscription', async (t) => {
   const es = await world(t);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookSubscriptionsProjection);
   const first = await snapshot(readStore, webhookSubscriptionsProjection);
   for (const batchSize of [1, 1000]) {
@@ -152,7 +152,7 @@ test('applying the same events again changes nothing and never restores a remove
     t.deepEqual(writes, []);
     t.deepEqual(await snapshot(readStore, webhookSubscriptionsProjection), first);
   }
-  const fresh = createMemoryReadStore();
+  const fresh = openSqliteReadStore(':memory:');
   await project(es, fresh, webhookSubscriptionsProjection, { batchSize: 1 });
   t.deepEqual(await snapshot(fresh, webhookSubscriptionsProjection), first);
 });
@@ -160,7 +160,7 @@ test('applying the same events again changes nothing and never restores a remove
 test('a crash that left the tombstone written and the subscription not deleted is repaired by the replay', async (t) => {
   const es = await eventStoreFor(t);
   await append(es, webhooks.streamId(C), [created(C, [2], '2026-05-01T09:00:00.000Z')]);
-  const readStore = createMemoryReadStore();
+  const readStore = openSqliteReadStore(':memory:');
   await project(es, readStore, webhookSubscriptionsProjection);
   const subs = await readStore.collection<WebhookSubscriptionDoc>(WEBHOOK_SUBSCRIPTIONS);
   const before = await subs.find({});
