@@ -1251,7 +1251,9 @@ function chooseMode(rng: Rng, target: CartTarget, s: StoreFacts): cart.Reservati
   if (s.pickup) offered.push(['pickup', 6]);
   if (s.curbside) offered.push(['curbside', 2]);
   if (s.delivery && target !== 'ready_for_pickup') offered.push(['delivery', 3]);
-  return rng.weighted(offered.length > 0 ? offered : [['pickup', 1]]);
+  // Unreachable while generateCarts moves a delivery-only store's ready target to delivery_started.
+  if (offered.length === 0) throw new Error(`store ${s.id} offers no reservation mode for ${target}`);
+  return rng.weighted(offered);
 }
 
 function generateCarts(
@@ -1273,6 +1275,8 @@ function generateCarts(
     const s = n < CART_TARGETS.length ? stores[0] : rng.weighted(storeWeights);
     if ((target === 'delivery_started' || target === 'delivery_finished') && !s.delivery)
       target = 'ready_for_pickup';
+    // A store that only delivers has no order ready for pickup: its ready order is out for delivery.
+    if (target === 'ready_for_pickup' && !s.pickup && !s.curbside) target = 'delivery_started';
 
     // When it started: open carts in the last hours, the others over the last 90 days.
     let created: number;

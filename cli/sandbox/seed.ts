@@ -5,8 +5,10 @@
  * store's specials), so the sandbox is event-sourced like real data. The lookups come from the
  * generated data itself (it is what was just written), which spares a stream read per lookup. Catalog
  * records and partners go through the command handler; a past cart's commands are decided one after
- * the other and appended together (see `seedCart`). Past carts are driven through real status moves;
- * past abandonments are decided the way the abandonment timer does it.
+ * the other and appended together (see `seedCart`). Records are written in chunks whose appends are
+ * in flight together, which the embedded store commits as one transaction (see `each`). Past carts
+ * are driven through real status moves; past abandonments are decided the way the abandonment timer
+ * does it.
  *
  * Once per event store: the `sandbox-seed` stream records `SandboxSeedStarted` (with the seed, size,
  * reference time and abandonment delay) and, at the end, `SandboxSeeded`. A store holding it completed
@@ -65,6 +67,9 @@ const SEEDED = 'SandboxSeeded';
 const PLATFORM: Actor = { type: 'platform', id: 'platform' };
 const OPERATOR: Actor = { type: 'operator', id: 'operator' };
 const SEEDER: Actor = { type: 'system', id: 'sandbox-seed' };
+
+/** Records whose appends are in flight together (see `each` in `writeSandbox`). */
+const SEED_CHUNK = 250;
 
 /** Streams whose presence means the store holds data of its own (then it is not seeded). */
 const DATA_PREFIXES = [
@@ -290,7 +295,7 @@ export async function seedSandbox(options: SeedOptions): Promise<SeedResult> {
     reference: started.reference_time,
     abandonAfterMs: started.abandon_after_ms,
   });
-  const written = await writeSandbox(es, data, started, options);
+  const written = await writeSandbox(eventStoreSink(es), data, started, options);
 
   const seconds = Math.round(performance.now() - began) / 1000;
   const seededAt = clock.now().toISOString();
@@ -324,14 +329,105 @@ export async function seedSandbox(options: SeedOptions): Promise<SeedResult> {
   };
 }
 
+/** Where `writeSandbox` sends the records it decides. */
+interface RecordSink {
+  /** Decides a command on its stream's current state and records what it decided. */
+  run<C, E extends DomainEvent, S>(
+    streamId: string,
+    decider: Decider<C, E, S>,
+    command: C,
+    metadata: CommandMetadata,
+  ): Promise<{ events: readonly E[]; state: S }>;
+  /** Records a new stream's events; false when the stream exists already (nothing is recorded). */
+  create(streamId: string, events: NewEvent[]): Promise<boolean>;
+  /** The ids that have no stream under the prefix. */
+  missing(prefix: string, ids: readonly number[]): Promise<number[]>;
+}
+
+/** The event store, through the command handler the platform routes use. */
+function eventStoreSink(es: EventStore): RecordSink {
+  const commands = createCommandHandler(es, eventRegistry);
+  return {
+    run: (streamId, decider, command, metadata) => commands.handle(streamId, decider, command, metadata),
+    async create(streamId, events) {
+      try {
+        await es.append(streamId, events, { expectedRevision: 'no_stream' });
+        return true;
+      } catch (err) {
+        if (!(err instanceof WrongExpectedVersionError)) throw err;
+        return false;
+      }
+    },
+    missing: (prefix, ids) => missingIds(es, prefix, ids),
+  };
+}
+
+/**
+ * Nowhere: every command is decided and its events validated as for the store, on the states this
+ * sink keeps, and nothing is written. It proves a data set seeds without the time writing it takes.
+ */
+function decidingOnlySink(): RecordSink {
+  const states = new Map<string, unknown>();
+  return {
+    async run(streamId, decider, command, metadata) {
+      const before = (states.has(streamId) ? states.get(streamId) : decider.initialState) as Parameters<
+        typeof decider.decide
+      >[1];
+      const events = decider.decide(command, before);
+      toNewEvents(eventRegistry, events, metadata);
+      const state = events.reduce(decider.evolve, before);
+      if (events.length > 0) states.set(streamId, state);
+      return { events, state };
+    },
+    async create(streamId) {
+      if (states.has(streamId)) return false;
+      states.set(streamId, true);
+      return true;
+    },
+    async missing(prefix, ids) {
+      return ids.filter((id) => !states.has(`${prefix}${id}`));
+    },
+  };
+}
+
+/**
+ * Decides every record of a sandbox data set through the deciders, as seeding would, and writes
+ * nothing: how many events seeding it would write. Throws what seeding would throw.
+ */
+export async function decideSandbox(options: {
+  secretKey: KeyObject;
+  size: number;
+  seed?: number;
+  reference: string;
+  abandonAfterMs: number;
+}): Promise<number> {
+  const seed = options.seed ?? DEFAULT_SANDBOX_SEED;
+  const data = generateSandbox({
+    seed,
+    size: options.size,
+    reference: options.reference,
+    abandonAfterMs: options.abandonAfterMs,
+  });
+  const started: Started = {
+    seed,
+    size: options.size,
+    reference_time: options.reference,
+    abandon_after_ms: options.abandonAfterMs,
+    counts: sandboxCounts(options.size),
+    run_id: randomUUID(),
+    started_at: options.reference,
+  };
+  const written = await writeSandbox(decidingOnlySink(), data, started, options);
+  return written.events;
+}
+
 /** Runs every platform command of the data set, in dependency order. */
 async function writeSandbox(
-  es: EventStore,
+  sink: RecordSink,
   data: SandboxData,
   { run_id: runId, abandon_after_ms: abandonAfterMs }: Started,
-  options: SeedOptions,
+  options: Pick<SeedOptions, 'secretKey' | 'signal' | 'onProgress'>,
 ): Promise<{ events: number; cartsSkipped: number }> {
-  const commands = createCommandHandler(es, eventRegistry);
   const { signal, onProgress } = options;
   let events = 0;
   let cartsSkipped = 0;
@@ -350,9 +446,9 @@ async function writeSandbox(
   let reported = '';
   let lastYield = performance.now();
 
-  /** After each record: progress (at each new phase, then now and then), a chance to stop, a pause. */
-  async function step(): Promise<void> {
-    done += 1;
+  /** After each chunk: progress (at each new phase, then now and then), a chance to stop, a pause. */
+  async function step(records: number): Promise<void> {
+    done += records;
     signal?.throwIfAborted();
     const now = performance.now();
     if (phase !== reported) {
@@ -368,6 +464,26 @@ async function writeSandbox(
     }
   }
 
+  /**
+   * Writes records a chunk at a time: the records of a chunk are decided one by one, and their appends
+   * are in flight together, so the embedded store commits them in one transaction (its group commit)
+   * and each follower wakes once per chunk rather than once per record. The results come back in the
+   * records' order.
+   */
+  async function each<T, R>(
+    items: readonly T[],
+    write: (item: T, index: number) => Promise<R>,
+  ): Promise<R[]> {
+    const results: R[] = [];
+    for (let i = 0; i < items.length; i += SEED_CHUNK) {
+      signal?.throwIfAborted();
+      const chunk = items.slice(i, i + SEED_CHUNK);
+      results.push(...(await Promise.all(chunk.map((item, j) => write(item, i + j)))));
+      await step(chunk.length);
+    }
+    return results;
+  }
+
   const meta = (at: string, actor: Actor = PLATFORM, correlationId = runId): CommandMetadata => ({
     correlationId,
     causationId: null,
@@ -380,68 +496,113 @@ async function writeSandbox(
     command: C,
     metadata: CommandMetadata,
   ) {
-    const result = await commands.handle(streamId, decider, command, metadata);
+    const result = await sink.run(streamId, decider, command, metadata);
     events += result.events.length;
     return result;
   }
 
-  // ---- catalog: what PUT /stores, /curbside_pickup_setting, /brands, /products, /menu_products run
+  // ---- catalog: what PUT /stores, /curbside_pickup_setting, /brands, /products run
   const at = data.catalog_at;
-  for (const s of data.stores) {
+  await each(data.stores, (s) => {
     const fields = store.storeFields.parse(s.body);
-    await run(
+    return run(
       store.streamId(s.id),
       store.decider,
       { type: 'UpsertStore', store_id: s.id, fields, at },
       meta(at),
     );
-    await step();
-  }
+  });
   const storeFacts = new Map(data.stores.map((s) => [s.id, store.storeFields.parse(s.body)]));
   const settings = new Map<number, ReturnType<typeof store.curbsidePickupSettingFields.parse>>();
   phase = 'curbside settings';
-  for (const c of data.curbside_settings) {
+  await each(data.curbside_settings, (c) => {
     const fields = store.curbsidePickupSettingFields.parse(c.body);
     settings.set(c.store_id, fields);
-    await run(
+    return run(
       store.streamId(c.store_id),
       store.decider,
       { type: 'SetCurbsidePickupSetting', store_id: c.store_id, fields, at },
       meta(at),
     );
-    await step();
-  }
+  });
   phase = 'brands';
-  for (const b of data.brands) {
+  await each(data.brands, (b) => {
     const fields = brand.brandFields.parse({ name: b.name });
-    await run(
+    return run(
       brand.streamId(b.id),
       brand.decider,
       { type: 'UpsertBrand', brand_id: b.id, fields, at },
       meta(at),
     );
-    await step();
-  }
+  });
   phase = 'products';
   const products = new Map<number, product.ProductFields>();
-  for (const p of data.products) {
+  await each(data.products, (p) => {
     const fields = product.productFields.parse(p.body);
     products.set(p.id, fields);
-    await run(
+    return run(
       product.streamId(p.id),
       product.decider,
       { type: 'UpsertProduct', product_id: p.id, fields, brand_exists: true, at },
       meta(at),
     );
-    await step();
-  }
+  });
+
+  // ---- specials and reviews, before the menu products: a listing then starts with its product's
+  // ratings and its store's specials, where listing first would rewrite every menu product of a
+  // product at each of its reviews (and of a store at each special) while the read models follow.
+  phase = 'specials';
+  const specialFields = data.specials.map((sp) => special.specialFields.parse(sp.body));
+  const upserted = await each(data.specials, (sp, i) => {
+    const fields = specialFields[i];
+    return run(
+      special.streamId(sp.id),
+      special.decider,
+      {
+        type: 'UpsertSpecial',
+        special_id: sp.id,
+        fields,
+        store_exists: storeFacts.has(fields.store_id),
+        at: sp.at,
+      },
+      meta(sp.at),
+    );
+  });
+  // In the data set's order, which is the order the cart lines' pricing sees them in.
+  const specialsByStore = new Map<number, PricingSpecial[]>();
+  upserted.forEach(({ state: s }, i) => {
+    if (!s.exists) return;
+    const list = specialsByStore.get(s.store_id) ?? [];
+    list.push({ id: s.special_id, ...specialFields[i], starts_at: s.starts_at, ends_at: s.ends_at });
+    specialsByStore.set(s.store_id, list);
+  });
+  phase = 'reviews';
+  await each(data.reviews, (r) => {
+    const fields = review.reviewFields.parse(r.body);
+    const reviewed = products.get(fields.product_id);
+    return run(
+      review.streamId(r.id),
+      review.decider,
+      {
+        type: 'PostReview',
+        review_id: r.id,
+        fields,
+        product: reviewed ? { brand_id: reviewed.brand_id } : null,
+        store_exists: storeFacts.has(fields.store_id),
+        at: r.at,
+      },
+      meta(r.at),
+    );
+  });
+
+  // ---- what PUT /menu_products runs
   phase = 'menu products';
   const listings = new Map<number, { store_id: number; fields: menuProduct.MenuProductFields }>();
-  for (const m of data.menu_products) {
+  await each(data.menu_products, (m) => {
     const fields = menuProduct.menuProductFields.parse(m.body);
     listings.set(m.id, { store_id: m.store_id, fields });
     const listed = products.get(fields.product_id);
-    await run(
+    return run(
       menuProduct.streamId(m.id),
       menuProduct.decider,
       {
@@ -455,53 +616,7 @@ async function writeSandbox(
       },
       meta(at),
     );
-    await step();
-  }
-
-  // ---- specials and reviews
-  phase = 'specials';
-  const specialsByStore = new Map<number, PricingSpecial[]>();
-  for (const sp of data.specials) {
-    const fields = special.specialFields.parse(sp.body);
-    const result = await run(
-      special.streamId(sp.id),
-      special.decider,
-      {
-        type: 'UpsertSpecial',
-        special_id: sp.id,
-        fields,
-        store_exists: storeFacts.has(fields.store_id),
-        at: sp.at,
-      },
-      meta(sp.at),
-    );
-    if (result.state.exists) {
-      const s = result.state;
-      const list = specialsByStore.get(s.store_id) ?? [];
-      list.push({ id: s.special_id, ...fields, starts_at: s.starts_at, ends_at: s.ends_at });
-      specialsByStore.set(s.store_id, list);
-    }
-    await step();
-  }
-  phase = 'reviews';
-  for (const r of data.reviews) {
-    const fields = review.reviewFields.parse(r.body);
-    const reviewed = products.get(fields.product_id);
-    await run(
-      review.streamId(r.id),
-      review.decider,
-      {
-        type: 'PostReview',
-        review_id: r.id,
-        fields,
-        product: reviewed ? { brand_id: reviewed.brand_id } : null,
-        store_exists: storeFacts.has(fields.store_id),
-        at: r.at,
-      },
-      meta(r.at),
-    );
-    await step();
-  }
+  });
 
   // ---- partners: what POST /admin/v1/partners runs, with the derived keys
   phase = 'partners';
@@ -517,8 +632,8 @@ async function writeSandbox(
           partner_id: p.partner_id,
           ...body,
           key: { key_id: key.key_id, key_hash: key.key_hash, key_prefix: key.key_prefix },
-          unknown_brand_ids: await missingIds(es, 'brand-', body.brand_ids),
-          unknown_store_ids: await missingIds(es, 'store-', body.store_ids),
+          unknown_brand_ids: await sink.missing('brand-', body.brand_ids),
+          unknown_store_ids: await sink.missing('store-', body.store_ids),
           at: data.partners_at,
         },
         meta(data.partners_at, OPERATOR),
@@ -526,7 +641,7 @@ async function writeSandbox(
     } catch (err) {
       if (!(err instanceof DomainError && err.code === 'partner_exists')) throw err;
     }
-    await step();
+    await step(1);
   }
 
   // ---- carts, in the order they were created
@@ -646,20 +761,12 @@ async function writeSandbox(
       }
       decide(command, s.at, actor);
     }
-    try {
-      await es.append(cart.streamId(uuid), batch, { expectedRevision: 'no_stream' });
-      events += batch.length;
-    } catch (err) {
-      // Written by an earlier, interrupted run (or a concurrent one): leave it as it is.
-      if (!(err instanceof WrongExpectedVersionError)) throw err;
-      cartsSkipped += 1;
-    }
+    // A cart written by an earlier, interrupted run (or a concurrent one) is left as it is.
+    if (await sink.create(cart.streamId(uuid), batch)) events += batch.length;
+    else cartsSkipped += 1;
   }
 
-  for (const plan of data.carts) {
-    await seedCart(plan);
-    await step();
-  }
+  await each(data.carts, (plan) => seedCart(plan));
   onProgress?.({ phase: 'done', done: total, total });
   return { events, cartsSkipped };
 }
