@@ -21,6 +21,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
+import { compiledQuery, sortComparator } from './documents.ts';
 import type {
   Checkpoint,
   Collection,
@@ -301,13 +302,43 @@ function createApplier(projection: Projection, collections: Collections, commitW
     }
     await flush(true);
 
-    /** Runs a query the projection asked for, on the collection with every pending write applied. */
+    /**
+     * Runs a query the projection asked for, on the collection with every pending write applied. The
+     * pending documents are laid over the store's answer, so a query does not cost a commit (a batch
+     * of reviews queries the menu products it has just patched, once per review). Only a pending
+     * `updateMany`, or a limit or cursor (where the store's page would depend on what is pending),
+     * commits first.
+     */
     async function runFind(name: string, key: string): Promise<void> {
-      await flush();
       const q = JSON.parse(key) as { filter: Filter; options?: FindOptions };
-      const docs = await collections[name].find(q.filter, q.options);
+      const p = pending.get(name);
+      const overlay =
+        p && p.ops.length === 0 && q.options?.limit === undefined && q.options?.after === undefined
+          ? p.docs
+          : undefined;
+      if (!overlay) await flush();
+      const stored = await collections[name].find(q.filter, q.options);
       const c = coll(name);
-      for (const d of docs) c.set(d._id, d);
+      const docs: Doc[] = [];
+      for (const d of stored) {
+        if (overlay?.has(d._id)) continue; // the pending version decides
+        c.set(d._id, d);
+        docs.push(d);
+      }
+      if (overlay && overlay.size > 0) {
+        const matcher = compiledQuery(q.filter);
+        for (const doc of overlay.values()) {
+          if (!doc) continue;
+          // As the store will hold it, which is what the store's answer holds for the others.
+          const held = projection.finalize ? projection.finalize(name, doc) : doc;
+          if (matcher.test(held)) docs.push(held);
+        }
+        const sort = q.options?.sort;
+        if (sort) {
+          const bySort = sortComparator(sort.some(([f]) => f === '_id') ? sort : [...sort, ['_id', 1]]);
+          docs.sort(bySort);
+        }
+      }
       found.get(name)?.set(key, docs);
     }
   }
