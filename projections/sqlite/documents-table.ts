@@ -492,18 +492,35 @@ export class DocumentsTable {
     if (this.keysOf(id)) throw new Error(`duplicate key ${JSON.stringify(id)} in the _id index`);
   }
 
-  /** Writes a document and the index entries that changed (most rewrites change none). */
+  /**
+   * Writes a document and the index entries that changed: most rewrites change none, and a multikey
+   * field that gains an element (a product listed at one more store) gains one entry, not all again.
+   */
   private store(doc: Doc, oldKeys: string | undefined): void {
     const old = oldKeys ? (JSON.parse(oldKeys) as StoredKeys) : {};
     const keys: StoredKeys = {};
     for (const index of this.indexes) {
       const entries = entriesOf(walkFields(index), doc);
-      const encoded = encodeEntries(entries);
+      const texts = entries.map(entryText);
+      const encoded = `[${texts.join(',')}]`;
       keys[index.table] = encoded;
       const before = old[index.table];
       if (before === encoded) continue;
-      if (before) this.deleteEntries(index, decodeEntries(before), doc._id);
-      this.insertEntries(index, doc, entries);
+      if (!before) {
+        this.insertEntries(index, doc, entries);
+        continue;
+      }
+      const now = new Set(texts);
+      const held = (JSON.parse(before) as unknown[][]).map((e) => JSON.stringify(e));
+      const kept = new Set(held);
+      const gone = decodeEntries(before).filter((_, i) => !now.has(held[i]));
+      this.deleteEntries(index, gone, doc._id);
+      this.insertEntries(
+        index,
+        doc,
+        entries.filter((_, i) => !kept.has(texts[i])),
+        entries.length,
+      );
     }
     this.statements
       .get(
@@ -523,23 +540,25 @@ export class DocumentsTable {
     this.statements.cache.delete(this.table, id);
   }
 
+  /** Inserts entries of a document; `all` is how many it has in the index (more than one: multikey). */
   private insertEntries(
     index: IndexMeta,
     doc: Doc,
     entries = entriesOf(walkFields(index), doc),
+    all = entries.length,
   ): SQLInputValue[][] {
-    const n = walkFields(index).length;
-    if (entries.length > 1 && !index.multikey) {
+    if (all > 1 && !index.multikey) {
       index.multikey = true;
       this.onMultikey(index);
     }
+    if (entries.length === 0) return entries;
+    const n = walkFields(index).length;
+    const marks = Array.from({ length: n + 1 }, () => '?').join(', ');
+    const cols = [...Array.from({ length: n }, (_, i) => column(i)), '_id'].join(', ');
+    const insert = this.statements.get(`INSERT OR IGNORE INTO ${q(index.table)} (${cols}) VALUES (${marks})`);
     for (const entry of entries) {
       if (index.unique) this.assertUnique(index, entry);
-      const marks = Array.from({ length: n + 1 }, () => '?').join(', ');
-      const cols = [...Array.from({ length: n }, (_, i) => column(i)), '_id'].join(', ');
-      this.statements
-        .get(`INSERT OR IGNORE INTO ${q(index.table)} (${cols}) VALUES (${marks})`)
-        .run(...entry, doc._id);
+      insert.run(...entry, doc._id);
     }
     return entries;
   }
@@ -600,14 +619,17 @@ function compareRows(
  */
 type StoredKeys = Record<string, string>;
 
-function encodeEntries(entries: SQLInputValue[][]): string {
+/** One entry as JSON text: `encodeEntries` is these in an array, and equal entries have equal texts. */
+function entryText(entry: SQLInputValue[]): string {
   return JSON.stringify(
-    entries.map((e) =>
-      e.map((k) =>
-        k instanceof Uint8Array ? { b: Buffer.from(k).toString('hex') } : k === NULL_KEY ? null : k,
-      ),
+    entry.map((k) =>
+      k instanceof Uint8Array ? { b: Buffer.from(k).toString('hex') } : k === NULL_KEY ? null : k,
     ),
   );
+}
+
+function encodeEntries(entries: SQLInputValue[][]): string {
+  return `[${entries.map(entryText).join(',')}]`;
 }
 
 function decodeEntries(text: string): SQLInputValue[][] {
