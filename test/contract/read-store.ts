@@ -653,6 +653,42 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
     }),
   );
 
+  test(name('an array field rewritten to gain and lose elements is found by exactly its elements'), (t) =>
+    withStore(t, async (store, p) => {
+      // Unique: an element the document gave up must be free for another document at once.
+      const c = await store.collection(`${p}_tags`, [{ keys: [['tags', 1]], unique: true }]);
+      const put = (tags: unknown) =>
+        c.bulkWrite([
+          { replaceOne: { filter: { _id: 'a' }, replacement: { _id: 'a', tags }, upsert: true } },
+        ]);
+      const found = async (tag: unknown) => ids(await c.find({ tags: tag as string }));
+      for (const [tags, present, absent] of [
+        [['x', 'y'], ['x', 'y'], ['z']],
+        [['y', 'z'], ['y', 'z'], ['x']],
+        [
+          ['z', 'z', 'w'],
+          ['z', 'w'],
+          ['x', 'y'],
+        ],
+        ['w', ['w'], ['z']],
+        [[null, 'v'], [null, 'v'], ['w']],
+        // An empty array matches no element (nor null), as in MongoDB.
+        [[], [], [null, 'v']],
+        [['u'], ['u'], [null]],
+      ] as const) {
+        await put(tags);
+        for (const tag of present)
+          t.deepEqual(await found(tag), ['a'], `${JSON.stringify(tags)} holds ${tag}`);
+        for (const tag of absent) t.deepEqual(await found(tag), [], `${JSON.stringify(tags)} lacks ${tag}`);
+        const given = absent.filter((tag) => tag !== null);
+        await c.bulkWrite([
+          { replaceOne: { filter: { _id: 'b' }, replacement: { _id: 'b', tags: given }, upsert: true } },
+        ]);
+        await c.bulkWrite([{ deleteOne: { filter: { _id: 'b' } } }]);
+      }
+    }),
+  );
+
   test(name('dotted paths through arrays of embedded documents match by element'), (t) =>
     withStore(t, async (store, p) => {
       const docs: Doc[] = [
