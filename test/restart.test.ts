@@ -1,0 +1,188 @@
+/**
+ * What `npm start` does on a new machine, as a child process (docs/read-side.md): the first start seeds
+ * the sandbox; `kill -9` stops it; the next start resumes every read model and follower from its
+ * checkpoint in `read.db` (no read store created or replaced, nothing rebuilt) and then gives every
+ * partner answer exactly as before. The time to `/readyz` is logged, not asserted: `npm run bench --
+ * restart` measures it against a raw read of the log.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createSecretKey } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test, { type ExecutionContext } from 'ava';
+import { DEFAULT_SANDBOX_SEED, generateSandbox } from '../cli/sandbox/generate.ts';
+import { sandboxApiKey } from '../cli/sandbox/seed.ts';
+import type { PartnerKind } from '../domain/partner.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SECRET_HEX = '5a'.repeat(32);
+const SECRET = createSecretKey(Buffer.from(SECRET_HEX, 'hex'));
+
+/** `npm start`'s command (package.json), run with this Node: `exec node <args>`. */
+function startArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const match = /^exec node (.+)$/.exec(pkg.scripts.start);
+  if (!match) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  return match[1].split(' ');
+}
+
+interface Started {
+  child: ChildProcess;
+  base: string;
+  output: () => string;
+  /** Milliseconds from spawning the process to `/readyz` 200. */
+  readyMs: number;
+}
+
+/** `npm start` on `dataDir` with a size-2 sandbox, until `/readyz` 200 (and, if asked, the sandbox banner). */
+async function start(t: ExecutionContext, dataDir: string, waitFor?: RegExp): Promise<Started> {
+  const began = performance.now();
+  const child = spawn(process.execPath, startArgs(), {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      PDS_DATA_DIR: dataDir,
+      PDS_SECRET_KEY: SECRET_HEX,
+      PDS_SANDBOX_SIZE: '2',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  child.stdout?.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
+  });
+  const deadline = Date.now() + 120_000;
+  const until = async (done: () => Promise<boolean> | boolean, what: string) => {
+    while (!(await done())) {
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${what}: ${out.slice(-3_000)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  let base = '';
+  await until(() => {
+    const m = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(out);
+    if (m) base = `http://127.0.0.1:${m[1]}`;
+    return base !== '';
+  }, 'no start');
+  await until(async () => {
+    const res = await fetch(`${base}/readyz`).catch(() => undefined);
+    await res?.body?.cancel();
+    return res?.status === 200;
+  }, 'never ready');
+  const readyMs = performance.now() - began;
+  if (waitFor) await until(() => waitFor.test(out), `no ${waitFor}`);
+  return { child, base, output: () => out, readyMs };
+}
+
+async function kill9(child: ChildProcess): Promise<void> {
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+type Answers = Record<string, string>;
+
+/**
+ * Every GET of the four partner APIs with the sandbox keys: lists of 100, and the item routes with ids
+ * taken from those lists. Status and body, byte for byte.
+ */
+async function partnerAnswers(base: string): Promise<Answers> {
+  const out: Answers = {};
+  const key = (kind: PartnerKind) => sandboxApiKey(SECRET, DEFAULT_SANDBOX_SEED, kind).api_key;
+  const get = async (kind: PartnerKind, url: string): Promise<Record<string, unknown>> => {
+    const res = await fetch(`${base}${url}`, { headers: { authorization: `Bearer ${key(kind)}` } });
+    const text = await res.text();
+    out[`${kind} ${url}`] = `${res.status} ${text}`;
+    if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text}`);
+    return JSON.parse(text);
+  };
+  /** A field of the first record of a list answer (the list is the answer's array: `stores`, …). */
+  const first = (page: Record<string, unknown>, field: string) => {
+    const list = Object.values(page).find(Array.isArray) as Array<Record<string, unknown>> | undefined;
+    const value = list?.[0]?.[field];
+    if (value === undefined) throw new Error(`no ${field} in ${JSON.stringify(page).slice(0, 300)}`);
+    return value;
+  };
+
+  // The radius searches around the first sandbox store's ZIP code (stores do not depend on the time).
+  const [shop] = generateSandbox({
+    seed: DEFAULT_SANDBOX_SEED,
+    size: 2,
+    reference: '2026-01-01T00:00:00Z',
+    abandonAfterMs: 1,
+  }).stores;
+  const near = `zipcode=${shop.body.zip}&radius=100&limit=100`;
+  const B = '/partner/brand/v1';
+  await get('brand', `${B}/carts?limit=100`);
+  await get('brand', `${B}/products?${near}`);
+  await get('brand', `${B}/reviews?limit=100`);
+  await get('brand', `${B}/specials?limit=100`);
+  const stores = await get('brand', `${B}/stores?limit=100`);
+  await get('brand', `${B}/stores/${first(stores, 'id')}/menu_products?limit=100`);
+
+  const F = '/partner/brand-feed/v1';
+  const reviews = await get('brand_feed', `${F}/reviews?limit=100`);
+  await get('brand_feed', `${F}/products/${first(reviews, 'product_id')}/reviews?limit=100`);
+
+  for (const [kind, S] of [
+    ['store_operator', '/partner/store/v1'],
+    ['store_menu_feed', '/partner/store-menu-feed/v1'],
+  ] as const) {
+    const q = 'store_id=1';
+    if (kind === 'store_operator') await get(kind, `${S}/carts?${q}&limit=100`);
+    const menu = await get(kind, `${S}/menu_products?${q}&limit=100`);
+    await get(kind, `${S}/menu_products/${first(menu, 'id')}?${q}`);
+    const productId = first(menu, 'product_id');
+    await get(kind, `${S}/products/${productId}/recommendations?${q}`);
+    await get(kind, `${S}/products/${productId}/reviews?${q}&limit=100`);
+    await get(kind, `${S}/specials?${q}&limit=100`);
+    await get(kind, `${S}/curbside_pickup_setting?${q}`);
+  }
+  return out;
+}
+
+test('npm start seeds the sandbox; after kill -9 the next start resumes from read.db and answers as before', async (t) => {
+  t.timeout(180_000);
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-restart-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+
+  const first = await start(t, dataDir, /^pds: sandbox ready at /m);
+  t.regex(first.output(), /read store created/);
+  const before = await partnerAnswers(first.base);
+  t.true(Object.keys(before).length >= 20);
+  await kill9(first.child);
+
+  const second = await start(t, dataDir, /^pds: sandbox: seeded before/m);
+  t.log(
+    `restart to /readyz 200: ${Math.round(second.readyMs)} ms (first start: ${Math.round(first.readyMs)} ms)`,
+  );
+  const log = second.output();
+  // Resumed, not rebuilt: the file was opened as it was, and no projection was built again.
+  t.notRegex(log, /read store (created|replaced)/);
+  t.notRegex(log, /rebuil/i);
+  const logged = (msg: string) =>
+    log
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { msg: string; resumed_after?: number })
+      .find((line) => line.msg === msg);
+  // The dispatcher's followers resumed after their checkpoints, not from the start of the log.
+  t.true((logged('abandonment timers restored')?.resumed_after ?? 0) > 0);
+  t.true((logged('webhook deliveries restored')?.resumed_after ?? 0) > 0);
+  t.deepEqual(await partnerAnswers(second.base), before);
+  await kill9(second.child);
+});
