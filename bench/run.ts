@@ -5,6 +5,7 @@
 import { benchApi } from './api.ts';
 import { benchEventStore } from './eventstore.ts';
 import { benchProjectionRebuild } from './projection.ts';
+import { benchRestart } from './restart.ts';
 import { benchTimers } from './timers.ts';
 import { benchWebhooks } from './webhook.ts';
 
@@ -14,6 +15,7 @@ const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   webhook: () => benchWebhooks(),
   api: () => benchApi(),
   timers: () => benchTimers(),
+  restart: () => benchRestart(),
 };
 
 const only = process.argv.slice(2);

@@ -1,0 +1,216 @@
+/**
+ * `restart`: how long `npm start` takes to answer `/readyz` 200 on a data dir with a long history, and
+ * the resident memory of the process then (docs/read-side.md).
+ *
+ * For each history size (`PDS_BENCH_RESTART_EVENTS`, default 100,000 and 1,000,000 events): a catalog,
+ * carts through checkout and status moves (`generateEvents`, as `projection.rebuild` writes them), and
+ * a settled webhook delivery (scheduled, attempted, delivered) for a fifth of the status changes,
+ * written straight into `events.db`. Then `pds serve --role all` runs as a child process:
+ *
+ * - first start: every read model and follower built from the whole log (reported, not a target);
+ * - after a clean stop (SIGTERM) and after `kill -9`: from spawning the process to `/readyz` 200, and
+ *   its resident memory (VmRSS) at that moment.
+ *
+ * The baseline is a raw read of the whole log in this process in the same run (pages of 1,000, JSON
+ * parsed, nothing else): the least a replay at start would cost. `ratio` is the restart time over it.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as cart from '../domain/cart.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { toNewEvent } from './events.ts';
+import type { BenchLine } from './eventstore.ts';
+import { generateEvents } from './projection.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SIZES = (process.env.PDS_BENCH_RESTART_EVENTS ?? '100000,1000000').split(',').map(Number);
+const WEBHOOK_ID = '7e57be9c-0000-4000-8000-000000000001';
+const round = (n: number, digits = 0) => Number(n.toFixed(digits));
+
+export async function benchRestart(): Promise<BenchLine[]> {
+  const lines: BenchLine[] = [];
+  for (const size of SIZES) lines.push(await restartWith(size));
+  return lines;
+}
+
+async function restartWith(target: number): Promise<BenchLine> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-restart-'));
+  try {
+    const es = await openSqliteEventStore(path.join(dir, 'events.db'));
+    let t0 = performance.now();
+    const written = (await generateEvents(es, target)) + (await settledDeliveries(es));
+    const generateSeconds = (performance.now() - t0) / 1000;
+    t0 = performance.now();
+    let read = 0;
+    for (let after = 0; ; ) {
+      const page = await es.readAll({ after, maxCount: 1_000 });
+      if (page.length === 0) break;
+      read += page.length;
+      after = page[page.length - 1].position;
+    }
+    const rawMs = performance.now() - t0;
+    await es.close();
+
+    const first = await serve(dir);
+    await first.stop('SIGTERM');
+    const clean = await serve(dir);
+    await clean.stop('SIGTERM');
+    const killed = await serve(dir);
+    await killed.stop('SIGKILL');
+    const after = await serve(dir);
+    await after.stop('SIGTERM');
+    return {
+      name: 'restart',
+      events: written,
+      generate_seconds: round(generateSeconds, 1),
+      first_start_ms: round(first.readyMs),
+      first_start_rss_mb: first.rssMb,
+      ready_after_clean_stop_ms: round(clean.readyMs),
+      rss_after_clean_stop_mb: clean.rssMb,
+      ready_after_kill_ms: round(after.readyMs),
+      rss_after_kill_mb: after.rssMb,
+      baseline: 'raw read of the whole log',
+      baseline_ms: round(rawMs),
+      baseline_events: read,
+      ratio_clean: round(clean.readyMs / rawMs, 3),
+      ratio: round(after.readyMs / rawMs, 3),
+      targets: { ready_ms_at_1m_events: 2_000, ratio: 0.1, rss_mb: 300 },
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A delivered `cart_status_updated` webhook for every fifth status change: each a queue stream with the
+ * events the delivery decider produces for a schedule, an attempt and its success.
+ */
+async function settledDeliveries(es: EventStore): Promise<number> {
+  let written = 0;
+  let seen = 0;
+  const appends: Promise<unknown>[] = [];
+  for (let after = 0; ; ) {
+    const page = await es.readAll({ after, maxCount: 1_000, filter: { eventTypes: ['CartStatusChanged'] } });
+    if (page.length === 0) break;
+    after = page[page.length - 1].position;
+    for (const e of page) {
+      if (seen++ % 5 !== 0) continue;
+      const uuid = e.streamId.slice(cart.streamId('').length);
+      const id = delivery.deliveryId(WEBHOOK_ID, e.id);
+      const at = e.recordedAt;
+      let state = delivery.decider.initialState;
+      const events = [];
+      for (const command of [
+        {
+          type: 'ScheduleDelivery',
+          delivery_id: id,
+          webhook_id: WEBHOOK_ID,
+          event_kind: 'cart_status_updated',
+          cart_uuid: uuid,
+          store_id: (e.data as { store_id?: number }).store_id ?? 1,
+          source_event_id: e.id,
+          source_revision: e.revision,
+          source_position: e.position,
+          body: '{"webhook_event":"cart_status_updated"}',
+          at,
+        },
+        { type: 'StartAttempt', delivery_id: id, lease_ms: 30_000, dispatcher_id: 'bench', at },
+        {
+          type: 'RecordAttempt',
+          delivery_id: id,
+          attempt: 1,
+          outcome: 'delivered',
+          status: 200,
+          duration_ms: 12,
+          response_excerpt: 'ok',
+          error_code: null,
+          error: null,
+          retry_at: null,
+          park: null,
+          at,
+        },
+      ] satisfies delivery.WebhookDeliveryCommand[]) {
+        for (const event of delivery.decider.decide(command, state)) {
+          state = delivery.decider.evolve(state, event);
+          events.push(toNewEvent(event, at));
+        }
+      }
+      appends.push(es.append(delivery.streamId(WEBHOOK_ID, uuid), events));
+      written += events.length;
+      if (appends.length >= 500) await Promise.all(appends.splice(0));
+    }
+  }
+  await Promise.all(appends);
+  return written;
+}
+
+interface Served {
+  readyMs: number;
+  rssMb: number;
+  stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+}
+
+/** `npm start`'s command on `dir`, from spawn to `/readyz` 200. */
+async function serve(dir: string): Promise<Served> {
+  const began = performance.now();
+  const child: ChildProcess = spawn(process.execPath, ['cli/pds.ts', 'serve', '--role', 'all'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      PDS_DATA_DIR: dir,
+      PDS_SANDBOX: '0',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout?.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
+  });
+  const exited = once(child, 'exit');
+  try {
+    let base: string | undefined;
+    for (;;) {
+      const m = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(out);
+      if (m) {
+        base = `http://127.0.0.1:${m[1]}`;
+        break;
+      }
+      if (child.exitCode !== null) throw new Error(`pds serve exited: ${out}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    for (;;) {
+      const res = await fetch(`${base}/readyz`).catch(() => undefined);
+      await res?.body?.cancel();
+      if (res?.status === 200) break;
+      if (child.exitCode !== null) throw new Error(`pds serve exited: ${out}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  const readyMs = performance.now() - began;
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  const rssKb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN);
+  return {
+    readyMs,
+    rssMb: Math.round(rssKb / 1024),
+    async stop(signal) {
+      child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const line of await benchRestart()) console.log(JSON.stringify(line));
+}
