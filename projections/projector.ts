@@ -130,6 +130,12 @@ type CommitWork = (
   applied: number,
 ) => Promise<void>;
 
+/**
+ * Pending documents a mid-batch query is checked against before they are committed instead: each query
+ * tests them all, so past this many a commit costs less.
+ */
+const MAX_OVERLAID = 500;
+
 /** Applies batches of events to a set of collections (live ones or rebuild shadows). */
 function createApplier(projection: Projection, collections: Collections, commitWork: CommitWork) {
   const POSITION = '_position';
@@ -305,15 +311,19 @@ function createApplier(projection: Projection, collections: Collections, commitW
     /**
      * Runs a query the projection asked for, on the collection with every pending write applied. The
      * pending documents are laid over the store's answer, so a query does not cost a commit (a batch
-     * of reviews queries the menu products it has just patched, once per review). Only a pending
-     * `updateMany`, or a limit or cursor (where the store's page would depend on what is pending),
-     * commits first.
+     * of reviews queries the menu products it has just patched, once per review). A pending
+     * `updateMany`, a limit or cursor (where the store's page would depend on what is pending), or
+     * more pending documents than are worth testing at every query, commit first.
      */
     async function runFind(name: string, key: string): Promise<void> {
       const q = JSON.parse(key) as { filter: Filter; options?: FindOptions };
       const p = pending.get(name);
       const overlay =
-        p && p.ops.length === 0 && q.options?.limit === undefined && q.options?.after === undefined
+        p &&
+        p.ops.length === 0 &&
+        p.docs.size <= MAX_OVERLAID &&
+        q.options?.limit === undefined &&
+        q.options?.after === undefined
           ? p.docs
           : undefined;
       if (!overlay) await flush();
