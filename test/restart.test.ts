@@ -5,9 +5,7 @@
  * partner answer exactly as before. The time to `/readyz` is logged, not asserted: `npm run bench --
  * restart` measures it against a raw read of the log.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createSecretKey } from 'node:crypto';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +15,7 @@ import test, { type ExecutionContext } from 'ava';
 import { DEFAULT_SANDBOX_SEED, generateSandbox } from '../cli/sandbox/generate.ts';
 import { sandboxApiKey } from '../cli/sandbox/seed.ts';
 import type { PartnerKind } from '../domain/partner.ts';
+import { killChild, serveChild } from './support/child-service.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SECRET_HEX = '5a'.repeat(32);
@@ -32,66 +31,27 @@ function startArgs(): string[] {
   return match[1].split(' ');
 }
 
-interface Started {
-  child: ChildProcess;
-  base: string;
-  output: () => string;
-  /** Milliseconds from spawning the process to `/readyz` 200. */
-  readyMs: number;
-}
-
-/** `npm start` on `dataDir` with a size-2 sandbox, until `/readyz` 200 (and, if asked, the sandbox banner). */
-async function start(t: ExecutionContext, dataDir: string, waitFor?: RegExp): Promise<Started> {
+/**
+ * `npm start` on `dataDir` with a size-2 sandbox, until `/readyz` 200 (then, if asked, until its output
+ * shows `waitFor`), and how long it took to be ready.
+ */
+async function start(t: ExecutionContext, dataDir: string, waitFor?: RegExp) {
   const began = performance.now();
-  const child = spawn(process.execPath, startArgs(), {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      PDS_DATA_DIR: dataDir,
-      PDS_SECRET_KEY: SECRET_HEX,
-      PDS_SANDBOX_SIZE: '2',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  child.stdout?.setEncoding('utf8').on('data', (c: string) => {
-    out += c;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (c: string) => {
-    out += c;
-  });
-  const deadline = Date.now() + 120_000;
-  const until = async (done: () => Promise<boolean> | boolean, what: string) => {
-    while (!(await done())) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${what}: ${out.slice(-3_000)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  let base = '';
-  await until(() => {
-    const m = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(out);
-    if (m) base = `http://127.0.0.1:${m[1]}`;
-    return base !== '';
-  }, 'no start');
-  await until(async () => {
-    const res = await fetch(`${base}/readyz`).catch(() => undefined);
-    await res?.body?.cancel();
-    return res?.status === 200;
-  }, 'never ready');
+  const child = await serveChild(
+    t,
+    dataDir,
+    { PDS_SECRET_KEY: SECRET_HEX, PDS_SANDBOX: '1', PDS_SANDBOX_SIZE: '2', LOG_LEVEL: 'info' },
+    startArgs(),
+  );
   const readyMs = performance.now() - began;
-  if (waitFor) await until(() => waitFor.test(out), `no ${waitFor}`);
-  return { child, base, output: () => out, readyMs };
-}
-
-async function kill9(child: ChildProcess): Promise<void> {
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
+  const deadline = Date.now() + 120_000;
+  while (waitFor && !waitFor.test(child.output())) {
+    if (child.process.exitCode !== null || Date.now() > deadline) {
+      throw new Error(`no ${waitFor}: ${child.output().slice(-3_000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { ...child, readyMs };
 }
 
 type Answers = Record<string, string>;
@@ -164,7 +124,7 @@ test('npm start seeds the sandbox; after kill -9 the next start resumes from rea
   t.regex(first.output(), /read store created/);
   const before = await partnerAnswers(first.base);
   t.true(Object.keys(before).length >= 20);
-  await kill9(first.child);
+  await killChild(first);
 
   const second = await start(t, dataDir, /^pds: sandbox: seeded before/m);
   t.log(
@@ -184,5 +144,5 @@ test('npm start seeds the sandbox; after kill -9 the next start resumes from rea
   t.true((logged('abandonment timers restored')?.resumed_after ?? 0) > 0);
   t.true((logged('webhook deliveries restored')?.resumed_after ?? 0) > 0);
   t.deepEqual(await partnerAnswers(second.base), before);
-  await kill9(second.child);
+  await killChild(second);
 });

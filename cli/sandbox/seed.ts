@@ -367,12 +367,16 @@ function eventStoreSink(es: EventStore): RecordSink {
  * sink keeps, and nothing is written. It proves a data set seeds without the time writing it takes.
  */
 function decidingOnlySink(): RecordSink {
+  /** Each stream's state as decided so far (a created cart stream only needs to exist). */
   const states = new Map<string, unknown>();
   return {
-    async run(streamId, decider, command, metadata) {
-      const before = (states.has(streamId) ? states.get(streamId) : decider.initialState) as Parameters<
-        typeof decider.decide
-      >[1];
+    async run<C, E extends DomainEvent, S>(
+      streamId: string,
+      decider: Decider<C, E, S>,
+      command: C,
+      metadata: CommandMetadata,
+    ) {
+      const before = states.has(streamId) ? (states.get(streamId) as S) : decider.initialState;
       const events = decider.decide(command, before);
       toNewEvents(eventRegistry, events, metadata);
       const state = events.reduce(decider.evolve, before);

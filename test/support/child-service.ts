@@ -18,6 +18,8 @@ export interface Child {
   process: ChildProcess;
   api: Caller;
   base: string;
+  /** What it printed so far, stdout and stderr. */
+  output(): string;
 }
 
 /** A data dir removed after the test. */
@@ -29,14 +31,16 @@ export async function childDataDir(t: ExecutionContext, prefix = 'pds-crash-'): 
 
 /**
  * `pds serve` on `dataDir`, ready (`/readyz` 200). By default a 1 s webhook timeout (a lease runs out
- * 3 s after an attempt starts), fast retries and no sandbox; `env` adds or overrides variables.
+ * 3 s after an attempt starts), fast retries and no sandbox; `env` adds or overrides variables, and
+ * `args` replaces the command line after `node`.
  */
 export async function serveChild(
   t: ExecutionContext,
   dataDir: string,
   env: Record<string, string> = {},
+  args = ['cli/pds.ts', 'serve'],
 ): Promise<Child> {
-  const child = spawn(process.execPath, ['cli/pds.ts', 'serve'], {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
@@ -86,6 +90,7 @@ export async function serveChild(
   return {
     process: child,
     base: url,
+    output: () => stdout + stderr,
     api: {
       call: (method, p, body, headers = {}) =>
         fetch(`${url}${p}`, {
