@@ -411,17 +411,17 @@ export class DocumentsTable {
       if (c.eq) prefixes = prefixes.flatMap((p) => (c.eq ?? []).map((v) => [...p, v ?? null]));
       else range = c;
     }
-    const out = new Map<unknown, Doc>();
+    // The ids from the index, then the documents through the cache: a hot range (the stores near a
+    // ZIP code) is not read and parsed again at every request.
+    const ids = new Set<DocId>();
     for (const prefix of prefixes) {
       const params: SQLInputValue[] = [];
       const where = prefix.map((v, i) => equals(`t.${column(i)}`, toKey(v), params));
       if (range) where.push(...rangeOf(`t.${column(prefix.length)}`, range, index.multikey, params));
-      const sql = `SELECT d._id, d.doc FROM ${q(this.table)} AS d WHERE d._id IN (SELECT t._id FROM ${q(index.table)} AS t WHERE ${where.join(' AND ')})`;
-      for (const [id, json] of rows(this.statements, sql, params)) {
-        if (!out.has(id)) out.set(id, JSON.parse(json as string));
-      }
+      const sql = `SELECT t._id FROM ${q(index.table)} AS t WHERE ${where.join(' AND ')}`;
+      for (const [id] of rows(this.statements, sql, params)) ids.add(id as DocId);
     }
-    return [...out.values()];
+    return this.findByIds([...ids]);
   }
 
   // ---- writes --------------------------------------------------------------------------------------
