@@ -9,7 +9,9 @@
  *
  * - first start: every read model and follower built from the whole log (reported, not a target);
  * - after a clean stop (SIGTERM) and after `kill -9`: from spawning the process to `/readyz` 200, and
- *   its resident memory (VmRSS) at that moment.
+ *   its resident memory (VmRSS) at that moment;
+ * - then its peak resident memory under 6 s of partner API load (32 connections: one menu product, and
+ *   pages of 20 menu products at different cursors of a store).
  *
  * The baseline is a raw read of the whole log in this process in the same run (pages of 1,000, JSON
  * parsed, nothing else): the least a replay at start would cost. `ratio` is the restart time over it.
@@ -21,6 +23,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
 import * as cart from '../domain/cart.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -65,7 +68,7 @@ async function restartWith(target: number): Promise<BenchLine> {
     const killed = await serve(dir);
     await killed.stop('SIGKILL');
     const after = await serve(dir);
-    await after.stop('SIGTERM');
+    const loaded = await underLoad(after, dir).finally(() => after.stop('SIGTERM'));
     return {
       name: 'restart',
       events: written,
@@ -76,6 +79,8 @@ async function restartWith(target: number): Promise<BenchLine> {
       rss_after_clean_stop_mb: clean.rssMb,
       ready_after_kill_ms: round(after.readyMs),
       rss_after_kill_mb: after.rssMb,
+      rss_peak_under_load_mb: loaded.rssPeakMb,
+      load_requests_per_s: loaded.requestsPerS,
       baseline: 'raw read of the whole log',
       baseline_ms: round(rawMs),
       baseline_events: read,
@@ -152,6 +157,8 @@ async function settledDeliveries(es: EventStore): Promise<number> {
 }
 
 interface Served {
+  base: string;
+  pid: number;
   readyMs: number;
   rssMb: number;
   stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
@@ -176,8 +183,8 @@ async function serve(dir: string): Promise<Served> {
     out += c;
   });
   const exited = once(child, 'exit');
+  let base = '';
   try {
-    let base: string | undefined;
     for (;;) {
       const m = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(out);
       if (m) {
@@ -199,16 +206,84 @@ async function serve(dir: string): Promise<Served> {
     throw err;
   }
   const readyMs = performance.now() - began;
-  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-  const rssKb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN);
+  const pid = child.pid as number;
   return {
+    base,
+    pid,
     readyMs,
-    rssMb: Math.round(rssKb / 1024),
+    rssMb: rssMbOf(pid),
     async stop(signal) {
       child.kill(signal);
       await exited;
     },
   };
+}
+
+/** A process's resident memory (VmRSS), in MB. */
+function rssMbOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN) / 1024);
+}
+
+/**
+ * Partner API load on a restarted service: a store operator key for store 1 (issued through the admin
+ * API with the highest rate limit), then one menu product and pages of 20 at several cursors, while
+ * the serving process's resident memory is sampled every 100 ms.
+ */
+async function underLoad(served: Served, dir: string): Promise<{ rssPeakMb: number; requestsPerS: number }> {
+  const token = readFileSync(path.join(dir, 'operator-token'), 'utf8').trim();
+  const created = await fetch(`${served.base}/admin/v1/partners`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'Restart bench',
+      kind: 'store_operator',
+      store_ids: [1],
+      rate_limit_per_minute: 100_000,
+    }),
+  });
+  if (created.status !== 201) throw new Error(`partner: ${created.status} ${await created.text()}`);
+  const { api_key: key } = (await created.json()) as { api_key: string };
+  const headers = { authorization: `Bearer ${key}` };
+  // The key works once the partner_keys projection has it; the pages give the cursors.
+  type Page = { menu_products: Array<{ id: number }>; next_cursor: string | null };
+  const pageAt = async (cursor: string | null): Promise<Page | undefined> => {
+    const query = cursor ? `limit=20&cursor=${encodeURIComponent(cursor)}` : 'limit=20';
+    const res = await fetch(`${served.base}/partner/store/v1/menu_products?${query}`, { headers });
+    if (res.status === 200) return (await res.json()) as Page;
+    await res.body?.cancel();
+    return undefined;
+  };
+  let first = await pageAt(null);
+  while (!first) {
+    await new Promise((r) => setTimeout(r, 50));
+    first = await pageAt(null);
+  }
+  if (first.menu_products.length === 0) throw new Error('store 1 lists no menu products');
+  const paths = [
+    `/partner/store/v1/menu_products/${first.menu_products[0].id}`,
+    '/partner/store/v1/menu_products?limit=20',
+  ];
+  let cursor = first.next_cursor;
+  while (cursor && paths.length < 20) {
+    paths.push(`/partner/store/v1/menu_products?limit=20&cursor=${encodeURIComponent(cursor)}`);
+    cursor = (await pageAt(cursor))?.next_cursor ?? null;
+  }
+  let peak = rssMbOf(served.pid);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMbOf(served.pid));
+  }, 100);
+  let n = 0;
+  const result = await autocannon({
+    url: served.base,
+    connections: 32,
+    duration: 6,
+    headers,
+    requests: [{ setupRequest: (req) => ({ ...req, path: paths[n++ % paths.length] }) }],
+  });
+  clearInterval(sampler);
+  if (result.non2xx > 0) throw new Error(`restart load: ${result.non2xx} answers were not 2xx`);
+  return { rssPeakMb: peak, requestsPerS: Math.round(result.requests.average) };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
