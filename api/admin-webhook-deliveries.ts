@@ -37,6 +37,7 @@
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
+import { createSecretBox, secretContext } from '../application/credentials.ts';
 import { deliverOnce } from '../dispatcher/deliver.ts';
 import { webhookHeaders } from '../dispatcher/signing.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../dispatcher/webhook-body.ts';
@@ -61,7 +62,6 @@ import {
 import type { Collection } from '../projections/read-store.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
-import { createSecretBox, secretContext } from './credentials.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';

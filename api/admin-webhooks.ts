@@ -31,6 +31,13 @@ import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
+import { type CommandHandler, PreconditionFailedError } from '../application/command-handler.ts';
+import {
+  createSecretBox,
+  generateSigningSecret,
+  type SecretBox,
+  secretContext,
+} from '../application/credentials.ts';
 import {
   checkWebhookUrl,
   defaultResolver,
@@ -47,8 +54,6 @@ import {
 } from '../projections/read-models/webhook-subscriptions.ts';
 import type { Collection, Filter, ReadStore } from '../projections/read-store.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
-import { type CommandHandler, PreconditionFailedError } from './command-handler.ts';
-import { createSecretBox, generateSigningSecret, type SecretBox, secretContext } from './credentials.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';

@@ -14,10 +14,10 @@ import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 
 const OPERATOR = { type: 'operator', id: 'operator' } as const;
 
+import type { CommandHandler } from '../application/command-handler.ts';
+import { generateApiKey } from '../application/credentials.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
-import type { CommandHandler } from './command-handler.ts';
-import { generateApiKey } from './credentials.ts';
 import { type AppState, HttpProblem } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';

@@ -1,6 +1,6 @@
 /** The operator token guards `/platform` and `/admin`; compared in constant time. */
 import type { Next } from 'koa';
-import { constantTimeEqual } from './credentials.ts';
+import { constantTimeEqual } from '../application/credentials.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 
 export function bearerToken(ctx: AppContext): string | undefined {

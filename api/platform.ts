@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import { z } from 'zod';
+import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
 import * as brand from '../domain/brand.ts';
 import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -20,7 +21,6 @@ import * as special from '../domain/special.ts';
 import * as store from '../domain/store.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { StoreSpecials } from '../projections/store-specials.ts';
-import type { CommandHandler, CommandResult } from './command-handler.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';

@@ -4,10 +4,14 @@
  */
 import bodyParser from '@koa/bodyparser';
 import type { Next } from 'koa';
+import {
+  type CommandMetadata,
+  ContentionError,
+  PreconditionFailedError,
+} from '../application/command-handler.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
 import { type Actor, EventStoreUnavailableError, InvalidEventError } from '../eventstore/port.ts';
-import { type CommandMetadata, ContentionError, PreconditionFailedError } from './command-handler.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 
 /** Largest JSON body a write accepts; larger ones are refused with 413 before parsing. */

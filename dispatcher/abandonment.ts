@@ -26,7 +26,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { createCommandHandler, PreconditionFailedError } from '../api/command-handler.ts';
+import { createCommandHandler, PreconditionFailedError } from '../application/command-handler.ts';
 import { decider as cartDecider } from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';

@@ -26,8 +26,8 @@
 import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { createCommandHandler, toNewEvents } from '../api/command-handler.ts';
-import { createSecretBox, secretContext } from '../api/credentials.ts';
+import { createCommandHandler, toNewEvents } from '../application/command-handler.ts';
+import { createSecretBox, secretContext } from '../application/credentials.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';

@@ -11,7 +11,7 @@
  * buffer). The queue also orders by the cart event's revision, whatever the write order.
  */
 import type { Logger } from 'pino';
-import { toNewEvents } from '../api/command-handler.ts';
+import { toNewEvents } from '../application/command-handler.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';

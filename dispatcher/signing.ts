@@ -2,7 +2,7 @@
  * Webhook request signing (seed §5.1, DESIGN §5).
  *
  * `X-Service-Signature` is the lowercase hex HMAC-SHA256 of `<timestamp>:<raw body>`, keyed by the
- * subscription's signing secret: the whole `whsec_…` string as UTF-8 (api/credentials.ts), so that a
+ * subscription's signing secret: the whole `whsec_…` string as UTF-8 (application/credentials.ts), so that a
  * receiver can paste the secret it was shown into any HMAC library without decoding it first.
  * `X-Service-Request-Timestamp` is whole unix seconds, the value that was signed, so receivers can
  * enforce the 5-minute replay window of seed §8.

@@ -4,7 +4,7 @@
  *
  * A key never enters an event or the state in plaintext: only its SHA-256 hash (hex, for the lookup at
  * authentication) and a short prefix (to tell keys apart on screen). The handler generates the key
- * (`api/credentials.ts`), shows it once and hands this aggregate only `{key_id, key_hash, key_prefix}`.
+ * (`application/credentials.ts`), shows it once and hands this aggregate only `{key_id, key_hash, key_prefix}`.
  */
 import { z } from 'zod';
 import { conflict, type Decider, invalid, notFound } from './decider.ts';

@@ -3,7 +3,7 @@
  * the receiving URL, the auth token sent as its bearer token, the stores it covers, the event kinds it
  * receives and the signing secret of its signatures.
  *
- * The auth token and the signing secret enter events only encrypted (`api/credentials.ts`, secret box
+ * The auth token and the signing secret enter events only encrypted (`application/credentials.ts`, secret box
  * keyed by `PDS_SECRET_KEY`); to this aggregate they are opaque strings. Whether a URL may point at a
  * private address depends on configuration, so that check belongs to the handler and the dispatcher.
  */

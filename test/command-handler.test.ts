@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createCommandHandler, PreconditionFailedError } from '../api/command-handler.ts';
+import { createCommandHandler, PreconditionFailedError } from '../application/command-handler.ts';
 import * as brand from '../domain/brand.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { EventStore } from '../eventstore/port.ts';

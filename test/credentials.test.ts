@@ -9,7 +9,7 @@ import {
   hashApiKey,
   isWellFormedApiKey,
   SecretBoxError,
-} from '../api/credentials.ts';
+} from '../application/credentials.ts';
 
 test('generateApiKey: format, 256 random bits, hash and prefix', (t) => {
   const k = generateApiKey();

@@ -5,10 +5,10 @@
  */
 import type { Next } from 'koa';
 import { z } from 'zod';
+import { hashApiKey, isWellFormedApiKey } from '../../application/credentials.ts';
 import type { PartnerKind } from '../../domain/partner.ts';
 import type { PartnerKeyDoc } from '../../projections/read-models/partner-keys.ts';
 import type { Collection } from '../../projections/read-store.ts';
-import { hashApiKey, isWellFormedApiKey } from '../credentials.ts';
 import { type AppContext, HttpProblem } from '../http.ts';
 import { bearerToken } from '../operator-auth.ts';
 import { parseParams } from '../validation.ts';

@@ -5,12 +5,12 @@
  */
 import Router from '@koa/router';
 import type { z } from 'zod';
+import type { CommandHandler } from '../../application/command-handler.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { PartnerKind } from '../../domain/partner.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import type { PartnerKeyDoc } from '../../projections/read-models/partner-keys.ts';
 import type { Collection, Doc, ReadStore } from '../../projections/read-store.ts';
-import type { CommandHandler } from '../command-handler.ts';
 import type { AppContext, AppState } from '../http.ts';
 import { idempotency } from '../idempotency.ts';
 import { parseBody, parseParams } from '../validation.ts';

@@ -26,8 +26,17 @@ import { createHmac, type KeyObject, randomUUID } from 'node:crypto';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SingleBar } from 'cli-progress';
 import { missingIds } from '../../api/admin-support.ts';
-import { type CommandMetadata, createCommandHandler, toNewEvents } from '../../api/command-handler.ts';
-import { API_KEY_PREFIX, apiKeyPrefix, type GeneratedApiKey, hashApiKey } from '../../api/credentials.ts';
+import {
+  type CommandMetadata,
+  createCommandHandler,
+  toNewEvents,
+} from '../../application/command-handler.ts';
+import {
+  API_KEY_PREFIX,
+  apiKeyPrefix,
+  type GeneratedApiKey,
+  hashApiKey,
+} from '../../application/credentials.ts';
 import { ABANDONMENT_ACTOR } from '../../dispatcher/abandonment.ts';
 import * as brand from '../../domain/brand.ts';
 import * as cart from '../../domain/cart.ts';

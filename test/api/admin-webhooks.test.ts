@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createSecretBox, type SecretBox } from '../../api/credentials.ts';
+import { createSecretBox, type SecretBox } from '../../application/credentials.ts';
 import { parseSecretKey, SECRET_KEY_FILE } from '../../cli/config.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
 import { startService, type TestService } from '../support/service.ts';

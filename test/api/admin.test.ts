@@ -5,7 +5,7 @@
  */
 import test, { type ExecutionContext } from 'ava';
 import { waitForProjection } from '../../api/admin-support.ts';
-import { API_KEY_PATTERN, hashApiKey } from '../../api/credentials.ts';
+import { API_KEY_PATTERN, hashApiKey } from '../../application/credentials.ts';
 import type { PartnerRecord } from '../../domain/partner.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { createProjector } from '../../projections/projector.ts';

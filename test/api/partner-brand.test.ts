@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
-import { createCommandHandler } from '../../api/command-handler.ts';
 import {
   menuProductRecord,
   partnerCartRecord,
@@ -14,6 +13,7 @@ import {
   specialRecord,
   storeRecord,
 } from '../../api/partner/schemas.ts';
+import { createCommandHandler } from '../../application/command-handler.ts';
 import * as cart from '../../domain/cart.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import {

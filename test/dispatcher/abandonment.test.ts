@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { type CommandMetadata, createCommandHandler } from '../../api/command-handler.ts';
+import { type CommandMetadata, createCommandHandler } from '../../application/command-handler.ts';
 import {
   ABANDONMENT_ACTOR,
   ABANDONMENT_FOLLOWER,

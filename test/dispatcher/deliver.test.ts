@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import test from 'ava';
-import { generateSigningSecret } from '../../api/credentials.ts';
+import { generateSigningSecret } from '../../application/credentials.ts';
 import {
   deliverOnce,
   EXCERPT_BYTES,

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { createCommandHandler } from '../../api/command-handler.ts';
+import { createCommandHandler } from '../../application/command-handler.ts';
 import { ABANDONMENT_FOLLOWER } from '../../dispatcher/abandonment.ts';
 import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
 import * as cart from '../../domain/cart.ts';

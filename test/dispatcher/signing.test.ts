@@ -1,5 +1,5 @@
 import test from 'ava';
-import { generateSigningSecret } from '../../api/credentials.ts';
+import { generateSigningSecret } from '../../application/credentials.ts';
 import { signPayload, unixSeconds, webhookHeaders } from '../../dispatcher/signing.ts';
 import { REPLAY_WINDOW_SECONDS, verifyWebhook } from './verify-signature.ts';
 

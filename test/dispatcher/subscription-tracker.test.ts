@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { createCommandHandler } from '../../api/command-handler.ts';
+import { createCommandHandler } from '../../application/command-handler.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as webhooks from '../../domain/webhook-subscription.ts';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { generateApiKey } from '../../api/credentials.ts';
+import { generateApiKey } from '../../application/credentials.ts';
 import { fold } from '../../domain/decider.ts';
 import {
   decider,

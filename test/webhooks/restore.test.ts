@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createCommandHandler } from '../../api/command-handler.ts';
+import { createCommandHandler } from '../../application/command-handler.ts';
 import { loadConfig } from '../../cli/config.ts';
 import { createDeliveryWorker, DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
 import { GUARD } from '../../dispatcher/durable-follower.ts';
