@@ -392,6 +392,8 @@ export function createProjector(options: ProjectorOptions): Projector {
     error: string | null;
     stopSubscription?: () => Promise<void>;
     caughtUp?: Promise<void>;
+    /** Settles once the live subscription has caught up, or has ended (stopped or failed). */
+    liveSettled?: Promise<unknown>;
     progress: RebuildProgress | null;
     rebuilding?: Promise<void>;
     /** What this code builds (`definitionOf`), and what the live documents were built by (null: unknown). */
@@ -496,6 +498,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     r.caughtUp = subscription.caughtUp.then(() => {
       if (r.state === 'starting') r.state = 'live';
     });
+    r.liveSettled = Promise.race([r.caughtUp, subscription.done.catch(() => undefined)]);
     subscription.done.catch((err: Error) => {
       r.state = 'failed';
       r.error = err.message;
@@ -558,6 +561,9 @@ export function createProjector(options: ProjectorOptions): Projector {
         const copy = follow(r.projection, shadows, key, undefined, r.definition, onBatch);
         await Promise.race([copy.caughtUp, copy.done]);
         // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
+        // Not before the live copy has caught up: readiness at start waits for it (a copy of a short
+        // log can finish first, and a live subscription stopped before catching up never would).
+        await r.liveSettled;
         await r.stopSubscription?.();
         await copy.stop();
         await copy.done;
