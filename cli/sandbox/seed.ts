@@ -25,7 +25,6 @@
 import { createHmac, type KeyObject, randomUUID } from 'node:crypto';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { SingleBar } from 'cli-progress';
-import { missingIds } from '../../api/admin-support.ts';
 import {
   type CommandMetadata,
   createCommandHandler,
@@ -68,6 +67,7 @@ import {
   sandboxCounts,
   sandboxPartnerIds,
 } from './generate.ts';
+import { decidingOnlySink, eventStoreSink, type RecordSink } from './record-sink.ts';
 
 export const SANDBOX_STREAM = 'sandbox-seed';
 const STARTED = 'SandboxSeedStarted';
@@ -335,71 +335,6 @@ export async function seedSandbox(options: SeedOptions): Promise<SeedResult> {
     carts_skipped: written.cartsSkipped,
     seconds,
     partners: await sandboxCredentials(es, options.secretKey, started.seed),
-  };
-}
-
-/** Where `writeSandbox` sends the records it decides. */
-interface RecordSink {
-  /** Decides a command on its stream's current state and records what it decided. */
-  run<C, E extends DomainEvent, S>(
-    streamId: string,
-    decider: Decider<C, E, S>,
-    command: C,
-    metadata: CommandMetadata,
-  ): Promise<{ events: readonly E[]; state: S }>;
-  /** Records a new stream's events; false when the stream exists already (nothing is recorded). */
-  create(streamId: string, events: NewEvent[]): Promise<boolean>;
-  /** The ids that have no stream under the prefix. */
-  missing(prefix: string, ids: readonly number[]): Promise<number[]>;
-}
-
-/** The event store, through the command handler the platform routes use. */
-function eventStoreSink(es: EventStore): RecordSink {
-  const commands = createCommandHandler(es, eventRegistry);
-  return {
-    run: (streamId, decider, command, metadata) => commands.handle(streamId, decider, command, metadata),
-    async create(streamId, events) {
-      try {
-        await es.append(streamId, events, { expectedRevision: 'no_stream' });
-        return true;
-      } catch (err) {
-        if (!(err instanceof WrongExpectedVersionError)) throw err;
-        return false;
-      }
-    },
-    missing: (prefix, ids) => missingIds(es, prefix, ids),
-  };
-}
-
-/**
- * Nowhere: every command is decided and its events validated as for the store, on the states this
- * sink keeps, and nothing is written. It proves a data set seeds without the time writing it takes.
- */
-function decidingOnlySink(): RecordSink {
-  /** Each stream's state as decided so far (a created cart stream only needs to exist). */
-  const states = new Map<string, unknown>();
-  return {
-    async run<C, E extends DomainEvent, S>(
-      streamId: string,
-      decider: Decider<C, E, S>,
-      command: C,
-      metadata: CommandMetadata,
-    ) {
-      const before = states.has(streamId) ? (states.get(streamId) as S) : decider.initialState;
-      const events = decider.decide(command, before);
-      toNewEvents(eventRegistry, events, metadata);
-      const state = events.reduce(decider.evolve, before);
-      if (events.length > 0) states.set(streamId, state);
-      return { events, state };
-    },
-    async create(streamId) {
-      if (states.has(streamId)) return false;
-      states.set(streamId, true);
-      return true;
-    },
-    async missing(prefix, ids) {
-      return ids.filter((id) => !states.has(`${prefix}${id}`));
-    },
   };
 }
 

@@ -511,9 +511,10 @@ export class DocumentsTable {
         continue;
       }
       const now = new Set(texts);
-      const held = (JSON.parse(before) as unknown[][]).map((e) => JSON.stringify(e));
+      const stored = JSON.parse(before) as unknown[][];
+      const held = stored.map((e) => JSON.stringify(e));
       const kept = new Set(held);
-      const gone = decodeEntries(before).filter((_, i) => !now.has(held[i]));
+      const gone = decodeParsed(stored).filter((_, i) => !now.has(held[i]));
       this.deleteEntries(index, gone, doc._id);
       this.insertEntries(
         index,
@@ -633,7 +634,11 @@ function encodeEntries(entries: SQLInputValue[][]): string {
 }
 
 function decodeEntries(text: string): SQLInputValue[][] {
-  const entries = JSON.parse(text) as unknown[][];
+  return decodeParsed(JSON.parse(text) as unknown[][]);
+}
+
+/** Stored entries already parsed from their JSON text, back to SQLite values. */
+function decodeParsed(entries: unknown[][]): SQLInputValue[][] {
   return entries.map((e) =>
     e.map((k) => {
       if (k === null) return NULL_KEY;
