@@ -129,47 +129,56 @@ test('a receiver that is down (connection refused) is retried and parked after t
   t.like(parked?.data, { reason: 'attempts_exhausted' });
 });
 
-test('an event store locked by another writer: a short lock is waited out, a long one is a 503 that loses nothing', async (t) => {
-  const s = await startService(t);
-  const store = await s.openStore();
-  const file = path.join(s.dataDir, 'events.db');
+// SQLite's busy wait blocks the waiting thread, and with it every timer of this process for up to 5 s:
+// the two lock tests run serially (AVA runs them before the concurrent ones), so a webhook timeout of
+// another test never fires during their wait.
+test.serial(
+  'an event store locked by another writer: a short lock is waited out, a long one is a 503 that loses nothing',
+  async (t) => {
+    const s = await startService(t);
+    const store = await s.openStore();
+    const file = path.join(s.dataDir, 'events.db');
 
-  // Shorter than the busy timeout (5 s): the write waits for the lock and succeeds.
-  const short = await holdWriteLock(file, 1_000);
-  const waited = await s.call('PUT', '/platform/v1/brands/1', { name: 'Waited' });
-  t.is(waited.status, 201);
-  await short.released;
+    // Shorter than the busy timeout (5 s): the write waits for the lock and succeeds.
+    const short = await holdWriteLock(file, 1_000);
+    const waited = await s.call('PUT', '/platform/v1/brands/1', { name: 'Waited' });
+    t.is(waited.status, 201);
+    await short.released;
 
-  // Longer: a 503 with Retry-After, nothing appended; the retry succeeds once the lock is gone.
-  const before = await store.headPosition();
-  const long = await holdWriteLock(file, 6_500);
-  const refused = await s.call('PUT', '/platform/v1/brands/2', { name: 'Later' });
-  t.is(refused.status, 503);
-  t.is(refused.headers.get('content-type'), 'application/problem+json');
-  t.is(refused.headers.get('retry-after'), '1');
-  t.like(await refused.json(), { code: 'event_store_unavailable' });
-  await long.released;
-  t.is(await store.headPosition(), before, 'nothing appended by the refused write');
-  const retried = await s.call('PUT', '/platform/v1/brands/2', { name: 'Later' });
-  t.is(retried.status, 201);
-});
+    // Longer: a 503 with Retry-After, nothing appended; the retry succeeds once the lock is gone.
+    const before = await store.headPosition();
+    const long = await holdWriteLock(file, 6_500);
+    const refused = await s.call('PUT', '/platform/v1/brands/2', { name: 'Later' });
+    t.is(refused.status, 503);
+    t.is(refused.headers.get('content-type'), 'application/problem+json');
+    t.is(refused.headers.get('retry-after'), '1');
+    t.like(await refused.json(), { code: 'event_store_unavailable' });
+    await long.released;
+    t.is(await store.headPosition(), before, 'nothing appended by the refused write');
+    const retried = await s.call('PUT', '/platform/v1/brands/2', { name: 'Later' });
+    t.is(retried.status, 201);
+  },
+);
 
-test('the dispatcher retries through a locked event store: the webhook still leaves, once', async (t) => {
-  const s = await startService(t);
-  await seedCatalog(s);
-  const receiver = await startReceiver(t);
-  await createWebhook(s, receiver.url, [1]);
-  const cart = await createCart(s, 1);
-  await addItem(s, cart);
-  await checkOut(s, cart);
-  // Locked right after the checkout (by another process): the fan-out's and the worker's appends meet it.
-  const lock = await holdWriteLock(path.join(s.dataDir, 'events.db'), 6_000);
-  await lock.released;
-  await receiver.waitFor(1, 20_000);
-  await new Promise((r) => setTimeout(r, 300));
-  t.is(receiver.received.length, 1);
-  t.is(receiver.received[0].body.cart.status, 'verification');
-});
+test.serial(
+  'the dispatcher retries through a locked event store: the webhook still leaves, once',
+  async (t) => {
+    const s = await startService(t);
+    await seedCatalog(s);
+    const receiver = await startReceiver(t);
+    await createWebhook(s, receiver.url, [1]);
+    const cart = await createCart(s, 1);
+    await addItem(s, cart);
+    await checkOut(s, cart);
+    // Locked right after the checkout (by another process): the fan-out's and the worker's appends meet it.
+    const lock = await holdWriteLock(path.join(s.dataDir, 'events.db'), 6_000);
+    await lock.released;
+    await receiver.waitFor(1, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    t.is(receiver.received.length, 1);
+    t.is(receiver.received[0].body.cart.status, 'verification');
+  },
+);
 
 async function cartEvents(dataDir: string, type: string): Promise<RecordedEvent[]> {
   const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
