@@ -28,6 +28,7 @@ import * as cart from '../domain/cart.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { npmStartArgs } from '../test/support/npm-start.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 import { generateEvents } from './projection.ts';
@@ -164,10 +165,10 @@ interface Served {
   stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
-/** `npm start`'s command on `dir`, from spawn to `/readyz` 200. */
+/** `npm start`'s command (its V8 flags included) on `dir`, from spawn to `/readyz` 200. */
 async function serve(dir: string): Promise<Served> {
   const began = performance.now();
-  const child: ChildProcess = spawn(process.execPath, ['cli/pds.ts', 'serve', '--role', 'all'], {
+  const child: ChildProcess = spawn(process.execPath, npmStartArgs(), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

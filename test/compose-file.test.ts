@@ -3,6 +3,7 @@
  * three roles with healthchecks, and only configuration variables the service knows.
  */
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { parse } from 'yaml';
@@ -101,4 +102,35 @@ test('the Dockerfile builds on Node 24 and runs pds serve', async (t) => {
   // The embedded store and its generated secrets never go into an image.
   t.true(ignored.includes('data'));
   t.true(ignored.includes('node_modules'));
+});
+
+test('the image holds every folder the program imports', async (t) => {
+  const dockerfile = await readFile(`${ROOT}Dockerfile`, 'utf8');
+  const copied = new Set([...dockerfile.matchAll(/^COPY (\S+) \.\/\1$/gm)].map((m) => m[1]));
+  // Follows the imports of the program from its entry point, as Node would load them.
+  const folders = new Set<string>();
+  const seen = new Set<string>();
+  const pending = ['cli/pds.ts'];
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    if (seen.has(file)) continue;
+    seen.add(file);
+    folders.add(file.split('/')[0]);
+    const source = await readFile(`${ROOT}${file}`, 'utf8');
+    for (const [, spec] of source.matchAll(/(?:from|import\()\s*'(\.{1,2}\/[^']+\.ts)'/g)) {
+      pending.push(path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)));
+    }
+  }
+  t.true(seen.size > 50, `followed ${seen.size} modules`);
+  for (const folder of folders) t.true(copied.has(folder), `the Dockerfile copies ${folder}/`);
+});
+
+test('npm start, the pds bin and the image run Node with the same V8 flags', async (t) => {
+  const pkg = JSON.parse(await readFile(`${ROOT}package.json`, 'utf8')) as { scripts: { start: string } };
+  const startFlags = /^exec node ((?:--\S+ )*)cli\/pds\.ts /.exec(pkg.scripts.start)?.[1].trim();
+  const shebang = (await readFile(`${ROOT}cli/pds.ts`, 'utf8')).split('\n')[0];
+  const imageFlags = /^ENV NODE_OPTIONS=(.+)$/m.exec(await readFile(`${ROOT}Dockerfile`, 'utf8'))?.[1];
+  // The young generation's bound is most of a serving process's memory (docs/read-side.md, "Memory").
+  t.regex(startFlags ?? '', /--max-semi-space-size=\d+/);
+  t.is(shebang, `#!/usr/bin/env -S node ${startFlags}`);
+  t.is(imageFlags, startFlags);
 });

@@ -16,20 +16,11 @@ import { DEFAULT_SANDBOX_SEED, generateSandbox } from '../cli/sandbox/generate.t
 import { sandboxApiKey } from '../cli/sandbox/seed.ts';
 import type { PartnerKind } from '../domain/partner.ts';
 import { killChild, serveChild } from './support/child-service.ts';
+import { npmStartArgs } from './support/npm-start.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SECRET_HEX = '5a'.repeat(32);
 const SECRET = createSecretKey(Buffer.from(SECRET_HEX, 'hex'));
-
-/** `npm start`'s command (package.json), run with this Node: `exec node <args>`. */
-function startArgs(): string[] {
-  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
-    scripts: { start: string };
-  };
-  const match = /^exec node (.+)$/.exec(pkg.scripts.start);
-  if (!match) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
-  return match[1].split(' ');
-}
 
 /**
  * `npm start` on `dataDir` with a size-2 sandbox, until `/readyz` 200 (then, if asked, until its output
@@ -41,7 +32,7 @@ async function start(t: ExecutionContext, dataDir: string, waitFor?: RegExp) {
     t,
     dataDir,
     { PDS_SECRET_KEY: SECRET_HEX, PDS_SANDBOX: '1', PDS_SANDBOX_SIZE: '2', LOG_LEVEL: 'info' },
-    startArgs(),
+    npmStartArgs(),
   );
   const readyMs = performance.now() - began;
   const deadline = Date.now() + 120_000;
