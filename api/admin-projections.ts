@@ -3,15 +3,16 @@
  * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve).
  * Served by the process that runs the projector (role `all` or `projector`).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Projector } from '../projections/projector.ts';
 import { type AppState, HttpProblem } from './http.ts';
 import { operatorAuth } from './operator-auth.ts';
+import { createRouter } from './router.ts';
 import { parseParams } from './validation.ts';
 
 export function createProjectionAdminRouter(projector: Projector, operatorToken: string): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/admin/v1/projections' });
+  const router = createRouter({ prefix: '/admin/v1/projections' });
   router.use(operatorAuth(operatorToken));
 
   router.get('/', async (ctx) => {

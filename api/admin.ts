@@ -3,7 +3,7 @@
  * cart. Webhook subscriptions, webhook deliveries and projections join this router in their own modules.
  */
 import { randomUUID } from 'node:crypto';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Clock } from '../domain/clock.ts';
 import * as partner from '../domain/partner.ts';
@@ -21,6 +21,7 @@ import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import { type AppState, HttpProblem } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
+import { createRouter } from './router.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -262,7 +263,7 @@ export async function cartHistory(store: EventStore, uuid: string): Promise<Hist
 
 /** The admin router: operator token, JSON bodies, idempotent POSTs, problem answers. */
 export function createAdminRouter(deps: AdminDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: ADMIN_BASE });
+  const router = createRouter({ prefix: ADMIN_BASE });
   router.use(operatorAuth(deps.operatorToken));
   router.use(writeErrors);
   router.use(jsonBody());

@@ -12,8 +12,9 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { createRouter } from './router.ts';
 
 /** What the page needs of a partner API. */
 export interface DocumentedApi {
@@ -126,7 +127,7 @@ export function createDocsRouter(apis: readonly DocumentedApi[]): Router<AppStat
   };
   const bySlug = new Map(apis.map((api) => [docsSlug(api.base), api]));
 
-  const router = new Router<AppState>({ prefix: '/docs' });
+  const router = createRouter({ prefix: '/docs' });
   router.get('/', async (ctx: AppContext) => {
     const requested = ctx.query.api;
     let chosen = apis[0];

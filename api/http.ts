@@ -4,11 +4,14 @@
  * platform and admin routers are mounted into the same app with `app.use(router.routes())`.
  */
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
-import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { createRouter } from './router.ts';
+
+// Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
+// every start (docs/read-side.md, "Start-up and restart").
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** What the shared middleware puts in `ctx.state` for every later handler. */
 export interface AppState {
@@ -349,7 +352,7 @@ export function createHttpApp(options: HttpAppOptions): App {
     }
   });
 
-  const ops = new Router<AppState>();
+  const ops = createRouter();
   ops.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });

@@ -5,7 +5,7 @@
  * with the resource, the stream's new revision (also as ETag) and the global position.
  */
 import { randomUUID } from 'node:crypto';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
 import * as brand from '../domain/brand.ts';
@@ -24,6 +24,7 @@ import type { StoreSpecials } from '../projections/store-specials.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
+import { createRouter } from './router.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -45,7 +46,7 @@ const cartLineParams = z.object({ uuid: pathUuid, menu_product_id: pathId });
 
 export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   const { commands, specials, clock } = deps;
-  const router = new Router<AppState>({ prefix: PLATFORM_BASE });
+  const router = createRouter({ prefix: PLATFORM_BASE });
   router.use(operatorAuth(deps.operatorToken));
   router.use(writeErrors);
   router.use(jsonBody());

@@ -2,8 +2,7 @@
  * What every write route shares: the command metadata taken from the request, the answer carrying
  * the stream's revision and global position, and the mapping of refusals to problem documents.
  */
-import bodyParser from '@koa/bodyparser';
-import type { Next } from 'koa';
+import type { Middleware, Next } from 'koa';
 import {
   type CommandMetadata,
   ContentionError,
@@ -17,10 +16,28 @@ import { type AppContext, HttpProblem } from './http.ts';
 /** Largest JSON body a write accepts; larger ones are refused with 413 before parsing. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
+let parser: Promise<Middleware> | undefined;
+let warming = false;
+
+/**
+ * The body parser, loaded by the first write or a second after the routes are built, whichever comes
+ * first: loading it cost 40 ms of every start (docs/read-side.md, "Start-up and restart").
+ */
+function jsonParser(): Promise<Middleware> {
+  parser ??= import('@koa/bodyparser').then(({ default: bodyParser }) =>
+    bodyParser({ enableTypes: ['json'], jsonLimit: MAX_BODY_BYTES, encoding: 'utf-8' }),
+  );
+  return parser;
+}
+
 /** JSON bodies only, capped in size; a malformed body is a 400 problem. */
 export function jsonBody() {
-  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: MAX_BODY_BYTES, encoding: 'utf-8' });
+  if (!warming) {
+    warming = true;
+    setTimeout(() => void jsonParser(), 1_000).unref();
+  }
   return async function parseJsonBody(ctx: AppContext, next: Next): Promise<void> {
+    const parse = await jsonParser();
     try {
       await parse(ctx as never, async () => undefined);
     } catch (err) {

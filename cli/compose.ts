@@ -7,7 +7,7 @@
  * it is the first to go, draining requests while the rest is still up. Every role serves the
  * operational endpoints, so each process can carry a container healthcheck.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -23,6 +23,10 @@ import { openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { describeConfig, type ResolvedConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+
+// Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
+// every start (docs/read-side.md, "Start-up and restart").
+const { createServer } = process.getBuiltinModule('node:http');
 
 export const ROLES = ['all', 'api', 'projector', 'dispatcher'] as const;
 export type Role = (typeof ROLES)[number];

@@ -10,7 +10,7 @@ import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/generate.ts';
+import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -15,12 +15,28 @@
  * bounded by `timeoutMs`. At most ~1 KB of the response body is read, so a receiver answering with a
  * huge body costs nothing.
  */
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import got, { RequestError, type Response } from 'got';
+import type { Response } from 'got';
 import type { Clock } from '../domain/clock.ts';
 import { checkWebhookUrl, pinnedLookup, type Resolver } from './url-guard.ts';
+
+// Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
+// every start (docs/read-side.md, "Start-up and restart").
+const { Agent: HttpAgent } = process.getBuiltinModule('node:http');
+const { Agent: HttpsAgent } = process.getBuiltinModule('node:https');
+
+type HttpClient = typeof import('got');
+let httpClient: Promise<HttpClient> | undefined;
+
+/**
+ * got, loaded by the first attempt or ahead of it (the delivery worker calls this once it is ready):
+ * importing it cost 60 ms of every start, and most starts send nothing for a while
+ * (docs/read-side.md, "Start-up and restart").
+ */
+export function loadHttpClient(): Promise<HttpClient> {
+  httpClient ??= import('got');
+  return httpClient;
+}
 
 export type DeliveryOutcome = 'delivered' | 'gone' | 'retry_after' | 'failed';
 
@@ -113,6 +129,7 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
 function classifyTransportError(
   error: unknown,
   timeoutMs: number,
+  { RequestError }: HttpClient,
 ): { code: DeliveryErrorCode; message: string } {
   const raw = (error as { code?: unknown } | null)?.code;
   const code = typeof raw === 'string' ? raw : undefined;
@@ -149,6 +166,7 @@ function oneLine(text: string, max = 200): string {
 
 /** Makes one delivery attempt. Never throws for receiver or network behaviour. */
 export async function deliverOnce(input: DeliverInput): Promise<DeliveryResult> {
+  const http = await loadHttpClient();
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const result = (
@@ -183,7 +201,7 @@ export async function deliverOnce(input: DeliverInput): Promise<DeliveryResult> 
   const remainingMs = Math.floor(input.timeoutMs - (performance.now() - started));
   if (remainingMs <= 0) return result('failed', timeoutError);
 
-  const request = got.stream.post(check.url, {
+  const request = http.default.stream.post(check.url, {
     body: input.body,
     headers: { 'user-agent': USER_AGENT, ...input.headers },
     followRedirect: false,
@@ -207,7 +225,7 @@ export async function deliverOnce(input: DeliverInput): Promise<DeliveryResult> 
     });
   } catch (error) {
     request.destroy();
-    const { code, message } = classifyTransportError(error, input.timeoutMs);
+    const { code, message } = classifyTransportError(error, input.timeoutMs, http);
     return result('failed', { errorCode: code, error: message });
   }
 

@@ -41,7 +41,13 @@ import {
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
 import type { Doc, ReadStore } from '../projections/read-store.ts';
-import { type DeliveryResult, deliverOnce, isLastAttempt, nextAttemptDelay } from './deliver.ts';
+import {
+  type DeliveryResult,
+  deliverOnce,
+  isLastAttempt,
+  loadHttpClient,
+  nextAttemptDelay,
+} from './deliver.ts';
 import { createDurableFollower } from './durable-follower.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
 import { createScheduler } from './scheduler.ts';
@@ -279,9 +285,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       };
     },
   });
+  /** Loads the HTTP client a second after the worker is ready, so the first webhook does not wait for it. */
+  let warmUp: NodeJS.Timeout | undefined;
   const caughtUp = follower.caughtUp.then(() => {
     restored = true;
     startDue();
+    warmUp = setTimeout(() => void loadHttpClient(), 1_000).unref();
   });
   // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
@@ -655,6 +664,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     stats: () => ({ ...stats, attempts: { ...stats.attempts } }),
     async stop() {
       stopped = true;
+      clearTimeout(warmUp);
       scheduler.stop();
       // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
       await Promise.allSettled([...working]);

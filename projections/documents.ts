@@ -3,7 +3,10 @@
  * semantics beyond mingo: the paths and per-element values an index holds, the single-field
  * conditions a filter pins an index by, compiled filters, and update/upsert application.
  */
-import { update as applyUpdate, Query } from 'mingo';
+import { Context } from 'mingo/core';
+import * as queryOperators from 'mingo/operators/query';
+import { Query } from 'mingo/query';
+import { update as applyUpdate } from 'mingo/updater';
 import type { Doc, DocId, Filter, IndexSpec, SortSpec, Update } from './read-store.ts';
 
 export function getPath(doc: unknown, path: string): unknown {
@@ -94,6 +97,13 @@ export function walkFields(spec: IndexSpec): string[] {
 const COMPILED_LIMIT = 1_000;
 const compiled = new Map<string, Query>();
 
+/**
+ * The query operators, and nothing else: filters are built by the code, never taken from a request, and
+ * use none of the aggregation expressions. Importing mingo's index instead loads and registers every
+ * operator it has, 70 ms of every start (docs/read-side.md, "Start-up and restart").
+ */
+const QUERY_OPTIONS = { context: Context.init({ query: queryOperators }) };
+
 /** What the adapters ask of a compiled filter. */
 export interface Matcher {
   test(doc: Doc): boolean;
@@ -128,15 +138,15 @@ export function compiledQuery(filter: Filter): Matcher {
   try {
     key = JSON.stringify(filter);
   } catch {
-    return new Query(filter, {}); // not serialisable (a cycle): no caching
+    return new Query(filter, QUERY_OPTIONS); // not serialisable (a cycle): no caching
   }
   // JSON cannot tell these apart from other values: filters holding one are compiled every time.
-  if (hasSpecialValue(filter)) return new Query(filter, {});
+  if (hasSpecialValue(filter)) return new Query(filter, QUERY_OPTIONS);
   let query = compiled.get(key);
   if (query) {
     compiled.delete(key); // most recently used goes last
   } else {
-    query = new Query(filter, {});
+    query = new Query(filter, QUERY_OPTIONS);
     if (compiled.size >= COMPILED_LIMIT) compiled.delete(compiled.keys().next().value as string);
   }
   compiled.set(key, query);
@@ -173,7 +183,7 @@ export function applyTo(doc: Doc, update: Update): Doc {
     throw new Error('an update document must use update operators ($set, $inc, …)');
   }
   // Values in the update (e.g. a $push) are copied too, so the caller's objects never end up stored.
-  applyUpdate(next, clone(update) as never);
+  applyUpdate(next, clone(update) as never, undefined, undefined, { queryOptions: QUERY_OPTIONS });
   if (next._id !== doc._id) throw new Error('an update cannot change _id');
   return next;
 }

@@ -8,8 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { MAX_SANDBOX_SIZE, sandboxCounts } from '../cli/sandbox/generate.ts';
+import { sandboxCounts } from '../cli/sandbox/generate.ts';
 import { decideSandbox, seedSandbox } from '../cli/sandbox/seed.ts';
+import { MAX_SANDBOX_SIZE } from '../cli/sandbox/sizes.ts';
 import { manualClock } from '../domain/clock.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 

@@ -6,19 +6,17 @@
  * restart` measures it against a raw read of the log.
  */
 import { createSecretKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import test, { type ExecutionContext } from 'ava';
-import { DEFAULT_SANDBOX_SEED, generateSandbox } from '../cli/sandbox/generate.ts';
+import { generateSandbox } from '../cli/sandbox/generate.ts';
 import { sandboxApiKey } from '../cli/sandbox/seed.ts';
+import { DEFAULT_SANDBOX_SEED } from '../cli/sandbox/sizes.ts';
 import type { PartnerKind } from '../domain/partner.ts';
 import { killChild, serveChild } from './support/child-service.ts';
 import { npmStartArgs } from './support/npm-start.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SECRET_HEX = '5a'.repeat(32);
 const SECRET = createSecretKey(Buffer.from(SECRET_HEX, 'hex'));
 

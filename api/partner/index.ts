@@ -16,7 +16,11 @@ export const partnerApis: readonly PartnerApi[] = [
 
 export function createPartnerRouters(deps: PartnerDeps): Router<AppState>[] {
   return partnerApis.map((api) => {
-    const document = openApiDocument(api);
-    return createPartnerRouter(api, deps, () => document);
+    // Built at the first request for it, not at every start (25 ms: docs/read-side.md, "Start-up and restart").
+    let document: unknown;
+    return createPartnerRouter(api, deps, () => {
+      document ??= openApiDocument(api);
+      return document;
+    });
   });
 }

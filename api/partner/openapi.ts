@@ -15,13 +15,16 @@
  * Idempotency-Key, size and media type limits, 422) and the route's own `problems`. Output is
  * deterministic: same table, same document, key for key.
  */
-import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { PROBLEM_CONTENT_TYPE } from '../http.ts';
 import { MAX_BODY_BYTES } from '../write-support.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './common.ts';
 import type { PartnerApi, PartnerRoute } from './routes.ts';
 import { problemRecord } from './schemas.ts';
+
+// Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
+// every start (docs/read-side.md, "Start-up and restart").
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 type Json = Record<string, unknown>;
 type Io = 'input' | 'output';

@@ -3,7 +3,7 @@
  * success response). The same table registers the Koa routes (validating every input with those
  * schemas) and generates the API's OpenAPI 3.1 document: one source for behaviour and documentation.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { z } from 'zod';
 import type { CommandHandler } from '../../application/command-handler.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -13,6 +13,7 @@ import type { PartnerKeyDoc } from '../../projections/read-models/partner-keys.t
 import type { Collection, Doc, ReadStore } from '../../projections/read-store.ts';
 import type { AppContext, AppState } from '../http.ts';
 import { idempotency } from '../idempotency.ts';
+import { createRouter } from '../router.ts';
 import { parseBody, parseParams } from '../validation.ts';
 import { jsonBody, writeErrors } from '../write-support.ts';
 import { type PartnerPrincipal, partnerAuth, principal, rateLimit, securityHeaders } from './common.ts';
@@ -92,7 +93,7 @@ export function createPartnerRouter(
   deps: PartnerDeps,
   openapi: () => unknown,
 ): Router<AppState> {
-  const router = new Router<AppState>({ prefix: api.base });
+  const router = createRouter({ prefix: api.base });
   router.get('/openapi.json', (ctx) => {
     ctx.body = openapi();
   });

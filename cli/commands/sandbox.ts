@@ -22,7 +22,7 @@ import type { Weight } from '../../domain/schemas.ts';
 import { openEventStore } from '../../eventstore/index.ts';
 import { CliError, createAdminClient, EXIT } from '../client.ts';
 import { ConfigError, loadConfig, parseDuration } from '../config.ts';
-import { DEFAULT_SANDBOX_SEED, MAX_SANDBOX_SIZE, sandboxPartnerIds } from '../sandbox/generate.ts';
+import { sandboxPartnerIds } from '../sandbox/generate.ts';
 import {
   describeSandbox,
   SandboxRefusedError,
@@ -30,6 +30,7 @@ import {
   seedProgress,
   seedSandbox,
 } from '../sandbox/seed.ts';
+import { DEFAULT_SANDBOX_SEED, MAX_SANDBOX_SIZE } from '../sandbox/sizes.ts';
 import { runClientCommand } from './run.ts';
 
 const print = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;

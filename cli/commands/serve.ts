@@ -17,13 +17,13 @@ import type { Logger } from 'pino';
 import { defaultComponents } from '../components.ts';
 import { type Component, createService, ROLES, type Role, type ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
-import {
-  describeSandbox,
-  SandboxRefusedError,
-  type SeedResult,
-  seedProgress,
-  seedSandbox,
-} from '../sandbox/seed.ts';
+import type { SeedResult } from '../sandbox/seed.ts';
+
+/**
+ * The seeding code (the generator, the deciders' record sinks, a progress bar) is loaded once the
+ * service listens, never before: a start is not held up by it (docs/read-side.md, "Start-up and restart").
+ */
+const seeding = () => import('../sandbox/seed.ts');
 
 export function registerServe(program: Command): void {
   program
@@ -106,14 +106,15 @@ async function serve(role: Role): Promise<void> {
     log.info('PDS_SANDBOX is on, but only `pds serve --role all` seeds it: run `pds sandbox seed` once');
   }
   sandbox?.run(port).then(
-    (result) => {
+    async (result) => {
       if (!result || signalled) return;
+      const { describeSandbox } = await seeding();
       const banner = [`sandbox ready at ${url}`, tokenLine(config), describeSandbox(result, url)].join('\n');
       process.stdout.write(`${banner.replace(/^/gm, 'pds: ')}\n`);
     },
-    (error: unknown) => {
+    async (error: unknown) => {
       if (signalled) return;
-      if (error instanceof SandboxRefusedError) {
+      if (error instanceof (await seeding()).SandboxRefusedError) {
         log.warn({ reason: error.message }, 'sandbox not seeded');
         process.stdout.write(`pds: sandbox not seeded: ${error.message} (PDS_SANDBOX=0 stops trying)\n`);
         return;
@@ -173,6 +174,7 @@ async function seedWhenReady(ctx: ServiceContext, port: number, signal: AbortSig
   // Seeding starts once the read models have caught up with the store as it was, so /readyz keeps
   // meaning "the read models were built at start" and is never held back by the seeding.
   while (!(await ctx.readiness.check()).ready) await pause(100, signal);
+  const { seedProgress, seedSandbox } = await seeding();
   const progress = seedProgress({
     bar: true,
     onStart: () => log.info({ size: ctx.config.sandboxSize }, 'seeding the sandbox'),

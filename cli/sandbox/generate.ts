@@ -20,10 +20,7 @@ import type * as review from '../../domain/review.ts';
 import { type kinds, type Weight, weights } from '../../domain/schemas.ts';
 import type * as special from '../../domain/special.ts';
 import type * as store from '../../domain/store.ts';
-
-export const DEFAULT_SANDBOX_SIZE = 50;
-export const MAX_SANDBOX_SIZE = 500;
-export const DEFAULT_SANDBOX_SEED = 1;
+import { DEFAULT_SANDBOX_SEED, DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sizes.ts';
 
 type Kind = (typeof kinds)[number];
 

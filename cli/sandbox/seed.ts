@@ -59,8 +59,6 @@ import {
 } from '../../eventstore/port.ts';
 import {
   type CartPlan,
-  DEFAULT_SANDBOX_SEED,
-  DEFAULT_SANDBOX_SIZE,
   generateSandbox,
   type SandboxCounts,
   type SandboxData,
@@ -68,6 +66,7 @@ import {
   sandboxPartnerIds,
 } from './generate.ts';
 import { decidingOnlySink, eventStoreSink, type RecordSink } from './record-sink.ts';
+import { DEFAULT_SANDBOX_SEED, DEFAULT_SANDBOX_SIZE } from './sizes.ts';
 
 export const SANDBOX_STREAM = 'sandbox-seed';
 const STARTED = 'SandboxSeedStarted';
