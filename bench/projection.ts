@@ -278,7 +278,6 @@ export async function benchProjectionRebuild(
       store: es,
       readStore,
       projections: allProjections(),
-      batchSize: 2_000,
     });
     t0 = performance.now();
     await projector.start();

@@ -39,6 +39,11 @@ import type {
 export interface ProjectionTx {
   /** The document as of this point of the batch (undefined when absent). Prefetched or fetched on demand. */
   get<T extends Doc>(collection: string, id: DocId): T | undefined;
+  /**
+   * Documents by id, in the order asked (undefined where absent): those not prefetched are fetched
+   * together, in one round trip, where `get` would fetch them one event attempt at a time.
+   */
+  getMany<T extends Doc>(collection: string, ids: readonly DocId[]): Array<T | undefined>;
   /** Writes the document (stamped with this event's position); dropped if it already reflects this event. */
   put(collection: string, doc: Doc): void;
   delete(collection: string, id: DocId): void;
@@ -105,15 +110,18 @@ export interface RebuildProgress {
   eta_seconds: number | null;
 }
 
-/** Raised inside `apply` when a document was not prefetched: the runner fetches it and applies again. */
+/**
+ * Raised inside `apply` when documents were not prefetched, or a query not run: the runner fetches
+ * them (or runs it) and applies the event again.
+ */
 class Miss {
   readonly collection: string;
-  /** The document id, or the query (as JSON) when `query` is set. */
-  readonly id: DocId;
-  readonly query: boolean;
-  constructor(collection: string, id: DocId, query = false) {
+  /** The document ids, or the query (as JSON) when `query` is set. */
+  readonly ids: readonly DocId[];
+  readonly query: string | undefined;
+  constructor(collection: string, ids: readonly DocId[], query?: string) {
     this.collection = collection;
-    this.id = id;
+    this.ids = ids;
     this.query = query;
   }
 }
@@ -235,8 +243,14 @@ function createApplier(projection: Projection, collections: Collections, commitW
           },
           get<T extends Doc>(name: string, id: DocId) {
             const c = coll(name);
-            if (!c.has(id)) throw new Miss(name, id);
+            if (!c.has(id)) throw new Miss(name, [id]);
             return (c.get(id) ?? undefined) as T | undefined;
+          },
+          getMany<T extends Doc>(name: string, ids: readonly DocId[]) {
+            const c = coll(name);
+            const missing = ids.filter((id) => !c.has(id));
+            if (missing.length > 0) throw new Miss(name, missing);
+            return ids.map((id) => (c.get(id) ?? undefined) as T | undefined);
           },
           put(name, doc) {
             const c = coll(name);
@@ -275,7 +289,7 @@ function createApplier(projection: Projection, collections: Collections, commitW
             coll(name);
             const key = JSON.stringify({ filter, options });
             const hit = found.get(name)?.get(key);
-            if (!hit) throw new Miss(name, key, true);
+            if (!hit) throw new Miss(name, [], key);
             return hit as T[];
           },
         };
@@ -289,10 +303,10 @@ function createApplier(projection: Projection, collections: Collections, commitW
             );
           }
           // A document (or query) it did not prefetch: fetch it and apply this event again from scratch.
-          if (err.query) {
-            await runFind(err.collection, err.id as string);
+          if (err.query !== undefined) {
+            await runFind(err.collection, err.query);
           } else {
-            await fetch([[err.collection, err.id]]);
+            await fetch(err.ids.map((id): [string, DocId] => [err.collection, id]));
           }
           continue;
         }
@@ -360,7 +374,12 @@ export interface ProjectorOptions {
   store: EventStore;
   readStore: ReadStore;
   projections: readonly Projection[];
-  /** Largest batch of events applied in one unit of work. */
+  /**
+   * Largest batch of events applied in one unit of work (default 5,000). A catch-up fills its batches; a
+   * document many of a batch's events change is written once per batch, so larger batches rebuild
+   * faster (1,000,000 events: 27.9 s at 1,000, 24.2 s at 5,000, 23.5 s at 10,000) for the memory of
+   * the batch's events and the documents they change. A live projection's batches are what arrived.
+   */
   batchSize?: number;
   onError?(projection: string, error: Error): void;
   /** Told of rebuilds (a version change at start, a finished rebuild) and of dropped shadows. */
@@ -380,7 +399,7 @@ export interface Projector {
 
 export function createProjector(options: ProjectorOptions): Projector {
   const { store, readStore } = options;
-  const batchSize = options.batchSize ?? 1_000;
+  const batchSize = options.batchSize ?? 5_000;
 
   interface Running {
     projection: Projection;

@@ -150,6 +150,8 @@ export interface CatalogTx {
   readonly position: number;
   /** The document as of this point of the event: this event's earlier writes first, then the store's. */
   get<T extends Doc>(collection: string, id: DocId): T | undefined;
+  /** `get` of several documents, fetched together (`ProjectionTx.getMany`). */
+  getMany<T extends Doc>(collection: string, ids: readonly DocId[]): Array<T | undefined>;
   /**
    * Documents matching a query as of the start of the event, with this event's writes laid over
    * them (a document this event created is not added: the models query only what existed before).
@@ -215,6 +217,12 @@ export function catalogTx(tx: ProjectionTx): CatalogTx {
   return {
     position,
     get,
+    getMany<T extends Doc>(collection: string, ids: readonly DocId[]) {
+      const stored = tx.getMany<T>(collection, ids);
+      const mine = written.get(collection);
+      if (!mine) return stored;
+      return ids.map((id, i) => (mine.has(id) ? ((mine.get(id) ?? undefined) as T | undefined) : stored[i]));
+    },
     find<T extends Doc>(collection: string, filter: Filter, options?: FindOptions) {
       const docs = tx.find<T>(collection, filter, options);
       const mine = written.get(collection);

@@ -86,14 +86,18 @@ const entryOf = (doc: MenuProductDoc): ListingEntry => ({
   kind: doc.kind,
 });
 
-/** Whether any menu product lists the product (then its menu products are worth a query). */
-function isListed(tx: CatalogTx, productId: number): boolean {
+/**
+ * The product's menu products, in id order, by the ids its listings document holds: read by id, they
+ * come from the batch's own documents where it has them. A query instead committed the batch whenever
+ * more than 500 documents were pending, which a catalog of reviews did every few reviews
+ * (docs/read-side.md).
+ */
+function menuProductsOf(tx: CatalogTx, productId: number): MenuProductDoc[] {
   const listings = tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, productId);
-  return listings !== undefined && Object.keys(listings.menu_products).length > 0;
+  if (!listings) return [];
+  const ids = Object.keys(listings.menu_products).map(Number);
+  return tx.getMany<MenuProductDoc>(MENU_PRODUCTS, ids).filter((doc) => doc !== undefined);
 }
-
-const menuProductsOf = (tx: CatalogTx, productId: number) =>
-  isListed(tx, productId) ? tx.find<MenuProductDoc>(MENU_PRODUCTS, { product_id: productId }) : [];
 
 /**
  * The listing entries the event changes, read before any model writes: a listing (new, or a relisting
