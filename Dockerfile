@@ -13,6 +13,7 @@ COPY api ./api
 COPY application ./application
 COPY cli ./cli
 COPY dispatcher ./dispatcher
+COPY webhooks ./webhooks
 COPY domain ./domain
 COPY eventstore ./eventstore
 COPY projections ./projections

@@ -6,9 +6,8 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Projector } from '../projections/projector.ts';
-import { type AppState, HttpProblem } from './http.ts';
+import { type AppState, createRouter, HttpProblem } from './http.ts';
 import { operatorAuth } from './operator-auth.ts';
-import { createRouter } from './router.ts';
 import { parseParams } from './validation.ts';
 
 export function createProjectionAdminRouter(projector: Projector, operatorToken: string): Router<AppState> {

@@ -1,5 +1,5 @@
 /**
- * Admin routes for webhook deliveries (DESIGN §5, §6; RESOURCES "admin webhooks"), mounted on the admin
+ * Admin routes for webhook deliveries (docs/webhooks.md, "Operators"), mounted on the admin
  * router next to the subscription routes:
  *
  * - `GET /webhooks/{id}/deliveries?status=&limit=&cursor=` → 200 {deliveries, next_cursor}: the
@@ -22,7 +22,7 @@
  *   409 `webhook_disabled`.
  * - `POST /webhooks/{id}/test` {event?: cart_status_updated | cart_abandoned} → 200 {result, sample}:
  *   sends one signed request now, to the subscription's URL, with a body of the chosen kind (default
- *   `cart_status_updated`) in the exact seed §6.1/§6.2 shape, built from a sample cart (fixed uuid
+ *   `cart_status_updated`) in the exact docs/webhooks.md shape, built from a sample cart (fixed uuid
  *   `SAMPLE_CART_UUID`, sample customer and product, the subscription's first store). Headers as for a
  *   real delivery (a fresh `X-Service-Webhook-Id`, attempt 1) plus `X-Service-Test: true`. Bounded by
  *   `PDS_WEBHOOK_TIMEOUT`, checked by the dispatcher's URL guard; not recorded as a delivery, so a 410
@@ -37,10 +37,6 @@
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
-import { createSecretBox, secretContext } from '../application/credentials.ts';
-import { deliverOnce } from '../dispatcher/deliver.ts';
-import { webhookHeaders } from '../dispatcher/signing.ts';
-import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../dispatcher/webhook-body.ts';
 import type * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
@@ -60,6 +56,8 @@ import {
   webhookDeliveryIndexes,
 } from '../projections/read-models/webhook-deliveries.ts';
 import type { Collection } from '../projections/read-store.ts';
+import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
+import { createWebhookSender } from '../webhooks/send.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
@@ -185,7 +183,14 @@ export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdm
   const { commands, readStore } = deps;
   const clock: Clock = deps.clock;
   const settings = deps.webhooks;
-  const box = createSecretBox(settings.secretKey);
+  // The worker's send path: the same signature, and the same secrets struck from the answer.
+  const sender = createWebhookSender({
+    secretKey: settings.secretKey,
+    timeoutMs: settings.timeoutMs,
+    allowPrivate: settings.allowPrivateWebhookUrls,
+    resolve: settings.resolve,
+    clock,
+  });
   const meta = (ctx: AppContext) => commandMetadata(ctx, OPERATOR, clock);
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
   let collection: Collection<WebhookDeliveryDoc> | undefined;
@@ -348,26 +353,9 @@ export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdm
         : cartAbandonedBody(sample, storeInfo);
     const text = JSON.stringify(rendered);
     const webhookId = randomUUID();
-    const headers = {
-      ...webhookHeaders({
-        authToken: box.decrypt(sub.auth_token_encrypted, secretContext(id, 'auth_token')),
-        secret: box.decrypt(sub.signing_secret_encrypted, secretContext(id, 'signing_secret')),
-        webhookId,
-        attempt: 1,
-        body: text,
-        now,
-      }),
-      [HEADER_TEST]: 'true',
-    };
-    const result = await deliverOnce({
-      url: sub.url,
-      body: text,
-      headers,
-      timeoutMs: settings.timeoutMs,
-      allowPrivate: settings.allowPrivateWebhookUrls,
-      resolve: settings.resolve,
-      clock,
-    });
+    const result = await sender
+      .open(sub)
+      .send({ webhookId, attempt: 1, body: text, headers: { [HEADER_TEST]: 'true' } });
     ctx.body = {
       webhook_id: id,
       result: {

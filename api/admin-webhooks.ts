@@ -1,5 +1,5 @@
 /**
- * Admin routes for webhook subscriptions (DESIGN §5, §6; seed §2.1), mounted on the admin router:
+ * Admin routes for webhook subscriptions (docs/webhooks.md, "Subscriptions"), mounted on the admin router:
  *
  * - `POST /webhooks` {url, auth_token, store_ids, events?} → 201 {webhook, signing_secret} (the secret
  *   is shown in this answer only; an `Idempotency-Key` replay answers `signing_secret: null`).
@@ -38,12 +38,6 @@ import {
   type SecretBox,
   secretContext,
 } from '../application/credentials.ts';
-import {
-  checkWebhookUrl,
-  defaultResolver,
-  type Resolver,
-  type UrlRefusalReason,
-} from '../dispatcher/url-guard.ts';
 import type { Clock } from '../domain/clock.ts';
 import { id as storeId } from '../domain/schemas.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
@@ -53,6 +47,12 @@ import {
   type WebhookSubscriptionDoc,
 } from '../projections/read-models/webhook-subscriptions.ts';
 import type { Collection, Filter, ReadStore } from '../projections/read-store.ts';
+import {
+  checkWebhookUrl,
+  defaultResolver,
+  type Resolver,
+  type UrlRefusalReason,
+} from '../webhooks/url-guard.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';

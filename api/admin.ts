@@ -18,10 +18,9 @@ import type { CommandHandler } from '../application/command-handler.ts';
 import { generateApiKey } from '../application/credentials.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
-import { type AppState, HttpProblem } from './http.ts';
+import { type AppState, createRouter, HttpProblem } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
-import { createRouter } from './router.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 

@@ -1,5 +1,5 @@
 /**
- * `/docs`: the human page of the partner APIs (DESIGN §4). It lists the APIs and renders the OpenAPI
+ * `/docs`: the human page of the partner APIs (docs/partner-api.md). It lists the APIs and renders the OpenAPI
  * document of the one chosen (`/docs?api=<slug>`, the first by default) with Swagger UI, whose bundle
  * is served from the `swagger-ui-dist` package under `/docs/assets/…`: no CDN, works offline.
  *
@@ -13,8 +13,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
-import { type AppContext, type AppState, HttpProblem } from './http.ts';
-import { createRouter } from './router.ts';
+import { type AppContext, type AppState, createRouter, HttpProblem } from './http.ts';
 
 /** What the page needs of a partner API. */
 export interface DocumentedApi {

@@ -4,10 +4,12 @@
  * platform and admin routers are mounted into the same app with `app.use(router.routes())`.
  */
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import type Router from '@koa/router';
+import type { RouterOptions } from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import { createRouter } from './router.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
@@ -23,6 +25,18 @@ export interface AppState {
 }
 export type App = Koa<AppState>;
 export type AppContext = Koa.ParameterizedContext<AppState>;
+
+/**
+ * Koa's router, loaded from its CommonJS build: its ES module build imports `http` as an ES module,
+ * which makes Node load undici for `http.WebSocket`, 15 ms of every start (docs/read-side.md,
+ * "Start-up and restart").
+ */
+const KoaRouter: typeof Router = createRequire(import.meta.url)('@koa/router');
+
+/** A router of the service's request state: every route is mounted on one. */
+export function createRouter(options?: RouterOptions): Router<AppState> {
+  return new KoaRouter<AppState>(options);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Problems (RFC 9457)

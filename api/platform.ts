@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
+import type { StoreSpecials } from '../application/store-specials.ts';
 import * as brand from '../domain/brand.ts';
 import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -20,11 +21,9 @@ import type { Weight } from '../domain/schemas.ts';
 import * as special from '../domain/special.ts';
 import * as store from '../domain/store.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import type { StoreSpecials } from '../projections/store-specials.ts';
-import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { type AppContext, type AppState, createRouter, HttpProblem } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
-import { createRouter } from './router.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -192,7 +191,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
 
   // ---- carts -----------------------------------------------------------------------------------
 
-  /** The cart record of RESOURCES: id is the global position of the cart's first event. */
+  /** The cart record of docs/partner-api.md: id is the global position of the cart's first event. */
   async function cartBody(result: CommandResult<cart.CartState, cart.CartEvent>) {
     const state = result.state;
     if (!state.exists) throw new Error('cart command left no cart');

@@ -4,16 +4,10 @@
  * overwriting. With `ifMatch` (the HTTP `If-Match` header) the write is conditional instead: a stale
  * revision is refused with `PreconditionFailedError` and nothing is retried.
  */
-import { type Decider, type DomainEvent, fold } from '../domain/decider.ts';
+import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
-import {
-  type Actor,
-  type EventStore,
-  type NewEvent,
-  type RecordedEvent,
-  StreamNotFoundError,
-  WrongExpectedVersionError,
-} from '../eventstore/port.ts';
+import { type Actor, type EventStore, type NewEvent, WrongExpectedVersionError } from '../eventstore/port.ts';
+import { readState, type StreamState } from './read-state.ts';
 
 /** Who asks and why: becomes the metadata of every event the command produces. */
 export interface CommandMetadata {
@@ -24,14 +18,8 @@ export interface CommandMetadata {
   at: string;
 }
 
-export interface LoadedStream<S> {
-  state: S;
-  /** Last revision of the stream, -1 when it holds no event. */
-  revision: number;
-  /** Global position of the stream's last event, 0 when none. */
-  position: number;
-  events: RecordedEvent[];
-}
+/** A stream as the handler decides on it: its state, last revision and position (-1 and 0 when empty). */
+export type LoadedStream<S> = StreamState<S>;
 
 export interface CommandResult<S, E extends DomainEvent> {
   state: S;
@@ -126,32 +114,11 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
   }
   /** Conflicts resolved by re-reading and re-deciding, for metrics and tests. */
   let conflicts = 0;
-  async function load<S, E extends DomainEvent>(
+  function load<S, E extends DomainEvent>(
     streamId: string,
     decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>,
   ): Promise<LoadedStream<S>> {
-    let recorded: RecordedEvent[];
-    try {
-      recorded = await store.readStream(streamId);
-    } catch (err) {
-      if (err instanceof StreamNotFoundError) {
-        return { state: decider.initialState, revision: -1, position: 0, events: [] };
-      }
-      throw err;
-    }
-    // Events were validated when appended (below): current-version data is trusted as is, older
-    // versions are upcast and validated. Re-validating a whole stream at every command was most of a
-    // command's cost.
-    const domainEvents = recorded.map(
-      (e) => registry.read(e.type, e.data, e.metadata.schema_version ?? 1) as unknown as E,
-    );
-    const last = recorded[recorded.length - 1];
-    return {
-      state: fold(decider, domainEvents),
-      revision: last.revision,
-      position: last.position,
-      events: recorded,
-    };
+    return readState(store, registry, streamId, decider);
   }
 
   async function handle<C, E extends DomainEvent, S>(

@@ -23,7 +23,7 @@ import { createTimers, defaultComponents } from '../cli/components.ts';
 import { createService, type Role } from '../cli/compose.ts';
 import { loadConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
-import { webhookHeaders } from '../dispatcher/signing.ts';
+import { webhookHeaders } from '../webhooks/signing.ts';
 import type { BenchLine } from './eventstore.ts';
 
 const P = '/platform/v1';

@@ -11,6 +11,7 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
+import { createStoreSpecials, type StoreSpecials } from '../application/store-specials.ts';
 import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
 import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
@@ -22,7 +23,6 @@ import { openReadStore } from '../projections/index.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
-import { createStoreSpecials, type StoreSpecials } from '../projections/store-specials.ts';
 import type { Component } from './compose.ts';
 
 /** What components build for each other. */
@@ -178,7 +178,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
 }
 
 /**
- * The abandonment timer (DESIGN §3): restores the pending carts' deadlines from the read store and the
+ * The abandonment timer (docs/write-side.md): restores the pending carts' deadlines from the read store and the
  * cart events after its checkpoint, then appends `CartAbandoned` when one falls due. Several
  * dispatcher processes may run it: the expected-revision check lets exactly one of them write.
  */
@@ -228,7 +228,7 @@ export function abandonmentTimer(
 }
 
 /**
- * The webhook dispatcher (DESIGN §5): its own view of the subscriptions, the fan-out consumer of the
+ * The webhook dispatcher (docs/webhooks.md): its own view of the subscriptions, the fan-out consumer of the
  * persistent subscription group (several dispatcher processes compete on it), and the delivery worker,
  * which restores the queues with pending deliveries and retries from the read store and the delivery
  * events after its checkpoint.

@@ -1,5 +1,5 @@
 /**
- * Service configuration (DESIGN §2), read from the environment.
+ * Service configuration (README, "Configuration"), read from the environment.
  *
  * `parseConfig` is pure: it validates every variable and fills the defaults, leaving the secrets that
  * live in the data dir (operator token, and the secret key in embedded mode) as `null`.
@@ -239,7 +239,7 @@ const envSchema = z.object({
   LOG_LEVEL: logLevel.optional(),
 });
 
-/** The variables this module reads, in the order of DESIGN §2. */
+/** The variables this module reads, in the order of the README's configuration table. */
 export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as readonly (keyof typeof envSchema.shape)[];
 
 export const DEFAULTS = {

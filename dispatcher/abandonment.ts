@@ -1,5 +1,5 @@
 /**
- * The abandonment timer (seed §3, §6; DESIGN §3): a cart holding at least one item, not checked out,
+ * The abandonment timer (docs/write-side.md, "Abandonment"): a cart holding at least one item, not checked out,
  * `abandonAfterMs` after its first item was placed, gets exactly one `CartAbandoned`.
  *
  * Its working set is the carts with a pending deadline, and only those: per cart what the deadline
@@ -27,7 +27,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createCommandHandler, PreconditionFailedError } from '../application/command-handler.ts';
-import { decider as cartDecider } from '../domain/cart.ts';
+import { createDurableFollower } from '../application/durable-follower.ts';
+import { domainEventOf } from '../application/read-state.ts';
+import { type CartEvent, decider as cartDecider } from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
@@ -35,7 +37,6 @@ import { eventRegistry } from '../domain/index.ts';
 import type { Actor, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { StreamNotFoundError } from '../eventstore/port.ts';
 import type { Doc, ReadStore } from '../projections/read-store.ts';
-import { createDurableFollower } from './durable-follower.ts';
 import { createScheduler } from './scheduler.ts';
 
 export const ABANDONMENT_ACTOR: Actor = { type: 'system', id: 'abandonment-timer' };
@@ -71,9 +72,7 @@ export function trackCart(
   tracked.revision = event.revision;
   switch (event.type) {
     case 'CartItemAdded': {
-      const { data } = registry.read(event.type, event.data, event.metadata.schema_version ?? 1) as {
-        data: { menu_product_id: number; added_at: string };
-      };
+      const { data } = domainEventOf<Extract<CartEvent, { type: 'CartItemAdded' }>>(registry, event);
       if (tracked.lines.length === 0) {
         tracked.firstItemAt = Date.parse(data.added_at);
         tracked.causationId = event.id;
@@ -83,9 +82,7 @@ export function trackCart(
       return tracked;
     }
     case 'CartItemRemoved': {
-      const { data } = registry.read(event.type, event.data, event.metadata.schema_version ?? 1) as {
-        data: { menu_product_id: number };
-      };
+      const { data } = domainEventOf<Extract<CartEvent, { type: 'CartItemRemoved' }>>(registry, event);
       tracked.lines = tracked.lines.filter((id) => id !== data.menu_product_id);
       if (tracked.lines.length === 0) {
         tracked.firstItemAt = null;

@@ -1,5 +1,5 @@
 /**
- * The delivery worker (DESIGN §5): sends what the fan-out scheduled, one (subscription, cart) queue at
+ * The delivery worker (docs/webhooks.md): sends what the fan-out scheduled, one (subscription, cart) queue at
  * a time per queue and many queues at once.
  *
  * Its working set is the queues holding a delivery neither delivered nor parked, each with only those
@@ -12,7 +12,7 @@
  *
  * Per attempt: `WebhookDeliveryAttemptStarted` is appended with the queue's expected revision (so of
  * several dispatchers exactly one sends), the request is signed afresh over the stored body and sent
- * (`deliverOnce`), and the result is appended: delivered; 410 → parked and the subscription disabled;
+ * (`webhooks/send.ts`, which keeps the secrets out of what it returns), and the result is appended: delivered; 410 → parked and the subscription disabled;
  * 429/503 with `Retry-After` → retried then (clamped); anything else → retried on the schedule with
  * jitter, parked after the last attempt. An attempt whose result never came (the process died) is
  * recorded as `interrupted` when its lease runs out, and retried at once: at-least-once, with the same
@@ -27,7 +27,8 @@ import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createCommandHandler, toNewEvents } from '../application/command-handler.ts';
-import { createSecretBox, secretContext } from '../application/credentials.ts';
+import { createDurableFollower } from '../application/durable-follower.ts';
+import { domainEventOf } from '../application/read-state.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
@@ -41,19 +42,12 @@ import {
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
 import type { Doc, ReadStore } from '../projections/read-store.ts';
-import {
-  type DeliveryResult,
-  deliverOnce,
-  isLastAttempt,
-  loadHttpClient,
-  nextAttemptDelay,
-} from './deliver.ts';
-import { createDurableFollower } from './durable-follower.ts';
+import { type DeliveryResult, isLastAttempt, loadHttpClient, nextAttemptDelay } from '../webhooks/deliver.ts';
+import { createWebhookSender } from '../webhooks/send.ts';
+import type { Resolver } from '../webhooks/url-guard.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
 import { createScheduler } from './scheduler.ts';
-import { webhookHeaders } from './signing.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
-import type { Resolver } from './url-guard.ts';
 
 /** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
 export interface DeliveryQueueDoc extends Doc {
@@ -183,28 +177,18 @@ function createLimiter(max: number) {
   };
 }
 
-/**
- * `text` without `secret`: every whole occurrence, and a tail that starts it (an excerpt is cut at
- * 1 KB, possibly inside an echoed secret; 8 characters or more, so ordinary text is left alone).
- */
-export function redactSecret(text: string, secret: string): string {
-  if (secret.length === 0) return text;
-  let out = text.replaceAll(secret, '[redacted]');
-  for (let k = Math.min(secret.length - 1, out.length); k >= 8; k--) {
-    if (out.endsWith(secret.slice(0, k))) {
-      out = `${out.slice(0, out.length - k)}[redacted]`;
-      break;
-    }
-  }
-  return out;
-}
-
 const settled = (d: delivery.Delivery) => d.status === 'delivered' || d.status === 'parked';
 
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { store, clock, tracker, logger } = options;
   const registry = options.registry ?? eventRegistry;
-  const box = createSecretBox(options.secretKey);
+  const sender = createWebhookSender({
+    secretKey: options.secretKey,
+    timeoutMs: options.timeoutMs,
+    allowPrivate: options.allowPrivate,
+    resolve: options.resolve,
+    clock,
+  });
   const dispatcherId = options.dispatcherId ?? `dispatcher-${randomUUID()}`;
   const leaseMs = options.leaseMs ?? options.timeoutMs * 2 + 1_000;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 24 * 3_600_000;
@@ -299,7 +283,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /** Applies one event; `pruneAfter` false while replaying a whole stream (a redelivery may follow a park). */
   function evolve(queue: Queue, event: RecordedEvent, pruneAfter = true): void {
-    const domainEvent = registry.read(event.type, event.data, event.metadata.schema_version ?? 1);
+    const domainEvent = domainEventOf(registry, event);
     queue.state = delivery.decider.evolve(queue.state, domainEvent as delivery.WebhookDeliveryEvent);
     queue.revision = event.revision;
     queue.position = event.position;
@@ -489,8 +473,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     d: delivery.Delivery,
     sub: webhooks.WebhookSubscription,
   ): Promise<void> {
-    const authToken = box.decrypt(sub.auth_token_encrypted, secretContext(sub.webhook_id, 'auth_token'));
-    const secret = box.decrypt(sub.signing_secret_encrypted, secretContext(sub.webhook_id, 'signing_secret'));
+    const channel = sender.open(sub);
     // The slot covers the request only: recording its result does not hold up the next request.
     await limiter.acquire(sub.webhook_id);
     let started: delivery.Delivery;
@@ -508,33 +491,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         d.delivery_id,
       );
       started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
-      const headers = webhookHeaders({
-        authToken,
-        secret,
-        webhookId: d.delivery_id,
-        attempt: started.attempts,
-        body: d.body,
-        now: now(),
-      });
-      result = await deliverOnce({
-        url: sub.url,
-        body: d.body,
-        headers,
-        timeoutMs: options.timeoutMs,
-        allowPrivate: options.allowPrivate,
-        resolve: options.resolve,
-        clock,
-      });
+      result = await channel.send({ webhookId: d.delivery_id, attempt: started.attempts, body: d.body });
     } finally {
       limiter.release(sub.webhook_id);
     }
-    // A receiver may echo what it was sent (`401 … Bearer <token>`): the secrets never reach a record.
-    const redact = (text: string) => [authToken, secret].reduce(redactSecret, text);
-    result = {
-      ...result,
-      responseExcerpt: redact(result.responseExcerpt),
-      error: result.error === null ? null : redact(result.error),
-    };
     const attemptNo = started.attempts;
     stats.attempts[result.outcome] += 1;
     options.onAttempt?.({

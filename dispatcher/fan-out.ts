@@ -1,5 +1,5 @@
 /**
- * Fan-out (DESIGN §5): a persistent subscription group on the event store receives every
+ * Fan-out (docs/webhooks.md): a persistent subscription group on the event store receives every
  * `CartStatusChanged` (checkout included) and `CartAbandoned`. For each, and each enabled subscription
  * that covered the cart's store and the event kind at that event's position, it schedules a durable
  * delivery in the (subscription, cart) queue with a stable id, then acknowledges. A crash before the
@@ -23,8 +23,8 @@ import {
   type PersistentMessage,
   PersistentSubscriptionExistsError,
 } from '../eventstore/port.ts';
+import { renderWebhook, webhookKindOf } from '../webhooks/body.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
-import { renderWebhook, webhookKindOf } from './webhook-body.ts';
 
 export const FAN_OUT_GROUP = 'webhook-fan-out';
 export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher' };

@@ -14,11 +14,12 @@
  * waits until that head is applied.
  */
 import type { Logger } from 'pino';
+import { createFollower } from '../application/follower.ts';
+import { domainEventOf } from '../application/read-state.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
-import type { CatchUpSubscription, EventFilter, EventStore } from '../eventstore/port.ts';
-import { createPositionWaiters } from '../eventstore/position-waiters.ts';
+import type { EventFilter, EventStore } from '../eventstore/port.ts';
 
 const PREFIX = 'webhooksub-';
 const FILTER: EventFilter = { streamPrefixes: [PREFIX] };
@@ -55,16 +56,25 @@ export function createSubscriptionTracker(options: {
   const { store, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const versions = new Map<string, Version[]>();
-  const progress = createPositionWaiters('the webhook subscription tracker');
   let verified = 0;
-  let subscription: CatchUpSubscription | undefined;
-  const {
-    promise: caughtUp,
-    resolve: resolveCaughtUp,
-    reject: rejectCaughtUp,
-  } = Promise.withResolvers<void>();
-  // A rejection nobody awaits must not crash the process; the component reports it.
-  caughtUp.catch(() => {});
+  const follower = createFollower({
+    name: 'the webhook subscription tracker',
+    store,
+    filter: FILTER,
+    apply(events) {
+      for (const e of events) {
+        const id = e.streamId.slice(PREFIX.length);
+        const next = webhooks.decider.evolve(
+          latest(id),
+          domainEventOf<webhooks.WebhookSubscriptionEvent>(registry, e),
+        );
+        const list = versions.get(id) ?? [];
+        list.push({ position: e.position, state: next });
+        versions.set(id, list);
+      }
+    },
+  });
+  follower.done.catch((err) => logger?.error({ err }, 'webhook subscription tracker failed'));
 
   function latest(id: string): webhooks.WebhookSubscriptionState {
     const list = versions.get(id);
@@ -77,38 +87,11 @@ export function createSubscriptionTracker(options: {
   }
 
   return {
-    start() {
-      if (subscription) return;
-      subscription = store.subscribeToAll(
-        { from: 'start', filter: FILTER },
-        {
-          onEvents(events) {
-            for (const e of events) {
-              const id = e.streamId.slice(PREFIX.length);
-              const domainEvent = registry.read(e.type, e.data, e.metadata.schema_version ?? 1);
-              const next = webhooks.decider.evolve(
-                latest(id),
-                domainEvent as webhooks.WebhookSubscriptionEvent,
-              );
-              const list = versions.get(id) ?? [];
-              list.push({ position: e.position, state: next });
-              versions.set(id, list);
-            }
-            progress.applied(events[events.length - 1].position);
-          },
-        },
-      );
-      subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
-      subscription.done.catch((err) => {
-        rejectCaughtUp(err);
-        logger?.error({ err }, 'webhook subscription tracker failed');
-      });
-    },
-    caughtUp,
+    start: () => follower.start(),
+    caughtUp: follower.caughtUp,
     async ready(position, timeoutMs = 10_000) {
       if (position <= verified) return;
-      const head = await store.headPosition(FILTER);
-      await progress.waitFor(head, timeoutMs);
+      await follower.settle(timeoutMs);
       verified = Math.max(verified, position);
     },
     covering(storeId, kind, position) {
@@ -125,8 +108,6 @@ export function createSubscriptionTracker(options: {
       return state.exists ? state : undefined;
     },
     any: () => versions.size > 0,
-    async stop() {
-      await subscription?.stop();
-    },
+    stop: () => follower.stop(),
   };
 }

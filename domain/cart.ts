@@ -1,6 +1,6 @@
 /**
  * Cart aggregate (`cart-<uuid>`): the open cart and its lines, the customer, checkout, the status
- * table of DESIGN §3, abandonment (seed §3, §6) and curbside arrivals (RESOURCES).
+ * table of docs/write-side.md, abandonment (docs/write-side.md, "Abandonment") and curbside arrivals (docs/partner-api.md).
  *
  * Pure: no I/O and no clock. Times come in each command as `at`; facts the command handler reads from
  * other streams (the store, the menu product with its product, brand and specials, the curbside
@@ -53,7 +53,7 @@ export const MAX_ARRIVAL_NOTES_LENGTH = 500;
 const closedStatuses: readonly CartStatus[] = ['finished', 'with_review', 'cancelled', 'dismissed'];
 
 /**
- * DESIGN §3, verbatim. `pending → verification` happens only through checkout (CheckOutCart);
+ * docs/write-side.md, "Carts". `pending → verification` happens only through checkout (CheckOutCart);
  * `preparing → ready_for_pickup` only for pickup and curbside, `preparing → delivery_started` only
  * for delivery (see `allowedMoves`).
  */
@@ -109,7 +109,7 @@ const customerShape = {
   first_name: z.string().nullable(),
   last_name: z.string().nullable(),
   phone_number: z.string().nullable(),
-  /** Date of birth, an ISO 8601 date-time (seed §2.4). */
+  /** Date of birth, an ISO 8601 date-time (docs/webhooks.md). */
   DOB: isoDateTime.nullable(),
 };
 export type CartCustomer = { [K in keyof typeof customerShape]: z.infer<(typeof customerShape)[K]> };
@@ -119,7 +119,7 @@ export const arrivalFormField = z.object({ name: z.string(), label: z.string(), 
 export type ArrivalFormField = z.infer<typeof arrivalFormField>;
 
 // ---------------------------------------------------------------------------------------------------
-// Request bodies (RESOURCES, platform write side), for the API to parse before building commands.
+// Request bodies (docs/write-side.md), for the API to parse before building commands.
 
 const text = (max: number) => z.string().trim().max(max);
 
@@ -368,7 +368,7 @@ const noAssignment: CartAssignment = {
 // ---------------------------------------------------------------------------------------------------
 // Pure helpers
 
-/** The moves a cart may make from its current status (DESIGN §3), given its reservation mode. */
+/** The moves a cart may make from its current status (docs/write-side.md), given its reservation mode. */
 export function allowedMoves(state: CartState): CartStatus[] {
   if (!state.exists) return [];
   return statusMoves[state.status].filter((to) => {
@@ -403,12 +403,12 @@ export function abandonmentDeadline(state: CartState, abandon_after_ms: number):
   return new Date(Date.parse(state.first_item_at) + abandon_after_ms).toISOString();
 }
 
-/** `2026-03-01T10:00:00.000Z` → `2026-03-01 10:00:00` (UTC), the seed §2.5 time format. */
+/** `2026-03-01T10:00:00.000Z` → `2026-03-01 10:00:00` (UTC), the docs/webhooks.md time format. */
 export const toCartTime = (iso: string): string => new Date(iso).toISOString().slice(0, 19).replace('T', ' ');
 
 const nonEmptyOrNull = (s: string | null | undefined): string | null => (s && s.trim() !== '' ? s : null);
 
-/** Seed §2.5: the cart of the `cart_status_updated` body. */
+/** The cart of the `cart_status_updated` body (docs/webhooks.md, "Events and bodies"). */
 export const cartRecordLine = z.object({
   brand: z.string(),
   name: z.string(),
@@ -506,7 +506,7 @@ export function toCartRecord(state: Cart, ctx: { id: number; store_name: string 
   };
 }
 
-/** DESIGN §4: the partner API's cart, the seed §2.5 cart plus `updated_at`, `abandoned_at` and `source`. */
+/** docs/partner-api.md: the partner API's cart, the `cart_status_updated` cart (docs/webhooks.md) plus `updated_at`, `abandoned_at` and `source`. */
 export function toPartnerCart(state: Cart, ctx: { id: number; store_name: string }) {
   return {
     ...toCartRecord(state, ctx),
@@ -516,7 +516,7 @@ export function toPartnerCart(state: Cart, ctx: { id: number; store_name: string
   };
 }
 
-/** Seed §2.2: the cart of the `cart_abandoned` body. */
+/** The cart of the `cart_abandoned` body (docs/webhooks.md, "Events and bodies"). */
 export const abandonedCartLine = z.object({
   product_id: id,
   product_name: z.string(),
@@ -545,7 +545,7 @@ export function toAbandonedCart(state: Cart): AbandonedCart {
       product_name: l.name,
       product_brand_name: l.brand,
       product_image: [...l.image_urls],
-      // The unit price (RESOURCES: `product_price` is the unit price, `quantity` the count).
+      // The unit price (docs/partner-api.md: `product_price` is the unit price, `quantity` the count).
       product_price: l.unit_price,
       quantity: l.count,
       category: l.kind,
@@ -557,7 +557,7 @@ export function toAbandonedCart(state: Cart): AbandonedCart {
   };
 }
 
-/** Seed §2.4: all five fields, or null. */
+/** The customer of the `cart_abandoned` body: all five fields, or null (docs/webhooks.md). */
 export const webhookCustomer = z.object(customerShape).nullable();
 
 /** The `customer` of the `cart_abandoned` body: null when nothing is known about the customer. */

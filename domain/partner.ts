@@ -38,7 +38,7 @@ export const keyPrefix = z.string().min(1).max(16);
 export const partnerKey = z.strictObject({ key_id: keyId, key_hash: keyHash, key_prefix: keyPrefix });
 export type PartnerKeyMaterial = z.infer<typeof partnerKey>;
 
-/** Body of the admin API's partner registration (RESOURCES.md, Admin), before the handler adds ids and keys. */
+/** Body of the admin API's partner registration (docs/operations.md), before the handler adds ids and keys. */
 export const partnerFields = z.strictObject({
   name: nonEmpty(200),
   kind: partnerKind,
@@ -149,7 +149,7 @@ const idSet = (ids: number[]) => [...new Set(ids)].sort((a, b) => a - b);
 const scopeError = (field: string, kind: PartnerKind, message: string) =>
   invalid('invalid_scope', message, { field, kind });
 
-/** The scope rules of each kind (DESIGN.md §4): which ids a key of that kind is bound to. */
+/** The scope rules of each kind (docs/partner-api.md): which ids a key of that kind is bound to. */
 function checkScope(kind: PartnerKind, brandIds: number[], storeIds: number[], allBrands: boolean): void {
   if (brandIds.length > MAX_SCOPE_IDS)
     throw scopeError('brand_ids', kind, `at most ${MAX_SCOPE_IDS} brand ids`);

@@ -20,7 +20,7 @@ export function fromCents(cents: number): string {
   return `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
 }
 
-/** `1250` → `12.5`: money as a JSON number, as carts carry it (seed §2.5). */
+/** `1250` → `12.5`: money as a JSON number, as carts carry it (docs/webhooks.md). */
 export const centsToNumber = (cents: number): number => cents / 100;
 
 /** `"12.50"` → `12.5`. */
@@ -40,7 +40,7 @@ const divHalfUp = (a: bigint, b: bigint): bigint => (2n * a + b) / (2n * b);
 export type SpecialType = 'product' | 'bulk_pricing' | 'bundle' | 'cart_total';
 export type DiscountType = 'percent' | 'dollar_amount' | 'target_price';
 
-/** The facts of a special (RESOURCES `special`) that pricing needs. */
+/** The facts of a special (docs/partner-api.md, `special`) that pricing needs. */
 export interface PricingSpecial {
   id: number;
   title: string;
@@ -70,7 +70,7 @@ export interface PricedUnit {
   special_title: string | null;
 }
 
-/** RESOURCES: a special involves a product named in `product_ids`, or of a brand in `brand_ids`, or of a kind in `kinds`. */
+/** docs/partner-api.md: a special involves a product named in `product_ids`, or of a brand in `brand_ids`, or of a kind in `kinds`. */
 export function involves(
   special: Pick<PricingSpecial, 'product_ids' | 'brand_ids' | 'kinds'>,
   product: Pick<PricedProduct, 'product_id' | 'brand_id' | 'kind'>,

@@ -1,4 +1,4 @@
-/** Field schemas shared by several aggregates, in the partner's vocabulary (RESOURCES.md). */
+/** Field schemas shared by several aggregates, in the partner's vocabulary (docs/partner-api.md). */
 import { z } from 'zod';
 
 export const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -10,7 +10,7 @@ export const money = z
   .regex(/^\d{1,9}\.\d{2}$/, 'expected a decimal amount with two decimals, e.g. "12.50"');
 export const nonEmpty = (max: number) => z.string().trim().min(1).max(max);
 
-/** Seed §2.2 category enum. */
+/** A product's kind: the category of docs/partner-api.md, "Records". */
 export const kinds = [
   'flower',
   'edible',

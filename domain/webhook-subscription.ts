@@ -1,5 +1,5 @@
 /**
- * Webhook subscription aggregate (`webhooksub-<webhook_id>`), set up by the operator (seed §2.1):
+ * Webhook subscription aggregate (`webhooksub-<webhook_id>`), set up by the operator (docs/webhooks.md):
  * the receiving URL, the auth token sent as its bearer token, the stores it covers, the event kinds it
  * receives and the signing secret of its signatures.
  *

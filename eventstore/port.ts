@@ -9,14 +9,14 @@
  * far beyond any log this service will hold.
  */
 
-/** Who caused an event (DESIGN §3). */
+/** Who caused an event (docs/write-side.md). */
 export type ActorType = 'platform' | 'operator' | 'partner' | 'system';
 export interface Actor {
   type: ActorType;
   id: string;
 }
 
-/** Metadata carried by every event (DESIGN §3). */
+/** Metadata carried by every event (docs/write-side.md). */
 export interface EventMetadata {
   correlation_id: string;
   causation_id: string | null;

@@ -1,7 +1,8 @@
 /** Every read-model projection the service runs, in the order they start. */
-import { catalogProjection } from './catalog.ts';
+
 import type { Projection } from './projector.ts';
 import { cartsProjection } from './read-models/carts.ts';
+import { catalogProjection } from './read-models/catalog/projection.ts';
 import { partnerKeysProjection } from './read-models/partner-keys.ts';
 import { webhookDeliveriesProjection } from './read-models/webhook-deliveries.ts';
 import { webhookSubscriptionsProjection } from './read-models/webhook-subscriptions.ts';

@@ -20,6 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
+import { createFollower } from '../application/follower.ts';
 import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { compiledQuery, sortComparator } from './documents.ts';
 import type {
@@ -452,29 +453,26 @@ export function createProjector(options: ProjectorOptions): Projector {
         checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(last.position, last.recordedAt) }],
       });
     });
-    const position = from?.position ?? 0;
-    const subscription = store.subscribeToAll(
-      {
-        from: position > 0 ? { after: position } : 'start',
-        filter: projection.filter,
-        maxBatchSize: batchSize,
+    const follower = createFollower({
+      name: `projection ${checkpointKey}`,
+      store,
+      filter: projection.filter,
+      maxBatchSize: batchSize,
+      async apply(batch) {
+        await applier.applyBatch(batch);
+        onProgress(batch[batch.length - 1].position, batch);
       },
-      {
-        async onEvents(batch) {
-          await applier.applyBatch(batch);
-          onProgress(batch[batch.length - 1].position, batch);
-        },
-        async onProgress(reached) {
-          const updatedAt = new Date().toISOString();
-          await readStore.commit({
-            writes: [],
-            checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(reached, updatedAt) }],
-          });
-          onProgress(reached, []);
-        },
+      async onProgress(reached) {
+        const updatedAt = new Date().toISOString();
+        await readStore.commit({
+          writes: [],
+          checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(reached, updatedAt) }],
+        });
+        onProgress(reached, []);
       },
-    );
-    return subscription;
+    });
+    follower.start(from?.position ?? 0);
+    return follower;
   }
 
   /** The definition a projection's documents are built by: its version and its collections' indexes. */
@@ -517,7 +515,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     r.caughtUp = subscription.caughtUp.then(() => {
       if (r.state === 'starting') r.state = 'live';
     });
-    r.liveSettled = Promise.race([r.caughtUp, subscription.done.catch(() => undefined)]);
+    r.liveSettled = Promise.race([r.caughtUp, subscription.done]).catch(() => undefined);
     subscription.done.catch((err: Error) => {
       r.state = 'failed';
       r.error = err.message;
@@ -646,7 +644,11 @@ export function createProjector(options: ProjectorOptions): Projector {
         await startLive(r);
       }
       // Ready once every live copy has caught up; rebuilds of another version go on behind it.
-      Promise.all([...running.values()].map((r) => r.caughtUp)).then(() => resolveCaughtUp());
+      // A projection that failed is never caught up: its state says why, and readiness stays false.
+      Promise.all([...running.values()].map((r) => r.caughtUp)).then(
+        () => resolveCaughtUp(),
+        () => undefined,
+      );
       for (const r of running.values()) {
         if (r.storedVersion === r.definition) continue;
         options.logger?.warn(

@@ -74,7 +74,7 @@ test('api (2 replicas), projector and dispatcher: each its role, the shared envi
 test('every variable the compose file sets is one the service reads, with a value it accepts', async (t) => {
   const { services } = await compose();
   const env = services.api.environment ?? {};
-  // DESIGN §2's environment, all of it.
+  // README, "Configuration"'s environment, all of it.
   for (const name of CONFIG_VARIABLES) t.true(name in env, `${name} is set`);
   for (const name of Object.keys(env)) t.true((CONFIG_VARIABLES as readonly string[]).includes(name), name);
   // `${VAR:-default}` as compose resolves it when VAR is unset; the required secrets get sample values.

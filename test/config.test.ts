@@ -76,7 +76,7 @@ test('formatDuration writes the shortest exact form, which parseDuration reads b
 // ---------------------------------------------------------------------------------------------
 // parseConfig: defaults
 
-test('defaults: embedded mode with everything from DESIGN §2', (t) => {
+test('defaults: embedded mode with everything from README, "Configuration"', (t) => {
   const config = parseConfig({});
   t.deepEqual(config, {
     port: 8080,

@@ -1,5 +1,5 @@
 /**
- * The partner APIs' OpenAPI 3.1 documents (DESIGN §4): each of the four is a valid OpenAPI 3.1 document
+ * The partner APIs' OpenAPI 3.1 documents (docs/partner-api.md): each of the four is a valid OpenAPI 3.1 document
  * (the OAS 3.1 schema, and every Schema Object a valid draft 2020-12 schema), documents every route of
  * its table, resolves every `$ref`, and is generated deterministically; the service serves it at
  * `<base>/openapi.json`; and the response validator the API tests use accepts real answers and refuses

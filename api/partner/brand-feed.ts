@@ -1,22 +1,15 @@
 /**
- * The brand feed partner API (seed §4.2, DESIGN §4): verified reviews of the brands within the
+ * The brand feed partner API (docs/partner-api.md): verified reviews of the brands within the
  * partner's API policy — its `brand_ids`, or every brand when the policy covers all brands — for
  * partners (e.g. wholesale marketplaces) enriching their own catalogue. Lists are one indexed `find`
  * of `limit + 1` documents in id order, resumed after an opaque cursor.
  */
 import { z } from 'zod';
-import { PRODUCTS, type ProductDoc } from '../../projections/read-models/products.ts';
-import { REVIEWS, type ReviewDoc } from '../../projections/read-models/reviews.ts';
+import { PRODUCTS, type ProductDoc, productById } from '../../projections/read-models/catalog/products.ts';
+import { REVIEWS, type ReviewDoc, verifiedReviews } from '../../projections/read-models/catalog/reviews.ts';
 import { pathId } from '../validation.ts';
-import {
-  answerIdPage,
-  answerVerifiedReviews,
-  idAfter,
-  listQuery,
-  reviewPage,
-  withUpdatedAfter,
-} from './brand-support.ts';
-import { brandScope, notFound } from './common.ts';
+import { answerVerifiedReviews, listQuery, reviewPage } from './brand-support.ts';
+import { answerList, brandScope, idAfter, notFound } from './common.ts';
 import { type PartnerApi, route } from './routes.ts';
 
 const reviews = route({
@@ -49,18 +42,17 @@ const productReviews = route({
   async handler(ctx, { params, query, partner }, deps) {
     const after = idAfter(query.cursor);
     const brands = brandScope(partner);
-    const [product] = await deps.collection<ProductDoc>(PRODUCTS).findByIds([params.product_id]);
+    const product = await productById(deps.collection<ProductDoc>(PRODUCTS), params.product_id);
     if (!product || (brands !== undefined && !brands.includes(product.brand_id))) {
       throw notFound('product', params.product_id);
     }
-    const filter = withUpdatedAfter({ product_id: product.product_id, verified: true }, query.updated_after);
-    await answerIdPage(
-      ctx,
+    const page = await verifiedReviews(
       deps.collection<ReviewDoc>(REVIEWS),
-      filter,
+      { productId: product.product_id },
+      query.updated_after,
       { limit: query.limit, after },
-      'reviews',
     );
+    answerList(ctx, 'reviews', page);
   },
 });
 

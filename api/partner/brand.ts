@@ -1,5 +1,5 @@
 /**
- * The brand partner API (seed §4.1, DESIGN §4): the carts that came from the partner's embedded or
+ * The brand partner API (docs/partner-api.md): the carts that came from the partner's embedded or
  * headless site, and the catalog as it concerns the partner's brands — their menu products at a store,
  * their products near a ZIP code, the stores carrying them, their verified reviews, and the specials
  * anywhere that involve them.
@@ -9,28 +9,44 @@
  * stores near a ZIP code) is one more indexed read, never one per record.
  */
 import { z } from 'zod';
-import { cartStatus } from '../../domain/cart.ts';
 import { CARTS, type CartDoc, cartsOfPartner } from '../../projections/read-models/carts.ts';
-import { MENU_PRODUCTS, type MenuProductDoc } from '../../projections/read-models/menu-products.ts';
-import { PRODUCTS, type ProductDoc } from '../../projections/read-models/products.ts';
-import { REVIEWS } from '../../projections/read-models/reviews.ts';
-import { SPECIALS, type SpecialDoc } from '../../projections/read-models/specials.ts';
-import { STORES, type StoreDoc } from '../../projections/read-models/stores.ts';
-import type { Collection } from '../../projections/read-store.ts';
+import {
+  MENU_PRODUCTS,
+  type MenuProductDoc,
+  menuProductsAt,
+} from '../../projections/read-models/catalog/menu-products.ts';
+import {
+  PRODUCTS,
+  type ProductDoc,
+  productsCarriedBy,
+} from '../../projections/read-models/catalog/products.ts';
+import { REVIEWS } from '../../projections/read-models/catalog/reviews.ts';
+import {
+  SPECIALS,
+  type SpecialDoc,
+  specialsInvolving,
+} from '../../projections/read-models/catalog/specials.ts';
+import {
+  STORES,
+  type StoreDoc,
+  storeById,
+  storesCarrying,
+  storesWithin,
+} from '../../projections/read-models/catalog/stores.ts';
 import { HttpProblem } from '../http.ts';
 import { pathId } from '../validation.ts';
+import { answerVerifiedReviews, listQuery, reviewPage } from './brand-support.ts';
 import {
-  answerIdPage,
-  answerVerifiedReviews,
-  dateTime,
+  answerList,
+  answerPage,
+  cartAfter,
+  cartFilters,
   idAfter,
-  listQuery,
-  oneOf,
-  reviewPage,
+  notFound,
+  pageQuery,
+  publicFields,
   updatedAfter,
-  withUpdatedAfter,
-} from './brand-support.ts';
-import { answerPage, decodeCursor, notFound, pageQuery, publicFields } from './common.ts';
+} from './common.ts';
 import { type PartnerApi, route } from './routes.ts';
 import {
   menuProductRecord,
@@ -40,7 +56,7 @@ import {
   specialRecord,
   storeRecord,
 } from './schemas.ts';
-import { distanceMiles, EARTH_RADIUS_MILES, type LatLong, latitudeBand, zipCentroid } from './zip.ts';
+import { zipCentroid } from './zip.ts';
 
 export const DEFAULT_RADIUS_MILES = 25;
 export const MAX_RADIUS_MILES = 100;
@@ -50,21 +66,7 @@ const brandsOf = (p: { brand_ids: readonly number[] }) => p.brand_ids;
 
 // ---- GET /carts -----------------------------------------------------------------------------------
 
-const cartsQuery = z.strictObject({
-  ...pageQuery,
-  created_after: dateTime.optional().describe('only carts created strictly after this time'),
-  created_before: dateTime.optional().describe('only carts created strictly before this time'),
-  updated_after: updatedAfter,
-  status: cartStatus.optional().describe('only carts in this status'),
-  abandoned: z
-    .enum(['true', 'false'])
-    .transform((v) => v === 'true')
-    .optional()
-    .describe(
-      'true: only abandoned carts (≥1 item, not checked out, 6 h after the first item); false: only the others',
-    ),
-});
-const cartCursor = z.tuple([z.number().int().positive().max(Number.MAX_SAFE_INTEGER), z.uuid()]);
+const cartsQuery = z.strictObject({ ...pageQuery, ...cartFilters });
 
 const carts = route({
   method: 'get',
@@ -83,10 +85,9 @@ const carts = route({
   problems: [400],
   async handler(ctx, { query, partner }, deps) {
     const { limit, cursor, ...filters } = query;
-    const after = decodeCursor(cursor, cartCursor) as [number, string] | undefined;
     const page = await cartsOfPartner(deps.collection<CartDoc>(CARTS), partner.partner_id, filters, {
       limit,
-      ...(after ? { after } : {}),
+      after: cartAfter(cursor),
     });
     answerPage(ctx, 'carts', page.carts, page.next);
   },
@@ -111,18 +112,16 @@ const menuProducts = route({
   },
   problems: [400, 404],
   async handler(ctx, { params, query, partner }, deps) {
-    const after = idAfter(query.cursor);
     const brands = brandsOf(partner);
-    const [store] = await deps.collection<StoreDoc>(STORES).findByIds([params.store_id]);
+    const store = await storeById(deps.collection<StoreDoc>(STORES), params.store_id);
     if (!store?.brand_ids.some((b) => brands.includes(b))) throw notFound('store', params.store_id);
-    const filter = withUpdatedAfter({ store_id: store.id, brand_id: oneOf(brands) }, query.updated_after);
-    await answerIdPage(
-      ctx,
+    const page = await menuProductsAt(
       deps.collection<MenuProductDoc>(MENU_PRODUCTS),
-      filter,
-      { limit: query.limit, after },
-      'menu_products',
+      store.id,
+      { brandIds: brands, updatedAfter: query.updated_after },
+      { limit: query.limit, after: idAfter(query.cursor) },
     );
+    answerList(ctx, 'menu_products', page);
   },
 });
 
@@ -144,32 +143,6 @@ const productsQuery = z.strictObject({
     ),
   updated_after: updatedAfter,
 });
-
-/**
- * The ids of the stores within `miles` of `center`: one indexed range read on `lat` (the latitude band;
- * longitude bounds narrow it where they are simple), then the exact great-circle distance.
- */
-async function storesWithin(
-  stores: Collection<StoreDoc>,
-  center: LatLong,
-  miles: number,
-): Promise<Set<number>> {
-  const band = latitudeBand(center, miles);
-  const filter: Record<string, unknown> = { lat: { $gte: band.min, $lte: band.max } };
-  // Longitude reach at the centre's latitude (exact on a sphere); skipped near a pole or across ±180°.
-  const s = Math.sin(miles / EARTH_RADIUS_MILES) / Math.cos((center.lat * Math.PI) / 180);
-  if (s < 1) {
-    const reach = (Math.asin(s) * 180) / Math.PI;
-    if (center.long - reach > -180 && center.long + reach < 180) {
-      filter.long = { $gte: center.long - reach, $lte: center.long + reach };
-    }
-  }
-  const near = new Set<number>();
-  for (const store of await stores.find(filter)) {
-    if (distanceMiles(center, { lat: store.lat, long: store.long }) <= miles) near.add(store.id);
-  }
-  return near;
-}
 
 const products = route({
   method: 'get',
@@ -199,21 +172,18 @@ const products = route({
     }
     const near = await storesWithin(deps.collection<StoreDoc>(STORES), center, query.radius);
     if (near.size === 0) return answerPage(ctx, 'products', [], null);
-    const filter = withUpdatedAfter(
-      { brand_id: oneOf(brandsOf(partner)), store_ids: { $in: [...near].sort((a, b) => a - b) } },
-      query.updated_after,
-    );
-    await answerIdPage(
-      ctx,
+    const page = await productsCarriedBy(
       deps.collection<ProductDoc>(PRODUCTS),
-      filter,
+      brandsOf(partner),
+      [...near],
+      query.updated_after,
       { limit: query.limit, after },
-      'products',
-      (docs) =>
-        docs.map((d) => ({
-          ...publicFields<ProductDoc>(d),
-          store_ids: d.store_ids.filter((id) => near.has(id)),
-        })),
+    );
+    answerList(ctx, 'products', page, (docs) =>
+      docs.map((d) => ({
+        ...publicFields<ProductDoc>(d),
+        store_ids: d.store_ids.filter((id) => near.has(id)),
+      })),
     );
   },
 });
@@ -236,20 +206,16 @@ const stores = route({
   },
   problems: [400],
   async handler(ctx, { query, partner }, deps) {
-    const after = idAfter(query.cursor);
     const brands = brandsOf(partner);
-    const filter = withUpdatedAfter({ brand_ids: oneOf(brands) }, query.updated_after);
-    await answerIdPage(
-      ctx,
-      deps.collection<StoreDoc>(STORES),
-      filter,
-      { limit: query.limit, after },
-      'stores',
-      (docs) =>
-        docs.map((d) => ({
-          ...publicFields<StoreDoc>(d),
-          brand_ids: d.brand_ids.filter((b) => brands.includes(b)),
-        })),
+    const page = await storesCarrying(deps.collection<StoreDoc>(STORES), brands, query.updated_after, {
+      limit: query.limit,
+      after: idAfter(query.cursor),
+    });
+    answerList(ctx, 'stores', page, (docs) =>
+      docs.map((d) => ({
+        ...publicFields<StoreDoc>(d),
+        brand_ids: d.brand_ids.filter((b) => brands.includes(b)),
+      })),
     );
   },
 });
@@ -288,15 +254,13 @@ const specials = route({
   },
   problems: [400],
   async handler(ctx, { query, partner }, deps) {
-    const after = idAfter(query.cursor);
-    const filter = withUpdatedAfter({ _involved_brand_ids: oneOf(brandsOf(partner)) }, query.updated_after);
-    await answerIdPage(
-      ctx,
+    const page = await specialsInvolving(
       deps.collection<SpecialDoc>(SPECIALS),
-      filter,
-      { limit: query.limit, after },
-      'specials',
+      brandsOf(partner),
+      query.updated_after,
+      { limit: query.limit, after: idAfter(query.cursor) },
     );
+    answerList(ctx, 'specials', page);
   },
 });
 

@@ -1,14 +1,17 @@
 /**
- * What every partner API shares (DESIGN §4): API-key authentication against the `partner_keys` read
+ * What every partner API shares (docs/partner-api.md): API-key authentication against the `partner_keys` read
  * model (one lookup by key hash), the per-key rate limit, security headers, cursor paging with a
  * `Link` header, and store selection for store-scoped endpoints.
  */
 import type { Next } from 'koa';
 import { z } from 'zod';
 import { hashApiKey, isWellFormedApiKey } from '../../application/credentials.ts';
+import { cartStatus } from '../../domain/cart.ts';
 import type { PartnerKind } from '../../domain/partner.ts';
+import { isoDateTime } from '../../domain/schemas.ts';
+import type { Page } from '../../projections/read-models/paging.ts';
 import type { PartnerKeyDoc } from '../../projections/read-models/partner-keys.ts';
-import type { Collection } from '../../projections/read-store.ts';
+import type { Collection, Doc } from '../../projections/read-store.ts';
 import { type AppContext, HttpProblem } from '../http.ts';
 import { bearerToken } from '../operator-auth.ts';
 import { parseParams } from '../validation.ts';
@@ -148,6 +151,55 @@ export function decodeCursor(cursor: string | undefined, shape: z.ZodType<unknow
       errors: [{ field: 'cursor', message: 'not a cursor of this list' }],
     });
   }
+}
+
+/** An optional ISO 8601 date-time parameter (`Z` or an offset), normalized to UTC with milliseconds as read models store times. */
+export const timeParam = (description: string) =>
+  isoDateTime
+    .transform((t) => new Date(t).toISOString())
+    .optional()
+    .describe(description);
+
+/** `updated_after`, for incremental sync of a list (docs/partner-api.md, "Lists"). */
+export const updatedAfter = timeParam(
+  'only records changed strictly after this time (ISO 8601), for incremental sync',
+);
+
+/** The filters of a carts list (docs/partner-api.md, "Lists"); bounds are exclusive. */
+export const cartFilters = {
+  created_after: timeParam('only carts created strictly after this time (ISO 8601)'),
+  created_before: timeParam('only carts created strictly before this time (ISO 8601)'),
+  updated_after: timeParam('only carts changed strictly after this time (ISO 8601)'),
+  status: cartStatus.optional().describe('only carts in this status'),
+  abandoned: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe(
+      'true: only abandoned carts (≥1 item, not checked out, 6 h after the first item); false: only the others',
+    ),
+};
+
+/** Cursor of an id-ordered list: the last record's id. */
+const idCursor = z.tuple([z.number().int().positive().max(Number.MAX_SAFE_INTEGER)]);
+/** Cursor of a carts list: the last cart's id and uuid. */
+const cartCursor = z.tuple([z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER), z.uuid()]);
+
+/** Where an id-ordered list resumes (undefined for the first page); a foreign cursor is a 400. */
+export const idAfter = (cursor: string | undefined) => decodeCursor(cursor, idCursor) as [number] | undefined;
+
+/** Where a carts list resumes (undefined for the first page); a foreign cursor is a 400. */
+export const cartAfter = (cursor: string | undefined) =>
+  decodeCursor(cursor, cartCursor) as [number, string] | undefined;
+
+/** Answers one page of a read-model query, each document shown through `render` (by default its public fields). */
+export function answerList<T extends Doc>(
+  ctx: AppContext,
+  plural: string,
+  page: Page<T>,
+  render: (docs: T[]) => unknown[] = (docs) => docs.map((d) => publicFields(d)),
+): void {
+  answerPage(ctx, plural, render(page.docs), page.next);
 }
 
 /** Answers a page: `{ <plural>: [...], next_cursor }` and a `Link: <…>; rel="next"` header. */

@@ -1,4 +1,4 @@
-/** The four partner APIs (DESIGN §4), each under its own base path with its own OpenAPI document. */
+/** The four partner APIs (docs/partner-api.md), each under its own base path with its own OpenAPI document. */
 import type Router from '@koa/router';
 import type { AppState } from '../http.ts';
 import { brandApi } from './brand.ts';

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 document of a partner API (DESIGN §4), generated from its route table: zod 4's
+ * The OpenAPI 3.1 document of a partner API (docs/partner-api.md), generated from its route table: zod 4's
  * `z.toJSONSchema` gives draft 2020-12 schemas, which OpenAPI 3.1 uses as they are. Responses are
  * described by the output type of their schemas, parameters and bodies by the input type (what a client
  * sends: a default makes a field optional, a transform shows what it accepts).

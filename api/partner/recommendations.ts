@@ -1,5 +1,5 @@
 /**
- * Product recommendations (seed §4.3 `GET /products/{product_id}/recommendations`), as pure functions:
+ * Product recommendations (docs/partner-api.md `GET /products/{product_id}/recommendations`), as pure functions:
  * the store's menu products scored against the characteristics of the given product.
  *
  * A score lies in [0, 1] (4 decimals) and is a weighted sum of similarities, each in [0, 1]:

@@ -1,5 +1,5 @@
 /**
- * The records partners receive (RESOURCES.md), as zod schemas: what the OpenAPI documents publish and
+ * The records partners receive (docs/partner-api.md), as zod schemas: what the OpenAPI documents publish and
  * what the API tests validate every answer against. `.meta({ id })` names each one as a component.
  */
 import { z } from 'zod';

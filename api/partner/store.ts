@@ -1,5 +1,5 @@
 /**
- * The Store Operator API (seed §4.3, `/partner/store/v1`) and the Store Menu Feed API (seed §4.4,
+ * The Store Operator API (docs/partner-api.md, `/partner/store/v1`) and the Store Menu Feed API (docs/partner-api.md,
  * `/partner/store-menu-feed/v1`). Both serve the same seven store-scoped routes, defined once here
  * (`storeRoutes`); only the store operator has `GET /carts` (the menu feed's base path has no such
  * route: 404).
@@ -8,7 +8,7 @@
  * stores; a store outside the key answers 404). Lists page by `limit`/`cursor` in id order and read
  * one index range (`limit + 1` documents to know whether a next page exists).
  *
- * Decisions beyond the seed (DESIGN §4 leaves them to the API):
+ * Decisions beyond the specification (docs/partner-api.md records them; left to the API):
  * - `GET /carts`: the carts whose `source.partner_id` is the operator, at the stores of its key (or the
  *   one given by `store_id`); filters `created_after`, `created_before`, `updated_after` (exclusive
  *   bounds), `status`, `abandoned`.
@@ -29,22 +29,38 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import * as cart from '../../domain/cart.ts';
-import { isoDateTime, weights } from '../../domain/schemas.ts';
+import { weights } from '../../domain/schemas.ts';
 import * as store from '../../domain/store.ts';
+import { CARTS, type CartDoc, cartsOfPartner } from '../../projections/read-models/carts.ts';
 import {
-  type CartCursor,
-  type CartDoc,
-  cartsQuery,
-  toCartRecord,
-} from '../../projections/read-models/carts.ts';
-import type { CurbsidePickupSettingDoc } from '../../projections/read-models/curbside-pickup-settings.ts';
-import type { MenuProductDoc } from '../../projections/read-models/menu-products.ts';
-import type { ReviewDoc } from '../../projections/read-models/reviews.ts';
-import type { SpecialDoc } from '../../projections/read-models/specials.ts';
-import type { Collection, Doc, Filter } from '../../projections/read-store.ts';
+  CURBSIDE_PICKUP_SETTINGS,
+  type CurbsidePickupSettingDoc,
+  settingOf,
+} from '../../projections/read-models/catalog/curbside-pickup-settings.ts';
+import {
+  listingsOfProductAt,
+  MENU_PRODUCTS,
+  type MenuProductDoc,
+  menuProductAt,
+  menuProductsAt,
+  recommendationCandidates,
+} from '../../projections/read-models/catalog/menu-products.ts';
+import { REVIEWS, type ReviewDoc, verifiedReviews } from '../../projections/read-models/catalog/reviews.ts';
+import { SPECIALS, type SpecialDoc, specialsAt } from '../../projections/read-models/catalog/specials.ts';
 import { pathId, pathUuid } from '../validation.ts';
 import { commandMetadata } from '../write-support.ts';
-import { answerPage, decodeCursor, notFound, pageQuery, publicFields, selectStore } from './common.ts';
+import {
+  answerList,
+  answerPage,
+  cartAfter,
+  cartFilters,
+  idAfter,
+  notFound,
+  pageQuery,
+  publicFields,
+  selectStore,
+  updatedAfter,
+} from './common.ts';
 import { type Characteristics, DEFAULT_RECOMMENDATIONS, lowestPrice, recommend } from './recommendations.ts';
 import type { PartnerApi, PartnerDeps, PartnerRoute } from './routes.ts';
 import { route } from './routes.ts';
@@ -68,15 +84,6 @@ const storeIdParam = z.coerce
   .optional()
   .describe('The store asked about; required when the API key covers several stores');
 
-/** An ISO 8601 date-time, normalized to UTC with milliseconds (how read models store times). */
-const timeParam = (description: string) =>
-  isoDateTime
-    .transform((t) => new Date(t).toISOString())
-    .optional()
-    .describe(description);
-
-const updatedAfter = timeParam('Only records changed after this time (ISO 8601), for incremental syncs');
-
 /** Query of a store-scoped list: the store, paging, `updated_after`. */
 const storeListQuery = z.strictObject({ store_id: storeIdParam, ...pageQuery, updated_after: updatedAfter });
 
@@ -85,15 +92,7 @@ const storeOnlyQuery = z.strictObject({ store_id: storeIdParam });
 const cartsQuerySchema = z.strictObject({
   store_id: storeIdParam.describe('Only the carts of this store of the key (default: all of its stores)'),
   ...pageQuery,
-  created_after: timeParam('Only carts created after this time (ISO 8601)'),
-  created_before: timeParam('Only carts created before this time (ISO 8601)'),
-  updated_after: timeParam('Only carts changed after this time (ISO 8601)'),
-  status: cart.cartStatus.optional().describe('Only carts in this status'),
-  abandoned: z
-    .enum(['true', 'false'])
-    .transform((v) => v === 'true')
-    .optional()
-    .describe('true: only abandoned carts; false: only carts not abandoned'),
+  ...cartFilters,
 });
 
 export const MAX_RECOMMENDATIONS = DEFAULT_RECOMMENDATIONS;
@@ -105,11 +104,6 @@ const recommendationsQuery = z.strictObject({
 const menuProductParams = z.object({ menu_product_id: pathId });
 const productParams = z.object({ product_id: pathId });
 const reservationParams = z.object({ uuid: pathUuid });
-
-/** Cursor of an id-ordered list: the last record's id. */
-const idCursor = z.tuple([z.number().int().positive()]);
-/** Cursor of the carts list: the last cart's id and uuid. */
-const cartCursor = z.tuple([z.number().int().nonnegative(), z.string().max(64)]);
 
 // ---- answers ------------------------------------------------------------------------------------
 
@@ -162,36 +156,9 @@ const recommendationList = z
 /** At most this many candidates per query (same kind; other kinds) are scored for recommendations. */
 export const CANDIDATE_LIMIT = 250;
 
-const ID_ORDER: [string, 1][] = [['_id', 1]];
-
-/** One page of `filter` in id order: `limit + 1` documents tell whether another page exists. */
-async function idPage<T extends Doc>(
-  collection: Collection<T>,
-  filter: Filter,
-  limit: number,
-  after: unknown[] | undefined,
-): Promise<{ docs: T[]; next: unknown[] | null }> {
-  const docs = await collection.find(filter, {
-    sort: ID_ORDER,
-    limit: limit + 1,
-    ...(after ? { after } : {}),
-  });
-  const more = docs.length > limit;
-  const shown = more ? docs.slice(0, limit) : docs;
-  return { docs: shown, next: more ? [shown[shown.length - 1]._id] : null };
-}
-
-const withUpdatedAfter = (filter: Filter, query: { updated_after?: string }): Filter =>
-  query.updated_after === undefined ? filter : { ...filter, updated_at: { $gt: query.updated_after } };
-
-const menuProducts = (deps: PartnerDeps) => deps.collection<MenuProductDoc>('menu_products');
-
-/** The product's menu products at the store; a product the store does not carry is a 404. */
+/** The product's listings at the store; a product the store does not carry is a 404. */
 async function listingsAt(deps: PartnerDeps, storeId: number, productId: number): Promise<MenuProductDoc[]> {
-  const docs = await menuProducts(deps).find(
-    { store_id: storeId, product_id: productId },
-    { sort: ID_ORDER },
-  );
+  const docs = await listingsOfProductAt(deps.collection<MenuProductDoc>(MENU_PRODUCTS), storeId, productId);
   if (docs.length === 0) throw notFound('product', productId);
   return docs;
 }
@@ -226,24 +193,15 @@ export const listCarts = route({
   problems: PAGE_PROBLEMS,
   async handler(ctx, { query, partner }, deps) {
     const storeIds = query.store_id === undefined ? partner.store_ids : [selectStore(ctx)];
-    const after = decodeCursor(query.cursor, cartCursor) as CartCursor | undefined;
-    const { filter, options } = cartsQuery(
-      { partner_id: partner.partner_id },
-      {
-        created_after: query.created_after,
-        created_before: query.created_before,
-        updated_after: query.updated_after,
-        status: query.status,
-        abandoned: query.abandoned,
-      },
-      { limit: query.limit + 1, ...(after ? { after } : {}) },
+    const { limit, cursor, store_id: _, ...filters } = query;
+    const page = await cartsOfPartner(
+      deps.collection<CartDoc>(CARTS),
+      partner.partner_id,
+      filters,
+      { limit, after: cartAfter(cursor) },
+      storeIds,
     );
-    filter.store_id = storeIds.length === 1 ? storeIds[0] : { $in: [...storeIds] };
-    const docs = await deps.collection<CartDoc>('carts').find(filter, options);
-    const more = docs.length > query.limit;
-    const shown = more ? docs.slice(0, query.limit) : docs;
-    const last = shown[shown.length - 1];
-    answerPage(ctx, 'carts', shown.map(toCartRecord), more && last ? [last.id, last._id] : null);
+    answerPage(ctx, 'carts', page.carts, page.next);
   },
 });
 
@@ -258,10 +216,13 @@ const listMenuProducts = route({
   problems: PAGE_PROBLEMS,
   async handler(ctx, { query }, deps) {
     const storeId = selectStore(ctx);
-    const after = decodeCursor(query.cursor, idCursor);
-    const filter = withUpdatedAfter({ store_id: storeId }, query);
-    const { docs, next } = await idPage(menuProducts(deps), filter, query.limit, after);
-    answerPage(ctx, 'menu_products', docs.map(publicFields), next);
+    const page = await menuProductsAt(
+      deps.collection<MenuProductDoc>(MENU_PRODUCTS),
+      storeId,
+      { updatedAfter: query.updated_after },
+      { limit: query.limit, after: idAfter(query.cursor) },
+    );
+    answerList(ctx, 'menu_products', page);
   },
 });
 
@@ -276,8 +237,12 @@ const getMenuProduct = route({
   problems: [400, 404],
   async handler(ctx, { params }, deps) {
     const storeId = selectStore(ctx);
-    const [doc] = await menuProducts(deps).findByIds([params.menu_product_id]);
-    if (!doc || doc.store_id !== storeId) throw notFound('menu_product', params.menu_product_id);
+    const doc = await menuProductAt(
+      deps.collection<MenuProductDoc>(MENU_PRODUCTS),
+      storeId,
+      params.menu_product_id,
+    );
+    if (!doc) throw notFound('menu_product', params.menu_product_id);
     ctx.body = { menu_product: publicFields(doc) };
   },
 });
@@ -304,19 +269,13 @@ const listRecommendations = route({
       // The product's lowest price at the store, over all its listings there.
       lowest_price: lowestPrice(own.flatMap((d) => priceFieldNames.map((f) => d[f] as string | null))),
     };
-    const collection = menuProducts(deps);
-    const others = { store_id: storeId, product_id: { $ne: params.product_id } };
-    const candidates =
-      subject.kind === null
-        ? []
-        : await collection.find(
-            { ...others, kind: subject.kind },
-            { sort: ID_ORDER, limit: CANDIDATE_LIMIT },
-          );
-    if (new Set(candidates.map((c) => c.product_id)).size < MAX_RECOMMENDATIONS) {
-      const otherKinds = subject.kind === null ? others : { ...others, kind: { $ne: subject.kind } };
-      candidates.push(...(await collection.find(otherKinds, { sort: ID_ORDER, limit: CANDIDATE_LIMIT })));
-    }
+    const candidates = await recommendationCandidates(
+      deps.collection<MenuProductDoc>(MENU_PRODUCTS),
+      storeId,
+      first,
+      CANDIDATE_LIMIT,
+      MAX_RECOMMENDATIONS,
+    );
     const byId = new Map(candidates.map((d) => [d.id, d]));
     const best = recommend(subject, candidates.map(characteristics), query.limit);
     ctx.body = {
@@ -342,14 +301,15 @@ const listProductReviews = route({
   problems: PAGE_PROBLEMS,
   async handler(ctx, { params, query }, deps) {
     const storeId = selectStore(ctx);
-    const after = decodeCursor(query.cursor, idCursor);
+    const after = idAfter(query.cursor);
     await listingsAt(deps, storeId, params.product_id);
-    const filter = withUpdatedAfter(
-      { store_id: storeId, product_id: params.product_id, verified: true },
-      query,
+    const page = await verifiedReviews(
+      deps.collection<ReviewDoc>(REVIEWS),
+      { productId: params.product_id, storeId },
+      query.updated_after,
+      { limit: query.limit, after },
     );
-    const { docs, next } = await idPage(deps.collection<ReviewDoc>('reviews'), filter, query.limit, after);
-    answerPage(ctx, 'reviews', docs.map(publicFields), next);
+    answerList(ctx, 'reviews', page);
   },
 });
 
@@ -366,10 +326,11 @@ const listSpecials = route({
   problems: PAGE_PROBLEMS,
   async handler(ctx, { query }, deps) {
     const storeId = selectStore(ctx);
-    const after = decodeCursor(query.cursor, idCursor);
-    const filter = withUpdatedAfter({ store_id: storeId }, query);
-    const { docs, next } = await idPage(deps.collection<SpecialDoc>('specials'), filter, query.limit, after);
-    answerPage(ctx, 'specials', docs.map(publicFields), next);
+    const page = await specialsAt(deps.collection<SpecialDoc>(SPECIALS), storeId, query.updated_after, {
+      limit: query.limit,
+      after: idAfter(query.cursor),
+    });
+    answerList(ctx, 'specials', page);
   },
 });
 
@@ -384,9 +345,7 @@ const getCurbsidePickupSetting = route({
   problems: [400, 404],
   async handler(ctx, _input, deps) {
     const storeId = selectStore(ctx);
-    const [doc] = await deps
-      .collection<CurbsidePickupSettingDoc>('curbside_pickup_settings')
-      .findByIds([storeId]);
+    const doc = await settingOf(deps.collection<CurbsidePickupSettingDoc>(CURBSIDE_PICKUP_SETTINGS), storeId);
     if (!doc) throw notFound('curbside_pickup_setting', storeId);
     ctx.body = { curbside_pickup_setting: publicFields(doc) };
   },
@@ -450,7 +409,7 @@ const postCurbsideArrival = route({
   },
 });
 
-/** The seven routes both store APIs serve (seed §4.4: the same paths and meaning as in §4.3). */
+/** The seven routes both store APIs serve (docs/partner-api.md: the store operator's, without `/carts`). */
 export const storeRoutes: readonly PartnerRoute[] = [
   listMenuProducts,
   getMenuProduct,

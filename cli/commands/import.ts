@@ -9,7 +9,7 @@
  *   {"method":"POST","path":"/carts/<uuid>/items","body":{…},"idempotency_key":"order-17-line-1"}
  *   {"method":"DELETE","path":"/stores/7/menu_products/12"}
  *
- * - `method`: PUT, POST, PATCH or DELETE; `path`: a platform route (RESOURCES, platform write side),
+ * - `method`: PUT, POST, PATCH or DELETE; `path`: a platform route (docs/write-side.md),
  *   with or without the `/platform/v1` prefix; `body`: the route's JSON body (left out for DELETE);
  *   `idempotency_key` (optional, POST only): sent as `Idempotency-Key`.
  * - A POST without one is sent with a key derived from its line number and text, so a line sent twice

@@ -149,7 +149,7 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * ite
 const chance = (p: number) => Math.random() < p;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-/** Where a status may go next (DESIGN §3): the ready step depends on the reservation mode. */
+/** Where a status may go next (docs/write-side.md): the ready step depends on the reservation mode. */
 function nextStatuses(c: LiveCart): CartStatus[] {
   return statusMoves[c.status].filter((to) =>
     c.status !== 'preparing'

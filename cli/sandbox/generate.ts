@@ -1,7 +1,7 @@
 /**
  * The sandbox data set: stores at real ZIP coordinates, brands, products, menu products with the
  * platform's weights and prices, reviews, specials, curbside settings, partners of the four kinds and
- * past carts in every status. Everything is written as the platform's own request bodies (RESOURCES,
+ * past carts in every status. Everything is written as the platform's own request bodies (docs/partner-api.md,
  * platform write side) plus ids and times, so `seed.ts` can run each through the same schema and
  * decider as the platform routes do.
  *
@@ -1185,7 +1185,7 @@ interface StoreFacts {
   menu: SandboxMenuProduct[];
 }
 
-/** The status moves from checkout to the target, for a reservation mode (DESIGN §3). */
+/** The status moves from checkout to the target, for a reservation mode (docs/write-side.md). */
 function statusPath(rng: Rng, target: CartTarget, mode: cart.ReservationMode): string[] {
   const review = rng.chance(0.3) ? ['staff_member_review'] : [];
   const toReady = mode === 'delivery' ? ['delivery_started'] : ['ready_for_pickup'];

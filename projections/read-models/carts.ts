@@ -1,5 +1,5 @@
 /**
- * Read model `carts`: one document per cart, the partner cart record (DESIGN §4, RESOURCES "cart")
+ * Read model `carts`: one document per cart, the partner cart record (docs/partner-api.md, "Records")
  * exactly as `toPartnerCart` renders it, plus private fields (prefixed `_`, stripped before a partner
  * sees the record) that the partner queries filter and index on.
  *
@@ -7,8 +7,10 @@
  * a brand rename re-renders the carts holding that brand (`products[].brand`). The projection keeps
  * the names it needs in two private lookup collections, so it never reads another read model.
  *
- * Deterministic (DESIGN §6): every time comes from event data; nothing reads the clock.
+ * Deterministic (docs/read-side.md): every time comes from event data; nothing reads the clock.
  */
+
+import { domainEventOf } from '../../application/read-state.ts';
 import type { BrandEvent } from '../../domain/brand.ts';
 import * as cart from '../../domain/cart.ts';
 import { eventRegistry } from '../../domain/index.ts';
@@ -16,6 +18,7 @@ import type { StoreEvent } from '../../domain/store.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { Projection, ProjectionTx } from '../projector.ts';
 import type { Collection, Doc, DocId, Filter, FindOptions, IndexSpec, SortSpec } from '../read-store.ts';
+import { findPage, oneOf } from './paging.ts';
 
 export const CARTS = 'carts';
 /** Private: the current name of every store (`_id` store id), for `store_name`. */
@@ -92,11 +95,6 @@ const STORE_PREFIX = 'store-';
 const BRAND_PREFIX = 'brand-';
 const cartEventTypes = new Set<string>(Object.keys(cart.events));
 
-/** Typed data through the registry, so events written at an older schema version are upcast. */
-function parse<E>(event: RecordedEvent): E {
-  return eventRegistry.read(event.type, event.data, event.metadata.schema_version ?? 1) as unknown as E;
-}
-
 const iso = (at: string) => new Date(at).toISOString();
 
 /** Whether `doc` already reflects the event at `position` (a batch replayed after a crash). */
@@ -135,7 +133,7 @@ function applyCartEvent(event: RecordedEvent, tx: ProjectionTx): void {
   const uuid = event.streamId.slice(CART_PREFIX.length);
   const current = tx.get<CartDoc>(CARTS, uuid);
   if (reflects(current, event.position)) return;
-  const e = parse<cart.CartEvent>(event);
+  const e = domainEventOf<cart.CartEvent>(eventRegistry, event);
   if (e.type === 'CartCreated') {
     // The decider refuses a second CartCreated; one in the log would be a bug, not a new cart.
     if (current) return;
@@ -170,7 +168,7 @@ function recordName(tx: ProjectionTx, collection: string, id: number, name: stri
 }
 
 function applyStoreUpserted(event: RecordedEvent, tx: ProjectionTx): void {
-  const e = parse<StoreEvent>(event);
+  const e = domainEventOf<StoreEvent>(eventRegistry, event);
   if (e.type !== 'StoreUpserted') return;
   const { store_id, name } = e.data;
   if (!recordName(tx, CART_STORE_NAMES, store_id, name)) return;
@@ -181,7 +179,7 @@ function applyStoreUpserted(event: RecordedEvent, tx: ProjectionTx): void {
 }
 
 function applyBrandUpserted(event: RecordedEvent, tx: ProjectionTx): void {
-  const { data } = parse<BrandEvent>(event);
+  const { data } = domainEventOf<BrandEvent>(eventRegistry, event);
   const { brand_id, name } = data;
   if (!recordName(tx, CART_BRAND_NAMES, brand_id, name)) return;
   for (const doc of tx.find<CartDoc>(CARTS, { _brand_ids: brand_id })) {
@@ -235,10 +233,16 @@ export const cartsProjection: Projection = {
 
 // ---- queries --------------------------------------------------------------------------------------
 
-/** Whose carts: a partner's own (by `source.partner_id`), one store's, or those holding some brands. */
-export type CartScope = { partner_id: string } | { store_id: number } | { brand_ids: readonly number[] };
+/**
+ * Whose carts: a partner's own (by `source.partner_id`, at some stores only when given), one store's, or
+ * those holding some brands.
+ */
+export type CartScope =
+  | { partner_id: string; store_ids?: readonly number[] }
+  | { store_id: number }
+  | { brand_ids: readonly number[] };
 
-/** DESIGN §4 filters. Times are ISO 8601 (validated by the API); bounds are exclusive. */
+/** docs/partner-api.md filters. Times are ISO 8601 (validated by the API); bounds are exclusive. */
 export interface CartFilters {
   created_after?: string;
   created_before?: string;
@@ -267,9 +271,11 @@ export function cartsQuery(
   page: CartPage,
 ): { filter: Filter; options: FindOptions } {
   const filter: Filter = {};
-  if ('partner_id' in scope) filter._partner_id = scope.partner_id;
-  else if ('store_id' in scope) filter.store_id = scope.store_id;
-  else filter._brand_ids = scope.brand_ids.length === 1 ? scope.brand_ids[0] : { $in: [...scope.brand_ids] };
+  if ('partner_id' in scope) {
+    filter._partner_id = scope.partner_id;
+    if (scope.store_ids) filter.store_id = oneOf(scope.store_ids);
+  } else if ('store_id' in scope) filter.store_id = scope.store_id;
+  else filter._brand_ids = oneOf(scope.brand_ids);
   const created: Record<string, string> = {};
   if (filters.created_after !== undefined) created.$gt = iso(filters.created_after);
   if (filters.created_before !== undefined) created.$lt = iso(filters.created_before);
@@ -297,21 +303,25 @@ export async function findCarts(
   filters: CartFilters,
   page: CartPage,
 ): Promise<{ carts: PartnerCart[]; next: CartCursor | null }> {
-  // One more than asked tells whether another page exists, without a second query.
-  const { filter, options } = cartsQuery(scope, filters, { ...page, limit: page.limit + 1 });
-  const docs = await collection.find(filter, options);
-  const more = docs.length > page.limit;
-  const shown = more ? docs.slice(0, page.limit) : docs;
-  const last = shown[shown.length - 1];
-  return { carts: shown.map(toCartRecord), next: more && last ? [last.id, last._id] : null };
+  const { filter } = cartsQuery(scope, filters, page);
+  const found = await findPage(collection, filter, page, cartSort);
+  return { carts: found.docs.map(toCartRecord), next: found.next as CartCursor | null };
 }
 
+/** A partner's carts (from its own site), at some of its stores only when `storeIds` is given. */
 export const cartsOfPartner = (
   collection: Collection<CartDoc>,
   partnerId: string,
   filters: CartFilters,
   page: CartPage,
-) => findCarts(collection, { partner_id: partnerId }, filters, page);
+  storeIds?: readonly number[],
+) =>
+  findCarts(
+    collection,
+    { partner_id: partnerId, ...(storeIds ? { store_ids: storeIds } : {}) },
+    filters,
+    page,
+  );
 
 export const cartsOfStore = (
   collection: Collection<CartDoc>,

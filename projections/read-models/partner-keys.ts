@@ -1,6 +1,6 @@
 /**
  * Read model `partner_keys`: what authentication needs, shared through the read store so API
- * processes of a split deployment (DESIGN §1) authenticate without reading the event store.
+ * processes of a split deployment (docs/architecture.md) authenticate without reading the event store.
  *
  * - `partner_keys`: one document per ACTIVE key, `_id` = the key's SHA-256 hash (what a request's
  *   bearer key hashes to), with the partner's kind, scope and rate limit. A revoked or rotated-away
@@ -10,9 +10,9 @@
  *   The admin API strips `_` fields; a key hash is never shown.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as partner from '../../domain/partner.ts';
-import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { Projection } from '../projector.ts';
 import type { Collection, Doc, DocId } from '../read-store.ts';
 
@@ -39,10 +39,6 @@ export type PartnerDoc = Doc &
 
 const PREFIX = 'partner-';
 const partnerEventTypes = new Set<string>(Object.keys(partner.events));
-
-function parse<E>(event: RecordedEvent): E {
-  return eventRegistry.read(event.type, event.data, event.metadata.schema_version ?? 1) as unknown as E;
-}
 
 const withoutPosition = <T extends Doc>(doc: T): T => {
   const { _position: _, ...rest } = doc;
@@ -99,7 +95,7 @@ export const partnerKeysProjection: Projection = {
   apply(event, tx) {
     if (!event.streamId.startsWith(PREFIX) || !partnerEventTypes.has(event.type)) return;
     const partnerId = event.streamId.slice(PREFIX.length);
-    const e = parse<partner.PartnerEvent>(event);
+    const e = domainEventOf<partner.PartnerEvent>(eventRegistry, event);
     const current = tx.get<PartnerDoc>(PARTNERS, partnerId);
     // Every event of the stream rewrites the partner document, so its `_position` tells whether this
     // event is applied (a batch replayed after a crash). The key documents are then made to agree

@@ -1,5 +1,5 @@
 /**
- * Read model `webhook_deliveries` (DESIGN §5, §6): one document per webhook delivery (`_id` = the
+ * Read model `webhook_deliveries` (docs/webhooks.md, "Operators"): one document per webhook delivery (`_id` = the
  * delivery id, the `X-Service-Webhook-Id` of its requests), with every attempt, for the operator views
  * of the admin API. Built from the `webhookdelivery-` streams (domain/webhook-delivery.ts).
  *
@@ -8,7 +8,7 @@
  * (`failed`: the last attempt failed and another is scheduled); an attempt in flight is listed with
  * `outcome: null` until its result is recorded.
  *
- * Deterministic (DESIGN §6): every time comes from event data. Idempotent: a document records the
+ * Deterministic (docs/read-side.md): every time comes from event data. Idempotent: a document records the
  * position of the last event applied to it (`_position`), and an event it already reflects is skipped,
  * so a batch replayed after a crash appends no attempt twice.
  *
@@ -16,10 +16,11 @@
  * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, and "failed or parked
  * since T" (two equality prefixes, a range on `scheduled_at`) for recover.
  */
+
+import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import type { WebhookEventKind } from '../../domain/webhook-subscription.ts';
-import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { Projection } from '../projector.ts';
 import type { Collection, Doc, Filter, IndexSpec } from '../read-store.ts';
 
@@ -93,14 +94,6 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
 ];
 
 const eventTypes = new Set<string>(Object.keys(delivery.events));
-
-function parse(event: RecordedEvent): delivery.WebhookDeliveryEvent {
-  return eventRegistry.read(
-    event.type,
-    event.data,
-    event.metadata.schema_version ?? 1,
-  ) as unknown as delivery.WebhookDeliveryEvent;
-}
 
 /**
  * The document after one event; undefined when the event changes nothing. Mirrors the domain's
@@ -226,7 +219,7 @@ export const webhookDeliveriesProjection: Projection = {
   },
   apply(event, tx) {
     if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
-    const domainEvent = parse(event);
+    const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(eventRegistry, event);
     const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
     if (current && typeof current._position === 'number' && current._position >= event.position) return;
     const next = evolveDelivery(current, domainEvent);

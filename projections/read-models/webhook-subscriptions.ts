@@ -9,9 +9,10 @@
  * (If the crash left the deletion written and the tombstone not, a replayed creation normally falls in
  * the same replayed batch as the removal, and both land in one ordered bulk write.)
  */
+
+import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as webhooks from '../../domain/webhook-subscription.ts';
-import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { Projection } from '../projector.ts';
 import type { Collection, Doc, Filter } from '../read-store.ts';
 
@@ -36,10 +37,6 @@ export type WebhookSubscriptionDoc = Doc & {
 
 const PREFIX = 'webhooksub-';
 const eventTypes = new Set<string>(Object.keys(webhooks.events));
-
-function parse<E>(event: RecordedEvent): E {
-  return eventRegistry.read(event.type, event.data, event.metadata.schema_version ?? 1) as unknown as E;
-}
 
 function render(state: webhooks.WebhookSubscription): WebhookSubscriptionDoc {
   return {
@@ -104,7 +101,10 @@ export const webhookSubscriptionsProjection: Projection = {
     }
     if (current && typeof current._position === 'number' && current._position >= event.position) return;
     const before: webhooks.WebhookSubscriptionState = current ? stateOf(current) : { exists: false };
-    const after = webhooks.decider.evolve(before, parse<webhooks.WebhookSubscriptionEvent>(event));
+    const after = webhooks.decider.evolve(
+      before,
+      domainEventOf<webhooks.WebhookSubscriptionEvent>(eventRegistry, event),
+    );
     if (!after.exists) return;
     if (after.removed) {
       tx.put(WEBHOOK_SUBSCRIPTIONS_REMOVED, { _id: id, removed_at: after.removed_at });

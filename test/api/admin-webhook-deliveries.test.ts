@@ -2,7 +2,7 @@
  * Webhook deliveries in the admin API (`/admin/v1/webhooks/...`, operator token) on a real service with
  * real local receivers and an injected clock: every attempt listed, filters and paging, parking,
  * redeliver (same webhook id, next attempt number), recover since a time, the synchronous test request
- * (signed, seed-shaped, not recorded, URL guard applied), and the refusals as problem documents.
+ * (signed, shaped as docs/webhooks.md says, not recorded, URL guard applied), and the refusals as problem documents.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,6 @@ import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { SAMPLE_CART_UUID } from '../../api/admin-webhook-deliveries.ts';
 import { manualClock } from '../../domain/clock.ts';
-import { verifyWebhook } from '../dispatcher/verify-signature.ts';
 import {
   addItem,
   checkOut,
@@ -23,6 +22,7 @@ import {
 } from '../support/cart-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import { verifyWebhook } from '../webhooks/verify-signature.ts';
 
 const ADMIN = '/admin/v1';
 const PROBLEM = 'application/problem+json';
@@ -479,7 +479,7 @@ test('a redelivered or recovered delivery reaches the receiver again: same webho
   t.deepEqual(verifyWebhook(all[3].headers, all[3].raw, hook.secret, now()), { valid: true });
 });
 
-test('test sends one signed sample request of either kind, in the seed shape, and records nothing', async (t) => {
+test('test sends one signed sample request of either kind, in the documented shape, and records nothing', async (t) => {
   const s = await startService(t);
   await seedCatalog(s);
   const receiver = await startReceiver(t);

@@ -1,5 +1,5 @@
 /**
- * The brand feed partner API (`/partner/brand-feed/v1`, seed §4.2) on a real service: the verified
+ * The brand feed partner API (`/partner/brand-feed/v1`, docs/partner-api.md) on a real service: the verified
  * reviews of the brands within a partner's policy (some brands, or all), per product, their filters
  * and paging, authentication, and that nothing outside the policy ever shows.
  */

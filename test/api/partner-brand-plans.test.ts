@@ -10,11 +10,11 @@ import { brandFeedApi } from '../../api/partner/brand-feed.ts';
 import type { PartnerPrincipal } from '../../api/partner/common.ts';
 import type { PartnerApi, PartnerDeps } from '../../api/partner/routes.ts';
 import { CARTS, cartIndexes } from '../../projections/read-models/carts.ts';
-import { MENU_PRODUCTS, menuProductIndexes } from '../../projections/read-models/menu-products.ts';
-import { PRODUCTS, productIndexes } from '../../projections/read-models/products.ts';
-import { REVIEWS, reviewIndexes } from '../../projections/read-models/reviews.ts';
-import { SPECIALS, specialIndexes } from '../../projections/read-models/specials.ts';
-import { STORES, storeIndexes } from '../../projections/read-models/stores.ts';
+import { MENU_PRODUCTS, menuProductIndexes } from '../../projections/read-models/catalog/menu-products.ts';
+import { PRODUCTS, productIndexes } from '../../projections/read-models/catalog/products.ts';
+import { REVIEWS, reviewIndexes } from '../../projections/read-models/catalog/reviews.ts';
+import { SPECIALS, specialIndexes } from '../../projections/read-models/catalog/specials.ts';
+import { STORES, storeIndexes } from '../../projections/read-models/catalog/stores.ts';
 import type { Doc, IndexSpec } from '../../projections/read-store.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 

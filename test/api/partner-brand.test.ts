@@ -1,5 +1,5 @@
 /**
- * The brand partner API (`/partner/brand/v1`, seed §4.1) on a real service: a small network of stores
+ * The brand partner API (`/partner/brand/v1`, docs/partner-api.md) on a real service: a small network of stores
  * around San Francisco (and farther), three brands, two brand partners; every endpoint's exact answer,
  * its filters, paging (also while records are added), authentication and scope, and the refusals.
  */

@@ -1,6 +1,6 @@
 /**
  * The platform write API (`/platform/v1`) end to end, against a real service on a temporary embedded
- * store: every route of RESOURCES' platform table, cart pricing, refusals (problem documents, nothing
+ * store: every route of docs/partner-api.md' platform table, cart pricing, refusals (problem documents, nothing
  * appended), Idempotency-Key, concurrent writers on one cart and conditional writes (If-Match).
  */
 import { randomUUID } from 'node:crypto';

@@ -11,7 +11,6 @@ import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { SECRET_KEY_FILE } from '../../cli/config.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
-import { verifyWebhook } from '../dispatcher/verify-signature.ts';
 import { caughtUp } from '../support/brand-partner.ts';
 import {
   addItem,
@@ -25,6 +24,7 @@ import {
 } from '../support/cart-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
+import { verifyWebhook } from '../webhooks/verify-signature.ts';
 
 const ADMIN = '/admin/v1';
 
@@ -556,9 +556,8 @@ test('a refusal never quotes the secret its request carried, nor records it', as
 
 // A receiver that quotes the request in its answer (`401 invalid token Bearer …`, a framework's debug
 // page) puts the auth token into the response excerpt, which the delivery worker records in
-// `WebhookDeliveryAttempted` and the delivery listing shows. The dispatcher (dispatcher/deliver.ts or
-// where delivery-worker.ts records `response_excerpt` and `error`) should replace the subscription's
-// auth token and signing secret in them before recording. Failing until it does.
+// `WebhookDeliveryAttempted` and the delivery listing shows, and which the admin test-send answers
+// with. Both send through webhooks/send.ts, which strikes the token and the signing secret first.
 test('a receiver that echoes the auth token does not get it recorded or listed', async (t) => {
   t.timeout(30_000);
   const svc = await startService(t);
@@ -579,4 +578,26 @@ test('a receiver that echoes the auth token does not get it recorded or listed',
   t.deepEqual(found(listing, { secret }), [], 'the delivery listing');
   for (const [name, bytes] of Object.entries(await storeFiles(svc)))
     t.deepEqual(found(bytes, { secret }), [], name);
+});
+
+test('the admin test-send answer never shows the auth token or signing secret a receiver echoes', async (t) => {
+  const svc = await startService(t);
+  await seedCarts(svc, [1]);
+  const receiver = await startReceiver(t);
+  const secret = token('echoed-test-token');
+  const hook = await post(t, svc, '/webhooks', { url: receiver.url, auth_token: secret, store_ids: [1] });
+  const signing = hook.signing_secret as string;
+  receiver.setDefault({
+    status: 401,
+    body: `invalid credentials: Bearer ${secret}; expected key ${signing}`,
+  });
+  for (const event of ['cart_status_updated', 'cart_abandoned']) {
+    const res = await svc.call('POST', `${ADMIN}/webhooks/${hook.webhook.webhook_id}/test`, { event });
+    t.is(res.status, 200);
+    const text = await res.text();
+    t.true(text.includes('invalid credentials'), 'the excerpt is shown');
+    t.deepEqual(found(text, { secret, signing }), [], `the ${event} test-send answer`);
+  }
+  t.is(receiver.received.length, 2);
+  t.is(receiver.received[0].headers.authorization, `Bearer ${secret}`, 'the receiver got the real token');
 });

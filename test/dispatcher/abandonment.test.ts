@@ -1,5 +1,5 @@
 /**
- * The abandonment timer (seed §3, §6; DESIGN §3) on a temporary embedded store and a manual clock:
+ * The abandonment timer (docs/write-side.md, "Abandonment") on a temporary embedded store and a manual clock:
  * exactly one CartAbandoned at first_item_at + 6 h, none for carts checked out or emptied, a new
  * period after a refill, the expected-revision guard (a changed cart, two timers racing), deadlines
  * restored from the events after a stop, and the restore time for 10,000 pending carts.
@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { type CommandMetadata, createCommandHandler } from '../../application/command-handler.ts';
+import { GUARD } from '../../application/durable-follower.ts';
 import {
   ABANDONMENT_ACTOR,
   ABANDONMENT_FOLLOWER,
@@ -19,7 +20,6 @@ import {
   trackCart,
   trackedDeadline,
 } from '../../dispatcher/abandonment.ts';
-import { GUARD } from '../../dispatcher/durable-follower.ts';
 import * as cart from '../../domain/cart.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { fold } from '../../domain/decider.ts';

@@ -575,9 +575,9 @@ test('CheckOutCart: an abandoned cart can still be checked out', (t) => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// ChangeCartStatus: the DESIGN §3 table, every pair
+// ChangeCartStatus: the docs/write-side.md table, every pair
 
-/** DESIGN §3, written out independently of the implementation. */
+/** docs/write-side.md, written out independently of the implementation. */
 const designTable: Record<CartStatus, CartStatus[]> = {
   pending: ['verification'],
   verification: ['staff_member_review', 'preparing', 'cancelled', 'dismissed'],
@@ -655,7 +655,7 @@ for (const mode of modes) {
   for (const from of cartStatuses) {
     const given = cartAt(from, mode);
     if (!given) continue;
-    test(`ChangeCartStatus (${mode}) from ${from}: allowed iff DESIGN §3 allows`, (t) => {
+    test(`ChangeCartStatus (${mode}) from ${from}: allowed iff docs/write-side.md allows`, (t) => {
       t.is(state(given).status, from);
       const allowedTo = cartStatuses.filter((to) => expectedAllowed(from, to, mode));
       t.deepEqual(allowedMoves(state(given)), allowedTo);
@@ -1063,7 +1063,7 @@ test('cartAmount: sum of discounted unit price × count, exact to the cent', (t)
   t.is(cartAmount(state([created, addedGummies(2), addedFlower(3)])), 36.3);
 });
 
-test('toCartRecord: the seed §2.5 cart of a checked-out, assigned cart', (t) => {
+test('toCartRecord: the `cart_status_updated` cart (docs/webhooks.md) of a checked-out, assigned cart', (t) => {
   const s = state([
     created,
     addedGummies(2),
@@ -1149,7 +1149,7 @@ test('toCartRecord: the seed §2.5 cart of a checked-out, assigned cart', (t) =>
     ],
   });
   t.true(cartRecord.safeParse(record).success);
-  t.deepEqual(Object.keys(record), Object.keys(cartRecord.shape), 'fields in the seed table order');
+  t.deepEqual(Object.keys(record), Object.keys(cartRecord.shape), 'fields in the specification table order');
 });
 
 test('toCartRecord: an open cart has empty strings for unset times, mode and contact; nulls elsewhere', (t) => {
@@ -1191,7 +1191,7 @@ test('toCartRecord: rating after with_review', (t) => {
   t.is(record.rating, 5);
 });
 
-test('toPartnerCart: the §2.5 cart plus updated_at, abandoned_at and source', (t) => {
+test('toPartnerCart: the webhook cart plus updated_at, abandoned_at and source', (t) => {
   const abandonedAt = after(SIX_HOURS);
   const s = state([
     created,
@@ -1206,7 +1206,7 @@ test('toPartnerCart: the §2.5 cart plus updated_at, abandoned_at and source', (
   });
 });
 
-test('toAbandonedCart: the seed §2.2 cart', (t) => {
+test('toAbandonedCart: the docs/webhooks.md cart', (t) => {
   const s = state([
     events.CartCreated({
       cart_uuid: UUID,
@@ -1252,7 +1252,7 @@ test('toAbandonedCart: the seed §2.2 cart', (t) => {
   t.true(abandonedCart.safeParse(body).success);
 });
 
-test('toWebhookCustomer: the seed §2.4 customer, or null', (t) => {
+test('toWebhookCustomer: the docs/webhooks.md customer, or null', (t) => {
   const none: CartState = { exists: false };
   t.is(toWebhookCustomer(none), null);
   t.is(toWebhookCustomer(state([created])), null);

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { eventRegistry } from '../../domain/index.ts';
 
-test('every event type of DESIGN §3 is registered with a schema version', (t) => {
+test('every event type of docs/write-side.md is registered with a schema version', (t) => {
   for (const type of [
     'CartCreated',
     'CartItemAdded',

@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { DomainEvent } from '../../domain/decider.ts';
 import { aggregates } from '../../domain/index.ts';
 import type { EventStore } from '../../eventstore/port.ts';
-import { CATALOG, catalogProjection } from '../../projections/catalog.ts';
+import { CATALOG, catalogProjection } from '../../projections/read-models/catalog/projection.ts';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, resetCheckpoint, snapshot, withoutPosition } from './support.ts';

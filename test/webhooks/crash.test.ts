@@ -1,5 +1,5 @@
 /**
- * SIGKILL durability of webhook delivery (DESIGN §5): the service runs as a real child process and is
+ * SIGKILL durability of webhook delivery (docs/webhooks.md): the service runs as a real child process and is
  * killed mid-attempt and mid-fan-out, then restarted on the same data. Nothing owed is lost; what is
  * sent twice (at-least-once) carries the same `X-Service-Webhook-Id`; per-cart order holds.
  */

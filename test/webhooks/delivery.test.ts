@@ -1,5 +1,5 @@
 /**
- * Delivery behaviour on a real service, real receivers and an injected clock (DESIGN §5): retries on
+ * Delivery behaviour on a real service, real receivers and an injected clock (docs/webhooks.md): retries on
  * the schedule with fresh signatures and the same webhook id, parking after the last attempt, per-cart
  * order under failures, isolation of a dead receiver, 410, `Retry-After`, the dispatcher's own URL
  * check, and restart durability.
@@ -10,7 +10,6 @@ import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { manualClock } from '../../domain/clock.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
-import { verifyWebhook } from '../dispatcher/verify-signature.ts';
 import {
   addItem,
   checkOut,
@@ -24,6 +23,7 @@ import {
 } from '../support/cart-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import { verifyWebhook } from './verify-signature.ts';
 
 type Clock = ReturnType<typeof manualClock>;
 const seconds = (clock: Clock) => Math.floor(clock.now().getTime() / 1000);

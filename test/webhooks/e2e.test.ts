@@ -1,11 +1,10 @@
 /**
- * Webhooks end to end on a real service and real local receivers (DESIGN §5, seed §5.1, §6): every
+ * Webhooks end to end on a real service and real local receivers (docs/webhooks.md): every
  * status move of a cart reaches every covering subscription once, in order, signed (checked by an
- * independent verifier) and shaped as the seed's tables; other subscriptions get nothing.
+ * independent verifier) and shaped as the specification's tables; other subscriptions get nothing.
  */
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
-import { verifyWebhook } from '../dispatcher/verify-signature.ts';
 import {
   addItem,
   checkOut,
@@ -19,6 +18,7 @@ import {
 } from '../support/cart-world.ts';
 import { startService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
+import { verifyWebhook } from './verify-signature.ts';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -98,7 +98,7 @@ test('every status move produces one signed cart_status_updated, in order, at ea
   t.regex(metrics, /pds_webhook_oldest_pending_seconds 0\b/);
 });
 
-test('an idle cart produces exactly one cart_abandoned with the seed §6.1 shape', async (t) => {
+test('an idle cart produces exactly one cart_abandoned with the docs/webhooks.md shape', async (t) => {
   const clock = manualClock(new Date());
   const s = await startService(t, { clock, env: { PDS_ABANDON_AFTER: '6h' } });
   await seedCatalog(s, [1]);

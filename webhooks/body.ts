@@ -1,17 +1,19 @@
 /**
- * The two webhook bodies (seed §6.1, §6.2), rendered from the events: the cart folded up to the
+ * The two webhook bodies (docs/webhooks.md, "Events and bodies"), rendered from the events: the cart folded up to the
  * revision of the event the webhook stands for, and the store as it was at that event's position. A
  * webhook sent hours later (a retry) or rebuilt after a crash therefore says what was true when the
  * event happened, not what is true when it leaves.
  */
+
+import { readState } from '../application/read-state.ts';
 import * as cart from '../domain/cart.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
 import * as store from '../domain/store.ts';
 import type { WebhookEventKind } from '../domain/webhook-subscription.ts';
-import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 
-/** The store object of the `cart_abandoned` body (seed §2.3). */
+/** The store object of the `cart_abandoned` body (docs/webhooks.md). */
 export interface WebhookStore {
   id: number;
   name: string;
@@ -40,7 +42,7 @@ export function webhookKindOf(eventType: string): WebhookEventKind | null {
   return null;
 }
 
-/** Seed §6.2. `cartId` is the global position of the cart's first event (the cart's numeric id). */
+/** `cart_status_updated` (docs/webhooks.md). `cartId` is the global position of the cart's first event (the cart's numeric id). */
 export function cartStatusUpdatedBody(
   state: cart.Cart,
   cartId: number,
@@ -52,7 +54,7 @@ export function cartStatusUpdatedBody(
   };
 }
 
-/** Seed §6.1. */
+/** `cart_abandoned` (docs/webhooks.md). */
 export function cartAbandonedBody(state: cart.Cart, storeAtThen: WebhookStore): CartAbandonedBody {
   return {
     webhook_event: 'cart_abandoned',
@@ -69,18 +71,6 @@ export interface RenderedWebhook {
   body: WebhookBody;
 }
 
-function fold<S>(
-  events: RecordedEvent[],
-  decider: { initialState: S; evolve(state: S, event: never): S },
-  registry: EventRegistry,
-): S {
-  let state = decider.initialState;
-  for (const e of events) {
-    state = decider.evolve(state, registry.read(e.type, e.data, e.metadata.schema_version ?? 1) as never);
-  }
-  return state;
-}
-
 /** The store as of `position` (its events up to and including it); a store never written gives its id only. */
 async function storeAsOf(
   eventStore: EventStore,
@@ -88,17 +78,9 @@ async function storeAsOf(
   position: number,
   registry: EventRegistry,
 ): Promise<WebhookStore> {
-  let recorded: RecordedEvent[] = [];
-  try {
-    recorded = await eventStore.readStream(store.streamId(storeId));
-  } catch (err) {
-    if (!(err instanceof StreamNotFoundError)) throw err;
-  }
-  const state = fold(
-    recorded.filter((e) => e.position <= position),
-    store.decider,
-    registry,
-  );
+  const { state } = await readState(eventStore, registry, store.streamId(storeId), store.decider, {
+    upTo: { position },
+  });
   if (!state.exists) return { id: storeId, name: '', display_name: null, store_url: null };
   return { id: storeId, name: state.name, display_name: state.display_name, store_url: state.store_url };
 }
@@ -116,12 +98,13 @@ export async function renderWebhook(
   if (!kind || !event.streamId.startsWith('cart-')) {
     throw new Error(`${event.type} in ${event.streamId} leads to no webhook`);
   }
-  const recorded = await eventStore.readStream(event.streamId, { maxCount: event.revision + 1 });
+  const { state, events: recorded } = await readState(eventStore, registry, event.streamId, cart.decider, {
+    upTo: { revision: event.revision },
+  });
   const last = recorded[recorded.length - 1];
   if (!last || last.id !== event.id) {
     throw new Error(`${event.streamId} does not hold event ${event.id} at revision ${event.revision}`);
   }
-  const state = fold(recorded, cart.decider, registry);
   if (!state.exists) throw new Error(`${event.streamId} holds no cart`);
   const storeAtThen = await storeAsOf(eventStore, state.store_id, event.position, registry);
   const body =

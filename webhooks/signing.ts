@@ -1,11 +1,11 @@
 /**
- * Webhook request signing (seed §5.1, DESIGN §5).
+ * Webhook request signing (docs/webhooks.md, "Requests").
  *
  * `X-Service-Signature` is the lowercase hex HMAC-SHA256 of `<timestamp>:<raw body>`, keyed by the
  * subscription's signing secret: the whole `whsec_…` string as UTF-8 (application/credentials.ts), so that a
  * receiver can paste the secret it was shown into any HMAC library without decoding it first.
  * `X-Service-Request-Timestamp` is whole unix seconds, the value that was signed, so receivers can
- * enforce the 5-minute replay window of seed §8.
+ * enforce the 5-minute replay window of docs/webhooks.md.
  *
  * The headers are built afresh for every attempt: a retry hours later gets a new timestamp, hence a new
  * signature, and is not refused by the receiver as a replay.
@@ -36,7 +36,7 @@ export function unixSeconds(at: Date): number {
 }
 
 export interface WebhookHeaderInput {
-  /** The subscription's auth token, sent as `Authorization: Bearer <token>` (seed §5.1 item 1). */
+  /** The subscription's auth token, sent as `Authorization: Bearer <token>` (docs/webhooks.md, "Requests"). */
   authToken: string;
   /** The subscription's signing secret (`whsec_…`), decrypted. */
   secret: string;
@@ -50,7 +50,7 @@ export interface WebhookHeaderInput {
   now: Date;
 }
 
-/** Every header of one webhook request (DESIGN §5). Call it once per attempt, just before sending. */
+/** Every header of one webhook request (docs/webhooks.md). Call it once per attempt, just before sending. */
 export function webhookHeaders(input: WebhookHeaderInput): Record<string, string> {
   if (!Number.isSafeInteger(input.attempt) || input.attempt < 1) {
     throw new RangeError(`the delivery attempt must be an integer from 1, got ${input.attempt}`);

@@ -1,6 +1,6 @@
 /**
  * Read model `curbside_pickup_settings` (catalog projection): one document per store (`_id` store id),
- * the partner `curbside_pickup_setting` record of RESOURCES.md as `toCurbsidePickupSettingRecord`
+ * the partner `curbside_pickup_setting` record of docs/partner-api.md as `toCurbsidePickupSettingRecord`
  * renders it. A store has the default setting (curbside off, the default arrival form, `updated_at` the
  * store's creation) until its first `CurbsidePickupSettingChanged`.
  */
@@ -9,9 +9,9 @@ import {
   decider,
   type StoreState,
   toCurbsidePickupSettingRecord,
-} from '../../domain/store.ts';
-import type { Doc } from '../read-store.ts';
-import { type CatalogEventOf, type CatalogReadModel, type CatalogTx, iso } from './catalog-support.ts';
+} from '../../../domain/store.ts';
+import type { Collection, Doc } from '../../read-store.ts';
+import { type CatalogEventOf, type CatalogReadModel, type CatalogTx, iso } from './support.ts';
 
 export const CURBSIDE_PICKUP_SETTINGS = 'curbside_pickup_settings';
 
@@ -53,3 +53,13 @@ export const curbsidePickupSettings: CatalogReadModel = {
     }
   },
 };
+
+// ---- queries of the partner routes (docs/partner-api.md) -------------------------------------------
+
+/** The store's setting, or undefined for a store never upserted. */
+export async function settingOf(
+  settings: Collection<CurbsidePickupSettingDoc>,
+  storeId: number,
+): Promise<CurbsidePickupSettingDoc | undefined> {
+  return (await settings.findByIds([storeId]))[0];
+}

@@ -6,7 +6,7 @@ import {
   classifyAddress,
   pinnedLookup,
   type Resolver,
-} from '../../dispatcher/url-guard.ts';
+} from '../../webhooks/url-guard.ts';
 
 const familyOf = (address: string) => (address.includes(':') ? 6 : 4);
 

@@ -1,10 +1,10 @@
 /**
- * A receiver's check of a webhook request, written from seed §5.1 alone and sharing no code with
+ * A receiver's check of a webhook request, written from docs/webhooks.md alone and sharing no code with
  * dispatcher/signing.ts, so that the tests compare two implementations rather than one with itself.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Seed §8: a timestamp older than 5 minutes is refused (a future one too, by symmetry). */
+/** docs/webhooks.md: a timestamp older than 5 minutes is refused (a future one too, by symmetry). */
 export const REPLAY_WINDOW_SECONDS = 5 * 60;
 
 export type Verdict =
@@ -31,6 +31,6 @@ export function verifyWebhook(
   const expected = createHmac('sha256', secret).update(signed).digest();
   if (!/^[0-9a-f]{64}$/i.test(signature)) return { valid: false, reason: 'bad_signature' };
   const given = Buffer.from(signature, 'hex');
-  // Constant-time comparison (seed §5.1 item 4); the lengths are equal by the format check above.
+  // Constant-time comparison (docs/webhooks.md item 4); the lengths are equal by the format check above.
   return timingSafeEqual(given, expected) ? { valid: true } : { valid: false, reason: 'bad_signature' };
 }

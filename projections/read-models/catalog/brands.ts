@@ -2,8 +2,8 @@
  * Private lookup of the catalog: every brand's current name (`_id` brand id), which products and menu
  * products copy into their `brand` field. Renames reach the copies through `updateMany` in those models.
  */
-import type { Doc } from '../read-store.ts';
-import { type CatalogReadModel, type CatalogTx, iso } from './catalog-support.ts';
+import type { Doc } from '../../read-store.ts';
+import { type CatalogReadModel, type CatalogTx, iso } from './support.ts';
 
 export const CATALOG_BRANDS = 'catalog_brands';
 

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createDurableFollower, GUARD } from '../../dispatcher/durable-follower.ts';
+import { createDurableFollower, GUARD } from '../../application/durable-follower.ts';
 import { manualClock } from '../../domain/clock.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';

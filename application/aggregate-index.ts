@@ -8,7 +8,8 @@
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
-import { createPositionWaiters } from '../eventstore/position-waiters.ts';
+import { createFollower } from './follower.ts';
+import { domainEventOf } from './read-state.ts';
 
 export interface AggregateIndex<S> {
   get(id: string): S | undefined;
@@ -35,34 +36,35 @@ export function createAggregateIndex<E extends DomainEvent, S>(
   options: AggregateIndexOptions<E, S>,
 ): AggregateIndex<S> {
   const states = new Map<string, S>();
-  const progress = createPositionWaiters(`the index of ${options.prefix} streams`);
 
   function apply(event: RecordedEvent): void {
     if (!registry.has(event.type)) return;
     const id = event.streamId.slice(options.prefix.length);
     const before = states.get(id);
-    const domainEvent = registry.read(event.type, event.data, event.metadata.schema_version) as E;
-    const after = options.decider.evolve(before ?? options.decider.initialState, domainEvent);
+    const after = options.decider.evolve(
+      before ?? options.decider.initialState,
+      domainEventOf<E>(registry, event),
+    );
     states.set(id, after);
     options.onChange?.(id, before, after);
   }
 
-  const subscription = store.subscribeToAll(
-    { from: 'start', filter: { streamPrefixes: [options.prefix] } },
-    {
-      onEvents(events) {
-        for (const e of events) apply(e);
-        progress.applied(events[events.length - 1].position);
-      },
+  const follower = createFollower({
+    name: `the index of ${options.prefix} streams`,
+    store,
+    filter: { streamPrefixes: [options.prefix] },
+    apply(events) {
+      for (const e of events) apply(e);
     },
-  );
+  });
+  follower.start();
 
   return {
     get: (id) => states.get(id),
     values: () => states.values(),
-    waitFor: (position, timeoutMs = 5_000) => progress.waitFor(position, timeoutMs),
-    caughtUp: subscription.caughtUp,
-    position: () => progress.position,
-    stop: () => subscription.stop(),
+    waitFor: (position, timeoutMs) => follower.waitFor(position, timeoutMs),
+    caughtUp: follower.caughtUp,
+    position: () => follower.position(),
+    stop: () => follower.stop(),
   };
 }

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { generateSigningSecret } from '../../application/credentials.ts';
-import { signPayload, unixSeconds, webhookHeaders } from '../../dispatcher/signing.ts';
+import { signPayload, unixSeconds, webhookHeaders } from '../../webhooks/signing.ts';
 import { REPLAY_WINDOW_SECONDS, verifyWebhook } from './verify-signature.ts';
 
 const SECRET = 'whsec_dGVzdC1zZWNyZXQtZm9yLXZlY3RvcnMtMDEyMzQ1Njc4OWFi';
@@ -47,7 +47,7 @@ test('any change to the bytes, the timestamp or the secret invalidates the signa
       ts,
     );
   t.true(check(raw, TS).valid);
-  // A parser re-serialising the body (seed §5.1 item 5), another encoding, one flipped bit.
+  // A parser re-serialising the body (docs/webhooks.md item 5), another encoding, one flipped bit.
   t.false(check(Buffer.from(JSON.stringify(JSON.parse(BODY), null, 1)), TS).valid);
   t.false(check(Buffer.from(BODY, 'latin1'), TS).valid);
   t.false(check(Buffer.from(BODY.normalize('NFD'), 'utf8'), TS).valid);
@@ -86,7 +86,7 @@ test('the receiver refuses a timestamp outside the 5-minute replay window', (t) 
   });
 });
 
-test('webhookHeaders: every header of DESIGN §5, verifiable by the receiver', (t) => {
+test('webhookHeaders: every header of docs/webhooks.md, verifiable by the receiver', (t) => {
   const now = new Date('2026-01-01T00:00:00.999Z');
   const headers = webhookHeaders({
     authToken: 'partner-auth-token-123',

@@ -1,6 +1,6 @@
 /**
  * Read model `reviews` (catalog projection): one document per review (`_id` review id), the partner
- * `review` record of RESOURCES.md plus `updated_at` (a review can be revised; for `updated_after`
+ * `review` record of docs/partner-api.md plus `updated_at` (a review can be revised; for `updated_after`
  * syncs). Unverified reviews are kept with `verified: false`: partners see verified ones only, so
  * their queries filter on it. `brand_id` is the product's current brand: when a product moves to
  * another brand its reviews follow (`updateMany` on `product_id`).
@@ -9,8 +9,10 @@
  * stores move away from when it is revised: `ratingChangeOf` reads it before anything is written.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { decider, type ReviewRecord, toRecord } from '../../domain/review.ts';
-import type { Doc } from '../read-store.ts';
+import { decider, type ReviewRecord, toRecord } from '../../../domain/review.ts';
+import type { Collection, Doc, Filter } from '../../read-store.ts';
+import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
+import { PRODUCTS, type ProductDoc } from './products.ts';
 import {
   type CatalogEvent,
   type CatalogEventOf,
@@ -21,8 +23,7 @@ import {
   iso,
   latest,
   type RatingShare,
-} from './catalog-support.ts';
-import { PRODUCTS, type ProductDoc } from './products.ts';
+} from './support.ts';
 
 export const REVIEWS = 'reviews';
 
@@ -96,3 +97,23 @@ export const reviews: CatalogReadModel = {
     }
   },
 };
+
+// ---- queries of the partner routes (docs/partner-api.md) -------------------------------------------
+
+/**
+ * Verified reviews, in id order: of some brands (every brand when `brandIds` is undefined), or of one
+ * product, at one store when given.
+ */
+export function verifiedReviews(
+  reviews: Collection<ReviewDoc>,
+  scope: { brandIds?: readonly number[] } | { productId: number; storeId?: number },
+  updatedAfter: string | undefined,
+  page: PageRequest,
+): Promise<Page<ReviewDoc>> {
+  const filter: Filter = { verified: true };
+  if ('productId' in scope) {
+    if (scope.storeId !== undefined) filter.store_id = scope.storeId;
+    filter.product_id = scope.productId;
+  } else if (scope.brandIds) filter.brand_id = oneOf(scope.brandIds);
+  return findPage(reviews, updatedSince(filter, updatedAfter), page);
+}

@@ -1,6 +1,6 @@
 /**
  * Read model `specials` (catalog projection): one document per special (`_id` special id), the partner
- * `special` record of RESOURCES.md plus what the queries and the menu products need:
+ * `special` record of docs/partner-api.md plus what the queries and the menu products need:
  * - `_involved_brand_ids`: the brands whose products the special involves — its `brand_ids`, the
  *   brands of its `product_ids`, and the brands with a listed menu product of one of its `kinds` at its
  *   store — kept current as menu products are listed and delisted and as products change brand or
@@ -16,9 +16,12 @@
  * `applicable_special_ids`), `catalog_store_kinds` ((store, kind) → the listed menu products of that
  * kind, with their product and brand) and `catalog_product_specials` (product → the specials naming it).
  */
-import { kinds as allKinds } from '../../domain/schemas.ts';
-import { decider, type SpecialRecord, toRecord } from '../../domain/special.ts';
-import type { Doc } from '../read-store.ts';
+import { kinds as allKinds } from '../../../domain/schemas.ts';
+import { decider, type SpecialRecord, toRecord } from '../../../domain/special.ts';
+import type { Collection, Doc } from '../../read-store.ts';
+import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
+import { PRODUCTS, type ProductDoc } from './products.ts';
+import { CATALOG_STORE_BRANDS, type StoreBrandDoc, storeBrandKey } from './stores.ts';
 import {
   type CatalogEventOf,
   type CatalogReadModel,
@@ -31,9 +34,7 @@ import {
   latest,
   menuLookups,
   sortedUnique,
-} from './catalog-support.ts';
-import { PRODUCTS, type ProductDoc } from './products.ts';
-import { CATALOG_STORE_BRANDS, type StoreBrandDoc, storeBrandKey } from './stores.ts';
+} from './support.ts';
 
 export const SPECIALS = 'specials';
 /** Private: store → the terms of each of its specials. */
@@ -307,3 +308,25 @@ export const specials: CatalogReadModel = {
     if (e.type === 'ProductUpserted') applyProductBrand(e, tx);
   },
 };
+
+// ---- queries of the partner routes (docs/partner-api.md) -------------------------------------------
+
+/** The store's specials, in id order, whatever their window or `enabled`. */
+export function specialsAt(
+  specials: Collection<SpecialDoc>,
+  storeId: number,
+  updatedAfter: string | undefined,
+  page: PageRequest,
+): Promise<Page<SpecialDoc>> {
+  return findPage(specials, updatedSince({ store_id: storeId }, updatedAfter), page);
+}
+
+/** The specials, at any store, that involve a product of the brands, in id order. */
+export function specialsInvolving(
+  specials: Collection<SpecialDoc>,
+  brandIds: readonly number[],
+  updatedAfter: string | undefined,
+  page: PageRequest,
+): Promise<Page<SpecialDoc>> {
+  return findPage(specials, updatedSince({ _involved_brand_ids: oneOf(brandIds) }, updatedAfter), page);
+}

@@ -1,6 +1,6 @@
 /**
  * Read model `stores` (catalog projection): one document per store (`_id` store id), the partner
- * `store` record of RESOURCES.md plus
+ * `store` record of docs/partner-api.md plus
  * - `brand_ids`: the brands with at least one listed menu product at the store, sorted (GET /stores of
  *   a brand partner: the stores carrying any of its brands). Kept from the private lookup
  *   `catalog_store_brands`, one document per (store, brand) holding its listed menu products, so
@@ -9,8 +9,11 @@
  *   from the private running sum `_rating_sum`.
  * `updated_at` is the latest of the store's own upsert and the changes to `brand_ids` and its rating.
  */
-import { decider, type StoreRecord, toRecord } from '../../domain/store.ts';
-import type { Doc } from '../read-store.ts';
+
+import { distanceMiles, EARTH_RADIUS_MILES, type LatLong, latitudeBand } from '../../../domain/geo.ts';
+import { decider, type StoreRecord, toRecord } from '../../../domain/store.ts';
+import type { Collection, Doc, Filter } from '../../read-store.ts';
+import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import {
   type CatalogEventOf,
   type CatalogReadModel,
@@ -22,7 +25,7 @@ import {
   mean,
   menuLookups,
   sortedUnique,
-} from './catalog-support.ts';
+} from './support.ts';
 
 export const STORES = 'stores';
 /** Private: (store, brand) → the brand's menu products listed at the store. */
@@ -150,3 +153,49 @@ export const stores: CatalogReadModel = {
     applyRating(tx, facts);
   },
 };
+
+// ---- queries of the partner routes (docs/partner-api.md) -------------------------------------------
+
+/** The stores carrying any of the brands, in id order (the `[brand_ids, _id]` index). */
+export function storesCarrying(
+  stores: Collection<StoreDoc>,
+  brandIds: readonly number[],
+  updatedAfter: string | undefined,
+  page: PageRequest,
+): Promise<Page<StoreDoc>> {
+  return findPage(stores, updatedSince({ brand_ids: oneOf(brandIds) }, updatedAfter), page);
+}
+
+/**
+ * The ids of the stores within `miles` of `center`: one indexed range read on `lat` (the latitude band;
+ * longitude bounds narrow it where they are simple), then the exact great-circle distance.
+ */
+export async function storesWithin(
+  stores: Collection<StoreDoc>,
+  center: LatLong,
+  miles: number,
+): Promise<Set<number>> {
+  const band = latitudeBand(center, miles);
+  const filter: Filter = { lat: { $gte: band.min, $lte: band.max } };
+  // Longitude reach at the centre's latitude (exact on a sphere); skipped near a pole or across ±180°.
+  const s = Math.sin(miles / EARTH_RADIUS_MILES) / Math.cos((center.lat * Math.PI) / 180);
+  if (s < 1) {
+    const reach = (Math.asin(s) * 180) / Math.PI;
+    if (center.long - reach > -180 && center.long + reach < 180) {
+      filter.long = { $gte: center.long - reach, $lte: center.long + reach };
+    }
+  }
+  const near = new Set<number>();
+  for (const store of await stores.find(filter)) {
+    if (distanceMiles(center, { lat: store.lat, long: store.long }) <= miles) near.add(store.id);
+  }
+  return near;
+}
+
+/** One store, or undefined. */
+export async function storeById(
+  stores: Collection<StoreDoc>,
+  storeId: number,
+): Promise<StoreDoc | undefined> {
+  return (await stores.findByIds([storeId]))[0];
+}

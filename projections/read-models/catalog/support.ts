@@ -12,19 +12,18 @@
  * products are never deleted). The tests replay random histories from several checkpoints and compare.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type BrandEvent, events as brandEvents } from '../../domain/brand.ts';
-import { eventRegistry } from '../../domain/index.ts';
-import { type MenuProductEvent, events as menuProductEvents } from '../../domain/menu-product.ts';
-import { type ProductEvent, events as productEvents } from '../../domain/product.ts';
-import { type ReviewEvent, events as reviewEvents } from '../../domain/review.ts';
-import type { kinds } from '../../domain/schemas.ts';
-import { type SpecialEvent, events as specialEvents } from '../../domain/special.ts';
-import { type StoreEvent, events as storeEvents } from '../../domain/store.ts';
-import type { RecordedEvent } from '../../eventstore/port.ts';
-import type { ProjectionTx } from '../projector.ts';
-import type { Doc, DocId, Filter, FindOptions, IndexSpec, Update } from '../read-store.ts';
-import type { ProductDoc } from './products.ts';
-import type { SpecialDoc } from './specials.ts';
+import { domainEventOf } from '../../../application/read-state.ts';
+import { type BrandEvent, events as brandEvents } from '../../../domain/brand.ts';
+import { eventRegistry } from '../../../domain/index.ts';
+import { type MenuProductEvent, events as menuProductEvents } from '../../../domain/menu-product.ts';
+import { type ProductEvent, events as productEvents } from '../../../domain/product.ts';
+import { type ReviewEvent, events as reviewEvents } from '../../../domain/review.ts';
+import type { kinds } from '../../../domain/schemas.ts';
+import { type SpecialEvent, events as specialEvents } from '../../../domain/special.ts';
+import { type StoreEvent, events as storeEvents } from '../../../domain/store.ts';
+import type { RecordedEvent } from '../../../eventstore/port.ts';
+import type { ProjectionTx } from '../../projector.ts';
+import type { Doc, DocId, Filter, FindOptions, IndexSpec, Update } from '../../read-store.ts';
 
 export type CatalogEvent =
   | StoreEvent
@@ -36,7 +35,7 @@ export type CatalogEvent =
 export type Kind = (typeof kinds)[number];
 export type CatalogEventOf<T extends CatalogEvent['type']> = Extract<CatalogEvent, { type: T }>;
 
-/** The streams the catalog reads (DESIGN §3). */
+/** The streams the catalog reads (docs/write-side.md). */
 export const CATALOG_STREAM_PREFIXES = [
   'store-',
   'brand-',
@@ -61,7 +60,7 @@ export function parseCatalogEvent(event: RecordedEvent): CatalogEvent | null {
   if (known !== undefined) return known;
   const out = catalogTypes.has(event.type)
     ? // The registry answers this type's data (checked when appended, upcast if older): that union member.
-      (eventRegistry.read(event.type, event.data, event.metadata.schema_version ?? 1) as CatalogEvent)
+      domainEventOf<CatalogEvent>(eventRegistry, event)
     : null;
   parsed.set(event, out);
   return out;
@@ -136,10 +135,13 @@ export interface Facts {
   listings: ListingChange[];
   /** A review's share of ratings before and after (null: not verified, or no review). */
   rating: { before: RatingShare | null; after: RatingShare | null } | null;
-  /** ProductUpserted: the product document before the event. */
-  productBefore?: ProductDoc;
-  /** SpecialUpserted: the special document before the event. */
-  specialBefore?: SpecialDoc;
+  /**
+   * ProductUpserted: what the models read of the product before the event. (Shapes, not the models'
+   * document types: the models import this module, so it imports none of them.)
+   */
+  productBefore?: { brand_id: number };
+  /** SpecialUpserted: what the models read of the special before the event. */
+  specialBefore?: { store_id: number; product_ids: number[]; updated_at: string };
   /** BrandUpserted: whether the brand was known before (a new brand has nothing to rename). */
   brandExisted: boolean;
 }

@@ -1,5 +1,5 @@
 /**
- * Webhook URL guard against server-side request forgery (DESIGN §5): a subscription must not turn the
+ * Webhook URL guard against server-side request forgery (docs/webhooks.md): a subscription must not turn the
  * service into a proxy for the operator's internal network or the cloud metadata endpoint.
  *
  * `checkWebhookUrl` parses the URL, resolves its host and refuses it when any resolved address is not a

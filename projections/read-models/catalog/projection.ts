@@ -1,7 +1,7 @@
 /**
  * The `catalog` projection: the partner read models of the menu data — stores, products, menu
  * products, reviews, specials, curbside pickup settings — and the private lookups they keep
- * (projections/read-models/). One projection, one checkpoint: these models copy one another's data
+ * (this folder, one module each). One projection, one checkpoint: these models copy one another's data
  * (brand names, product data, ratings, specials, listings), so they advance together and a partner
  * never sees a menu product ahead of its product or a store's `brand_ids` behind its menu.
  *
@@ -11,16 +11,21 @@
  * it: brand names first; stores, products and specials keep their listing lookups before specials
  * derive involvement from them; menu products copy products and specials after both are current.
  *
- * Deterministic (DESIGN §6): every time comes from event data; nothing reads the clock.
+ * Deterministic (docs/read-side.md): every time comes from event data; nothing reads the clock.
  *
- * Limit: replays over documents that are ahead (a restart, a reset checkpoint) give the same documents,
- * but a crash in the middle of a flush, after some collections were written and before others, can
- * leave copies behind (the projector writes the collections of a batch side by side, with no
- * transaction): an event whose own document was written is taken as applied. A rebuild repairs it.
+ * A batch's writes to every collection and its checkpoint are one commit (docs/read-side.md): a crash
+ * leaves all of a batch or none of it, and replaying events the documents already reflect changes nothing.
  */
-import type { RecordedEvent } from '../eventstore/port.ts';
-import type { Projection, ProjectionTx } from './projector.ts';
-import { brands, CATALOG_BRANDS } from './read-models/brands.ts';
+import type { RecordedEvent } from '../../../eventstore/port.ts';
+import type { Projection, ProjectionTx } from '../../projector.ts';
+import type { DocId, IndexSpec } from '../../read-store.ts';
+import { brands, CATALOG_BRANDS } from './brands.ts';
+import { CURBSIDE_PICKUP_SETTINGS, curbsidePickupSettings } from './curbside-pickup-settings.ts';
+import { listingChangesOf, MENU_PRODUCTS, menuProducts } from './menu-products.ts';
+import { PRODUCTS, type ProductDoc, products } from './products.ts';
+import { REVIEWS, ratingChangeOf, reviews } from './reviews.ts';
+import { SPECIALS, type SpecialDoc, specials } from './specials.ts';
+import { STORES, stores } from './stores.ts';
 import {
   CATALOG_STREAM_PREFIXES,
   type CatalogEvent,
@@ -31,14 +36,7 @@ import {
   type Facts,
   parseCatalogEvent,
   reflects,
-} from './read-models/catalog-support.ts';
-import { CURBSIDE_PICKUP_SETTINGS, curbsidePickupSettings } from './read-models/curbside-pickup-settings.ts';
-import { listingChangesOf, MENU_PRODUCTS, menuProducts } from './read-models/menu-products.ts';
-import { PRODUCTS, type ProductDoc, products } from './read-models/products.ts';
-import { REVIEWS, ratingChangeOf, reviews } from './read-models/reviews.ts';
-import { SPECIALS, type SpecialDoc, specials } from './read-models/specials.ts';
-import { STORES, stores } from './read-models/stores.ts';
-import type { DocId, IndexSpec } from './read-store.ts';
+} from './support.ts';
 
 export const CATALOG = 'catalog';
 

@@ -1,5 +1,5 @@
 /**
- * One webhook delivery attempt, and the retry schedule around it (DESIGN §5).
+ * One webhook delivery attempt, and the retry schedule around it (docs/webhooks.md).
  *
  * `deliverOnce` checks the URL (url-guard.ts), pins the connection to the checked addresses, POSTs the
  * body with the given headers through `got`, and classifies the answer:

@@ -28,9 +28,9 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
-import type { EventFilter, EventStore, RecordedEvent, SubscriptionStart } from '../eventstore/port.ts';
-import { createPositionWaiters } from '../eventstore/position-waiters.ts';
+import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Collection, Doc, ReadStore, WriteOp } from '../projections/read-store.ts';
+import { createFollower, type Follower } from './follower.ts';
 
 /** `_id` of the guard document in the follower's collection (a stream id never starts with `$`). */
 export const GUARD = '$checkpoint';
@@ -85,13 +85,12 @@ export interface DurableFollower {
 
 export function createDurableFollower<D extends Doc>(options: DurableFollowerOptions<D>): DurableFollower {
   const { name, store, readStore, clock, filter, logger } = options;
-  const progress = createPositionWaiters(name);
   const maxBatchSize = options.maxBatchSize ?? 1_000;
   const commitEveryEvents = options.commitEveryEvents ?? 10_000;
   const commitEveryMs = options.commitEveryMs ?? 250;
   const dirty = new Set<string>();
   let collection: Collection<D> | undefined;
-  let subscription: ReturnType<EventStore['subscribeToAll']> | undefined;
+  let started = false;
   let stopped = false;
   /** Events applied since the follower started from the first event, as of the last commit. */
   let events = 0;
@@ -249,9 +248,38 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     }
   }
 
+  const follower: Follower = createFollower({
+    name,
+    store,
+    filter,
+    maxBatchSize,
+    async apply(batch) {
+      applying = true;
+      try {
+        await options.apply(batch);
+      } finally {
+        applying = false;
+      }
+      appliedPosition = batch[batch.length - 1].position;
+      uncommitted += batch.length;
+      if (uncommitted >= commitEveryEvents || commitEveryMs === 0 || commitDue) {
+        commitDue = false;
+        await commitNow();
+      } else commitSoon();
+    },
+    // The log is read through `position` with no event of ours in between: the checkpoint
+    // moves past the others' events, so a restart does not read them again.
+    onProgress(position) {
+      if (position <= appliedPosition) return;
+      appliedPosition = position;
+      commitSoon();
+    },
+  });
+
   return {
     async start() {
-      if (subscription || stopped) return;
+      if (started || stopped) return;
+      started = true;
       try {
         const c = await readStore.collection<D>(options.collection);
         const position = await restore(c);
@@ -262,37 +290,9 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
         collection = c;
         appliedPosition = position;
         committedPosition = position;
-        progress.applied(position);
-        const from: SubscriptionStart = position === 0 ? 'start' : { after: position };
-        subscription = store.subscribeToAll(
-          { from, filter, maxBatchSize },
-          {
-            async onEvents(batch) {
-              applying = true;
-              try {
-                await options.apply(batch);
-              } finally {
-                applying = false;
-              }
-              appliedPosition = batch[batch.length - 1].position;
-              uncommitted += batch.length;
-              progress.applied(appliedPosition);
-              if (uncommitted >= commitEveryEvents || commitEveryMs === 0 || commitDue) {
-                commitDue = false;
-                await commitNow();
-              } else commitSoon();
-            },
-            // The log is read through `position` with no event of ours in between: the checkpoint
-            // moves past the others' events, so a restart does not read them again.
-            onProgress(position) {
-              if (position <= appliedPosition) return;
-              appliedPosition = position;
-              commitSoon();
-            },
-          },
-        );
-        subscription.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
-        subscription.done.catch((err) => {
+        follower.start(position);
+        follower.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
+        follower.done.catch((err) => {
           rejectCaughtUp(err);
           if (!stopped) logger?.error({ err, follower: name }, 'follower subscription failed');
         });
@@ -305,14 +305,12 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     changed(key) {
       dirty.add(key);
     },
-    async settle(timeoutMs = 5_000) {
-      await progress.waitFor(await store.headPosition(filter), timeoutMs);
-    },
+    settle: (timeoutMs = 5_000) => follower.settle(timeoutMs),
     flush: () => commitNow(),
     resumed: () => ({ ...resumed }),
     async stop() {
       stopped = true;
-      await subscription?.stop();
+      await follower.stop();
       // What was applied is committed: a clean stop resumes exactly where it ended. (Changes made
       // after, by stream re-reads or own appends, have their events in the log, applied after a restart.)
       await commitNow();

@@ -1,6 +1,6 @@
 /**
  * Read model `products` (catalog projection): one document per product (`_id` product id), the partner
- * `product` record of RESOURCES.md:
+ * `product` record of docs/partner-api.md:
  * - `brand`: the brand's current name (renames arrive by `updateMany` on `brand_id`);
  * - `aggregate_rating` (mean of the product's verified reviews, 2 decimals, null if none) and
  *   `review_count`, from the private running sum `_rating_sum`;
@@ -9,8 +9,9 @@
  *   listed twice at one store stays there until both are delisted.
  * `updated_at` is the latest of the product's own upsert and the changes copied or derived into it.
  */
-import { decider, type ProductRecord, toRecord } from '../../domain/product.ts';
-import type { Doc } from '../read-store.ts';
+import { decider, type ProductRecord, toRecord } from '../../../domain/product.ts';
+import type { Collection, Doc } from '../../read-store.ts';
+import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { brandName } from './brands.ts';
 import {
   type CatalogEventOf,
@@ -23,7 +24,7 @@ import {
   mean,
   menuLookups,
   sortedUnique,
-} from './catalog-support.ts';
+} from './support.ts';
 
 export const PRODUCTS = 'products';
 /** Private: product → its listed menu products. */
@@ -192,3 +193,25 @@ export const products: CatalogReadModel = {
     applyRating(tx, facts);
   },
 };
+
+// ---- queries of the partner routes (docs/partner-api.md) -------------------------------------------
+
+/** The brands' products carried by any of the stores, in id order (the `store_ids` index). */
+export function productsCarriedBy(
+  products: Collection<ProductDoc>,
+  brandIds: readonly number[],
+  storeIds: readonly number[],
+  updatedAfter: string | undefined,
+  page: PageRequest,
+): Promise<Page<ProductDoc>> {
+  const filter = { brand_id: oneOf(brandIds), store_ids: { $in: [...storeIds].sort((a, b) => a - b) } };
+  return findPage(products, updatedSince(filter, updatedAfter), page);
+}
+
+/** One product, or undefined. */
+export async function productById(
+  products: Collection<ProductDoc>,
+  productId: number,
+): Promise<ProductDoc | undefined> {
+  return (await products.findByIds([productId]))[0];
+}

@@ -1,6 +1,6 @@
 /**
  * Read model `menu_products` (catalog projection): one document per listed menu product (`_id` menu
- * product id), the partner `menu_product` record of RESOURCES.md: its own listing (prices, weights,
+ * product id), the partner `menu_product` record of docs/partner-api.md: its own listing (prices, weights,
  * stock), the product's data (name, brand, kind, …) and ratings copied from `products`, and
  * `applicable_special_ids`: the enabled specials at its store that involve it (by product, brand or
  * kind), whatever their time window (projections do not read the clock; partners filter specials by
@@ -11,9 +11,12 @@
  * store). `updated_at` is the latest of the menu product's own change and the changes copied into it.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { decider, type MenuProductRecord, priceFields, toRecord } from '../../domain/menu-product.ts';
-import type { Doc } from '../read-store.ts';
+import { decider, type MenuProductRecord, priceFields, toRecord } from '../../../domain/menu-product.ts';
+import type { Collection, Doc, Filter } from '../../read-store.ts';
+import { findPage, ID_ORDER, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { brandName } from './brands.ts';
+import { CATALOG_PRODUCT_LISTINGS, PRODUCTS, type ProductDoc, type ProductListingsDoc } from './products.ts';
+import { applicableSpecialIds, CATALOG_STORE_SPECIALS, type StoreSpecialsDoc } from './specials.ts';
 import {
   type CatalogEvent,
   type CatalogEventOf,
@@ -26,9 +29,7 @@ import {
   type ListingChange,
   type ListingEntry,
   latest,
-} from './catalog-support.ts';
-import { CATALOG_PRODUCT_LISTINGS, PRODUCTS, type ProductDoc, type ProductListingsDoc } from './products.ts';
-import { applicableSpecialIds, CATALOG_STORE_SPECIALS, type StoreSpecialsDoc } from './specials.ts';
+} from './support.ts';
 
 export const MENU_PRODUCTS = 'menu_products';
 
@@ -305,3 +306,59 @@ export const menuProducts: CatalogReadModel = {
     }
   },
 };
+
+// ---- queries of the partner routes (docs/partner-api.md) -------------------------------------------
+
+/** The store's menu products (of some brands only, when given), in id order. */
+export function menuProductsAt(
+  menuProducts: Collection<MenuProductDoc>,
+  storeId: number,
+  options: { brandIds?: readonly number[]; updatedAfter?: string },
+  page: PageRequest,
+): Promise<Page<MenuProductDoc>> {
+  const filter: Filter = { store_id: storeId };
+  if (options.brandIds) filter.brand_id = oneOf(options.brandIds);
+  return findPage(menuProducts, updatedSince(filter, options.updatedAfter), page);
+}
+
+/** One menu product, if it is listed at the store. */
+export async function menuProductAt(
+  menuProducts: Collection<MenuProductDoc>,
+  storeId: number,
+  menuProductId: number,
+): Promise<MenuProductDoc | undefined> {
+  const [doc] = await menuProducts.findByIds([menuProductId]);
+  return doc?.store_id === storeId ? doc : undefined;
+}
+
+/** The product's listings at the store, in id order (none: the store does not carry it). */
+export function listingsOfProductAt(
+  menuProducts: Collection<MenuProductDoc>,
+  storeId: number,
+  productId: number,
+): Promise<MenuProductDoc[]> {
+  return menuProducts.find({ store_id: storeId, product_id: productId }, { sort: ID_ORDER });
+}
+
+/**
+ * Menu products of the store to score as recommendations beside a product: up to `limit` of its kind,
+ * then, when those hold fewer than `enough` products, up to `limit` of other kinds; never the product.
+ */
+export async function recommendationCandidates(
+  menuProducts: Collection<MenuProductDoc>,
+  storeId: number,
+  subject: { product_id: number; kind: Kind | null },
+  limit: number,
+  enough: number,
+): Promise<MenuProductDoc[]> {
+  const others: Filter = { store_id: storeId, product_id: { $ne: subject.product_id } };
+  const candidates =
+    subject.kind === null
+      ? []
+      : await menuProducts.find({ ...others, kind: subject.kind }, { sort: ID_ORDER, limit });
+  if (new Set(candidates.map((c) => c.product_id)).size < enough) {
+    const otherKinds = subject.kind === null ? others : { ...others, kind: { $ne: subject.kind } };
+    candidates.push(...(await menuProducts.find(otherKinds, { sort: ID_ORDER, limit })));
+  }
+  return candidates;
+}

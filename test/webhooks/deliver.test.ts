@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import test from 'ava';
 import { generateSigningSecret } from '../../application/credentials.ts';
+import { manualClock } from '../../domain/clock.ts';
 import {
   deliverOnce,
   EXCERPT_BYTES,
@@ -11,10 +12,9 @@ import {
   parseRetryAfter,
   USER_AGENT,
   utf8Excerpt,
-} from '../../dispatcher/deliver.ts';
-import { redactSecret } from '../../dispatcher/delivery-worker.ts';
-import { unixSeconds, webhookHeaders } from '../../dispatcher/signing.ts';
-import { manualClock } from '../../domain/clock.ts';
+} from '../../webhooks/deliver.ts';
+import { redactSecret } from '../../webhooks/send.ts';
+import { unixSeconds, webhookHeaders } from '../../webhooks/signing.ts';
 import { verifyWebhook } from './verify-signature.ts';
 
 interface Received {

@@ -1,0 +1,66 @@
+/**
+ * The state of one aggregate as its stream says, now or as of an earlier point: the command handler
+ * decides on the state now, a webhook body renders the cart as of the event it stands for and the
+ * store as of that event's position (docs/webhooks.md), an operator's test request the store now.
+ *
+ * Events were validated when appended (application/command-handler.ts): current-version data is taken
+ * as is, older versions are upcast and validated by the registry.
+ */
+import { type Decider, type DomainEvent, fold } from '../domain/decider.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
+
+/** The domain event a recorded event holds, at the schema version the code reads. */
+export function domainEventOf<E extends DomainEvent = DomainEvent>(
+  registry: EventRegistry,
+  event: RecordedEvent,
+): E {
+  return registry.read(event.type, event.data, event.metadata.schema_version ?? 1) as unknown as E;
+}
+
+export interface StreamState<S> {
+  state: S;
+  /** Last revision folded, -1 when none. */
+  revision: number;
+  /** Global position of the last event folded, 0 when none. */
+  position: number;
+  /** The recorded events folded. */
+  events: RecordedEvent[];
+}
+
+/** Where to stop: after the event at `revision` of the stream, or after its last event at or before `position`. */
+export type UpTo = { revision: number } | { position: number };
+
+/** Folds a stream with the aggregate's `evolve`; a stream never written gives the initial state. */
+export async function readState<S, E extends DomainEvent>(
+  store: EventStore,
+  registry: EventRegistry,
+  streamId: string,
+  decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>,
+  options: { upTo?: UpTo } = {},
+): Promise<StreamState<S>> {
+  const { upTo } = options;
+  let recorded: RecordedEvent[];
+  try {
+    recorded = await store.readStream(
+      streamId,
+      upTo && 'revision' in upTo ? { maxCount: upTo.revision + 1 } : undefined,
+    );
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) {
+      return { state: decider.initialState, revision: -1, position: 0, events: [] };
+    }
+    throw err;
+  }
+  if (upTo && 'position' in upTo) recorded = recorded.filter((e) => e.position <= upTo.position);
+  const last = recorded[recorded.length - 1];
+  return {
+    state: fold(
+      decider,
+      recorded.map((e) => domainEventOf<E>(registry, e)),
+    ),
+    revision: last?.revision ?? -1,
+    position: last?.position ?? 0,
+    events: recorded,
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The project's account of its contract lives in `docs/`, and the code cites it there (docs/architecture.md):
+ * never a document a reader of this repository does not have, never a page or section that does not
+ * exist. A citation is `docs/<page>.md`, optionally followed by `, "<section heading>"`.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import test from 'ava';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const FOLDERS = [
+  'domain',
+  'application',
+  'eventstore',
+  'projections',
+  'webhooks',
+  'api',
+  'dispatcher',
+  'cli',
+  'bench',
+  'test',
+];
+
+function files(): string[] {
+  const out = FOLDERS.flatMap((folder) =>
+    readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+      .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name))),
+  );
+  return [...out, 'README.md', ...readdirSync(path.join(ROOT, 'docs')).map((f) => `docs/${f}`)];
+}
+
+/** Headings of a docs page, without their `#`s. */
+function headings(page: string): Set<string> {
+  const text = readFileSync(path.join(ROOT, page), 'utf8');
+  return new Set([...text.matchAll(/^#+ (.+)$/gm)].map((m) => m[1].trim()));
+}
+
+test('no source cites a document outside the repository', (t) => {
+  const found: string[] = [];
+  for (const file of files()) {
+    if (file === 'test/docs.test.ts') continue;
+    const text = readFileSync(path.join(ROOT, file), 'utf8');
+    for (const m of text.matchAll(/\b(DESIGN(\.md)? ?§|seed §|RESOURCES(\.md)?\b)/g)) {
+      const line = text.slice(0, m.index).split('\n').length;
+      found.push(`${file}:${line}: ${m[0]}`);
+    }
+  }
+  t.deepEqual(found, []);
+});
+
+test('every docs page and section a file cites exists', (t) => {
+  const missing: string[] = [];
+  const cache = new Map<string, Set<string>>();
+  let citations = 0;
+  for (const file of files()) {
+    const text = readFileSync(path.join(ROOT, file), 'utf8');
+    for (const m of text.matchAll(/docs\/([a-z-]+\.md)(?:, "([^"]+)")?/g)) {
+      citations += 1;
+      const page = `docs/${m[1]}`;
+      if (!existsSync(path.join(ROOT, page))) {
+        missing.push(`${file}: ${page}`);
+        continue;
+      }
+      if (m[2] === undefined) continue;
+      if (!cache.has(page)) cache.set(page, headings(page));
+      if (!cache.get(page)?.has(m[2])) missing.push(`${file}: ${page}, "${m[2]}"`);
+    }
+  }
+  t.true(citations > 100, `${citations} citations read`);
+  t.deepEqual(missing, []);
+});

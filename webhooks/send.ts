@@ -1,0 +1,116 @@
+/**
+ * The one way a webhook leaves the service (docs/webhooks.md), for the delivery worker and for the
+ * admin test-send alike: the subscription's auth token and signing secret are decrypted, the exact body
+ * is signed and sent (`deliverOnce`), and both secrets are struck from what the receiver answered
+ * before anything records or shows it (a receiver may echo `401 … Bearer <token>`).
+ */
+import type { KeyObject } from 'node:crypto';
+import { createSecretBox, secretContext } from '../application/credentials.ts';
+import type { Clock } from '../domain/clock.ts';
+import { type DeliveryResult, deliverOnce } from './deliver.ts';
+import { webhookHeaders } from './signing.ts';
+import type { Resolver } from './url-guard.ts';
+
+/** What a webhook is sent to: a subscription as the dispatcher and the admin API hold it. */
+export interface WebhookTarget {
+  webhook_id: string;
+  url: string;
+  auth_token_encrypted: string;
+  signing_secret_encrypted: string;
+}
+
+export interface WebhookSenderOptions {
+  /** `PDS_SECRET_KEY`: decrypts the auth token and the signing secret. */
+  secretKey: Buffer | KeyObject;
+  /** `PDS_WEBHOOK_TIMEOUT`. */
+  timeoutMs: number;
+  /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`. */
+  allowPrivate: boolean;
+  /** Host resolution for the URL check (tests inject one). */
+  resolve?: Resolver;
+  /** The time the signature's timestamp is taken from. */
+  clock: Clock;
+}
+
+export interface WebhookRequest {
+  /** `X-Service-Webhook-Id`: the same on every attempt and redelivery of one event to one subscription. */
+  webhookId: string;
+  /** `X-Service-Delivery-Attempt`, from 1. */
+  attempt: number;
+  /** The exact JSON text: the signature covers these bytes. */
+  body: string;
+  /** Added to the signed headers (the test-send marks its requests). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** A subscription's secrets, decrypted once, and the way to send it requests. */
+export interface WebhookChannel {
+  send(request: WebhookRequest): Promise<DeliveryResult>;
+}
+
+export interface WebhookSender {
+  /** Decrypts the target's secrets (throws for secrets this key cannot open, before anything is sent). */
+  open(target: WebhookTarget): WebhookChannel;
+}
+
+export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
+  const box = createSecretBox(options.secretKey);
+  return {
+    open(target) {
+      const authToken = box.decrypt(
+        target.auth_token_encrypted,
+        secretContext(target.webhook_id, 'auth_token'),
+      );
+      const secret = box.decrypt(
+        target.signing_secret_encrypted,
+        secretContext(target.webhook_id, 'signing_secret'),
+      );
+      const redact = (text: string) => [authToken, secret].reduce(redactSecret, text);
+      return {
+        async send(request) {
+          const headers = {
+            ...webhookHeaders({
+              authToken,
+              secret,
+              webhookId: request.webhookId,
+              attempt: request.attempt,
+              body: request.body,
+              now: options.clock.now(),
+            }),
+            ...request.headers,
+          };
+          const result = await deliverOnce({
+            url: target.url,
+            body: request.body,
+            headers,
+            timeoutMs: options.timeoutMs,
+            allowPrivate: options.allowPrivate,
+            resolve: options.resolve,
+            clock: options.clock,
+          });
+          return {
+            ...result,
+            responseExcerpt: redact(result.responseExcerpt),
+            error: result.error === null ? null : redact(result.error),
+          };
+        },
+      };
+    },
+  };
+}
+
+/**
+ * `text` without `secret`: every whole occurrence, and a tail that starts it (an excerpt is cut at
+ * 1 KB, possibly inside an echoed secret; 8 characters or more, so ordinary text is left alone).
+ */
+export function redactSecret(text: string, secret: string): string {
+  if (secret.length === 0) return text;
+  let out = text.replaceAll(secret, '[redacted]');
+  for (let k = Math.min(secret.length - 1, out.length); k >= 8; k--) {
+    if (out.endsWith(secret.slice(0, k))) {
+      out = `${out.slice(0, out.length - k)}[redacted]`;
+      break;
+    }
+  }
+  return out;
+}
