@@ -58,6 +58,10 @@ async function raw(
   for (;;) {
     const parsed = parse(received);
     if (parsed && (parsed.complete || closed)) {
+      // An answer that says it closes the connection: the close may arrive a moment after the bytes.
+      if (!closed && /^close$/i.test(parsed.headers.connection ?? '')) {
+        await Promise.race([ended, new Promise((r) => setTimeout(r, 2_000))]);
+      }
       socket.destroy();
       return { ...parsed, closed };
     }

@@ -137,7 +137,7 @@ export const platformRoutes: readonly RouteSpec[] = [
     body: () => ({ store_id: 101, source: { channel: 'headless', partner_id: 'site-1' }, user_id: 7 }),
   }),
   spec('POST', `${P}/carts/:uuid/items`, 'operator', (w) => ({ uuid: [w.openCart] }), {
-    body: () => ({ menu_product_id: 401, price_id: 'gram', count: 1 }),
+    body: () => ({ menu_product_id: 405, price_id: 'gram', count: 1 }),
   }),
   spec(
     'PATCH',
