@@ -1,0 +1,101 @@
+/**
+ * What happens to a cart: its events, each with a zod schema and a schema version. Every event
+ * carries what is needed to rebuild the cart as of any revision from its stream alone.
+ */
+import { z } from 'zod';
+import { defineEvent, type EventOf } from '../events.ts';
+import { id, isoDateTime, uuid, weight } from '../schemas.ts';
+import {
+  assignmentShape,
+  cartSource,
+  cartStatus,
+  customerShape,
+  lineSnapshot,
+  reservationMode,
+} from './vocabulary.ts';
+
+export const events = {
+  CartCreated: defineEvent(
+    'CartCreated',
+    z.object({
+      cart_uuid: uuid,
+      store_id: id,
+      source: cartSource,
+      user_id: id.nullable(),
+      created_at: isoDateTime,
+    }),
+  ),
+  /** `count` is the number added; the rest is the line as the handler saw it when the item was placed. */
+  CartItemAdded: defineEvent(
+    'CartItemAdded',
+    z.object({
+      menu_product_id: id,
+      price_id: weight,
+      count: z.number().int().positive(),
+      ...lineSnapshot.shape,
+      added_at: isoDateTime,
+    }),
+  ),
+  CartItemQuantityChanged: defineEvent(
+    'CartItemQuantityChanged',
+    z.object({
+      menu_product_id: id,
+      count: z.number().int().positive(),
+      previous_count: z.number().int().positive(),
+      changed_at: isoDateTime,
+    }),
+  ),
+  CartItemRemoved: defineEvent(
+    'CartItemRemoved',
+    z.object({ menu_product_id: id, previous_count: z.number().int().positive(), removed_at: isoDateTime }),
+  ),
+  CartCustomerIdentified: defineEvent(
+    'CartCustomerIdentified',
+    z.object({ ...customerShape, identified_at: isoDateTime }),
+  ),
+  CartCheckedOut: defineEvent(
+    'CartCheckedOut',
+    z.object({
+      reservation_mode: reservationMode,
+      reservation_start_window: z.string(),
+      promo_code: z.string().nullable(),
+      checked_out_at: isoDateTime,
+      /** The cart total at checkout (sum of discounted unit price × count). */
+      amount: z.number().nonnegative(),
+    }),
+  ),
+  /**
+   * Every status move, checkout included. The assignment fields are those in force after the move:
+   * the values the command gave, the previous ones for fields it left out. `rating` is set only by
+   * the move to `with_review`.
+   */
+  CartStatusChanged: defineEvent(
+    'CartStatusChanged',
+    z.object({
+      from: cartStatus,
+      to: cartStatus,
+      changed_at: isoDateTime,
+      ...assignmentShape,
+      rating: z.number().int().min(1).max(5).nullable(),
+    }),
+  ),
+  /** `item_count`: the units in the cart (sum of the lines' counts). */
+  CartAbandoned: defineEvent(
+    'CartAbandoned',
+    z.object({
+      abandoned_at: isoDateTime,
+      first_item_at: isoDateTime,
+      item_count: z.number().int().positive(),
+    }),
+  ),
+  CurbsideArrivalPosted: defineEvent(
+    'CurbsideArrivalPosted',
+    z.object({
+      arrival_id: uuid,
+      fields: z.record(z.string(), z.string()),
+      arrived_at: isoDateTime,
+      store_id: id,
+    }),
+  ),
+};
+export type CartEvent = EventOf<typeof events>;

@@ -1,0 +1,70 @@
+/**
+ * What the parts of the EventStoreDB adapter share: the connection, the adapter's constants and the
+ * client record shape it reads, and small helpers of its subscriptions.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { PersistentAction, Position } from '@eventstore/db-client';
+import { EventStoreDBClient, PARK, RETRY, SKIP } from '@eventstore/db-client';
+import { EventStoreError, type NackAction } from '../port.ts';
+
+export const DEFAULT_BATCH_SIZE = 500;
+export const DEFAULT_BUFFER_SIZE = 10;
+export const DEFAULT_MAX_RETRY = 10;
+export const DEFAULT_MESSAGE_TIMEOUT_MS = 30_000;
+/** Checkpoint soon after acks, so a restarted consumer redelivers little. */
+export const CHECKPOINT_AFTER_MS = 250;
+/** Raw `$all` page bounds: system events (projection links, metadata) sit between ours. */
+export const PAGE_MIN = 128;
+export const PAGE_MAX = 2_048;
+/** -1 as u64: what the server reports for a position it does not know. */
+export const NO_POSITION = 0xffff_ffff_ffff_ffffn;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A .NET regex no stream name or event type matches (an empty filter list matches nothing). */
+export const MATCH_NOTHING = '^(?!)';
+
+export const NACK_ACTIONS: Record<NackAction, PersistentAction> = { park: PARK, retry: RETRY, skip: SKIP };
+
+/** The fields of a client event record this adapter reads. */
+export interface EsdbRecord {
+  id: string;
+  streamId: string;
+  type: string;
+  revision: bigint;
+  created: Date;
+  isJson: boolean;
+  data: unknown;
+  metadata: unknown;
+  position?: Position;
+}
+
+/** Records read from `$all` always carry their position. */
+export type AllRecord = EsdbRecord & { position: Position };
+
+/** Lets `stop()` called from inside a handler skip waiting for that very handler (it would deadlock). */
+export const handlerScope = new AsyncLocalStorage<object>();
+
+// ---- connection ------------------------------------------------------------------------------------
+
+/** The 6.x client only knows the `esdb` schemes; KurrentDB's names mean the same connection strings. */
+export function connect(connectionString: string): EventStoreDBClient {
+  const normalized = connectionString.replace(/^(?:kurrentdb|kurrent)(\+discover)?:\/\//, 'esdb$1://');
+  try {
+    return EventStoreDBClient.connectionString(normalized);
+  } catch (err) {
+    throw new EventStoreError(`invalid EventStoreDB connection string: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+// ---- small helpers ---------------------------------------------------------------------------------
+
+/** A promise settled from outside; marked handled so an unobserved rejection does not crash the process. */
+export function settleable() {
+  const { promise, resolve, reject } = Promise.withResolvers<void>();
+  promise.catch(() => {});
+  return { promise, resolve: () => resolve(), reject: (err: Error) => reject(err) };
+}
+
+/** Subscriptions and consumers that `close()` stops. */
+export type Running = Set<{ stop(): Promise<void> }>;

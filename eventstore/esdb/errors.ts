@@ -1,0 +1,94 @@
+import {
+  CancelledError,
+  DeadlineExceededError,
+  PersistentSubscriptionExistsError as EsdbPersistentSubscriptionExistsError,
+  StreamNotFoundError as EsdbStreamNotFoundError,
+  WrongExpectedVersionError as EsdbWrongExpectedVersionError,
+  InvalidArgumentError,
+  MaxAppendSizeExceededError,
+  NotFoundError,
+  NotLeaderError,
+  PersistentSubscriptionDoesNotExistError,
+  PersistentSubscriptionDroppedError,
+  TimeoutError,
+  UnavailableError,
+} from '@eventstore/db-client';
+import {
+  EventStoreError,
+  EventStoreUnavailableError,
+  type ExpectedRevision,
+  InvalidEventError,
+  PersistentSubscriptionExistsError,
+  PersistentSubscriptionNotFoundError,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+} from '../port.ts';
+import { fromEsdbExpected } from './translate.ts';
+
+// ---- errors ----------------------------------------------------------------------------------------
+
+export interface ErrorContext {
+  streamId?: string;
+  expected?: ExpectedRevision;
+  group?: string;
+}
+
+/** gRPC status codes meaning "try again later": DEADLINE_EXCEEDED, UNAVAILABLE. */
+export const RETRYABLE_GRPC_CODES = new Set([4, 14]);
+export const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
+
+/** Maps client errors to the port's typed errors; callers never see the client's classes. */
+export function mapError(err: unknown, context: ErrorContext = {}): Error {
+  if (err instanceof EventStoreError) return err;
+  if (!(err instanceof Error)) return new EventStoreError(String(err));
+  if (err instanceof EsdbWrongExpectedVersionError) {
+    const actual = err.actualVersion === 'no_stream' ? 'no_stream' : Number(err.actualVersion);
+    const expected = context.expected ?? fromEsdbExpected(err.expectedVersion);
+    return new WrongExpectedVersionError(context.streamId ?? err.streamName, expected, actual);
+  }
+  if (err instanceof EsdbStreamNotFoundError)
+    return new StreamNotFoundError(context.streamId ?? err.streamName);
+  if (err instanceof EsdbPersistentSubscriptionExistsError) {
+    return new PersistentSubscriptionExistsError(context.group ?? err.groupName);
+  }
+  if (
+    err instanceof PersistentSubscriptionDoesNotExistError ||
+    (err instanceof NotFoundError && context.group !== undefined)
+  ) {
+    return new PersistentSubscriptionNotFoundError(
+      context.group ?? (err as { groupName?: string }).groupName ?? '',
+    );
+  }
+  if (err instanceof InvalidArgumentError || err instanceof MaxAppendSizeExceededError) {
+    return new InvalidEventError(err.message, { cause: err });
+  }
+  if (isUnavailable(err)) {
+    return new EventStoreUnavailableError(err.message || 'EventStoreDB is unavailable', { cause: err });
+  }
+  return new EventStoreError(err.message || err.name, { cause: err });
+}
+
+export function isUnavailable(err: Error): boolean {
+  if (
+    err instanceof UnavailableError ||
+    err instanceof NotLeaderError ||
+    err instanceof DeadlineExceededError ||
+    err instanceof TimeoutError ||
+    err instanceof CancelledError ||
+    err instanceof PersistentSubscriptionDroppedError
+  ) {
+    return true;
+  }
+  const { code } = err as { code?: unknown };
+  // A refused connection can surface as a plain Error carrying the gRPC status code.
+  if (typeof code === 'number') return RETRYABLE_GRPC_CODES.has(code);
+  if (typeof code === 'string') return NETWORK_ERROR_CODES.has(code);
+  return /^Failed to discover/.test(err.message);
+}

@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  AppendExpectedRevision,
+  Filter,
+  JSONEventData,
+  JSONType,
+  PersistentSubscriptionToAllSettings,
+  Position,
+  ReadPosition,
+} from '@eventstore/db-client';
+import {
+  ANY,
+  END,
+  eventTypeFilter,
+  excludeSystemEvents,
+  NO_STREAM,
+  START,
+  STREAM_EXISTS,
+  streamNameFilter,
+} from '@eventstore/db-client';
+import {
+  type EventFilter,
+  type EventMetadata,
+  EventStoreError,
+  type ExpectedRevision,
+  InvalidEventError,
+  type NewEvent,
+  type RecordedEvent,
+  type SubscriptionStart,
+} from '../port.ts';
+import { type EsdbRecord, MATCH_NOTHING, NO_POSITION, UUID } from './client.ts';
+
+// ---- positions -------------------------------------------------------------------------------------
+
+export function positionOf(position: number): Position {
+  const p = toBigInt(position, 'position');
+  return { commit: p, prepare: p };
+}
+
+export function readPositionOf(from: SubscriptionStart): ReadPosition {
+  return from === 'start' ? START : from === 'end' ? END : positionOf(from.after);
+}
+
+export function startOf(
+  startFrom: PersistentSubscriptionToAllSettings['startFrom'] | undefined,
+): SubscriptionStart {
+  if (startFrom === undefined || startFrom === START) return 'start';
+  if (startFrom === END) return 'end';
+  return { after: Number(startFrom.commit) };
+}
+
+/** The port's number for an event's position (see the module comment). */
+export function toPortPosition(position: Position | undefined): number {
+  // The server sends -1 (u64 max) for both halves of a position it does not know.
+  if (
+    position &&
+    position.commit === position.prepare &&
+    position.commit > 0n &&
+    position.commit < NO_POSITION
+  ) {
+    return Number(position.commit);
+  }
+  throw new EventStoreError(
+    `cannot map the $all position ${describe(position)} to a number: events of explicit transactions ` +
+      '(commit != prepare) and servers that report no event positions are not supported',
+  );
+}
+
+export function compare(a: Position, b: Position): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
+  return 0;
+}
+
+/** Whether `position` comes strictly after `bound` in the read direction. */
+export function isBeyond(position: Position, bound: Position, forwards: boolean): boolean {
+  const c = compare(position, bound);
+  return forwards ? c > 0 : c < 0;
+}
+
+export function describe(position: Position | undefined): string {
+  return position ? `C:${position.commit}/P:${position.prepare}` : 'none';
+}
+
+export function toBigInt(n: number, what: string): bigint {
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new InvalidEventError(`${what} must be a non-negative integer, got ${n}`);
+  return BigInt(n);
+}
+
+// ---- events ----------------------------------------------------------------------------------------
+
+export function validateStreamId(streamId: string): void {
+  if (typeof streamId !== 'string' || streamId.length === 0 || streamId.startsWith('$')) {
+    throw new InvalidEventError(`invalid stream id ${JSON.stringify(streamId)}`);
+  }
+}
+
+export function toEsdbExpected(expected: ExpectedRevision): AppendExpectedRevision {
+  if (expected === 'any') return ANY;
+  if (expected === 'no_stream') return NO_STREAM;
+  if (expected === 'stream_exists') return STREAM_EXISTS;
+  return toBigInt(expected, 'expectedRevision');
+}
+
+export function fromEsdbExpected(expected: AppendExpectedRevision): ExpectedRevision {
+  return typeof expected === 'bigint' ? Number(expected) : expected;
+}
+
+export function toEventData(event: NewEvent): JSONEventData {
+  const { type, data, metadata } = event;
+  if (typeof type !== 'string' || type.length === 0 || type.startsWith('$')) {
+    throw new InvalidEventError(`invalid event type ${JSON.stringify(type)}`);
+  }
+  if (data === undefined) throw new InvalidEventError(`event ${type} has no data`);
+  if (typeof metadata !== 'object' || metadata === null)
+    throw new InvalidEventError(`event ${type} has no metadata`);
+  assertJson(data, `data of event ${type}`);
+  assertJson(metadata, `metadata of event ${type}`);
+  const id = event.id ?? randomUUID();
+  if (!UUID.test(id)) throw new InvalidEventError(`event id ${JSON.stringify(id)} is not a UUID`);
+  // The client serialises any JSON value, not only the objects, arrays and strings its type names.
+  return { id, contentType: 'application/json', type, data: data as JSONType, metadata: { ...metadata } };
+}
+
+export function assertJson(value: unknown, what: string): void {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw new InvalidEventError(`${what} is not JSON: ${(err as Error).message}`);
+  }
+  if (text === undefined) throw new InvalidEventError(`${what} is not JSON`);
+}
+
+export function toRecorded(event: EsdbRecord): RecordedEvent {
+  return {
+    id: event.id,
+    streamId: event.streamId,
+    type: event.type,
+    revision: Number(event.revision),
+    position: toPortPosition(event.position),
+    data: decodeJson(event.data, event.isJson),
+    metadata: (decodeJson(event.metadata, false) ?? {}) as EventMetadata,
+    recordedAt: event.created.toISOString(),
+  };
+}
+
+/** The client parses JSON events itself; bytes of events written by other tools may still be JSON. */
+export function decodeJson(value: unknown, parsed: boolean): unknown {
+  if (parsed || !(value instanceof Uint8Array)) return value;
+  try {
+    return JSON.parse(Buffer.from(value).toString('utf8'));
+  } catch {
+    return value;
+  }
+}
+
+export function parkReason(metadata: unknown): string {
+  if (typeof metadata !== 'object' || metadata === null) return '';
+  const { reason, Reason } = metadata as { reason?: unknown; Reason?: unknown };
+  return typeof reason === 'string' ? reason : typeof Reason === 'string' ? Reason : '';
+}
+
+// ---- filters ---------------------------------------------------------------------------------------
+
+export function isSystem(event: { streamId: string; type: string }): boolean {
+  return event.streamId.startsWith('$') || event.type.startsWith('$');
+}
+
+export function matches(event: { streamId: string; type: string }, filter: EventFilter | undefined): boolean {
+  if (!filter) return true;
+  if ('streamPrefixes' in filter) return filter.streamPrefixes.some((p) => event.streamId.startsWith(p));
+  return filter.eventTypes.includes(event.type);
+}
+
+export function visible(event: { streamId: string; type: string }, filter: EventFilter | undefined): boolean {
+  return !isSystem(event) && matches(event, filter);
+}
+
+export function serverFilter(filter: EventFilter | undefined): Filter {
+  if (!filter) return excludeSystemEvents();
+  if ('streamPrefixes' in filter) {
+    return filter.streamPrefixes.length > 0
+      ? streamNameFilter({ prefixes: filter.streamPrefixes })
+      : streamNameFilter({ regex: MATCH_NOTHING });
+  }
+  if (filter.eventTypes.length === 0) return eventTypeFilter({ regex: MATCH_NOTHING });
+  const names = filter.eventTypes.map((t) => t.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&'));
+  return eventTypeFilter({ regex: `^(?:${names.join('|')})$` });
+}

@@ -1,0 +1,161 @@
+/**
+ * The embedded event store's database, as its parts share it: the connection and its prepared
+ * statements, IMMEDIATE transactions, and the wake-ups of idle readers (this process's appends, or a
+ * file-system watch on the WAL when another process appends to the same file; nothing polls).
+ */
+import { type FSWatcher, mkdirSync, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { EventStoreUnavailableError } from '../port.ts';
+import { isBusy, SCHEMA } from './rows.ts';
+
+export interface SqliteEventStoreOptions {
+  synchronous?: 'normal' | 'full';
+  /** How long a write waits for another process's lock before failing (ms). */
+  busyTimeoutMs?: number;
+  now?: () => Date;
+}
+
+/** A promise that can be resolved from outside: the wake-up signal for idle readers. */
+export interface Signal {
+  wait(): Promise<void>;
+  fire(): void;
+  /** Fires once after the current turn: a burst of appends wakes each subscriber once, not per append. */
+  fireSoon(): void;
+}
+
+function createSignal(): Signal {
+  let waiters: Array<() => void> = [];
+  let pending = false;
+  const fire = (): void => {
+    pending = false;
+    const current = waiters;
+    waiters = [];
+    for (const w of current) w();
+  };
+  return {
+    wait: () => new Promise((resolve) => waiters.push(resolve)),
+    fire,
+    fireSoon() {
+      if (pending) return;
+      pending = true;
+      setImmediate(fire);
+    },
+  };
+}
+
+export interface Log {
+  readonly db: DatabaseSync;
+  readonly path: string;
+  now(): Date;
+  /** A prepared statement, kept for the connection's life (`arrays`: rows as arrays, not objects). */
+  stmt(sql: string, arrays?: boolean): StatementSync;
+  /** Throws `EventStoreUnavailableError` once the store is closed. */
+  ensureOpen(): void;
+  /** Runs `fn` in an IMMEDIATE transaction; a lock held by another process is a 503-able error, not a loss. */
+  transaction<T>(fn: () => T): T;
+  /** Wakes the readers waiting for appends. */
+  readonly appended: Signal;
+  /**
+   * The log's head, kept in memory while it can be trusted: this process's appends move it, and the
+   * WAL watcher marks it stale when another process may have appended. Subscribers ask for the head
+   * several times per wake-up; without the cache that is a query each time.
+   */
+  readonly head: { cached: number | undefined; stale: boolean };
+  /** Whether the cached head may be trusted: the watcher runs, or nobody else can write (`:memory:`). */
+  headTrusted(): boolean;
+  /** A reader starts (or stops) waiting for appends: the WAL is watched while any does. */
+  retainWatcher(): void;
+  releaseWatcher(): void;
+  close(): void;
+}
+
+export function openLog(path: string, options: SqliteEventStoreOptions = {}): Log {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5_000 });
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.exec('PRAGMA temp_store = MEMORY');
+  db.exec('PRAGMA cache_size = -65536');
+  db.exec(SCHEMA);
+
+  let closed = false;
+  const statements = new Map<string, StatementSync>();
+  const appended = createSignal();
+  const head = { cached: undefined as number | undefined, stale: true };
+  let watcher: FSWatcher | undefined;
+  let readers = 0;
+
+  const ensureOpen = (): void => {
+    if (closed) throw new EventStoreUnavailableError('event store is closed');
+  };
+
+  return {
+    db,
+    path,
+    now: options.now ?? (() => new Date()),
+    stmt(sql, arrays = false) {
+      const key = arrays ? `A:${sql}` : sql;
+      let s = statements.get(key);
+      if (!s) {
+        s = db.prepare(sql);
+        if (arrays) s.setReturnArrays(true);
+        statements.set(key, s);
+      }
+      return s;
+    },
+    ensureOpen,
+    transaction<T>(fn: () => T): T {
+      ensureOpen();
+      try {
+        db.exec('BEGIN IMMEDIATE');
+      } catch (err) {
+        if (isBusy(err)) throw new EventStoreUnavailableError('event store is locked by another writer');
+        throw err;
+      }
+      try {
+        const result = fn();
+        db.exec('COMMIT');
+        return result;
+      } catch (err) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw err;
+      }
+    },
+    appended,
+    head,
+    headTrusted: () => !head.stale && (watcher !== undefined || path === ':memory:'),
+    retainWatcher() {
+      readers += 1;
+      if (watcher || path === ':memory:') return;
+      const walName = `${basename(path)}-wal`;
+      try {
+        watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
+          if (file !== walName) return;
+          // Possibly another process's append: the cached head must be read again.
+          head.stale = true;
+          appended.fireSoon();
+        });
+        watcher.on('error', () => {});
+      } catch {
+        watcher = undefined; // same-process appends still wake subscribers
+      }
+    },
+    releaseWatcher() {
+      readers -= 1;
+      if (readers === 0 && watcher) {
+        watcher.close();
+        watcher = undefined;
+        head.stale = true; // nobody tells of other processes' appends any more
+      }
+    },
+    close() {
+      if (closed) return;
+      appended.fire();
+      closed = true;
+      watcher?.close();
+      watcher = undefined;
+      db.close();
+    },
+  };
+}
