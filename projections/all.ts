@@ -1,6 +1,6 @@
 /** Every read-model projection the service runs, in the order they start. */
 
-import type { Projection } from './projector.ts';
+import type { Projection } from './projection.ts';
 import { cartsProjection } from './read-models/carts.ts';
 import { catalogProjection } from './read-models/catalog/projection.ts';
 import { partnerKeysProjection } from './read-models/partner-keys.ts';

@@ -3,6 +3,7 @@
  * idempotency for repeated event ids, and group commit (docs/architecture.md).
  */
 import { randomUUID } from 'node:crypto';
+import { bindContext } from '../bind-context.ts';
 import {
   type AppendOptions,
   type AppendResult,
@@ -15,176 +16,183 @@ import type { Log } from './log.ts';
 import type { Reads } from './reads.ts';
 import { COLUMNS, validateEvents, validateStreamId } from './rows.ts';
 
-export function createAppends(log: Log, reads: Pick<Reads, 'lastRevision'>) {
-  const { lastRevision } = reads;
-  function checkExpected(streamId: string, expected: ExpectedRevision, actual: number | undefined): void {
-    const actualOrNone = actual ?? 'no_stream';
-    if (expected === 'any') return;
-    if (expected === 'no_stream' && actual !== undefined) {
-      throw new WrongExpectedVersionError(streamId, expected, actualOrNone);
-    }
-    if (expected === 'stream_exists' && actual === undefined) {
-      throw new WrongExpectedVersionError(streamId, expected, actualOrNone);
-    }
-    if (typeof expected === 'number' && expected !== actual) {
-      throw new WrongExpectedVersionError(streamId, expected, actualOrNone);
-    }
-  }
+/**
+ * Group commit: the appends requested in one turn of the event loop (a timer firing for many carts,
+ * a fan-out of many events, concurrent requests) share one transaction, each inside its own
+ * savepoint, so one append's refusal (a wrong expected revision) rolls back that append alone. A
+ * transaction costs far more than an insert; this is what lets the abandonment timer keep up with
+ * 100,000 deadlines. Each append still resolves only once its transaction has committed.
+ */
+type AppendWork = () => { result: AppendResult; wrote: boolean };
 
-  /**
-   * EventStoreDB's idempotency: when the batch's first event id is already stored, a write of the
-   * very same ids at the same place answers the original result and writes nothing.
-   */
-  function idempotentResult(
-    streamId: string,
-    ids: string[],
-    expected: ExpectedRevision,
-  ): AppendResult | undefined {
-    const first = log.stmt('SELECT stream_id, revision FROM events WHERE event_id = ?').get(ids[0]) as
-      | { stream_id: string; revision: number }
-      | undefined;
-    if (!first) {
-      if (ids.length > 1) {
-        const others = ids.slice(1);
-        const hit = log
-          .stmt(`SELECT 1 FROM events WHERE event_id IN (${others.map(() => '?').join(',')}) LIMIT 1`)
-          .get(...others);
-        if (hit) throw new InvalidEventError('some event ids of this batch are already stored');
-      }
-      return undefined;
-    }
-    if (first.stream_id !== streamId) {
-      throw new InvalidEventError(`event id ${ids[0]} is already stored in another stream`);
-    }
-    const rows = log
-      .stmt(
-        'SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
-        true,
-      )
-      .all(streamId, first.revision, ids.length) as unknown as Array<[string, number]>;
-    const matches = rows.length === ids.length && rows.every((r, i) => r[0] === ids[i]);
-    const before = first.revision - 1;
-    const placeOk =
-      expected === 'any' ||
-      (expected === 'no_stream' && first.revision === 0) ||
-      (expected === 'stream_exists' && first.revision > 0) ||
-      expected === before;
-    if (!matches || !placeOk) {
-      throw new WrongExpectedVersionError(streamId, expected, lastRevision(streamId) ?? 'no_stream');
-    }
-    return { nextExpectedRevision: first.revision + ids.length - 1, position: rows[rows.length - 1][1] };
-  }
+interface AppendContext {
+  log: Log;
+  lastRevision(streamId: string): number | undefined;
+  /** The appends of this turn, committed together at its end (undefined: none yet). */
+  group: Array<{ work: AppendWork; resolve(r: AppendResult): void; reject(e: unknown): void }> | undefined;
+}
 
-  async function append(
-    streamId: string,
-    events: NewEvent[],
-    opts: AppendOptions = {},
-  ): Promise<AppendResult> {
-    validateStreamId(streamId);
-    validateEvents(events);
-    const expected = opts.expectedRevision ?? 'any';
-    if (events.length === 0) {
-      const actual = lastRevision(streamId);
-      checkExpected(streamId, expected, actual);
-      const head = log.stmt('SELECT max(position) AS p FROM events').get() as { p: number | null };
-      return { nextExpectedRevision: actual ?? -1, position: head.p ?? 0 };
-    }
-    const ids = events.map((e) => e.id ?? randomUUID());
-    const payloads = events.map((e) => [JSON.stringify(e.data), JSON.stringify(e.metadata)]);
-    const recordedAt = log.now().toISOString();
-    return inGroup(() => {
-      const again = events.some((e) => e.id !== undefined)
-        ? idempotentResult(streamId, ids, expected)
-        : undefined;
-      if (again) return { result: again, wrote: false };
-      const actual = lastRevision(streamId);
-      checkExpected(streamId, expected, actual);
-      const insert = log.stmt(`INSERT INTO events (${COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?)`);
-      let revision = actual ?? -1;
-      let position = 0;
-      for (let i = 0; i < events.length; i++) {
-        revision += 1;
-        const info = insert.run(
-          streamId,
-          revision,
-          ids[i],
-          events[i].type,
-          payloads[i][0],
-          payloads[i][1],
-          recordedAt,
-        );
-        position = Number(info.lastInsertRowid);
-      }
-      return { result: { nextExpectedRevision: revision, position }, wrote: true };
-    });
+function checkExpected(streamId: string, expected: ExpectedRevision, actual: number | undefined): void {
+  const actualOrNone = actual ?? 'no_stream';
+  if (expected === 'any') return;
+  if (expected === 'no_stream' && actual !== undefined) {
+    throw new WrongExpectedVersionError(streamId, expected, actualOrNone);
   }
+  if (expected === 'stream_exists' && actual === undefined) {
+    throw new WrongExpectedVersionError(streamId, expected, actualOrNone);
+  }
+  if (typeof expected === 'number' && expected !== actual) {
+    throw new WrongExpectedVersionError(streamId, expected, actualOrNone);
+  }
+}
 
-  /**
-   * Group commit: the appends requested in one turn of the event loop (a timer firing for many carts,
-   * a fan-out of many events, concurrent requests) share one transaction, each inside its own
-   * savepoint, so one append's refusal (a wrong expected revision) rolls back that append alone. A
-   * transaction costs far more than an insert; this is what lets the abandonment timer keep up with
-   * 100,000 deadlines. Each append still resolves only once its transaction has committed.
-   */
-  type AppendWork = () => { result: AppendResult; wrote: boolean };
-  let group:
-    | Array<{ work: AppendWork; resolve(r: AppendResult): void; reject(e: unknown): void }>
+/**
+ * EventStoreDB's idempotency: when the batch's first event id is already stored, a write of the
+ * very same ids at the same place answers the original result and writes nothing.
+ */
+function idempotentResult(
+  ctx: AppendContext,
+  streamId: string,
+  ids: string[],
+  expected: ExpectedRevision,
+): AppendResult | undefined {
+  const first = ctx.log.stmt('SELECT stream_id, revision FROM events WHERE event_id = ?').get(ids[0]) as
+    | { stream_id: string; revision: number }
     | undefined;
-
-  function inGroup(work: AppendWork): Promise<AppendResult> {
-    log.ensureOpen();
-    return new Promise((resolve, reject) => {
-      if (!group) {
-        group = [];
-        queueMicrotask(commitGroup);
-      }
-      group.push({ work, resolve, reject });
-    });
+  if (!first) {
+    if (ids.length > 1) {
+      const others = ids.slice(1);
+      const hit = ctx.log
+        .stmt(`SELECT 1 FROM events WHERE event_id IN (${others.map(() => '?').join(',')}) LIMIT 1`)
+        .get(...others);
+      if (hit) throw new InvalidEventError('some event ids of this batch are already stored');
+    }
+    return undefined;
   }
+  if (first.stream_id !== streamId) {
+    throw new InvalidEventError(`event id ${ids[0]} is already stored in another stream`);
+  }
+  const rows = ctx.log
+    .stmt(
+      'SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
+      true,
+    )
+    .all(streamId, first.revision, ids.length) as unknown as Array<[string, number]>;
+  const matches = rows.length === ids.length && rows.every((r, i) => r[0] === ids[i]);
+  const before = first.revision - 1;
+  const placeOk =
+    expected === 'any' ||
+    (expected === 'no_stream' && first.revision === 0) ||
+    (expected === 'stream_exists' && first.revision > 0) ||
+    expected === before;
+  if (!matches || !placeOk) {
+    throw new WrongExpectedVersionError(streamId, expected, ctx.lastRevision(streamId) ?? 'no_stream');
+  }
+  return { nextExpectedRevision: first.revision + ids.length - 1, position: rows[rows.length - 1][1] };
+}
 
-  function commitGroup(): void {
-    const batch = group ?? [];
-    group = undefined;
-    const outcomes: Array<
-      { ok: true; value: { result: AppendResult; wrote: boolean } } | { ok: false; error: unknown }
-    > = [];
-    try {
-      log.transaction(() => {
-        for (const item of batch) {
-          log.db.exec('SAVEPOINT pds_append');
-          try {
-            const value = item.work();
-            log.db.exec('RELEASE pds_append');
-            outcomes.push({ ok: true, value });
-          } catch (error) {
-            log.db.exec('ROLLBACK TO pds_append');
-            log.db.exec('RELEASE pds_append');
-            outcomes.push({ ok: false, error });
-          }
+async function append(
+  ctx: AppendContext,
+  streamId: string,
+  events: NewEvent[],
+  opts: AppendOptions = {},
+): Promise<AppendResult> {
+  validateStreamId(streamId);
+  validateEvents(events);
+  const expected = opts.expectedRevision ?? 'any';
+  if (events.length === 0) {
+    const actual = ctx.lastRevision(streamId);
+    checkExpected(streamId, expected, actual);
+    const head = ctx.log.stmt('SELECT max(position) AS p FROM events').get() as { p: number | null };
+    return { nextExpectedRevision: actual ?? -1, position: head.p ?? 0 };
+  }
+  const ids = events.map((e) => e.id ?? randomUUID());
+  const payloads = events.map((e) => [JSON.stringify(e.data), JSON.stringify(e.metadata)]);
+  const recordedAt = ctx.log.now().toISOString();
+  return inGroup(ctx, () => {
+    const again = events.some((e) => e.id !== undefined)
+      ? idempotentResult(ctx, streamId, ids, expected)
+      : undefined;
+    if (again) return { result: again, wrote: false };
+    const actual = ctx.lastRevision(streamId);
+    checkExpected(streamId, expected, actual);
+    const insert = ctx.log.stmt(`INSERT INTO events (${COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?)`);
+    let revision = actual ?? -1;
+    let position = 0;
+    for (let i = 0; i < events.length; i++) {
+      revision += 1;
+      const info = insert.run(
+        streamId,
+        revision,
+        ids[i],
+        events[i].type,
+        payloads[i][0],
+        payloads[i][1],
+        recordedAt,
+      );
+      position = Number(info.lastInsertRowid);
+    }
+    return { result: { nextExpectedRevision: revision, position }, wrote: true };
+  });
+}
+
+/** Joins this turn's group of appends (see `AppendWork`). */
+function inGroup(ctx: AppendContext, work: AppendWork): Promise<AppendResult> {
+  ctx.log.ensureOpen();
+  return new Promise((resolve, reject) => {
+    if (!ctx.group) {
+      ctx.group = [];
+      queueMicrotask(() => commitGroup(ctx));
+    }
+    ctx.group.push({ work, resolve, reject });
+  });
+}
+
+function commitGroup(ctx: AppendContext): void {
+  const batch = ctx.group ?? [];
+  ctx.group = undefined;
+  const outcomes: Array<
+    { ok: true; value: { result: AppendResult; wrote: boolean } } | { ok: false; error: unknown }
+  > = [];
+  try {
+    ctx.log.transaction(() => {
+      for (const item of batch) {
+        ctx.log.db.exec('SAVEPOINT pds_append');
+        try {
+          const value = item.work();
+          ctx.log.db.exec('RELEASE pds_append');
+          outcomes.push({ ok: true, value });
+        } catch (error) {
+          ctx.log.db.exec('ROLLBACK TO pds_append');
+          ctx.log.db.exec('RELEASE pds_append');
+          outcomes.push({ ok: false, error });
         }
-      });
-    } catch (error) {
-      // Nothing of the group was committed (locked store, closed store, disk error).
-      for (const item of batch) item.reject(error);
+      }
+    });
+  } catch (error) {
+    // Nothing of the group was committed (locked store, closed store, disk error).
+    for (const item of batch) item.reject(error);
+    return;
+  }
+  let wrote = false;
+  batch.forEach((item, i) => {
+    const outcome = outcomes[i];
+    if (!outcome.ok) {
+      item.reject(outcome.error);
       return;
     }
-    let wrote = false;
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i];
-      if (!outcome.ok) {
-        item.reject(outcome.error);
-        return;
+    if (outcome.value.wrote) {
+      wrote = true;
+      if (ctx.log.head.cached !== undefined) {
+        ctx.log.head.cached = Math.max(ctx.log.head.cached, outcome.value.result.position);
       }
-      if (outcome.value.wrote) {
-        wrote = true;
-        if (log.head.cached !== undefined) {
-          log.head.cached = Math.max(log.head.cached, outcome.value.result.position);
-        }
-      }
-      item.resolve(outcome.value.result);
-    });
-    if (wrote) log.appended.fireSoon();
-  }
+    }
+    item.resolve(outcome.value.result);
+  });
+  if (wrote) ctx.log.appended.fireSoon();
+}
 
-  return { append };
+export function createAppends(log: Log, reads: Pick<Reads, 'lastRevision'>) {
+  const ctx: AppendContext = { log, lastRevision: reads.lastRevision, group: undefined };
+  return bindContext(ctx, { append });
 }

@@ -1,3 +1,4 @@
+import { bindContext } from '../bind-context.ts';
 import {
   type EventFilter,
   type ReadAllOptions,
@@ -19,164 +20,172 @@ export interface ReadRoute {
   indexed?: boolean;
 }
 
+function lastRevision(log: Log, streamId: string): number | undefined {
+  const row = log.stmt('SELECT max(revision) AS r FROM events WHERE stream_id = ?').get(streamId) as {
+    r: number | null;
+  };
+  return row.r ?? undefined;
+}
+
+async function readStream(
+  log: Log,
+  streamId: string,
+  opts: ReadStreamOptions = {},
+): Promise<RecordedEvent[]> {
+  log.ensureOpen();
+  const backwards = opts.direction === 'backwards';
+  const limit = opts.maxCount ?? -1;
+  const rows = (backwards
+    ? log
+        .stmt(
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+          true,
+        )
+        .all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER, limit)
+    : log
+        .stmt(
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+          true,
+        )
+        .all(streamId, opts.fromRevision ?? 0, limit)) as unknown as Row[];
+  if (rows.length === 0 && lastRevision(log, streamId) === undefined) throw new StreamNotFoundError(streamId);
+  return rows.map(toRecorded);
+}
+
+function readAllSync(log: Log, opts: ReadAllOptions & { upTo?: number }): Row[] {
+  log.ensureOpen();
+  const f = filterSql(opts.filter);
+  const limit = opts.maxCount ?? -1;
+  if (opts.direction === 'backwards') {
+    return log
+      .stmt(`SELECT ${COLUMNS} FROM events WHERE position < ?${f.sql} ORDER BY position DESC LIMIT ?`, true)
+      .all(opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params, limit) as unknown as Row[];
+  }
+  return log
+    .stmt(
+      `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position LIMIT ?`,
+      true,
+    )
+    .all(opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params, limit) as unknown as Row[];
+}
+
+function headSync(log: Log, filter?: EventFilter): number {
+  log.ensureOpen();
+  if (filter && 'streamPrefixes' in filter && filter.streamPrefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) {
+    // A range on stream_id walks the (stream_id, revision) index, whose entries carry the position
+    // (the rowid): the cost is the prefix's events, not the whole log (substr() cannot use an index).
+    let head = 0;
+    for (const prefix of filter.streamPrefixes) {
+      const row = log
+        .stmt('SELECT max(position) AS p FROM events WHERE stream_id >= ? AND stream_id < ?')
+        .get(prefix, prefixUpperBound(prefix)) as { p: number | null };
+      head = Math.max(head, row.p ?? 0);
+    }
+    return head;
+  }
+  if (!filter) {
+    if (log.headTrusted() && log.head.cached !== undefined) return log.head.cached;
+    const last = log.stmt('SELECT position FROM events ORDER BY position DESC LIMIT 1').get() as
+      | { position: number }
+      | undefined;
+    log.head.cached = last?.position ?? 0;
+    log.head.stale = false;
+    return log.head.cached;
+  }
+  const f = filterSql(filter);
+  const row = log.stmt(`SELECT max(position) AS p FROM events WHERE 1${f.sql}`).get(...f.params) as {
+    p: number | null;
+  };
+  return row.p ?? 0;
+}
+
+/**
+ * Whether the next events of a stream-prefix filter are better read through the (stream_id, revision)
+ * index than by scanning positions: when the gap to the head is wider than a scan window and the
+ * prefixes hold few events (fewer than INDEXED_READ_LIMIT, and than the gap): a rarely written stream
+ * kind read from the start or from an old checkpoint. Each indexed read costs the prefixes' events,
+ * so a large prefix is scanned by position. The count is bounded, and a reader keeps the answer in
+ * `route` for as long as it stays far behind.
+ */
+function indexedPrefixes(
+  log: Log,
+  filter: EventFilter | undefined,
+  after: number,
+  head: number,
+  route: ReadRoute,
+): string[] | undefined {
+  if (!filter || !('streamPrefixes' in filter) || filter.streamPrefixes.length === 0) return undefined;
+  const prefixes = filter.streamPrefixes;
+  if (!prefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) return undefined;
+  const gap = head - after;
+  if (gap <= SCAN_WINDOW) {
+    route.indexed = undefined; // caught up: decide afresh if it falls far behind again
+    return undefined;
+  }
+  if (route.indexed === undefined) {
+    const bound = Math.min(gap, INDEXED_READ_LIMIT);
+    let events = 0;
+    for (const prefix of prefixes) {
+      const row = log
+        .stmt(
+          'SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? LIMIT ?)',
+        )
+        .get(prefix, prefixUpperBound(prefix), bound - events) as { n: number };
+      events += row.n;
+      if (events >= bound) break;
+    }
+    route.indexed = events < bound;
+  }
+  return route.indexed ? [...prefixes] : undefined;
+}
+
+/** The next events of the prefixes after `after`, in position order, through the stream index. */
+function readPrefixesIndexed(
+  log: Log,
+  prefixes: readonly string[],
+  after: number,
+  upTo: number,
+  max: number,
+): Row[] {
+  const one = `SELECT ${COLUMNS} FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ? AND position <= ?`;
+  const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position LIMIT ?`;
+  const params = prefixes.flatMap((p) => [p, prefixUpperBound(p), after, upTo]);
+  return log.stmt(sql, true).all(...params, max) as unknown as Row[];
+}
+
+/**
+ * Reads the next matching events after `after`, scanning at most SCAN_WINDOW positions when filtered
+ * (or through the stream index, see `indexedPrefixes`). Returns the events and the position the read
+ * reached (so a sparse filter still makes progress).
+ */
+function nextChunk(
+  log: Log,
+  after: number,
+  filter: EventFilter | undefined,
+  max: number,
+  route: ReadRoute = {},
+): { rows: Row[]; reached: number } {
+  const head = headSync(log);
+  if (head <= after) return { rows: [], reached: after };
+  const prefixes = indexedPrefixes(log, filter, after, head, route);
+  if (prefixes) {
+    const rows = readPrefixesIndexed(log, prefixes, after, head, max);
+    return { rows, reached: rows.length === max ? rows[rows.length - 1][0] : head };
+  }
+  const upTo = filter ? Math.min(head, after + SCAN_WINDOW) : head;
+  const rows = readAllSync(log, { after, upTo, filter, maxCount: max });
+  const reached = rows.length === max ? rows[rows.length - 1][0] : upTo;
+  return { rows, reached };
+}
+
+function startPosition(log: Log, from: SubscriptionStart | undefined): number {
+  if (from === undefined || from === 'start') return 0;
+  if (from === 'end') return headSync(log);
+  return from.after;
+}
+
 export type Reads = ReturnType<typeof createReads>;
 
 export function createReads(log: Log) {
-  function lastRevision(streamId: string): number | undefined {
-    const row = log.stmt('SELECT max(revision) AS r FROM events WHERE stream_id = ?').get(streamId) as {
-      r: number | null;
-    };
-    return row.r ?? undefined;
-  }
-
-  async function readStream(streamId: string, opts: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
-    log.ensureOpen();
-    const backwards = opts.direction === 'backwards';
-    const limit = opts.maxCount ?? -1;
-    const rows = (backwards
-      ? log
-          .stmt(
-            `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
-            true,
-          )
-          .all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER, limit)
-      : log
-          .stmt(
-            `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
-            true,
-          )
-          .all(streamId, opts.fromRevision ?? 0, limit)) as unknown as Row[];
-    if (rows.length === 0 && lastRevision(streamId) === undefined) throw new StreamNotFoundError(streamId);
-    return rows.map(toRecorded);
-  }
-
-  function readAllSync(opts: ReadAllOptions & { upTo?: number }): Row[] {
-    log.ensureOpen();
-    const f = filterSql(opts.filter);
-    const limit = opts.maxCount ?? -1;
-    if (opts.direction === 'backwards') {
-      return log
-        .stmt(`SELECT ${COLUMNS} FROM events WHERE position < ?${f.sql} ORDER BY position DESC LIMIT ?`, true)
-        .all(opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params, limit) as unknown as Row[];
-    }
-    return log
-      .stmt(
-        `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position LIMIT ?`,
-        true,
-      )
-      .all(opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params, limit) as unknown as Row[];
-  }
-
-  function headSync(filter?: EventFilter): number {
-    log.ensureOpen();
-    if (
-      filter &&
-      'streamPrefixes' in filter &&
-      filter.streamPrefixes.every((p) => /^[\x20-\x7e]+$/.test(p))
-    ) {
-      // A range on stream_id walks the (stream_id, revision) index, whose entries carry the position
-      // (the rowid): the cost is the prefix's events, not the whole log (substr() cannot use an index).
-      let head = 0;
-      for (const prefix of filter.streamPrefixes) {
-        const row = log
-          .stmt('SELECT max(position) AS p FROM events WHERE stream_id >= ? AND stream_id < ?')
-          .get(prefix, prefixUpperBound(prefix)) as { p: number | null };
-        head = Math.max(head, row.p ?? 0);
-      }
-      return head;
-    }
-    if (!filter) {
-      if (log.headTrusted() && log.head.cached !== undefined) return log.head.cached;
-      const last = log.stmt('SELECT position FROM events ORDER BY position DESC LIMIT 1').get() as
-        | { position: number }
-        | undefined;
-      log.head.cached = last?.position ?? 0;
-      log.head.stale = false;
-      return log.head.cached;
-    }
-    const f = filterSql(filter);
-    const row = log.stmt(`SELECT max(position) AS p FROM events WHERE 1${f.sql}`).get(...f.params) as {
-      p: number | null;
-    };
-    return row.p ?? 0;
-  }
-
-  /**
-   * Whether the next events of a stream-prefix filter are better read through the (stream_id, revision)
-   * index than by scanning positions: when the gap to the head is wider than a scan window and the
-   * prefixes hold few events (fewer than INDEXED_READ_LIMIT, and than the gap): a rarely written stream
-   * kind read from the start or from an old checkpoint. Each indexed read costs the prefixes' events,
-   * so a large prefix is scanned by position. The count is bounded, and a reader keeps the answer in
-   * `route` for as long as it stays far behind.
-   */
-  function indexedPrefixes(
-    filter: EventFilter | undefined,
-    after: number,
-    head: number,
-    route: ReadRoute,
-  ): string[] | undefined {
-    if (!filter || !('streamPrefixes' in filter) || filter.streamPrefixes.length === 0) return undefined;
-    const prefixes = filter.streamPrefixes;
-    if (!prefixes.every((p) => /^[\x20-\x7e]+$/.test(p))) return undefined;
-    const gap = head - after;
-    if (gap <= SCAN_WINDOW) {
-      route.indexed = undefined; // caught up: decide afresh if it falls far behind again
-      return undefined;
-    }
-    if (route.indexed === undefined) {
-      const bound = Math.min(gap, INDEXED_READ_LIMIT);
-      let events = 0;
-      for (const prefix of prefixes) {
-        const row = log
-          .stmt(
-            'SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? LIMIT ?)',
-          )
-          .get(prefix, prefixUpperBound(prefix), bound - events) as { n: number };
-        events += row.n;
-        if (events >= bound) break;
-      }
-      route.indexed = events < bound;
-    }
-    return route.indexed ? [...prefixes] : undefined;
-  }
-
-  /** The next events of the prefixes after `after`, in position order, through the stream index. */
-  function readPrefixesIndexed(prefixes: readonly string[], after: number, upTo: number, max: number): Row[] {
-    const one = `SELECT ${COLUMNS} FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ? AND position <= ?`;
-    const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position LIMIT ?`;
-    const params = prefixes.flatMap((p) => [p, prefixUpperBound(p), after, upTo]);
-    return log.stmt(sql, true).all(...params, max) as unknown as Row[];
-  }
-
-  /**
-   * Reads the next matching events after `after`, scanning at most SCAN_WINDOW positions when filtered
-   * (or through the stream index, see `indexedPrefixes`). Returns the events and the position the read
-   * reached (so a sparse filter still makes progress).
-   */
-  function nextChunk(
-    after: number,
-    filter: EventFilter | undefined,
-    max: number,
-    route: ReadRoute = {},
-  ): { rows: Row[]; reached: number } {
-    const head = headSync();
-    if (head <= after) return { rows: [], reached: after };
-    const prefixes = indexedPrefixes(filter, after, head, route);
-    if (prefixes) {
-      const rows = readPrefixesIndexed(prefixes, after, head, max);
-      return { rows, reached: rows.length === max ? rows[rows.length - 1][0] : head };
-    }
-    const upTo = filter ? Math.min(head, after + SCAN_WINDOW) : head;
-    const rows = readAllSync({ after, upTo, filter, maxCount: max });
-    const reached = rows.length === max ? rows[rows.length - 1][0] : upTo;
-    return { rows, reached };
-  }
-
-  function startPosition(from: SubscriptionStart | undefined): number {
-    if (from === undefined || from === 'start') return 0;
-    if (from === 'end') return headSync();
-    return from.after;
-  }
-
-  return { lastRevision, readStream, readAllSync, headSync, nextChunk, startPosition };
+  return bindContext(log, { lastRevision, readStream, readAllSync, headSync, nextChunk, startPosition });
 }

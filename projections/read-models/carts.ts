@@ -16,7 +16,7 @@ import * as cart from '../../domain/cart.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import type { StoreEvent } from '../../domain/store.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
-import type { Projection, ProjectionTx } from '../projector.ts';
+import type { Projection, ProjectionTx } from '../projection.ts';
 import type { Collection, Doc, DocId, Filter, FindOptions, IndexSpec, SortSpec } from '../read-store.ts';
 import { findPage, oneOf } from './paging.ts';
 

@@ -13,7 +13,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as partner from '../../domain/partner.ts';
-import type { Projection } from '../projector.ts';
+import type { Projection } from '../projection.ts';
 import type { Collection, Doc, DocId } from '../read-store.ts';
 
 export const PARTNER_KEYS = 'partner_keys';

@@ -21,7 +21,7 @@ import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import type { WebhookEventKind } from '../../domain/webhook-subscription.ts';
-import type { Projection } from '../projector.ts';
+import type { Projection } from '../projection.ts';
 import type { Collection, Doc, Filter, IndexSpec } from '../read-store.ts';
 
 export const WEBHOOK_DELIVERIES = 'webhook_deliveries';

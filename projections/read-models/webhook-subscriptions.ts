@@ -13,7 +13,7 @@
 import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as webhooks from '../../domain/webhook-subscription.ts';
-import type { Projection } from '../projector.ts';
+import type { Projection } from '../projection.ts';
 import type { Collection, Doc, Filter } from '../read-store.ts';
 
 export const WEBHOOK_SUBSCRIPTIONS = 'webhook_subscriptions';

@@ -17,7 +17,7 @@
  * leaves all of a batch or none of it, and replaying events the documents already reflect changes nothing.
  */
 import type { RecordedEvent } from '../../../eventstore/port.ts';
-import type { Projection, ProjectionTx } from '../../projector.ts';
+import type { Projection, ProjectionTx } from '../../projection.ts';
 import type { DocId, IndexSpec } from '../../read-store.ts';
 import { brands, CATALOG_BRANDS } from './brands.ts';
 import { CURBSIDE_PICKUP_SETTINGS, curbsidePickupSettings } from './curbside-pickup-settings.ts';

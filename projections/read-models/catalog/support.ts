@@ -22,7 +22,7 @@ import type { kinds } from '../../../domain/schemas.ts';
 import { type SpecialEvent, events as specialEvents } from '../../../domain/special.ts';
 import { type StoreEvent, events as storeEvents } from '../../../domain/store.ts';
 import type { RecordedEvent } from '../../../eventstore/port.ts';
-import type { ProjectionTx } from '../../projector.ts';
+import type { ProjectionTx } from '../../projection.ts';
 import type { Doc, DocId, Filter, FindOptions, IndexSpec, Update } from '../../read-store.ts';
 
 export type CatalogEvent =

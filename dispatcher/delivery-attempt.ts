@@ -1,0 +1,181 @@
+/**
+ * One attempt of a queue's head delivery (docs/webhooks.md, "Outcomes and retries"):
+ * `WebhookDeliveryAttemptStarted` is appended with the queue's expected revision (so of several
+ * dispatchers exactly one sends), the request is signed and sent through `webhooks/send.ts`, and the
+ * result is appended with what follows it: nothing (delivered), a retry time, or a park.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { type CommandHandler, toNewEvents } from '../application/command-handler.ts';
+import { DomainError } from '../domain/decider.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import * as webhooks from '../domain/webhook-subscription.ts';
+import { type EventStore, WrongExpectedVersionError } from '../eventstore/port.ts';
+import { type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
+import type { WebhookSender } from '../webhooks/send.ts';
+import type { DeliveryQueues, Queue } from './delivery-queues.ts';
+import { DISPATCHER_ACTOR } from './fan-out.ts';
+import type { Limiter } from './limiter.ts';
+
+export interface DeliveryWorkerStats {
+  attempts: Record<delivery.AttemptOutcome, number>;
+  /** Deliveries this worker parked. */
+  parked: number;
+  errors: number;
+}
+
+/** What an attempt needs of the worker running it. */
+export interface AttemptContext {
+  store: EventStore;
+  registry: EventRegistry;
+  queues: DeliveryQueues;
+  sender: WebhookSender;
+  /** Requests open at once per subscription. */
+  limiter: Limiter;
+  commands: CommandHandler;
+  now(): Date;
+  /** Names this process in `AttemptStarted`. */
+  dispatcherId: string;
+  /** How long an attempt may be in flight before another dispatcher records it as interrupted. */
+  leaseMs: number;
+  /** `PDS_WEBHOOK_RETRY_SCHEDULE`: entry n is the wait after attempt n (its length is the attempts). */
+  scheduleMs: readonly number[];
+  /** Upper bound on a receiver's `Retry-After`. */
+  maxRetryAfterMs: number;
+  random: () => number;
+  stats: DeliveryWorkerStats;
+  onAttempt?(info: { webhookId: string; outcome: delivery.AttemptOutcome; durationMs: number }): void;
+  logger?: Logger;
+}
+
+/** The queue changed under us (another dispatcher, or an operator): reloaded, decide again. */
+export class StaleQueue extends Error {}
+
+/** Decides `command` on the queue as this worker holds it and appends with its expected revision. */
+export async function decideOnQueue(
+  ctx: AttemptContext,
+  queue: Queue,
+  command: delivery.WebhookDeliveryCommand,
+  deliveryId: string,
+): Promise<void> {
+  const events = delivery.decider.decide(command, queue.state);
+  if (events.length === 0) return;
+  const toAppend = toNewEvents(ctx.registry, events, {
+    correlationId: queue.correlation.get(deliveryId) ?? deliveryId,
+    causationId: null,
+    actor: DISPATCHER_ACTOR,
+    at: command.at,
+  });
+  try {
+    const result = await ctx.store.append(queue.stream, toAppend, {
+      expectedRevision: queue.revision < 0 ? 'no_stream' : queue.revision,
+    });
+    for (const e of events) if (e.type === 'WebhookDeliveryParked') ctx.stats.parked += 1;
+    const first = result.nextExpectedRevision - events.length + 1;
+    ctx.queues.recordOwn(queue, events, first, result.position);
+  } catch (err) {
+    if (err instanceof WrongExpectedVersionError) {
+      await ctx.queues.reload(queue);
+      throw new StaleQueue(`${queue.stream} changed`);
+    }
+    throw err;
+  }
+}
+
+/** What follows a failed attempt: the next attempt's time, or a park after the last. */
+export function plan(
+  ctx: AttemptContext,
+  d: delivery.Delivery,
+  result: Pick<DeliveryResult, 'outcome' | 'retryAfterMs'> | { outcome: 'interrupted'; retryAfterMs: null },
+): { retry_at: string | null; park: delivery.ParkReason | null } {
+  if (result.outcome === 'delivered') return { retry_at: null, park: null };
+  if (result.outcome === 'gone') return { retry_at: null, park: 'receiver_gone' };
+  // cycle_attempts counts the attempt being recorded (its start was applied).
+  if (isLastAttempt(d.cycle_attempts, ctx.scheduleMs)) return { retry_at: null, park: 'attempts_exhausted' };
+  const delay =
+    result.outcome === 'interrupted'
+      ? 0
+      : result.outcome === 'retry_after' && result.retryAfterMs !== null
+        ? Math.min(Math.max(result.retryAfterMs, 0), ctx.maxRetryAfterMs)
+        : nextAttemptDelay(d.cycle_attempts, ctx.scheduleMs, ctx.random);
+  return { retry_at: new Date(ctx.now().getTime() + delay).toISOString(), park: null };
+}
+
+/** A receiver answered 410 Gone: its subscription is disabled (docs/webhooks.md). */
+async function disableSubscription(ctx: AttemptContext, webhookId: string): Promise<void> {
+  const at = ctx.now().toISOString();
+  try {
+    await ctx.commands.handle(
+      webhooks.streamId(webhookId),
+      webhooks.decider,
+      { type: 'DisableWebhookSubscription', reason: 'receiver_gone', at },
+      { correlationId: randomUUID(), causationId: null, actor: DISPATCHER_ACTOR, at },
+    );
+    ctx.logger?.warn({ webhook_id: webhookId }, 'receiver answered 410 Gone: webhook subscription disabled');
+  } catch (err) {
+    // Removed or disabled meanwhile: nothing left to do.
+    if (!(err instanceof DomainError)) throw err;
+  }
+}
+
+/** Starts, sends and records one attempt of the queue's head `d` to subscription `sub`. */
+export async function attempt(
+  ctx: AttemptContext,
+  queue: Queue,
+  d: delivery.Delivery,
+  sub: webhooks.WebhookSubscription,
+): Promise<void> {
+  const channel = ctx.sender.open(sub);
+  // The slot covers the request only: recording its result does not hold up the next request.
+  await ctx.limiter.acquire(sub.webhook_id);
+  let started: delivery.Delivery;
+  let result: DeliveryResult;
+  try {
+    await decideOnQueue(
+      ctx,
+      queue,
+      {
+        type: 'StartAttempt',
+        delivery_id: d.delivery_id,
+        lease_ms: ctx.leaseMs,
+        dispatcher_id: ctx.dispatcherId,
+        at: ctx.now().toISOString(),
+      },
+      d.delivery_id,
+    );
+    started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
+    result = await channel.send({ webhookId: d.delivery_id, attempt: started.attempts, body: d.body });
+  } finally {
+    ctx.limiter.release(sub.webhook_id);
+  }
+  const attemptNo = started.attempts;
+  ctx.stats.attempts[result.outcome] += 1;
+  ctx.onAttempt?.({ webhookId: sub.webhook_id, outcome: result.outcome, durationMs: result.durationMs });
+  const command: delivery.WebhookDeliveryCommand = {
+    type: 'RecordAttempt',
+    delivery_id: d.delivery_id,
+    attempt: attemptNo,
+    outcome: result.outcome,
+    status: result.status,
+    duration_ms: result.durationMs,
+    response_excerpt: result.responseExcerpt,
+    error_code: result.errorCode,
+    error: result.error,
+    ...plan(ctx, started, result),
+    at: ctx.now().toISOString(),
+  };
+  // The fan-out appends to the same queue (the cart's next event): on a conflict the queue is
+  // reloaded and the result recorded again, as long as the attempt is still ours and in flight.
+  for (let tries = 1; ; tries++) {
+    try {
+      await decideOnQueue(ctx, queue, command, d.delivery_id);
+      break;
+    } catch (err) {
+      const current = delivery.findDelivery(queue.state, d.delivery_id);
+      const stillOurs = current?.in_flight?.attempt === attemptNo;
+      if (!(err instanceof StaleQueue) || !stillOurs || tries >= 20) throw err;
+    }
+  }
+  if (result.outcome === 'gone') await disableSubscription(ctx, sub.webhook_id);
+}

@@ -1,0 +1,236 @@
+/**
+ * The delivery worker's working set (docs/webhooks.md, "Order, isolation, durability"): the queues
+ * holding a delivery neither delivered nor parked, each folded from its stream
+ * (`webhookdelivery-<webhook_id>_<cart_uuid>`) with the delivery queue's decider. A queue whose
+ * deliveries are all settled leaves the set; a redelivery of one of them reads its stream again.
+ */
+import { domainEventOf } from '../application/read-state.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
+import type { Doc } from '../projections/read-store.ts';
+
+export interface Queue {
+  stream: string;
+  /** Revision of the last event applied, -1 before the first. */
+  revision: number;
+  /** Global position of the event at `revision` (0 before the first). */
+  position: number;
+  state: delivery.DeliveryQueueState;
+  /** Correlation id of each unsettled delivery (from its scheduling event), carried into its attempts. */
+  correlation: Map<string, string>;
+  /** An attempt of the queue is under way. */
+  busy: boolean;
+}
+
+/** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
+export interface DeliveryQueueDoc extends Doc {
+  _id: string;
+  revision: number;
+  /** Global position of the queue's event at `revision`. */
+  position: number;
+  deliveries: delivery.Delivery[];
+  /** Correlation id of each delivery, by delivery id. */
+  correlation: Record<string, string>;
+}
+
+export interface PendingSummary {
+  /** Deliveries neither delivered nor parked. */
+  depth: number;
+  /** `scheduled_at` of the oldest of them (ISO 8601), null when none. */
+  oldestScheduledAt: string | null;
+}
+
+const settled = (d: delivery.Delivery) => d.status === 'delivered' || d.status === 'parked';
+
+export class DeliveryQueues {
+  /** The working set: queues with an unsettled delivery (or an attempt under way). */
+  readonly held = new Map<string, Queue>();
+  /**
+   * Queues that left the working set on events of this worker's own (or a stream read) the log has
+   * not handed over yet: those events, when they come, are known already. Bounded by the appends in
+   * flight: an entry goes once the log has passed its position.
+   */
+  private readonly droppedAhead = new Map<string, { revision: number; position: number }>();
+  /** Global position of the last event the log handed over. */
+  private followed = 0;
+  private readonly store: EventStore;
+  private readonly registry: EventRegistry;
+  /** Told of every queue changed: its document is written with the next checkpoint. */
+  private readonly onChanged: (stream: string) => void;
+  /** Told of a queue that left the working set: nothing of it is due any more. */
+  private readonly onDropped: (stream: string) => void;
+
+  constructor(options: {
+    store: EventStore;
+    registry: EventRegistry;
+    onChanged: (stream: string) => void;
+    onDropped: (stream: string) => void;
+  }) {
+    this.store = options.store;
+    this.registry = options.registry;
+    this.onChanged = options.onChanged;
+    this.onDropped = options.onDropped;
+  }
+
+  /** Takes back a stored queue at start. */
+  restore(doc: DeliveryQueueDoc): Queue {
+    const queue: Queue = {
+      stream: doc._id,
+      revision: doc.revision,
+      position: doc.position,
+      state: { exists: true, deliveries: doc.deliveries },
+      correlation: new Map(Object.entries(doc.correlation)),
+      busy: false,
+    };
+    this.held.set(queue.stream, queue);
+    return queue;
+  }
+
+  /** The document to store for a queue, or null when it left the working set. */
+  save(stream: string): DeliveryQueueDoc | null {
+    const queue = this.held.get(stream);
+    if (!queue?.state.exists) return null;
+    return {
+      _id: stream,
+      revision: queue.revision,
+      position: queue.position,
+      deliveries: queue.state.deliveries,
+      correlation: Object.fromEntries(queue.correlation),
+    };
+  }
+
+  /** The log has handed over every event up to `position`. */
+  followedTo(position: number): void {
+    this.followed = position;
+    for (const [stream, gone] of this.droppedAhead) {
+      if (gone.position <= position) this.droppedAhead.delete(stream);
+    }
+  }
+
+  /** Applies one event of the log; answers the queue it changed (to schedule), if any. */
+  async apply(event: RecordedEvent): Promise<Queue | undefined> {
+    let queue = this.held.get(event.streamId);
+    if (!queue) {
+      const gone = this.droppedAhead.get(event.streamId);
+      // Written by this worker (or read) before the queue left the working set: known already.
+      if (gone && event.revision <= gone.revision) return undefined;
+      this.droppedAhead.delete(event.streamId);
+      // Events of deliveries all settled change nothing; a new delivery or a redelivery does.
+      if (event.type !== 'WebhookDeliveryScheduled' && event.type !== 'WebhookRedeliveryRequested') {
+        return undefined;
+      }
+      queue = emptyQueue(event.streamId, event.revision);
+    }
+    if (event.revision <= queue.revision) return undefined; // written by this worker, applied already
+    const data = event.data as { delivery_id?: string };
+    const unknownRedelivery =
+      event.type === 'WebhookRedeliveryRequested' &&
+      data.delivery_id !== undefined &&
+      !delivery.findDelivery(queue.state, data.delivery_id);
+    if (event.revision !== queue.revision + 1 || unknownRedelivery) {
+      // A settled delivery is wanted again (or events were skipped): read the whole queue.
+      await this.reload(queue);
+    } else {
+      this.evolve(queue, event);
+    }
+    this.keepOrDrop(queue);
+    return queue;
+  }
+
+  /** Applies the events this worker appended to a queue (at revisions from `first`). */
+  recordOwn(queue: Queue, events: delivery.WebhookDeliveryEvent[], first: number, position: number): void {
+    const last = first + events.length - 1;
+    events.forEach((e, i) => {
+      // The catch-up subscription may have applied some of these already while the append returned.
+      if (first + i <= queue.revision) return;
+      queue.state = delivery.decider.evolve(queue.state, e);
+      queue.revision = first + i;
+      if (first + i === last) queue.position = position;
+    });
+    this.prune(queue);
+    this.onChanged(queue.stream);
+  }
+
+  /** Reads the queue's whole stream again (a redelivery of a settled delivery, or a conflict). */
+  async reload(queue: Queue): Promise<void> {
+    let recorded: RecordedEvent[];
+    try {
+      recorded = await this.store.readStream(queue.stream);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) recorded = [];
+      else throw err;
+    }
+    queue.state = delivery.decider.initialState;
+    queue.revision = -1;
+    queue.position = 0;
+    queue.correlation.clear();
+    for (const e of recorded) this.evolve(queue, e, false);
+    this.prune(queue);
+    this.onChanged(queue.stream);
+  }
+
+  /** Keeps the queue in the working set while it holds an unsettled delivery (and while it is worked). */
+  keepOrDrop(queue: Queue): void {
+    this.onChanged(queue.stream);
+    if (queue.busy || delivery.head(queue.state)) {
+      this.held.set(queue.stream, queue);
+      return;
+    }
+    if (this.held.get(queue.stream) === queue) this.held.delete(queue.stream);
+    this.onDropped(queue.stream);
+    if (queue.position > this.followed) {
+      this.droppedAhead.set(queue.stream, { revision: queue.revision, position: queue.position });
+    }
+  }
+
+  pending(): PendingSummary {
+    let depth = 0;
+    let oldest: string | null = null;
+    for (const queue of this.held.values()) {
+      if (!queue.state.exists) continue;
+      for (const d of queue.state.deliveries) {
+        depth += 1;
+        if (oldest === null || Date.parse(d.scheduled_at) < Date.parse(oldest)) oldest = d.scheduled_at;
+      }
+    }
+    return { depth, oldestScheduledAt: oldest };
+  }
+
+  /** Applies one event; `pruneAfter` false while replaying a whole stream (a redelivery may follow a park). */
+  private evolve(queue: Queue, event: RecordedEvent, pruneAfter = true): void {
+    const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(this.registry, event);
+    queue.state = delivery.decider.evolve(queue.state, domainEvent);
+    queue.revision = event.revision;
+    queue.position = event.position;
+    if (event.type === 'WebhookDeliveryScheduled') {
+      queue.correlation.set(
+        (event.data as { delivery_id: string }).delivery_id,
+        event.metadata.correlation_id,
+      );
+    }
+    if (pruneAfter) this.prune(queue);
+  }
+
+  /** Forgets settled deliveries: only the head and what follows it matter to the worker. */
+  private prune(queue: Queue): void {
+    if (!queue.state.exists || !queue.state.deliveries.some(settled)) return;
+    for (const d of queue.state.deliveries) if (settled(d)) queue.correlation.delete(d.delivery_id);
+    queue.state = { exists: true, deliveries: queue.state.deliveries.filter((d) => !settled(d)) };
+  }
+}
+
+/**
+ * A queue the worker does not hold, as of the event before `revision`: no unsettled delivery (it
+ * would be held), so an empty one. Not yet in the working set.
+ */
+function emptyQueue(stream: string, revision: number): Queue {
+  return {
+    stream,
+    revision: revision - 1,
+    position: 0,
+    state: revision === 0 ? delivery.decider.initialState : { exists: true, deliveries: [] },
+    correlation: new Map(),
+    busy: false,
+  };
+}

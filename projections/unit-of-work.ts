@@ -1,0 +1,298 @@
+/**
+ * One batch of events applied to a projection's collections (see docs/read-side.md): documents are read once (prefetched where the projection says which it
+ * needs, else fetched when an event asks and the event applied again), changed in memory, and written with the
+ * checkpoint of the last event they reflect in one read-store commit. A flush the projection needs
+ * mid-batch (an `updateMany`, or a query that cannot see the pending writes) is a commit of its own.
+ *
+ * Idempotent: every document records `_position`, the global position of the last event applied to
+ * it, and a write for an event the document already reflects is dropped.
+ */
+import type { RecordedEvent } from '../eventstore/port.ts';
+import { compiledQuery, sortComparator } from './documents.ts';
+import type { Projection, ProjectionTx } from './projection.ts';
+import type { Collection, Doc, DocId, Filter, FindOptions, WriteOp } from './read-store.ts';
+
+export type Collections = Record<string, Collection>;
+
+/**
+ * Stores a unit of work: the writes and the checkpoint of the last event they reflect, in one commit.
+ * `applied` counts the events since the previous commit.
+ */
+export type CommitWork = (
+  writes: Array<{ collection: Collection; ops: WriteOp[] }>,
+  last: RecordedEvent,
+  applied: number,
+) => Promise<void>;
+
+/**
+ * Pending documents a mid-batch query is checked against before they are committed instead: each query
+ * tests them all, so past this many a commit costs less.
+ */
+const MAX_OVERLAID = 500;
+
+const POSITION = '_position';
+
+/**
+ * Raised inside `apply` when documents were not prefetched, or a query not run: the unit fetches
+ * them (or runs it) and applies the event again.
+ */
+class Miss {
+  readonly collection: string;
+  /** The document ids, or the query (as JSON) when `query` is set. */
+  readonly ids: readonly DocId[];
+  readonly query: string | undefined;
+  constructor(collection: string, ids: readonly DocId[], query?: string) {
+    this.collection = collection;
+    this.ids = ids;
+    this.query = query;
+  }
+}
+
+/** Applies `events` to `collections` through one unit of work, committed by `commitWork`. */
+export function applyBatch(
+  projection: Projection,
+  collections: Collections,
+  commitWork: CommitWork,
+  events: RecordedEvent[],
+): Promise<void> {
+  return new UnitOfWork(projection, collections, commitWork).run(events);
+}
+
+/** What one attempt at an event did, applied only if the attempt completes. */
+interface Attempt {
+  ops: Array<() => void>;
+  undos: Array<() => void>;
+  needsFlush: boolean;
+}
+
+class UnitOfWork {
+  private readonly projection: Projection;
+  private readonly collections: Collections;
+  private readonly commitWork: CommitWork;
+  /** The last event applied, and how many since the last commit. */
+  private last: RecordedEvent | undefined;
+  private uncommitted = 0;
+  /** Documents as the batch sees them: fetched (or known absent) and changed so far. */
+  private readonly cache = new Map<string, Map<DocId, Doc | null>>();
+  /**
+   * Writes waiting for the flush: the latest version of each changed document (null: deleted), so a
+   * document changed by many events of the batch is written once. An `updateMany` first turns the
+   * documents changed so far into operations, so every write keeps its place relative to it.
+   */
+  private readonly pending = new Map<string, { ops: WriteOp[]; docs: Map<DocId, Doc | null> }>();
+  /** Query results fetched for this batch, by collection and query; dropped when that collection changes. */
+  private readonly found = new Map<string, Map<string, Doc[]>>();
+  /** See `ProjectionTx.scratch`: documents handed to a flush are the store's from then on. */
+  private scratch = new Map<string, unknown>();
+
+  constructor(projection: Projection, collections: Collections, commitWork: CommitWork) {
+    this.projection = projection;
+    this.collections = collections;
+    this.commitWork = commitWork;
+    for (const name of Object.keys(collections)) {
+      this.cache.set(name, new Map());
+      this.pending.set(name, { ops: [], docs: new Map() });
+      this.found.set(name, new Map());
+    }
+  }
+
+  async run(events: RecordedEvent[]): Promise<void> {
+    let i = 0;
+    while (i < events.length) {
+      // Prefetch what the rest of the batch says it needs, then apply until something forces a flush.
+      const prefetch = this.projection.prefetch;
+      if (prefetch) await this.fetch(events.slice(i).flatMap((e) => prefetch(e)));
+      while (i < events.length) {
+        const outcome = await this.applyOne(events[i]);
+        if (outcome === 'again') continue;
+        i += 1;
+        if (outcome === 'flush') {
+          await this.flush();
+          break;
+        }
+      }
+    }
+    await this.flush(true);
+  }
+
+  /** Applies one event: `again` when it needed documents fetched first, `flush` when it asks for one. */
+  private async applyOne(event: RecordedEvent): Promise<'applied' | 'flush' | 'again'> {
+    const attempt: Attempt = { ops: [], undos: [], needsFlush: false };
+    try {
+      this.projection.apply(event, this.txFor(event, attempt));
+    } catch (err) {
+      for (const undo of attempt.undos.reverse()) undo();
+      if (!(err instanceof Miss)) {
+        throw new Error(
+          `projection ${this.projection.name} failed on ${event.type} at ${event.position}: ${(err as Error).message}`,
+        );
+      }
+      // A document (or query) it did not prefetch: fetch it and apply this event again from scratch.
+      if (err.query !== undefined) await this.runFind(err.collection, err.query);
+      else await this.fetch(err.ids.map((id): [string, DocId] => [err.collection, id]));
+      return 'again';
+    }
+    for (const op of attempt.ops) op();
+    this.last = event;
+    this.uncommitted += 1;
+    return attempt.needsFlush ? 'flush' : 'applied';
+  }
+
+  /** What the projection may do while applying `event`; its changes are kept in `attempt` until it completes. */
+  private txFor(event: RecordedEvent, attempt: Attempt): ProjectionTx {
+    const unit = this;
+    return {
+      event,
+      get scratch() {
+        return unit.scratch;
+      },
+      onAbort: (undo) => attempt.undos.push(undo),
+      get: <T extends Doc>(name: string, id: DocId) => {
+        const c = this.coll(name);
+        if (!c.has(id)) throw new Miss(name, [id]);
+        return (c.get(id) ?? undefined) as T | undefined;
+      },
+      getMany: <T extends Doc>(name: string, ids: readonly DocId[]) => {
+        const c = this.coll(name);
+        const missing = ids.filter((id) => !c.has(id));
+        if (missing.length > 0) throw new Miss(name, missing);
+        return ids.map((id) => (c.get(id) ?? undefined) as T | undefined);
+      },
+      put: (name, doc) => {
+        const c = this.coll(name);
+        const current = c.get(doc._id);
+        // Already reflects this event (a batch replayed after a crash): nothing to do.
+        if (current && typeof current[POSITION] === 'number' && current[POSITION] >= event.position) return;
+        const stamped = { ...doc, [POSITION]: event.position };
+        attempt.ops.push(() => {
+          this.found.get(name)?.clear();
+          c.set(doc._id, stamped);
+          this.pending.get(name)?.docs.set(doc._id, stamped);
+        });
+      },
+      delete: (name, id) => {
+        attempt.ops.push(() => {
+          this.found.get(name)?.clear();
+          this.coll(name).set(id, null);
+          this.pending.get(name)?.docs.set(id, null);
+        });
+      },
+      updateMany: (name, filter, update) => {
+        this.coll(name);
+        attempt.ops.push(() => {
+          const p = this.pending.get(name);
+          if (p) {
+            p.ops.push(...this.docOps(name, p.docs), { updateMany: { filter, update } });
+            p.docs.clear();
+          }
+          this.cache.set(name, new Map()); // cached copies may be stale now
+          this.found.get(name)?.clear();
+          attempt.needsFlush = true;
+        });
+      },
+      find: <T extends Doc>(name: string, filter: Filter, options?: FindOptions): T[] => {
+        this.coll(name);
+        const key = JSON.stringify({ filter, options });
+        const hit = this.found.get(name)?.get(key);
+        if (!hit) throw new Miss(name, [], key);
+        return hit as T[];
+      },
+    };
+  }
+
+  private coll(name: string): Map<DocId, Doc | null> {
+    const c = this.cache.get(name);
+    if (!c) throw new Error(`projection ${this.projection.name} has no collection ${name}`);
+    return c;
+  }
+
+  /** The document as the store will hold it (a projection may complete it just before the write). */
+  private held(name: string, doc: Doc): Doc {
+    return this.projection.finalize ? this.projection.finalize(name, doc) : doc;
+  }
+
+  private docOps(name: string, docs: Map<DocId, Doc | null>): WriteOp[] {
+    return [...docs].map(([id, doc]) =>
+      doc
+        ? { replaceOne: { filter: { _id: id }, replacement: this.held(name, doc), upsert: true } }
+        : { deleteOne: { filter: { _id: id } } },
+    );
+  }
+
+  private async fetch(keys: Array<[string, DocId]>): Promise<void> {
+    const byCollection = new Map<string, DocId[]>();
+    for (const [name, id] of keys) {
+      if (this.coll(name).has(id)) continue;
+      const list = byCollection.get(name) ?? [];
+      list.push(id);
+      byCollection.set(name, list);
+    }
+    await Promise.all(
+      [...byCollection].map(async ([name, ids]) => {
+        const unique = [...new Set(ids)];
+        const found = await this.collections[name].findByIds(unique);
+        const c = this.coll(name);
+        for (const id of unique) c.set(id, null);
+        for (const doc of found) c.set(doc._id, doc);
+      }),
+    );
+  }
+
+  /**
+   * Commits the pending writes with the checkpoint of the last event applied. Mid-batch only when
+   * there are writes; at the end of the batch always (the checkpoint moves even if nothing changed).
+   */
+  private async flush(end = false): Promise<void> {
+    this.scratch = new Map();
+    const writes: Array<{ collection: Collection; ops: WriteOp[] }> = [];
+    for (const [name, { ops, docs }] of this.pending) {
+      if (docs.size === 0 && ops.length === 0) continue;
+      this.pending.set(name, { ops: [], docs: new Map() });
+      writes.push({ collection: this.collections[name], ops: [...ops, ...this.docOps(name, docs)] });
+    }
+    if (!this.last || (writes.length === 0 && (!end || this.uncommitted === 0))) return;
+    await this.commitWork(writes, this.last, this.uncommitted);
+    this.uncommitted = 0;
+  }
+
+  /**
+   * Runs a query the projection asked for, on the collection with every pending write applied. The
+   * pending documents are laid over the store's answer, so a query does not cost a commit (a batch
+   * of reviews queries the menu products it has just patched, once per review). A pending
+   * `updateMany`, a limit or cursor (where the store's page would depend on what is pending), or
+   * more pending documents than are worth testing at every query, commit first.
+   */
+  private async runFind(name: string, key: string): Promise<void> {
+    const q = JSON.parse(key) as { filter: Filter; options?: FindOptions };
+    const p = this.pending.get(name);
+    const overlay =
+      p &&
+      p.ops.length === 0 &&
+      p.docs.size <= MAX_OVERLAID &&
+      q.options?.limit === undefined &&
+      q.options?.after === undefined
+        ? p.docs
+        : undefined;
+    if (!overlay) await this.flush();
+    const stored = await this.collections[name].find(q.filter, q.options);
+    const c = this.coll(name);
+    const docs: Doc[] = [];
+    for (const d of stored) {
+      if (overlay?.has(d._id)) continue; // the pending version decides
+      c.set(d._id, d);
+      docs.push(d);
+    }
+    if (overlay && overlay.size > 0) {
+      const matcher = compiledQuery(q.filter);
+      for (const doc of overlay.values()) {
+        if (!doc) continue;
+        // As the store will hold it, which is what the store's answer holds for the others.
+        const held = this.held(name, doc);
+        if (matcher.test(held)) docs.push(held);
+      }
+      const sort = q.options?.sort;
+      if (sort) docs.sort(sortComparator(sort.some(([f]) => f === '_id') ? sort : [...sort, ['_id', 1]]));
+    }
+    this.found.get(name)?.set(key, docs);
+  }
+}
