@@ -180,6 +180,16 @@ async function pool<T>(items: readonly T[], concurrency: number, work: (item: T)
 
 /** Adds the delivery routes to the admin router (mounted under ADMIN_BASE, after the subscription routes). */
 export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdminDeps): void {
+  const shared = deliveryShared(deps);
+  deliveryViewRoutes(router, shared);
+  resendRoutes(router, shared);
+  testSendRoutes(router, shared);
+}
+
+type DeliveryShared = ReturnType<typeof deliveryShared>;
+
+/** What the routes below share. */
+function deliveryShared(deps: WebhookAdminDeps) {
   const { commands, readStore } = deps;
   const clock: Clock = deps.clock;
   const settings = deps.webhooks;
@@ -250,7 +260,27 @@ export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdm
       { type: 'RequestRedelivery', delivery_id: doc.delivery_id, reason, at: clock.now().toISOString() },
       metadata,
     );
+  return {
+    clock,
+    settings,
+    sender,
+    meta,
+    seen,
+    deliveries,
+    idParam,
+    deliveryParam,
+    loadWebhook,
+    mustReceive,
+    findDelivery,
+    redeliver,
+    commands,
+    readStore,
+  };
+}
 
+/** Deliveries of a subscription, and one delivery with its attempts. */
+function deliveryViewRoutes(router: Router<AppState>, shared: DeliveryShared): void {
+  const { deliveries, idParam, deliveryParam, loadWebhook, findDelivery } = shared;
   router.get('/webhooks/:id/deliveries', async (ctx) => {
     const id = idParam(ctx.params);
     const query = parseParams(ctx.query, listQuery);
@@ -276,7 +306,21 @@ export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdm
     const doc = await findDelivery(deliveryParam(ctx.params));
     ctx.body = { delivery: toDeliveryRecord(doc) };
   });
+}
 
+/** Resend: one delivery, or every failed or parked one since a time. */
+function resendRoutes(router: Router<AppState>, shared: DeliveryShared): void {
+  const {
+    meta,
+    seen,
+    deliveries,
+    idParam,
+    deliveryParam,
+    loadWebhook,
+    mustReceive,
+    findDelivery,
+    redeliver,
+  } = shared;
   router.post('/webhooks/deliveries/:delivery_id/redeliver', async (ctx) => {
     const deliveryId = deliveryParam(ctx.params);
     parseBody(ctx, z.strictObject({}));
@@ -329,7 +373,11 @@ export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdm
       limit: RECOVER_LIMIT,
     };
   });
+}
 
+/** A signed sample request of either kind, sent now and recorded nowhere. */
+function testSendRoutes(router: Router<AppState>, shared: DeliveryShared): void {
+  const { clock, sender, idParam, loadWebhook, commands } = shared;
   router.post('/webhooks/:id/test', async (ctx) => {
     const id = idParam(ctx.params);
     const body = parseBody(ctx, testBody);

@@ -179,6 +179,15 @@ function existing(state: webhooks.WebhookSubscriptionState): webhooks.WebhookSub
 
 /** Adds the webhook subscription routes to the admin router (mounted under ADMIN_BASE). */
 export function webhookRoutes(router: Router<AppState>, deps: WebhookAdminDeps): void {
+  const shared = subscriptionShared(deps);
+  createAndListRoutes(router, shared);
+  changeRoutes(router, shared);
+}
+
+type SubscriptionShared = ReturnType<typeof subscriptionShared>;
+
+/** What the routes below share. */
+function subscriptionShared(deps: WebhookAdminDeps) {
   const { store, commands, readStore, clock } = deps;
   const settings = deps.webhooks;
   const box: SecretBox = createSecretBox(settings.secretKey);
@@ -226,7 +235,26 @@ export function webhookRoutes(router: Router<AppState>, deps: WebhookAdminDeps):
   }
 
   const idParams = (params: unknown) => parseParams(params, z.object({ id: pathUuid }), 404).id;
+  return {
+    settings,
+    box,
+    meta,
+    seen,
+    subscriptions,
+    resolve,
+    checkUrl,
+    loadWebhook,
+    idParams,
+    store,
+    commands,
+    readStore,
+    clock,
+  };
+}
 
+/** Subscriptions: create one (its signing secret shown once), list them, show one. */
+function createAndListRoutes(router: Router<AppState>, shared: SubscriptionShared): void {
+  const { box, meta, seen, subscriptions, checkUrl, loadWebhook, idParams, store, commands, clock } = shared;
   router.post('/webhooks', async (ctx) => {
     const body = parseBody(ctx, createWebhookBody);
     await checkUrl(body.url);
@@ -296,7 +324,11 @@ export function webhookRoutes(router: Router<AppState>, deps: WebhookAdminDeps):
     ctx.set('ETag', `"${loaded.revision}"`);
     ctx.body = { webhook: webhooks.toWebhookRecord(loaded.state), revision: loaded.revision };
   });
+}
 
+/** Subscriptions: change one, rotate its secret, remove it. */
+function changeRoutes(router: Router<AppState>, shared: SubscriptionShared): void {
+  const { box, meta, seen, checkUrl, loadWebhook, idParams, store, commands, clock } = shared;
   router.patch('/webhooks/:id', async (ctx) => {
     const id = idParams(ctx.params);
     const body = parseBody(ctx, changeWebhookBody);

@@ -40,6 +40,16 @@ const rateLimitBody = z.strictObject({ rate_limit_per_minute: partner.rateLimitP
 
 /** Adds the admin routes for partners, keys and cart history to `router` (mounted under ADMIN_BASE). */
 export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
+  const shared = adminShared(deps);
+  partnerRoutes(router, shared);
+  keyRoutes(router, shared);
+  auditRoutes(router, shared);
+}
+
+type AdminShared = ReturnType<typeof adminShared>;
+
+/** What the routes below share. */
+function adminShared(deps: AdminDeps) {
   const { store, commands, clock, readStore } = deps;
   let partners: Collection<PartnerDoc> | undefined;
   const partnersCollection = async () => {
@@ -57,7 +67,12 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
     }
     return { ...loaded, state: loaded.state };
   }
+  return { partnersCollection, seen, meta, loadPartner, store, commands, clock, readStore };
+}
 
+/** Partners: register, list, show, change the rate limit. */
+function partnerRoutes(router: Router<AppState>, shared: AdminShared): void {
+  const { partnersCollection, seen, meta, loadPartner, store, commands, clock } = shared;
   router.post('/partners', async (ctx) => {
     const body = parseBody(ctx, partner.partnerFields);
     const partnerId = randomUUID();
@@ -143,7 +158,11 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
     if (!result.state.exists) throw new Error('partner vanished');
     answerWrite(ctx, 200, { partner: partner.toPartnerRecord(result.state) }, result);
   });
+}
 
+/** A partner's API keys: issue, rotate, revoke. */
+function keyRoutes(router: Router<AppState>, shared: AdminShared): void {
+  const { seen, meta, loadPartner, commands, clock } = shared;
   router.post('/partners/:id/keys', async (ctx) => {
     const { id } = parseParams(ctx.params, z.object({ id: pathUuid }), 404);
     parseBody(ctx, z.strictObject({}));
@@ -200,7 +219,11 @@ export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
     await seen(result.position);
     answerWrite(ctx, 200, { key: keyRecord(result.state, key_id) }, result);
   });
+}
 
+/** A cart's full history, for auditors. */
+function auditRoutes(router: Router<AppState>, shared: AdminShared): void {
+  const { store } = shared;
   router.get('/carts/:uuid/history', async (ctx) => {
     const { uuid } = parseParams(ctx.params, z.object({ uuid: pathUuid }), 404);
     const history = await cartHistory(store, uuid);

@@ -44,13 +44,25 @@ const cartParams = z.object({ uuid: pathUuid });
 const cartLineParams = z.object({ uuid: pathUuid, menu_product_id: pathId });
 
 export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
-  const { commands, specials, clock } = deps;
   const router = createRouter({ prefix: PLATFORM_BASE });
   router.use(operatorAuth(deps.operatorToken));
   router.use(writeErrors);
   router.use(jsonBody());
-  router.use(idempotency({ store: deps.store, clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }));
+  router.use(
+    idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }),
+  );
+  const writes = platformWrites(deps);
+  storeRoutes(router, writes);
+  catalogRoutes(router, writes);
+  cartRoutes(router, writes);
+  return router;
+}
 
+type PlatformWrites = ReturnType<typeof platformWrites>;
+
+/** What every platform write shares: the command run with the request's metadata, and lookups. */
+function platformWrites(deps: PlatformDeps) {
+  const { commands, specials, clock } = deps;
   const now = () => clock.now().toISOString();
 
   /** Runs a command on one stream with the request's metadata and `If-Match`. */
@@ -73,7 +85,12 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   const createdOr200 = (result: { events: unknown[]; revision: number }) =>
     result.events.length > 0 && result.revision + 1 === result.events.length ? 201 : 200;
 
-  // ---- catalog ---------------------------------------------------------------------------------
+  return { run, now, exists, storeExists, createdOr200, commands, specials };
+}
+
+/** Stores and their curbside pickup settings. */
+function storeRoutes(router: Router<AppState>, writes: PlatformWrites): void {
+  const { run, now, createdOr200 } = writes;
 
   router.put('/stores/:id', async (ctx) => {
     const { id } = parseParams(ctx.params, idParams, 404);
@@ -103,7 +120,11 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
       result,
     );
   });
+}
 
+/** Brands, products, menu products, reviews and specials. */
+function catalogRoutes(router: Router<AppState>, writes: PlatformWrites): void {
+  const { run, now, exists, storeExists, createdOr200, commands, specials } = writes;
   router.put('/brands/:id', async (ctx) => {
     const { id } = parseParams(ctx.params, idParams, 404);
     const fields = parseBody(ctx, brand.brandFields);
@@ -188,8 +209,11 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     await specials.waitFor(result.position);
     answerWrite(ctx, createdOr200(result), { special: special.toRecord(result.state) }, result);
   });
+}
 
-  // ---- carts -----------------------------------------------------------------------------------
+/** The cart lifecycle: create, lines, customer, checkout, status. */
+function cartRoutes(router: Router<AppState>, writes: PlatformWrites): void {
+  const { run, now, storeExists, commands, specials } = writes;
 
   /** The cart record of docs/partner-api.md: id is the global position of the cart's first event. */
   async function cartBody(result: CommandResult<cart.CartState, cart.CartEvent>) {
@@ -307,6 +331,4 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     const fields = parseBody(ctx, cart.changeCartStatusFields);
     await runCart(ctx, uuid, { type: 'ChangeCartStatus', ...fields, at: now() });
   });
-
-  return router;
 }
