@@ -83,8 +83,125 @@ export interface DurableFollower {
   stop(): Promise<void>;
 }
 
+/** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
+function guard(position: number): WriteOp {
+  return {
+    updateOne: {
+      filter: { _id: GUARD, position: { $lte: position } },
+      update: { $set: { position } },
+      upsert: true,
+    },
+  };
+}
+
+/** Where a start resumes: after `position` (0: the first event), `events` applied before it. */
+interface Resumed {
+  position: number;
+  events: number;
+  documents: number;
+}
+
+/**
+ * Reads the working set back and says where to resume. Without a checkpoint of this version, the
+ * working set starts from the first event: documents are only ever committed with a checkpoint past 0,
+ * so the collection holds none of this version (at most the guard); a changed version's all go. If
+ * another follower stores a batch meanwhile, the guard refuses this reset and that is read back.
+ */
+async function restoreWorkingSet<D extends Doc>(
+  options: DurableFollowerOptions<D>,
+  c: Collection<D>,
+): Promise<Resumed> {
+  const { name, readStore, logger } = options;
+  for (;;) {
+    const checkpoint = await readStore.getCheckpoint(name);
+    if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
+      const documents = await loadWorkingSet(options, c);
+      return { position: checkpoint.position, events: checkpoint.events, documents };
+    }
+    const changed = checkpoint !== undefined && checkpoint.version !== options.version;
+    if (changed) {
+      logger?.info(
+        { follower: name, stored: checkpoint.version ?? null, version: options.version },
+        'working state of another version discarded: rebuilt from the events',
+      );
+    }
+    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
+    const updated_at = options.clock.now().toISOString();
+    try {
+      await readStore.commit({
+        writes: [{ collection: c as Collection, ops }],
+        checkpoints: [{ name, checkpoint: { position: 0, events: 0, updated_at, version: options.version } }],
+      });
+      return { position: 0, events: 0, documents: 0 };
+    } catch (err) {
+      const stored = await readStore.getCheckpoint(name);
+      if (changed || !stored || stored.position === 0) throw err;
+    }
+  }
+}
+
+/** Hands every stored document back to the owner, page by page; answers how many there were. */
+async function loadWorkingSet<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
+  let documents = 0;
+  for (let after: unknown[] | undefined; ; ) {
+    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
+    for (const doc of page) {
+      if (doc._id === GUARD) continue;
+      options.restore(doc);
+      documents += 1;
+    }
+    if (page.length < PAGE) return documents;
+    after = [page[page.length - 1]._id];
+  }
+}
+
+/**
+ * Writes the documents of the changed `keys` with the checkpoint, in one commit guarded against moving
+ * the stored checkpoint back: `ahead` when another follower stored further (nothing of ours is then
+ * missing), `failed` when nothing was stored (the caller keeps the changes for the next commit).
+ */
+async function storeChanges<D extends Doc>(
+  options: DurableFollowerOptions<D>,
+  c: Collection<D>,
+  keys: string[],
+  at: { position: number; events: number },
+): Promise<'stored' | 'ahead' | 'failed'> {
+  const { name, readStore, logger } = options;
+  const ops: WriteOp[] = [guard(at.position)];
+  for (const key of keys) {
+    const doc = options.save(key);
+    ops.push(
+      doc
+        ? { replaceOne: { filter: { _id: key }, replacement: doc, upsert: true } }
+        : { deleteOne: { filter: { _id: key } } },
+    );
+  }
+  const updated_at = options.clock.now().toISOString();
+  try {
+    await readStore.commit({
+      writes: [{ collection: c as Collection, ops }],
+      checkpoints: [{ name, checkpoint: { ...at, updated_at, version: options.version } }],
+    });
+    return 'stored';
+  } catch (err) {
+    const stored = await readStore.getCheckpoint(name).catch(() => undefined);
+    if (stored && stored.position > at.position) {
+      logger?.debug(
+        { follower: name, position: at.position, stored: stored.position },
+        'another follower is ahead',
+      );
+      return 'ahead';
+    }
+    logger?.error(
+      { err, follower: name, position: at.position },
+      'working state not stored; retried with the next batch',
+    );
+    return 'failed';
+  }
+}
+
 export function createDurableFollower<D extends Doc>(options: DurableFollowerOptions<D>): DurableFollower {
-  const { name, store, readStore, clock, filter, logger } = options;
+  const { name, store, readStore, filter, logger } = options;
   const maxBatchSize = options.maxBatchSize ?? 1_000;
   const commitEveryEvents = options.commitEveryEvents ?? 10_000;
   const commitEveryMs = options.commitEveryMs ?? 250;
@@ -115,67 +232,6 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
   } = Promise.withResolvers<void>();
   // A rejection nobody awaits must not crash the process; the owner reports it.
   caughtUp.catch(() => {});
-
-  /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
-  const guard = (position: number): WriteOp => ({
-    updateOne: {
-      filter: { _id: GUARD, position: { $lte: position } },
-      update: { $set: { position } },
-      upsert: true,
-    },
-  });
-
-  /** Reads the working set back; the position to resume after (0: from the first event). */
-  async function restore(c: Collection<D>): Promise<number> {
-    for (;;) {
-      const checkpoint = await readStore.getCheckpoint(name);
-      if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
-        return load(c, checkpoint.position, checkpoint.events);
-      }
-      // Starting from the first event. Documents are only ever committed with a checkpoint past 0, so
-      // the collection holds none of this version (at most the guard); a changed version's all go. If
-      // another follower stores a batch meanwhile, the guard refuses this reset and that is read back.
-      const changed = checkpoint !== undefined && checkpoint.version !== options.version;
-      if (changed) {
-        logger?.info(
-          { follower: name, stored: checkpoint.version ?? null, version: options.version },
-          'working state of another version discarded: rebuilt from the events',
-        );
-      }
-      const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
-      try {
-        await readStore.commit({
-          writes: [{ collection: c as Collection, ops }],
-          checkpoints: [
-            { name, checkpoint: { position: 0, events: 0, updated_at: now(), version: options.version } },
-          ],
-        });
-        return 0;
-      } catch (err) {
-        const stored = await readStore.getCheckpoint(name);
-        if (changed || !stored || stored.position === 0) throw err;
-      }
-    }
-  }
-
-  async function load(c: Collection<D>, position: number, applied: number): Promise<number> {
-    events = applied;
-    let documents = 0;
-    for (let after: unknown[] | undefined; ; ) {
-      const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
-      for (const doc of page) {
-        if (doc._id === GUARD) continue;
-        options.restore(doc);
-        documents += 1;
-      }
-      if (page.length < PAGE) break;
-      after = [page[page.length - 1]._id];
-    }
-    resumed = { position, documents };
-    return position;
-  }
-
-  const now = () => clock.now().toISOString();
 
   /** Commits what is applied, after the commits before it; a batch being applied waits for its end. */
   function commitNow(): Promise<void> {
@@ -209,43 +265,15 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     // stream re-reads or own appends: a document ahead of its checkpoint is safe, see the header).
     const keys = [...dirty];
     dirty.clear();
-    const ops: WriteOp[] = [guard(position)];
-    for (const key of keys) {
-      const doc = options.save(key);
-      ops.push(
-        doc
-          ? { replaceOne: { filter: { _id: key }, replacement: doc, upsert: true } }
-          : { deleteOne: { filter: { _id: key } } },
-      );
-    }
-    try {
-      await readStore.commit({
-        writes: [{ collection: c as Collection, ops }],
-        checkpoints: [
-          {
-            name,
-            checkpoint: { position, events: events + count, updated_at: now(), version: options.version },
-          },
-        ],
-      });
-      events += count;
+    const outcome = await storeChanges(options, c, keys, { position, events: events + count });
+    if (outcome === 'stored') events += count;
+    if (outcome !== 'failed') {
       committedPosition = position;
-    } catch (err) {
-      const stored = await readStore.getCheckpoint(name).catch(() => undefined);
-      if (stored && stored.position > position) {
-        // Another follower stored every change up to a later position: nothing of ours is missing.
-        logger?.debug({ follower: name, position, stored: stored.position }, 'another follower is ahead');
-        committedPosition = position;
-        return;
-      }
-      // Kept in memory and committed later; the working set itself is intact.
-      for (const key of keys) dirty.add(key);
-      uncommitted += count;
-      logger?.error(
-        { err, follower: name, position },
-        'working state not stored; retried with the next batch',
-      );
+      return;
     }
+    // Kept in memory and committed later; the working set itself is intact.
+    for (const key of keys) dirty.add(key);
+    uncommitted += count;
   }
 
   const follower: Follower = createFollower({
@@ -282,7 +310,10 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
       started = true;
       try {
         const c = await readStore.collection<D>(options.collection);
-        const position = await restore(c);
+        const from = await restoreWorkingSet(options, c);
+        events = from.events;
+        resumed = { position: from.position, documents: from.documents };
+        const position = from.position;
         if (stopped) {
           rejectCaughtUp(new Error(`${name} stopped before it caught up`));
           return;

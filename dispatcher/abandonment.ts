@@ -180,6 +180,164 @@ const emptyCart = (revision: number): Tracked => ({
   correlationId: null,
 });
 
+/** A stored pending cart, as the timer holds it. */
+function trackedOf(doc: PendingCartDoc): Tracked {
+  return {
+    revision: doc.revision,
+    lines: [...doc.lines],
+    firstItemAt: doc.first_item_at,
+    causationId: doc.causation_id,
+    correlationId: doc.correlation_id,
+  };
+}
+
+/** The document a pending cart is stored as; none for a cart without a deadline (no item). */
+function pendingDocOf(streamId: string, t: Tracked): PendingCartDoc | null {
+  if (t.firstItemAt === null) return null;
+  return {
+    _id: streamId,
+    revision: t.revision,
+    lines: [...t.lines],
+    first_item_at: t.firstItemAt,
+    causation_id: t.causationId,
+    correlation_id: t.correlationId,
+  };
+}
+
+/**
+ * The timer's working set: the open carts holding items (with what their deadline needs), and the
+ * open, empty, never abandoned ones seen lately (`FRESH_CARTS`), so a first item needs no stream read.
+ */
+class PendingCarts {
+  /** The working set: carts with items. */
+  readonly carts = new Map<string, Tracked>();
+  /** Open, empty, never abandoned (as of the events applied); oldest first, at most FRESH_CARTS. */
+  private readonly fresh = new Set<string>();
+  private readonly store: EventStore;
+  private readonly registry: EventRegistry;
+  /** A cart changed: its document is written (or deleted) with the next checkpoint. */
+  private readonly onChanged: (streamId: string) => void;
+  /** A cart holds items: its deadline is (re)scheduled. */
+  private readonly onHeld: (streamId: string, tracked: Tracked) => void;
+  /** A cart left the working set: nothing of it is due. */
+  private readonly onClosed: (streamId: string) => void;
+  /** A cart's stream had to be read. */
+  private readonly onStreamRead: () => void;
+
+  constructor(options: {
+    store: EventStore;
+    registry: EventRegistry;
+    onChanged(streamId: string): void;
+    onHeld(streamId: string, tracked: Tracked): void;
+    onClosed(streamId: string): void;
+    onStreamRead(): void;
+  }) {
+    this.store = options.store;
+    this.registry = options.registry;
+    this.onChanged = options.onChanged;
+    this.onHeld = options.onHeld;
+    this.onClosed = options.onClosed;
+    this.onStreamRead = options.onStreamRead;
+  }
+
+  clear(): void {
+    this.carts.clear();
+    this.fresh.clear();
+  }
+
+  rememberFresh(streamId: string): void {
+    this.fresh.delete(streamId);
+    this.fresh.add(streamId);
+    if (this.fresh.size > FRESH_CARTS) this.fresh.delete(this.fresh.values().next().value as string);
+  }
+
+  /** Holds an open cart while it has items; an emptied one leaves the working set (and is this.fresh). */
+  hold(streamId: string, tracked: Tracked): void {
+    this.onChanged(streamId);
+    if (tracked.lines.length === 0) {
+      this.carts.delete(streamId);
+      this.onClosed(streamId);
+      this.rememberFresh(streamId);
+      return;
+    }
+    this.carts.set(streamId, tracked);
+    this.onHeld(streamId, tracked);
+  }
+
+  /** The cart can no longer be abandoned (again). */
+  close(streamId: string): void {
+    this.fresh.delete(streamId);
+    if (this.carts.delete(streamId)) this.onChanged(streamId);
+    this.onClosed(streamId);
+  }
+
+  /** The cart as its stream holds it now: open (`Tracked`), `'closed'`, or undefined when absent. */
+  async readCart(streamId: string): Promise<Tracked | 'closed' | undefined> {
+    let recorded: RecordedEvent[];
+    try {
+      recorded = await this.store.readStream(streamId);
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) return undefined;
+      throw err;
+    }
+    let state: Tracked | undefined;
+    for (const e of recorded) {
+      const next = trackCart(state, e, this.registry);
+      if (next === 'closed') return 'closed';
+      state = next;
+    }
+    return state;
+  }
+
+  /** Takes the cart's state from its stream, unless the working set is further along already. */
+  async resolve(streamId: string): Promise<Tracked | undefined> {
+    const state = await this.readCart(streamId);
+    if (state === undefined || state === 'closed') {
+      this.close(streamId);
+      return undefined;
+    }
+    const current = this.carts.get(streamId);
+    if (current && current.revision > state.revision) return current;
+    this.hold(streamId, state);
+    return state;
+  }
+
+  /** Applies one cart event; a promise when the cart's stream has to be read. */
+  apply(event: RecordedEvent): Promise<unknown> | undefined {
+    const id = event.streamId;
+    const current = this.carts.get(id);
+    if (current) {
+      // Already applied (the stream was re-read after a refused write, ahead of the subscription).
+      if (event.revision <= current.revision) return undefined;
+      const next = trackCart(current, event, this.registry);
+      if (next === 'closed') this.close(id);
+      else if (next) this.hold(id, next);
+      return undefined;
+    }
+    switch (event.type) {
+      case 'CartCreated':
+        this.rememberFresh(id);
+        return undefined;
+      case 'CartCheckedOut':
+      case 'CartAbandoned':
+        this.fresh.delete(id);
+        return undefined;
+      case 'CartItemAdded':
+        if (this.fresh.has(id)) {
+          this.fresh.delete(id);
+          this.hold(id, trackCart(emptyCart(event.revision - 1), event, this.registry) as Tracked);
+          return undefined;
+        }
+        // Empty or abandoned? Only the stream tells (read once; later events of it are then skipped).
+        this.onStreamRead();
+        return this.resolve(id);
+      default:
+        // Events of an empty or closed cart change no deadline.
+        return undefined;
+    }
+  }
+}
+
 export function createAbandonmentTimer(options: AbandonmentTimerOptions): AbandonmentTimer {
   const { store, clock, abandonAfterMs, logger } = options;
   if (!Number.isFinite(abandonAfterMs) || abandonAfterMs <= 0) {
@@ -192,12 +350,20 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     maxDelayMs: options.maxTimerDelayMs,
     onError: (key, err) => logger?.error({ err, stream: key }, 'abandonment timer failed'),
   });
-  /** The working set: carts with items. */
-  const carts = new Map<string, Tracked>();
-  /** Open, empty, never abandoned (as of the events applied); oldest first, at most FRESH_CARTS. */
-  const fresh = new Set<string>();
   const stats: AbandonmentStats = { abandoned: 0, refused: 0, stale: 0, errors: 0, streamReads: 0 };
   let stopped = false;
+
+  const pending: PendingCarts = new PendingCarts({
+    store,
+    registry,
+    onChanged: (streamId) => follower.changed(streamId),
+    onHeld: (streamId, tracked) => reschedule(streamId, tracked),
+    onClosed: (streamId) => scheduler.cancel(streamId),
+    onStreamRead: () => {
+      stats.streamReads += 1;
+    },
+  });
+  const { carts } = pending;
 
   const follower = createDurableFollower<PendingCartDoc>({
     ...ABANDONMENT_FOLLOWER,
@@ -207,41 +373,21 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     filter: { streamPrefixes: [PREFIX] },
     logger,
     restore(doc) {
-      const tracked: Tracked = {
-        revision: doc.revision,
-        lines: [...doc.lines],
-        firstItemAt: doc.first_item_at,
-        causationId: doc.causation_id,
-        correlationId: doc.correlation_id,
-      };
+      const tracked = trackedOf(doc);
       carts.set(doc._id, tracked);
       reschedule(doc._id, tracked);
     },
     async apply(events) {
       for (const e of events) {
-        const reading = apply(e);
+        const reading = pending.apply(e);
         if (reading) await reading;
       }
     },
     save(streamId) {
       const t = carts.get(streamId);
-      if (!t || t.firstItemAt === null) return null;
-      return {
-        _id: streamId,
-        revision: t.revision,
-        lines: [...t.lines],
-        first_item_at: t.firstItemAt,
-        causation_id: t.causationId,
-        correlation_id: t.correlationId,
-      };
+      return t ? pendingDocOf(streamId, t) : null;
     },
   });
-
-  function rememberFresh(streamId: string): void {
-    fresh.delete(streamId);
-    fresh.add(streamId);
-    if (fresh.size > FRESH_CARTS) fresh.delete(fresh.values().next().value as string);
-  }
 
   function reschedule(streamId: string, tracked: Tracked): void {
     const due = trackedDeadline(tracked, abandonAfterMs);
@@ -253,95 +399,9 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     scheduler.schedule(streamId, new Date(due), () => fire(streamId));
   }
 
-  /** Holds an open cart while it has items; an emptied one leaves the working set (and is fresh). */
-  function hold(streamId: string, tracked: Tracked): void {
-    follower.changed(streamId);
-    if (tracked.lines.length === 0) {
-      carts.delete(streamId);
-      scheduler.cancel(streamId);
-      rememberFresh(streamId);
-      return;
-    }
-    carts.set(streamId, tracked);
-    reschedule(streamId, tracked);
-  }
-
-  /** The cart can no longer be abandoned (again). */
-  function close(streamId: string): void {
-    fresh.delete(streamId);
-    if (carts.delete(streamId)) follower.changed(streamId);
-    scheduler.cancel(streamId);
-  }
-
-  /** The cart as its stream holds it now: open (`Tracked`), `'closed'`, or undefined when absent. */
-  async function readCart(streamId: string): Promise<Tracked | 'closed' | undefined> {
-    let recorded: RecordedEvent[];
-    try {
-      recorded = await store.readStream(streamId);
-    } catch (err) {
-      if (err instanceof StreamNotFoundError) return undefined;
-      throw err;
-    }
-    let state: Tracked | undefined;
-    for (const e of recorded) {
-      const next = trackCart(state, e, registry);
-      if (next === 'closed') return 'closed';
-      state = next;
-    }
-    return state;
-  }
-
-  /** Takes the cart's state from its stream, unless the working set is further along already. */
-  async function resolve(streamId: string): Promise<Tracked | undefined> {
-    const state = await readCart(streamId);
-    if (state === undefined || state === 'closed') {
-      close(streamId);
-      return undefined;
-    }
-    const current = carts.get(streamId);
-    if (current && current.revision > state.revision) return current;
-    hold(streamId, state);
-    return state;
-  }
-
-  /** Applies one cart event; a promise when the cart's stream has to be read. */
-  function apply(event: RecordedEvent): Promise<unknown> | undefined {
-    const id = event.streamId;
-    const current = carts.get(id);
-    if (current) {
-      // Already applied (the stream was re-read after a refused write, ahead of the subscription).
-      if (event.revision <= current.revision) return undefined;
-      const next = trackCart(current, event, registry);
-      if (next === 'closed') close(id);
-      else if (next) hold(id, next);
-      return undefined;
-    }
-    switch (event.type) {
-      case 'CartCreated':
-        rememberFresh(id);
-        return undefined;
-      case 'CartCheckedOut':
-      case 'CartAbandoned':
-        fresh.delete(id);
-        return undefined;
-      case 'CartItemAdded':
-        if (fresh.has(id)) {
-          fresh.delete(id);
-          hold(id, trackCart(emptyCart(event.revision - 1), event, registry) as Tracked);
-          return undefined;
-        }
-        // Empty or abandoned? Only the stream tells (read once; later events of it are then skipped).
-        stats.streamReads += 1;
-        return resolve(id);
-      default:
-        // Events of an empty or closed cart change no deadline.
-        return undefined;
-    }
-  }
-
   /** Re-reads the stream after a refused write and acts on what it holds now. */
   async function reevaluate(streamId: string, attempted: number, refused: boolean): Promise<void> {
-    const state = await resolve(streamId);
+    const state = await pending.resolve(streamId);
     if (!state) return;
     const due = trackedDeadline(state, abandonAfterMs);
     if (refused && state.revision === attempted && due !== null && due <= clock.now().getTime()) {
@@ -372,7 +432,7 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
       );
       stats.abandoned += 1;
       logger?.info({ stream: streamId, revision: attempted + 1 }, 'cart abandoned');
-      close(streamId);
+      pending.close(streamId);
     } catch (err) {
       if (stopped) return;
       if (err instanceof DomainError) {
@@ -422,8 +482,7 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
       stopped = true;
       scheduler.stop();
       await follower.stop();
-      carts.clear();
-      fresh.clear();
+      pending.clear();
     },
   };
 }

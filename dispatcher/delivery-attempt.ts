@@ -17,12 +17,21 @@ import type { WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
 import type { Limiter } from './limiter.ts';
+import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export interface DeliveryWorkerStats {
   attempts: Record<delivery.AttemptOutcome, number>;
   /** Deliveries this worker parked. */
   parked: number;
   errors: number;
+}
+
+export function emptyStats(): DeliveryWorkerStats {
+  return {
+    attempts: { delivered: 0, gone: 0, retry_after: 0, failed: 0, interrupted: 0 },
+    parked: 0,
+    errors: 0,
+  };
 }
 
 /** What an attempt needs of the worker running it. */
@@ -178,4 +187,45 @@ export async function attempt(
     }
   }
   if (result.outcome === 'gone') await disableSubscription(ctx, sub.webhook_id);
+}
+
+/**
+ * Does what the queue's head delivery `d` needs now: records an attempt whose lease ran out as
+ * interrupted, parks it when its subscription is gone or disabled, or attempts it when it is due.
+ * `wait` when nothing is due yet (an attempt in flight, or a retry time ahead).
+ */
+export async function workHead(
+  ctx: AttemptContext,
+  queue: Queue,
+  d: delivery.Delivery,
+  subscriptions: Pick<SubscriptionTracker, 'current'>,
+): Promise<'wait' | 'next'> {
+  const at = ctx.now();
+  if (d.in_flight) {
+    if (Date.parse(d.in_flight.lease_until) > at.getTime()) return 'wait';
+    ctx.stats.attempts.interrupted += 1;
+    ctx.onAttempt?.({ webhookId: d.webhook_id, outcome: 'interrupted', durationMs: 0 });
+    const next = plan(ctx, d, { outcome: 'interrupted', retryAfterMs: null });
+    await decideOnQueue(
+      ctx,
+      queue,
+      { type: 'RecordInterruption', delivery_id: d.delivery_id, ...next, at: at.toISOString() },
+      d.delivery_id,
+    );
+    return 'next';
+  }
+  if (d.next_attempt_at !== null && Date.parse(d.next_attempt_at) > at.getTime()) return 'wait';
+  const sub = subscriptions.current(d.webhook_id);
+  if (!sub || sub.removed || !sub.enabled) {
+    const reason = !sub || sub.removed ? 'subscription_removed' : 'subscription_disabled';
+    await decideOnQueue(
+      ctx,
+      queue,
+      { type: 'ParkDelivery', delivery_id: d.delivery_id, reason, at: at.toISOString() },
+      d.delivery_id,
+    );
+    return 'next';
+  }
+  await attempt(ctx, queue, d, sub);
+  return 'next';
 }

@@ -108,6 +108,15 @@ export class DeliveryQueues {
     }
   }
 
+  /** Applies a batch of the log in order, telling `changed` of every queue it changed (to schedule). */
+  async applyAll(events: RecordedEvent[], changed: (queue: Queue) => void): Promise<void> {
+    for (const event of events) {
+      const queue = await this.apply(event);
+      if (queue) changed(queue);
+    }
+    this.followedTo(events[events.length - 1].position);
+  }
+
   /** Applies one event of the log; answers the queue it changed (to schedule), if any. */
   async apply(event: RecordedEvent): Promise<Queue | undefined> {
     let queue = this.held.get(event.streamId);

@@ -39,11 +39,10 @@ import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
 import {
   type AttemptContext,
-  attempt,
   type DeliveryWorkerStats,
-  decideOnQueue,
-  plan,
+  emptyStats,
   StaleQueue,
+  workHead,
 } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
 import { createLimiter } from './limiter.ts';
@@ -110,58 +109,14 @@ export interface DeliveryWorker {
   stop(): Promise<void>;
 }
 
-export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
-  const { store, clock, tracker, logger } = options;
-  const registry = options.registry ?? eventRegistry;
-  const errorRetryMs = options.errorRetryMs ?? 5_000;
-  const scheduler = createScheduler(clock, {
-    onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
-  });
-  const stats: DeliveryWorkerStats = {
-    attempts: { delivered: 0, gone: 0, retry_after: 0, failed: 0, interrupted: 0 },
-    parked: 0,
-    errors: 0,
-  };
-  const now = () => clock.now();
-  /** Queues found due while a batch of events is applied or restored: started when it is in. */
-  const dueNow = new Set<string>();
-  let applying = false;
-  /** Every delivery event that existed at start is applied. */
-  let restored = false;
-  let started = false;
-  let stopped = false;
-
-  const follower = createDurableFollower<DeliveryQueueDoc>({
-    ...DELIVERY_FOLLOWER,
-    store,
-    readStore: options.readStore,
-    clock,
-    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
-    logger,
-    restore: (doc) => reschedule(queues.restore(doc)),
-    async apply(events) {
-      applying = true;
-      try {
-        for (const e of events) {
-          const changed = await queues.apply(e);
-          if (changed) reschedule(changed);
-        }
-      } finally {
-        applying = false;
-      }
-      queues.followedTo(events[events.length - 1].position);
-      // While restoring, a queue's later events may be in a later batch: start once caught up.
-      if (restored) startDue();
-    },
-    save: (stream) => queues.save(stream),
-  });
-  const queues = new DeliveryQueues({
-    store,
-    registry,
-    onChanged: (stream) => follower.changed(stream),
-    onDropped: (stream) => scheduler.cancel(stream),
-  });
-  const ctx: AttemptContext = {
+/** What the worker's attempts need, from its options. */
+function attemptContext(
+  options: DeliveryWorkerOptions,
+  parts: { queues: DeliveryQueues; stats: DeliveryWorkerStats; now(): Date; registry: EventRegistry },
+): AttemptContext {
+  const { store, clock, logger } = options;
+  const { queues, stats, now, registry } = parts;
+  return {
     store,
     registry,
     queues,
@@ -184,6 +139,52 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     onAttempt: options.onAttempt,
     logger,
   };
+}
+
+export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const { store, clock, tracker, logger } = options;
+  const registry = options.registry ?? eventRegistry;
+  const errorRetryMs = options.errorRetryMs ?? 5_000;
+  const scheduler = createScheduler(clock, {
+    onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
+  });
+  const stats = emptyStats();
+  const now = () => clock.now();
+  /** Queues found due while a batch of events is applied or restored: started when it is in. */
+  const dueNow = new Set<string>();
+  let applying = false;
+  /** Every delivery event that existed at start is applied. */
+  let restored = false;
+  let started = false;
+  let stopped = false;
+
+  const follower = createDurableFollower<DeliveryQueueDoc>({
+    ...DELIVERY_FOLLOWER,
+    store,
+    readStore: options.readStore,
+    clock,
+    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+    logger,
+    restore: (doc) => reschedule(queues.restore(doc)),
+    async apply(events) {
+      applying = true;
+      try {
+        await queues.applyAll(events, reschedule);
+      } finally {
+        applying = false;
+      }
+      // While restoring, a queue's later events may be in a later batch: start once caught up.
+      if (restored) startDue();
+    },
+    save: (stream) => queues.save(stream),
+  });
+  const queues = new DeliveryQueues({
+    store,
+    registry,
+    onChanged: (stream) => follower.changed(stream),
+    onDropped: (stream) => scheduler.cancel(stream),
+  });
+  const ctx = attemptContext(options, { queues, stats, now, registry });
 
   function startDue(): void {
     for (const stream of dueNow) void work(stream);
@@ -239,34 +240,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       for (let step = 0; step < 10_000 && !stopped; step++) {
         const d = delivery.head(queue.state);
         if (!d) break;
-        const at = now();
         try {
-          if (d.in_flight) {
-            if (Date.parse(d.in_flight.lease_until) > at.getTime()) break;
-            stats.attempts.interrupted += 1;
-            options.onAttempt?.({ webhookId: d.webhook_id, outcome: 'interrupted', durationMs: 0 });
-            const next = plan(ctx, d, { outcome: 'interrupted', retryAfterMs: null });
-            await decideOnQueue(
-              ctx,
-              queue,
-              { type: 'RecordInterruption', delivery_id: d.delivery_id, ...next, at: at.toISOString() },
-              d.delivery_id,
-            );
-            continue;
-          }
-          if (d.next_attempt_at !== null && Date.parse(d.next_attempt_at) > at.getTime()) break;
-          const sub = tracker.current(d.webhook_id);
-          if (!sub || sub.removed || !sub.enabled) {
-            const reason = !sub || sub.removed ? 'subscription_removed' : 'subscription_disabled';
-            await decideOnQueue(
-              ctx,
-              queue,
-              { type: 'ParkDelivery', delivery_id: d.delivery_id, reason, at: at.toISOString() },
-              d.delivery_id,
-            );
-            continue;
-          }
-          await attempt(ctx, queue, d, sub);
+          if ((await workHead(ctx, queue, d, tracker)) === 'wait') break;
         } catch (err) {
           if (err instanceof StaleQueue) continue;
           throw err;
