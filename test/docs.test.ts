@@ -5,30 +5,17 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { ROOT, SOURCE_FOLDERS, sourceFiles } from './support/source-files.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const FOLDERS = [
-  'domain',
-  'application',
-  'eventstore',
-  'projections',
-  'webhooks',
-  'api',
-  'dispatcher',
-  'cli',
-  'bench',
-  'test',
-];
+const FOLDERS = [...SOURCE_FOLDERS, 'bench', 'test'];
 
 function files(): string[] {
-  const out = FOLDERS.flatMap((folder) =>
-    readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })
-      .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-      .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name))),
-  );
-  return [...out, 'README.md', ...readdirSync(path.join(ROOT, 'docs')).map((f) => `docs/${f}`)];
+  return [
+    ...sourceFiles(FOLDERS),
+    'README.md',
+    ...readdirSync(path.join(ROOT, 'docs')).map((f) => `docs/${f}`),
+  ];
 }
 
 /** Headings of a docs page, without their `#`s. */

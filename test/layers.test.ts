@@ -15,22 +15,10 @@
  * domain imports no package but zod, and neither the domain nor the application layer imports an
  * HTTP framework, a database driver or an HTTP client. No modules import one another in a circle.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import test from 'ava';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SOURCE_FOLDERS = [
-  'domain',
-  'application',
-  'eventstore',
-  'projections',
-  'webhooks',
-  'api',
-  'dispatcher',
-  'cli',
-];
+import { ROOT, sourceFiles } from './support/source-files.ts';
 
 interface Layer {
   rank: number;
@@ -109,14 +97,8 @@ function violation(imp: Import): string | null {
     : `${imp.from.split('/')[0]}/ imports from ${imp.to.split('/')[0]}/, another folder of its layer`;
 }
 
-function sourceFiles(folder: string): string[] {
-  return readdirSync(path.join(ROOT, folder), { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => path.posix.join(path.relative(ROOT, e.parentPath).split(path.sep).join('/'), e.name));
-}
-
 test('no module imports from a layer above it, or from another folder of its layer', (t) => {
-  const files = SOURCE_FOLDERS.flatMap(sourceFiles);
+  const files = sourceFiles();
   t.true(files.length > 100, `${files.length} modules read`);
   const found: string[] = [];
   for (const file of files) {
@@ -189,7 +171,7 @@ function circles(graph: Map<string, string[]>): string[][] {
 
 test('no modules import one another in a circle', (t) => {
   const graph = new Map<string, string[]>();
-  for (const file of SOURCE_FOLDERS.flatMap(sourceFiles)) {
+  for (const file of sourceFiles()) {
     const imports = importsOf(file, readFileSync(path.join(ROOT, file), 'utf8'));
     graph.set(
       file,
