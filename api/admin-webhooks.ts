@@ -156,20 +156,6 @@ const listQuery = z.strictObject({
 
 // ---- records ------------------------------------------------------------------------------------
 
-/** A read-model document as the admin API shows it: never the (encrypted) secrets. */
-function recordOf(doc: WebhookSubscriptionDoc): webhooks.WebhookRecord {
-  return {
-    webhook_id: doc.webhook_id,
-    url: doc.url,
-    store_ids: [...doc.store_ids],
-    events: [...doc.events],
-    enabled: doc.enabled,
-    disabled_reason: doc.disabled_reason,
-    created_at: doc.created_at,
-    updated_at: doc.updated_at,
-  };
-}
-
 function existing(state: webhooks.WebhookSubscriptionState): webhooks.WebhookSubscription {
   if (!state.exists) throw new Error('webhook subscription vanished after a command');
   return state;
@@ -306,7 +292,7 @@ function createAndListRoutes(router: Router<AppState>, shared: SubscriptionShare
       limit: query.limit + 1,
       ...(after ? { after: [after] } : {}),
     });
-    const page = found.slice(0, query.limit).map(recordOf);
+    const page = found.slice(0, query.limit).map((doc) => webhooks.toWebhookRecord(doc));
     const next =
       found.length > query.limit ? Buffer.from(page[page.length - 1].webhook_id).toString('base64url') : null;
     if (next) {

@@ -329,27 +329,25 @@ export const decider: Decider<
   },
 };
 
-/** A subscription as the admin API shows it: never the auth token or the signing secret. */
-export type WebhookRecord = {
-  webhook_id: string;
-  url: string;
-  store_ids: number[];
-  events: WebhookEventKind[];
-  enabled: boolean;
-  disabled_reason: DisabledReason | null;
-  created_at: string;
-  updated_at: string;
-};
+/**
+ * A subscription as the admin API shows it, never the auth token or the signing secret: the one
+ * declaration of its fields, for the admin answers and the read model's documents alike.
+ */
+export const webhookRecord = z.object({
+  webhook_id: z.uuid(),
+  url: z.string(),
+  store_ids: z.array(z.number().int()),
+  events: z.array(webhookEventKind),
+  enabled: z.boolean(),
+  disabled_reason: disabledReason.nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type WebhookRecord = z.infer<typeof webhookRecord>;
+const recordKeys = Object.keys(webhookRecord.shape) as (keyof WebhookRecord)[];
 
-export function toWebhookRecord(state: WebhookSubscription): WebhookRecord {
-  return {
-    webhook_id: state.webhook_id,
-    url: state.url,
-    store_ids: [...state.store_ids],
-    events: [...state.events],
-    enabled: state.enabled,
-    disabled_reason: state.disabled_reason,
-    created_at: state.created_at,
-    updated_at: state.updated_at,
-  };
+/** The record of a subscription, or of anything holding its fields (a read-model document). */
+export function toWebhookRecord(source: WebhookRecord): WebhookRecord {
+  const record = Object.fromEntries(recordKeys.map((k) => [k, source[k]])) as WebhookRecord;
+  return { ...record, store_ids: [...record.store_ids], events: [...record.events] };
 }

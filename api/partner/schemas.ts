@@ -3,7 +3,7 @@
  * what the API tests validate every answer against. `.meta({ id })` names each one as a component.
  */
 import { z } from 'zod';
-import { cartRecord } from '../../domain/cart.ts';
+import { cartRecord, cartSource } from '../../domain/cart.ts';
 import { kind, lineage, money, weight } from '../../domain/schemas.ts';
 
 const id = z.number().int().positive();
@@ -146,7 +146,7 @@ export const partnerCartRecord = cartRecord
   .extend({
     updated_at: time,
     abandoned_at: time.nullable(),
-    source: z.object({ channel: z.enum(['embedded', 'headless']), partner_id: z.string().nullable() }),
+    source: cartSource,
   })
   .meta({ id: 'Cart' });
 

@@ -20,20 +20,13 @@ export const WEBHOOK_SUBSCRIPTIONS = 'webhook_subscriptions';
 /** Private: `_id` = webhook id of a removed subscription, with `removed_at`. */
 export const WEBHOOK_SUBSCRIPTIONS_REMOVED = 'webhook_subscriptions_removed';
 
-export type WebhookSubscriptionDoc = Doc & {
-  /** The webhook id. */
-  _id: string;
-  webhook_id: string;
-  url: string;
-  store_ids: number[];
-  events: webhooks.WebhookEventKind[];
-  enabled: boolean;
-  disabled_reason: webhooks.DisabledReason | null;
-  created_at: string;
-  updated_at: string;
-  auth_token_encrypted: string;
-  signing_secret_encrypted: string;
-};
+export type WebhookSubscriptionDoc = Doc &
+  webhooks.WebhookRecord & {
+    /** The webhook id. */
+    _id: string;
+    auth_token_encrypted: string;
+    signing_secret_encrypted: string;
+  };
 
 const PREFIX = 'webhooksub-';
 const eventTypes = new Set<string>(Object.keys(webhooks.events));
