@@ -57,6 +57,7 @@ import {
 } from '../projections/read-models/webhook-deliveries.ts';
 import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
+import { attemptFields } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
@@ -406,14 +407,7 @@ function testSendRoutes(router: Router<AppState>, shared: DeliveryShared): void 
       .send({ webhookId, attempt: 1, body: text, headers: { [HEADER_TEST]: 'true' } });
     ctx.body = {
       webhook_id: id,
-      result: {
-        outcome: result.outcome,
-        status: result.status,
-        duration_ms: result.durationMs,
-        response_excerpt: result.responseExcerpt,
-        error_code: result.errorCode,
-        error: result.error,
-      },
+      result: attemptFields(result),
       sample: { event: kind, webhook_id: webhookId, body: rendered },
     };
   });

@@ -12,7 +12,7 @@ import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
 import { type EventStore, WrongExpectedVersionError } from '../eventstore/port.ts';
-import { type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
+import { attemptFields, type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
 import type { WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
@@ -165,12 +165,7 @@ export async function attempt(
     type: 'RecordAttempt',
     delivery_id: d.delivery_id,
     attempt: attemptNo,
-    outcome: result.outcome,
-    status: result.status,
-    duration_ms: result.durationMs,
-    response_excerpt: result.responseExcerpt,
-    error_code: result.errorCode,
-    error: result.error,
+    ...attemptFields(result),
     ...plan(ctx, started, result),
     at: ctx.now().toISOString(),
   };

@@ -67,6 +67,18 @@ export interface DeliveryResult {
   retryAfterMs: number | null;
 }
 
+/** A result as attempts are recorded and shown (the attempt log, the test-send answer). */
+export function attemptFields(result: DeliveryResult) {
+  return {
+    outcome: result.outcome,
+    status: result.status,
+    duration_ms: result.durationMs,
+    response_excerpt: result.responseExcerpt,
+    error_code: result.errorCode,
+    error: result.error,
+  };
+}
+
 export interface DeliverInput {
   url: string;
   /** The exact JSON text that was signed; sent as UTF-8. */
