@@ -114,3 +114,26 @@ export function table(headers: string[], rows: Array<Array<string | number | nul
       .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
+
+/** Every item of a paged admin list: pages of 500, following `next_cursor` to the end. */
+export async function fetchAll<T>(
+  client: AdminClient,
+  base: string,
+  field: string,
+  query: URLSearchParams = new URLSearchParams(),
+): Promise<T[]> {
+  const all: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const params = new URLSearchParams(query);
+    params.set('limit', '500');
+    if (cursor) params.set('cursor', cursor);
+    const page: Record<string, unknown> & { next_cursor: string | null } = await client.request(
+      'GET',
+      `${base}?${params}`,
+    );
+    all.push(...(page[field] as T[]));
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}

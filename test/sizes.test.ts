@@ -18,8 +18,6 @@ const KNOWN_FILES: Record<string, number> = {
   'cli/sandbox/seed.ts': 801,
   'projections/sqlite/documents-table.ts': 650,
   'projections/mongo-read-store.ts': 613,
-  'domain/webhook-delivery.ts': 518,
-  'cli/commands/webhooks.ts': 518,
   'cli/commands/sandbox.ts': 515,
 };
 const KNOWN_FUNCTIONS: Record<string, number> = {
@@ -27,10 +25,8 @@ const KNOWN_FUNCTIONS: Record<string, number> = {
   'projections/sqlite/read-store.ts openSqliteReadStore': 316,
   'cli/commands/sandbox.ts trafficCommand': 305,
   'projections/mongo-read-store.ts createMongoReadStore': 276,
-  'cli/commands/webhooks.ts registerWebhooks': 241,
   'cli/sandbox/generate.ts generateCarts': 215,
   'cli/sandbox/generate.ts describeProduct': 191,
-  'cli/commands/partners.ts registerPartners': 159,
 };
 
 interface Size {

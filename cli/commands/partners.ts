@@ -15,7 +15,8 @@
  */
 import type { Command } from 'commander';
 import { type PartnerRecord, partnerKinds } from '../../domain/partner.ts';
-import { type AdminClient, CliError, createAdminClient, EXIT, table } from '../client.ts';
+import { CliError, createAdminClient, EXIT, fetchAll, table } from '../client.ts';
+import { idList, printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
 
 const BASE = '/admin/v1/partners';
@@ -29,20 +30,6 @@ interface KeyWritten {
 
 const partnerPath = (id: string) => `${BASE}/${encodeURIComponent(id)}`;
 const keyPath = (id: string, keyId: string) => `${partnerPath(id)}/keys/${encodeURIComponent(keyId)}`;
-const print = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-
-/** `--brand 1 2`, `--brand 1,2` and `--brand 1 --brand 2` all name ids 1 and 2. */
-function idList(option: string, values: string[] | undefined): number[] | undefined {
-  if (values === undefined) return undefined;
-  const ids = values.flatMap((v) => v.split(',')).filter((v) => v.trim() !== '');
-  if (ids.length === 0) throw new CliError(`${option} needs at least one id`, EXIT.usage);
-  return ids.map((v) => {
-    if (!/^\d{1,15}$/.test(v.trim()) || Number(v) < 1) {
-      throw new CliError(`${option}: ${JSON.stringify(v)} is not an id (a positive integer)`, EXIT.usage);
-    }
-    return Number(v);
-  });
-}
 
 function rateLimit(raw: string): number {
   if (!/^\d{1,9}$/.test(raw.trim())) {
@@ -118,28 +105,24 @@ const keyLine = (apiKey: string | null) =>
     ? `\napi key (shown once, store it now): ${apiKey}\n`
     : '\napi key: not shown (an idempotent replay never repeats a key; rotate it if the first answer was lost)\n';
 
-async function listAll(client: AdminClient, kind: string | undefined): Promise<PartnerRecord[]> {
-  const all: PartnerRecord[] = [];
-  let cursor: string | null = null;
-  do {
-    const params = new URLSearchParams({ limit: '500' });
-    if (kind) params.set('kind', kind);
-    if (cursor) params.set('cursor', cursor);
-    const page: { partners: PartnerRecord[]; next_cursor: string | null } = await client.request(
-      'GET',
-      `${BASE}?${params}`,
-    );
-    all.push(...page.partners);
-    cursor = page.next_cursor;
-  } while (cursor);
-  return all;
+/** Every partner (all pages), of one kind when given. */
+async function partnerList(kind: string | undefined): Promise<PartnerRecord[]> {
+  const query = new URLSearchParams(kind ? { kind } : {});
+  return fetchAll<PartnerRecord>(await createAdminClient(), BASE, 'partners', query);
 }
 
 export function registerPartners(program: Command): void {
   const partners = program
     .command('partners')
     .description('partners of the four kinds and their API keys: create, list, show, set-rate-limit, keys');
+  createCommand(partners);
+  listCommand(partners);
+  showCommand(partners);
+  setRateLimitCommand(partners);
+  keyCommands(partners);
+}
 
+function createCommand(partners: Command): void {
   partners
     .command('create')
     .description('register a partner and issue its first API key (shown once)')
@@ -176,10 +159,12 @@ export function registerPartners(program: Command): void {
             partner: PartnerRecord;
             api_key: string | null;
           }>('POST', BASE, body);
-          return options.json ? print(out) : recordTable(out.partner) + keyLine(out.api_key);
+          return options.json ? printJson(out) : recordTable(out.partner) + keyLine(out.api_key);
         }),
     );
+}
 
+function listCommand(partners: Command): void {
   partners
     .command('list')
     .description('every partner (all pages), in partner id order')
@@ -187,11 +172,13 @@ export function registerPartners(program: Command): void {
     .option('--json', 'print {partners: [...]} as JSON')
     .action((options: { kind?: string; json?: boolean }) =>
       runClientCommand(async () => {
-        const list = await listAll(await createAdminClient(), kindOption(options.kind));
-        return options.json ? print({ partners: list }) : listTable(list);
+        const list = await partnerList(kindOption(options.kind));
+        return options.json ? printJson({ partners: list }) : listTable(list);
       }),
     );
+}
 
+function showCommand(partners: Command): void {
   partners
     .command('show')
     .description('one partner: scope, rate limit and keys (never a key itself)')
@@ -203,10 +190,12 @@ export function registerPartners(program: Command): void {
           'GET',
           partnerPath(id),
         );
-        return options.json ? print(out) : recordTable(out.partner);
+        return options.json ? printJson(out) : recordTable(out.partner);
       }),
     );
+}
 
+function setRateLimitCommand(partners: Command): void {
   partners
     .command('set-rate-limit')
     .description('change how many requests per minute each of the partner’s keys may make')
@@ -222,10 +211,13 @@ export function registerPartners(program: Command): void {
             rate_limit_per_minute: rateLimit(perMinute),
           },
         );
-        return options.json ? print(out) : recordTable(out.partner);
+        return options.json ? printJson(out) : recordTable(out.partner);
       }),
     );
+}
 
+/** `pds partners keys list | issue | rotate | revoke`. */
+function keyCommands(partners: Command): void {
   const keys = partners.command('keys').description('a partner’s API keys: list, issue, rotate, revoke');
 
   keys
@@ -239,7 +231,7 @@ export function registerPartners(program: Command): void {
           'GET',
           partnerPath(id),
         );
-        return options.json ? print({ keys: out.partner.keys }) : keysTable(out.partner.keys);
+        return options.json ? printJson({ keys: out.partner.keys }) : keysTable(out.partner.keys);
       }),
     );
 
@@ -255,7 +247,7 @@ export function registerPartners(program: Command): void {
           `${partnerPath(id)}/keys`,
           {},
         );
-        return options.json ? print(out) : keysTable([out.key]) + keyLine(out.api_key);
+        return options.json ? printJson(out) : keysTable([out.key]) + keyLine(out.api_key);
       }),
     );
 
@@ -273,7 +265,7 @@ export function registerPartners(program: Command): void {
           {},
         );
         return options.json
-          ? print(out)
+          ? printJson(out)
           : `revoked ${out.revoked_key_id}\n${keysTable([out.key])}${keyLine(out.api_key)}`;
       }),
     );
@@ -290,7 +282,7 @@ export function registerPartners(program: Command): void {
           'DELETE',
           keyPath(id, keyId),
         );
-        return options.json ? print(out) : keysTable([out.key]);
+        return options.json ? printJson(out) : keysTable([out.key]);
       }),
     );
 }

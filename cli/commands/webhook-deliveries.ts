@@ -1,0 +1,239 @@
+/**
+ * `pds webhooks deliveries | redeliver | recover | test-send`: a subscription's deliveries and their
+ * attempts, sending them again, and one signed sample request (the usage is in `webhooks.ts`).
+ */
+import type { Command } from 'commander';
+import { deliveryStatuses } from '../../domain/webhook-delivery.ts';
+import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
+import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
+import { CliError, createAdminClient, EXIT, table } from '../client.ts';
+import { oneOrMoreOf, positiveInteger, printJson } from '../options.ts';
+import { runClientCommand } from './run.ts';
+
+const BASE = '/admin/v1/webhooks';
+const path = (id: string) => `${BASE}/${encodeURIComponent(id)}`;
+
+interface DeliveryPage {
+  deliveries: WebhookDeliveryRecord[];
+  next_cursor: string | null;
+}
+
+interface TestSendAnswer {
+  webhook_id: string;
+  result: {
+    outcome: string;
+    status: number | null;
+    duration_ms: number;
+    response_excerpt: string;
+    error_code: string | null;
+    error: string | null;
+  };
+  sample: { event: string; webhook_id: string; body: unknown };
+}
+
+interface RecoverAnswer {
+  webhook_id: string;
+  since: string;
+  recovered: number;
+  delivery_ids: string[];
+  truncated: boolean;
+  limit: number;
+}
+
+const deliveryPath = (id: string) => `${BASE}/deliveries/${encodeURIComponent(id)}`;
+const ISO_DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)$/;
+
+/** What the last attempt came to: `500 HTTP 500`, `timeout: no complete response…`, `(in flight)`. */
+function lastAttempt(d: WebhookDeliveryRecord): string {
+  const a = d.attempts.at(-1);
+  if (!a) return '';
+  if (a.outcome === null) return '(in flight)';
+  const parts = [
+    a.status === null ? '' : String(a.status),
+    a.error ?? (a.outcome === 'delivered' ? 'ok' : a.outcome),
+  ];
+  const text = parts.filter((p) => p !== '').join(' ');
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
+}
+
+function deliveriesTable(list: WebhookDeliveryRecord[]): string {
+  return `${table(
+    ['delivery_id', 'event', 'cart', 'status', 'attempts', 'last', 'next_attempt_at'],
+    list.map((d) => [
+      d.delivery_id,
+      d.event_kind,
+      d.cart_uuid,
+      d.status === 'parked' ? `parked (${d.parked_reason})` : d.status,
+      d.attempt_count,
+      lastAttempt(d),
+      d.next_attempt_at,
+    ]),
+  )}\n`;
+}
+
+function deliveryTable(d: WebhookDeliveryRecord): string {
+  const fields = table(
+    ['field', 'value'],
+    [
+      ['delivery_id', d.delivery_id],
+      ['webhook_id', d.webhook_id],
+      ['event_kind', d.event_kind],
+      ['cart_uuid', d.cart_uuid],
+      ['store_id', d.store_id],
+      ['status', d.status],
+      ['attempt_count', d.attempt_count],
+      ['scheduled_at', d.scheduled_at],
+      ['next_attempt_at', d.next_attempt_at],
+      ['delivered_at', d.delivered_at],
+      ['parked_reason', d.parked_reason],
+      ['parked_at', d.parked_at],
+    ],
+  );
+  if (d.attempts.length === 0) return `${fields}\n`;
+  const attempts = table(
+    ['attempt', 'started_at', 'outcome', 'status', 'duration_ms', 'error'],
+    d.attempts.map((a) => [
+      a.attempt,
+      a.started_at,
+      a.outcome ?? '(in flight)',
+      a.status,
+      a.duration_ms,
+      a.error,
+    ]),
+  );
+  return `${fields}\n\n${attempts}\n`;
+}
+
+function testSendText(out: TestSendAnswer): string {
+  const r = out.result;
+  return `${table(
+    ['field', 'value'],
+    [
+      ['event', out.sample.event],
+      ['x_service_webhook_id', out.sample.webhook_id],
+      ['outcome', r.outcome],
+      ['status', r.status],
+      ['duration_ms', r.duration_ms],
+      ['error_code', r.error_code],
+      ['error', r.error],
+      ['response_excerpt', r.response_excerpt.replace(/[\r\n\t]+/g, ' ').slice(0, 200)],
+    ],
+  )}\n`;
+}
+
+/** Adds the delivery subcommands to `pds webhooks`. */
+export function registerDeliveryCommands(webhooks: Command): void {
+  deliveriesCommand(webhooks);
+  redeliverCommand(webhooks);
+  recoverCommand(webhooks);
+  testSendCommand(webhooks);
+}
+
+function deliveriesCommand(webhooks: Command): void {
+  webhooks
+    .command('deliveries')
+    .description("a subscription's deliveries with their attempts, newest first")
+    .argument('<id>', 'the webhook id')
+    .option('--status <status...>', `only these statuses (of ${deliveryStatuses.join(', ')})`)
+    .option('--limit <n>', 'how many to show (default 50)')
+    .option('--cursor <cursor>', 'continue after a `next_cursor` of an earlier --json answer')
+    .option('--json', 'print {deliveries: [...], next_cursor} as JSON')
+    .action((id: string, options: { status?: string[]; limit?: string; cursor?: string; json?: boolean }) =>
+      runClientCommand(async () => {
+        const wanted = options.limit === undefined ? 50 : positiveInteger('--limit', options.limit, 100_000);
+        const only = oneOrMoreOf('--status', options.status, deliveryStatuses);
+        const client = await createAdminClient();
+        const all: WebhookDeliveryRecord[] = [];
+        let cursor: string | null = options.cursor ?? null;
+        do {
+          const params = new URLSearchParams({ limit: String(Math.min(500, wanted - all.length)) });
+          if (only) params.set('status', only.join(','));
+          if (cursor) params.set('cursor', cursor);
+          const page: DeliveryPage = await client.request('GET', `${path(id)}/deliveries?${params}`);
+          all.push(...page.deliveries);
+          cursor = page.next_cursor;
+        } while (cursor && all.length < wanted);
+        if (options.json) return printJson({ deliveries: all, next_cursor: cursor });
+        const more = cursor ? `\n(more: --cursor ${cursor})\n` : '';
+        return deliveriesTable(all) + more;
+      }),
+    );
+}
+
+function redeliverCommand(webhooks: Command): void {
+  webhooks
+    .command('redeliver')
+    .description('send a failed, parked or delivered delivery again (same webhook id, next attempt number)')
+    .argument('<delivery_id>', 'the delivery id (the X-Service-Webhook-Id)')
+    .option('--json', 'print the answer as JSON')
+    .action((deliveryId: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const out = await (await createAdminClient()).request<{ delivery: WebhookDeliveryRecord }>(
+          'POST',
+          `${deliveryPath(deliveryId)}/redeliver`,
+        );
+        return options.json ? printJson(out) : deliveryTable(out.delivery);
+      }),
+    );
+}
+
+function recoverCommand(webhooks: Command): void {
+  webhooks
+    .command('recover')
+    .description('send every failed or parked delivery of a subscription scheduled since a time again')
+    .argument('<id>', 'the webhook id')
+    .requiredOption('--since <time>', 'ISO 8601 date-time with offset, e.g. 2026-03-01T00:00:00Z')
+    .option('--json', 'print the answer as JSON')
+    .action((id: string, options: { since: string; json?: boolean }) =>
+      runClientCommand(async () => {
+        if (!ISO_DATE_TIME.test(options.since) || Number.isNaN(Date.parse(options.since))) {
+          throw new CliError(
+            `--since: ${JSON.stringify(options.since)} is not an ISO 8601 date-time with offset (e.g. 2026-03-01T00:00:00Z)`,
+            EXIT.usage,
+          );
+        }
+        const out = await (await createAdminClient()).request<RecoverAnswer>('POST', `${path(id)}/recover`, {
+          since: options.since,
+        });
+        if (options.json) return printJson(out);
+        let text = `recovered ${out.recovered} deliveries of webhook ${out.webhook_id} scheduled since ${out.since}\n`;
+        for (const d of out.delivery_ids) text += `${d}\n`;
+        if (out.truncated) text += `(stopped at ${out.limit}: run it again for the rest)\n`;
+        return text;
+      }),
+    );
+}
+
+function testSendCommand(webhooks: Command): void {
+  webhooks
+    .command('test-send')
+    .description("send one signed sample request to a subscription's URL now; exits 1 unless delivered")
+    .argument('<id>', 'the webhook id')
+    .option(
+      '--event <kind>',
+      `the sample's kind (${webhookEventKinds.join(' or ')}; default cart_status_updated)`,
+    )
+    .option('--json', 'print the answer as JSON')
+    .action((id: string, options: { event?: string; json?: boolean }) =>
+      runClientCommand(async () => {
+        const kind =
+          options.event === undefined
+            ? undefined
+            : oneOrMoreOf('--event', [options.event], webhookEventKinds);
+        if (kind && kind.length !== 1) throw new CliError('--event: give one kind', EXIT.usage);
+        const out = await (await createAdminClient()).request<TestSendAnswer>(
+          'POST',
+          `${path(id)}/test`,
+          kind ? { event: kind[0] } : {},
+        );
+        process.stdout.write(options.json ? printJson(out) : testSendText(out));
+        if (out.result.outcome !== 'delivered') {
+          throw new CliError(
+            `the test request was not delivered: ${out.result.outcome}${out.result.error ? ` (${out.result.error})` : ''}`,
+            EXIT.failed,
+          );
+        }
+        return '';
+      }),
+    );
+}
