@@ -14,7 +14,6 @@ const MAX_FUNCTION_LINES = 150;
 
 /** Still over, with their size today: each may shrink, none may grow. */
 const KNOWN_FILES: Record<string, number> = {
-  'cli/sandbox/generate.ts': 1544,
   'cli/sandbox/seed.ts': 801,
   'projections/sqlite/documents-table.ts': 650,
   'projections/mongo-read-store.ts': 613,
@@ -25,8 +24,6 @@ const KNOWN_FUNCTIONS: Record<string, number> = {
   'projections/sqlite/read-store.ts openSqliteReadStore': 316,
   'cli/commands/sandbox.ts trafficCommand': 305,
   'projections/mongo-read-store.ts createMongoReadStore': 276,
-  'cli/sandbox/generate.ts generateCarts': 215,
-  'cli/sandbox/generate.ts describeProduct': 191,
 };
 
 interface Size {
