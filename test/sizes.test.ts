@@ -14,15 +14,11 @@ const MAX_FUNCTION_LINES = 150;
 
 /** Still over, with their size today: each may shrink, none may grow. */
 const KNOWN_FILES: Record<string, number> = {
-  'cli/sandbox/seed.ts': 801,
   'projections/sqlite/documents-table.ts': 650,
   'projections/mongo-read-store.ts': 613,
-  'cli/commands/sandbox.ts': 515,
 };
 const KNOWN_FUNCTIONS: Record<string, number> = {
-  'cli/sandbox/seed.ts writeSandbox': 348,
   'projections/sqlite/read-store.ts openSqliteReadStore': 316,
-  'cli/commands/sandbox.ts trafficCommand': 305,
   'projections/mongo-read-store.ts createMongoReadStore': 276,
 };
 
