@@ -9,16 +9,15 @@
  * - Else the index that pins down the most fields: its key ranges give the candidates, sorted here.
  * - Else the whole collection (no route asks for this: test/read-store-sqlite-plans.test.ts).
  *
- * The filter is always checked in full by mingo, so index ranges need only contain the matches.
+ * The filter is always checked in full by mingo, so index ranges need only contain the matches. This
+ * module chooses among those plans and applies writes; the index plans themselves are in plans.ts.
  */
-import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import {
   afterDoc,
   applyTo,
   compiledQuery,
-  type FieldCondition,
   fieldConditions,
-  MAX_MERGED_WALKS,
   onlyId,
   sortComparator,
   upsertSeed,
@@ -29,123 +28,27 @@ import {
   type DocId,
   type Filter,
   type FindOptions,
-  type IndexSpec,
-  type SortDirection,
-  type SortSpec,
   totalSort,
   type WriteOp,
 } from '../read-store.ts';
-import type { DocumentCache } from './document-cache.ts';
-import { compareKeys, entriesOf, isKeyable, NULL_KEY, toKey } from './keys.ts';
+import { entriesOf } from './keys.ts';
+import { orderedWalk, type PlanTable, ranged } from './plans.ts';
+import { column, equals, type IndexMeta, q } from './sql.ts';
+import { observed, rows, type Statements } from './statements.ts';
+import { decodeEntries, decodeParsed, encodeEntries, entryText, type StoredKeys } from './stored-keys.ts';
 
-/** An index as the catalog records it. */
-export interface IndexMeta extends IndexSpec {
-  table: string;
-  /** Some document has several entries: a range may not be bounded on both sides (see `rangeOf`). */
-  multikey: boolean;
-}
-
-/** Statements of one database connection, prepared once. `slot` tells apart walks run side by side. */
-export interface Statements {
-  get(sql: string, slot?: number): StatementSync;
-  /** Told of every query statement run (tests check each one's plan). */
-  onQuery?: QueryObserver;
-  /** Parsed documents of point lookups. */
-  cache: DocumentCache;
-}
-
-/**
- * Told of a query statement as it runs: `bounded` when the caller reads rows in index order only until
- * its limit is met (a page), so a walk over a whole index is not a scan of it.
- */
-export type QueryObserver = (sql: string, params: readonly SQLInputValue[], bounded: boolean) => void;
-
-/** Observers of every SQLite read store in this process (the plan tests EXPLAIN what routes run). */
-const observers = new Set<QueryObserver>();
-
-export function observeQueries(observer: QueryObserver): () => void {
-  observers.add(observer);
-  return () => observers.delete(observer);
-}
-
-function observed(statements: Statements, sql: string, params: readonly SQLInputValue[], bounded: boolean) {
-  statements.onQuery?.(sql, params, bounded);
-  for (const o of observers) o(sql, params, bounded);
-}
-
-const q = (name: string) => `"${name}"`;
-const column = (i: number) => `k${i}`;
-
-/** The SQL of an index column constrained to one key. */
-function equals(col: string, value: SQLInputValue, params: SQLInputValue[]): string {
-  params.push(value);
-  return `${col} = ?`;
-}
-
-/** The condition for `col` to sort strictly after the key `value` in `direction`. */
-function beyond(
-  col: string,
-  direction: SortDirection,
-  value: SQLInputValue,
-  params: SQLInputValue[],
-): string {
-  params.push(value);
-  return `${col} ${direction === 1 ? '>' : '<'} ?`;
-}
-
-/** SQL bounds for a range condition, kept within the bound's type (MongoDB compares within a type). */
-function rangeOf(col: string, c: FieldCondition, multikey: boolean, params: SQLInputValue[]): string[] {
-  const out: string[] = [];
-  // On a multikey index each bound may be met by a different element: only one bound is safe.
-  const high = c.low && multikey ? undefined : c.high;
-  const bound = c.low ?? c.high;
-  if (c.low && isKeyable(c.low.value) && c.low.value !== null) {
-    out.push(`${col} ${c.low.inclusive ? '>=' : '>'} ?`);
-    params.push(toKey(c.low.value));
-  }
-  if (high && isKeyable(high.value) && high.value !== null) {
-    out.push(`${col} ${high.inclusive ? '<=' : '<'} ?`);
-    params.push(toKey(high.value));
-  }
-  const type = typeof bound?.value;
-  if (type === 'number') {
-    if (!c.low) {
-      out.push(`${col} > ?`); // not null or missing
-      params.push(NULL_KEY);
-    }
-    out.push(`${col} < ''`); // every text sorts after every number
-  } else if (type === 'string') {
-    if (!c.low) out.push(`${col} >= ''`);
-    out.push(`${col} < x''`); // every blob sorts after every text
-  }
-  return out;
-}
-
-/** The ids and JSON of matching rows, walked in order; closes the statement's read when left early. */
-function* rows(
-  statements: Statements,
-  sql: string,
-  params: SQLInputValue[],
-  slot = 0,
-  bounded = false,
-): Generator<unknown[]> {
-  const stmt = statements.get(sql, slot);
-  observed(statements, sql, params, bounded);
-  const it = stmt.iterate(...params) as Iterator<unknown[]>;
-  try {
-    for (let r = it.next(); !r.done; r = it.next()) yield r.value;
-  } finally {
-    it.return?.();
-  }
-}
+// What callers imported from here before the split (the plan tests observe queries through this module).
+export type { IndexMeta } from './sql.ts';
+export { observeQueries, type QueryObserver, type Statements } from './statements.ts';
 
 /** A document table and its index tables. */
-export class DocumentsTable {
+export class DocumentsTable implements PlanTable {
   readonly table: string;
   readonly indexes: IndexMeta[];
   /** Documents the last read looked at (the plan tests check a page looks at about what it returns). */
   lastExamined = 0;
-  private readonly statements: Statements;
+  /** The connection's statements (read by the index plans, plans.ts). */
+  readonly statements: Statements;
   private readonly onMultikey: (index: IndexMeta) => void;
 
   constructor(
@@ -223,7 +126,9 @@ export class DocumentsTable {
     const matcher = compiledQuery(filter);
     const conditions = fieldConditions(filter);
     const byId = conditions.get('_id')?.eq;
-    const walk = byId ? undefined : this.orderedWalk(conditions, sort, options.after, Number.isFinite(limit));
+    const walk = byId
+      ? undefined
+      : orderedWalk(this, conditions, sort, options.after, Number.isFinite(limit));
     if (walk) {
       const out: Doc[] = [];
       const seen = new Set<unknown>();
@@ -239,7 +144,7 @@ export class DocumentsTable {
       }
       return out;
     }
-    const candidates = byId ? this.findByIds(byId as DocId[]) : (this.ranged(conditions) ?? this.scan());
+    const candidates = byId ? this.findByIds(byId as DocId[]) : (ranged(this, conditions) ?? this.scan());
     this.lastExamined = candidates.length;
     const compare = sortComparator(sort);
     const after = options.after ? afterDoc(sort, options.after) : undefined;
@@ -262,166 +167,6 @@ export class DocumentsTable {
     return [...rows(this.statements, `SELECT doc FROM ${q(this.table)}`, [])].map((r) =>
       JSON.parse(r[0] as string),
     );
-  }
-
-  /**
-   * Plan 1: rows in sort order from an index whose fields are [equality fields…, sort fields…], or from
-   * the documents table's key when the sort is `_id` alone. Undefined when no index qualifies.
-   */
-  private orderedWalk(
-    conditions: Map<string, FieldCondition>,
-    sort: SortSpec,
-    after: readonly unknown[] | undefined,
-    bounded: boolean,
-  ): Iterable<[unknown, unknown]> | undefined {
-    if (sort[sort.length - 1][1] !== 1) return undefined;
-    const sortWithoutId = sort.slice(0, -1);
-    const afterKeys = after ? sort.map((_, i) => toKey(after[i] ?? null)) : undefined;
-    if (sortWithoutId.length === 0) {
-      // No index pins any field: the documents table in _id order, which a page leaves early.
-      const id = conditions.get('_id');
-      const helped = this.indexes.some((index) => pinned(walkFields(index), conditions) > 0);
-      if (!helped && !id?.low && !id?.high) {
-        return this.walks(`FROM ${q(this.table)} AS d`, 'd._id', [], [], [], afterKeys, bounded);
-      }
-    }
-    const byFields = [...this.indexes].sort((a, b) => walkFields(b).length - walkFields(a).length);
-    for (const index of byFields) {
-      const fields = walkFields(index);
-      const eqCount = fields.length - sortWithoutId.length;
-      if (eqCount < 0) continue;
-      const sameOrder = sortWithoutId.every(
-        ([f, d], i) => fields[eqCount + i] === f && index.keys[eqCount + i][1] === d,
-      );
-      if (!sameOrder) continue;
-      const choices = fields
-        .slice(0, eqCount)
-        .map((f) => [...new Set((conditions.get(f)?.eq ?? []).map((v) => v ?? null))]);
-      if (choices.some((values) => values.length === 0 || !values.every(isKeyable))) continue;
-      const prefixes = choices.reduce<unknown[][]>(
-        (acc, values) => acc.flatMap((p) => values.map((v) => [...p, v])),
-        [[]],
-      );
-      if (prefixes.length > MAX_MERGED_WALKS) continue;
-      const from = `FROM ${q(index.table)} AS t CROSS JOIN ${q(this.table)} AS d ON d._id = t._id`;
-      const eqCols = fields.slice(0, eqCount).map((_, i) => `t.${column(i)}`);
-      const sortCols = sortWithoutId.map((_, i) => `t.${column(eqCount + i)}`);
-      const dirs = sortWithoutId.map(([, d]) => d);
-      return this.walks(
-        from,
-        't._id',
-        eqCols,
-        prefixes.map((p) => p.map(toKey)),
-        sortCols.map((c, i) => [c, dirs[i]] as const),
-        afterKeys,
-        bounded,
-      );
-    }
-    return undefined;
-  }
-
-  /**
-   * One walk per equality prefix, each in index order from the cursor, merged in sort order. Rows are
-   * [sort values…, _id, doc]; the merge compares them with SQLite's order, the order the walks return.
-   */
-  private walks(
-    from: string,
-    idCol: string,
-    eqCols: string[],
-    prefixes: SQLInputValue[][],
-    sortCols: ReadonlyArray<readonly [string, SortDirection]>,
-    afterKeys: SQLInputValue[] | undefined,
-    bounded: boolean,
-  ): Iterable<[unknown, unknown]> {
-    const cols = [...sortCols, [idCol, 1 as SortDirection] as const];
-    const select = `SELECT ${cols.map(([c]) => c).join(', ')}, d.doc ${from}`;
-    const order = `ORDER BY ${cols.map(([c, d]) => `${c}${d === -1 ? ' DESC' : ''}`).join(', ')}`;
-    const statements = this.statements;
-    const walkOf = (prefix: SQLInputValue[], slot: number) =>
-      function* (): Generator<unknown[]> {
-        const base: string[] = [];
-        const baseParams: SQLInputValue[] = [];
-        eqCols.forEach((c, i) => {
-          base.push(equals(c, prefix[i], baseParams));
-        });
-        if (!afterKeys) {
-          const where = base.length > 0 ? `WHERE ${base.join(' AND ')}` : '';
-          yield* rows(statements, `${select} ${where} ${order}`, baseParams, slot, bounded);
-          return;
-        }
-        // Strictly after the cursor: the rows equal to it on the first j sort columns and beyond it on
-        // column j, deepest j first; each branch is one range of the index, in order.
-        for (let j = cols.length - 1; j >= 0; j--) {
-          const prefixParams = [...baseParams];
-          const same = cols.slice(0, j).map(([c], i) => equals(c, afterKeys[i], prefixParams));
-          const cond = beyond(cols[j][0], cols[j][1], afterKeys[j], prefixParams);
-          const where = `WHERE ${[...base, ...same, cond].join(' AND ')}`;
-          yield* rows(statements, `${select} ${where} ${order}`, prefixParams, slot, bounded);
-        }
-      };
-    const width = cols.length;
-    const pick = (row: unknown[]): [unknown, unknown] => [row[width - 1], row[width]];
-    if (prefixes.length <= 1) {
-      const only = walkOf(prefixes[0] ?? [], 0)();
-      return (function* () {
-        for (const row of only) yield pick(row);
-      })();
-    }
-    return (function* () {
-      const its = prefixes.map((p, slot) => walkOf(p, slot)());
-      const heads = its.map((it) => it.next());
-      try {
-        for (;;) {
-          let best = -1;
-          for (let i = 0; i < heads.length; i++) {
-            if (heads[i].done) continue;
-            if (best < 0 || compareRows(heads[i].value, heads[best].value, cols) < 0) best = i;
-          }
-          if (best < 0) return;
-          yield pick(heads[best].value as unknown[]);
-          heads[best] = its[best].next();
-        }
-      } finally {
-        for (const it of its) it.return(undefined);
-      }
-    })();
-  }
-
-  /** Plan 2: candidates from the key ranges of the index that pins down the most fields. */
-  private ranged(conditions: Map<string, FieldCondition>): Doc[] | undefined {
-    let best: { index: IndexMeta; used: number } | undefined;
-    for (const index of this.indexes) {
-      const used = pinned(walkFields(index), conditions);
-      if (used > 0 && (!best || used > best.used)) best = { index, used };
-    }
-    const idRange = conditions.get('_id');
-    if (!best && !(idRange?.low || idRange?.high)) return undefined;
-    if (!best) {
-      const params: SQLInputValue[] = [];
-      const where = rangeOf('_id', idRange as FieldCondition, false, params);
-      const sql = `SELECT doc FROM ${q(this.table)} WHERE ${where.join(' AND ')}`;
-      return [...rows(this.statements, sql, params)].map((r) => JSON.parse(r[0] as string));
-    }
-    const { index, used } = best;
-    const fields = walkFields(index).slice(0, used);
-    let prefixes: unknown[][] = [[]];
-    let range: FieldCondition | undefined;
-    for (const f of fields) {
-      const c = conditions.get(f) as FieldCondition;
-      if (c.eq) prefixes = prefixes.flatMap((p) => (c.eq ?? []).map((v) => [...p, v ?? null]));
-      else range = c;
-    }
-    // The ids from the index, then the documents through the cache: a hot range (the stores near a
-    // ZIP code) is not read and parsed again at every request.
-    const ids = new Set<DocId>();
-    for (const prefix of prefixes) {
-      const params: SQLInputValue[] = [];
-      const where = prefix.map((v, i) => equals(`t.${column(i)}`, toKey(v), params));
-      if (range) where.push(...rangeOf(`t.${column(prefix.length)}`, range, index.multikey, params));
-      const sql = `SELECT t._id FROM ${q(index.table)} AS t WHERE ${where.join(' AND ')}`;
-      for (const [id] of rows(this.statements, sql, params)) ids.add(id as DocId);
-    }
-    return this.findByIds([...ids]);
   }
 
   // ---- writes --------------------------------------------------------------------------------------
@@ -584,66 +329,4 @@ export class DocumentsTable {
         .run(...params, id);
     }
   }
-}
-
-/** How many of an index's leading fields the conditions pin: equalities, then at most one range. */
-function pinned(fields: readonly string[], conditions: Map<string, FieldCondition>): number {
-  let used = 0;
-  for (const f of fields) {
-    const c = conditions.get(f);
-    if (c?.eq?.every(isKeyable)) {
-      used += 1;
-      continue;
-    }
-    if (c?.low || c?.high) used += 1;
-    break;
-  }
-  return used;
-}
-
-function compareRows(
-  a: unknown[],
-  b: unknown[],
-  cols: ReadonlyArray<readonly [string, SortDirection]>,
-): number {
-  for (let i = 0; i < cols.length; i++) {
-    const c = compareKeys(a[i], b[i]);
-    if (c !== 0) return cols[i][1] === -1 ? -c : c;
-  }
-  return 0;
-}
-
-/**
- * A document's index entries as its row keeps them, by index table: each index's entries as JSON text
- * (blobs as {"b": hex}; null for the null key, -Infinity, which JSON cannot hold), so a rewrite
- * compares one string per index.
- */
-type StoredKeys = Record<string, string>;
-
-/** One entry as JSON text: `encodeEntries` is these in an array, and equal entries have equal texts. */
-function entryText(entry: SQLInputValue[]): string {
-  return JSON.stringify(
-    entry.map((k) =>
-      k instanceof Uint8Array ? { b: Buffer.from(k).toString('hex') } : k === NULL_KEY ? null : k,
-    ),
-  );
-}
-
-function encodeEntries(entries: SQLInputValue[][]): string {
-  return `[${entries.map(entryText).join(',')}]`;
-}
-
-function decodeEntries(text: string): SQLInputValue[][] {
-  return decodeParsed(JSON.parse(text) as unknown[][]);
-}
-
-/** Stored entries already parsed from their JSON text, back to SQLite values. */
-function decodeParsed(entries: unknown[][]): SQLInputValue[][] {
-  return entries.map((e) =>
-    e.map((k) => {
-      if (k === null) return NULL_KEY;
-      if (typeof k === 'object') return new Uint8Array(Buffer.from((k as { b: string }).b, 'hex'));
-      return k as SQLInputValue;
-    }),
-  );
 }

@@ -1,0 +1,58 @@
+/**
+ * The physical collections of the MongoDB read store: created (with their indexes) before any
+ * transaction touches them, named for a new shadow, and their driver handles kept by name.
+ */
+import { randomBytes } from 'node:crypto';
+import { type Db, type Collection as MongoCollection, MongoServerError } from 'mongodb';
+import type { Doc, IndexSpec } from '../read-store.ts';
+
+const NAMESPACE_EXISTS = 48;
+const GENERATION_SEPARATOR = '__gen_';
+
+/** A random suffix for a new physical collection: unique without scanning what exists. */
+const generation = () => randomBytes(6).toString('hex');
+
+/** The physical name of a new shadow of `name`: `<name>__gen_<hex>`. */
+export function shadowName(name: string): string {
+  return `${name}${GENERATION_SEPARATOR}${generation()}`;
+}
+
+/** Creates the collection unless it exists, so no transaction has to (see transaction.ts). */
+export async function ensureCollection(db: Db, name: string): Promise<void> {
+  try {
+    await db.createCollection(name);
+  } catch (err) {
+    // Servers before 7.0 refuse to create an existing collection; later ones accept it.
+    if (!(err instanceof MongoServerError && err.code === NAMESPACE_EXISTS)) throw err;
+  }
+}
+
+export async function ensureIndexes(
+  coll: MongoCollection<Doc>,
+  indexes: readonly IndexSpec[],
+): Promise<void> {
+  for (const spec of indexes) {
+    // createIndex with the same keys and options is a no-op, so declaring indexes again is idempotent.
+    const keys = new Map(spec.keys.map(([field, direction]) => [field, direction] as const));
+    await coll.createIndex(keys, spec.unique ? { unique: true } : {});
+  }
+}
+
+/** Driver handles by physical name, so a live handle's lookup allocates nothing. */
+export class PhysicalCollections {
+  private readonly db: Db;
+  private readonly byPhysical = new Map<string, MongoCollection<Doc>>();
+
+  constructor(db: Db) {
+    this.db = db;
+  }
+
+  get(physical: string): MongoCollection<Doc> {
+    let coll = this.byPhysical.get(physical);
+    if (!coll) {
+      coll = this.db.collection<Doc>(physical);
+      this.byPhysical.set(physical, coll);
+    }
+    return coll;
+  }
+}

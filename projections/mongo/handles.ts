@@ -1,0 +1,79 @@
+/**
+ * The collection handles of the MongoDB read store: the port's queries and bulk writes on the physical
+ * collection a handle reaches (a live handle resolves its name at each use).
+ *
+ * `find` sorts by `totalSort` (so `_id` breaks ties) and turns an `after` cursor into a filter with
+ * `afterFilter`, combined with the caller's filter through `$and`; `bulkWrite` is one ordered bulk
+ * write: it stops at the first failing operation.
+ */
+import type { Collection as MongoCollection, Filter as MongoFilter, Sort } from 'mongodb';
+import {
+  afterFilter,
+  type Collection,
+  type Doc,
+  type Filter,
+  type FindOptions,
+  totalSort,
+  type WriteOp,
+} from '../read-store.ts';
+import type { Guard } from './connection.ts';
+import { plain, toModel } from './translate.ts';
+
+type Target = () => Promise<MongoCollection<Doc>>;
+
+export class Handles {
+  private readonly guard: Guard;
+  /** The physical collection behind every handle this store gave out (live: resolved at each use). */
+  private readonly targets = new WeakMap<Collection, Target>();
+
+  constructor(guard: Guard) {
+    this.guard = guard;
+  }
+
+  /** The target of a handle of this store; undefined for another store's. */
+  targetOf(collection: Collection): Target | undefined {
+    return this.targets.get(collection);
+  }
+
+  create<T extends Doc>(name: string, target: Target): Collection<T> {
+    const { guard } = this;
+    const h: Collection<T> = {
+      name,
+      findOne: (filter) =>
+        guard(async () => {
+          // Lowest _id first, as the SQLite adapter answers, when several documents match.
+          const doc = await (await target()).findOne(filter as MongoFilter<Doc>, { sort: [['_id', 1]] });
+          return doc === null ? null : (plain(doc) as T);
+        }),
+      findByIds: (ids) =>
+        guard(async () => {
+          if (ids.length === 0) return [];
+          const docs = await (await target()).find({ _id: { $in: [...new Set(ids)] } }).toArray();
+          return docs.map((d) => plain(d) as T);
+        }),
+      find: (filter: Filter, opts: FindOptions = {}) =>
+        guard(async () => {
+          // MongoDB reads a limit of 0 as "no limit"; the port means no documents.
+          if (opts.limit !== undefined && opts.limit <= 0) return [];
+          const sort = totalSort(opts.sort);
+          const query = opts.after ? { $and: [filter, afterFilter(sort, opts.after)] } : filter;
+          const docs = await (await target())
+            .find(query as MongoFilter<Doc>, {
+              sort: sort as Sort,
+              ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+            })
+            .toArray();
+          return docs.map((d) => plain(d) as T);
+        }),
+      count: (filter = {}) => guard(async () => (await target()).countDocuments(filter as MongoFilter<Doc>)),
+      bulkWrite: (ops) =>
+        guard(async () => {
+          if (ops.length === 0) return; // the driver refuses an empty batch
+          const models = ops.map((op) => toModel(op as WriteOp));
+          await (await target()).bulkWrite(models, { ordered: true });
+        }),
+    };
+    this.targets.set(h as Collection, target);
+    return h;
+  }
+}

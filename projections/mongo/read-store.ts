@@ -1,0 +1,150 @@
+/**
+ * MongoDB ReadStore on the `mongodb` driver (docs/read-side.md): this module puts the store together.
+ *
+ * - Queries and bulk writes: handles.ts; port ↔ driver values and operations: translate.ts.
+ * - Checkpoints live in the `_checkpoints` collection, one document per name (checkpoints.ts).
+ * - `commit` and `promote` each run in one transaction; a server without transactions is refused at
+ *   start (transaction.ts, connection.ts).
+ * - Logical names resolve to physical collections through one pointer document (live-names.ts); the
+ *   collections a promote replaced are dropped after a grace period (retired.ts).
+ */
+import { type Clock, systemClock } from '../../domain/clock.ts';
+import type { Checkpoint, Collection, Commit, Doc, IndexSpec, ReadStore } from '../read-store.ts';
+import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
+import { ensureCollection, ensureIndexes, PhysicalCollections, shadowName } from './collections.ts';
+import { connect, connectionGuard, redact } from './connection.ts';
+import { Handles } from './handles.ts';
+import {
+  LIVE,
+  type LiveNames,
+  liveNameCache,
+  movePointers,
+  namesOf,
+  POINTERS_ID,
+  type PointerDoc,
+} from './live-names.ts';
+import { RetiredCollections } from './retired.ts';
+import { commitWrites, inTransaction } from './transaction.ts';
+import { plain } from './translate.ts';
+
+export interface MongoReadStoreOptions {
+  /** The database; defaults to the one named in the URL (else the driver's default, `test`). */
+  dbName?: string;
+  /** How long this process trusts its copy of the live-name pointers before reading them again. */
+  liveNamesTtlMs?: number;
+  /** How long a collection a promote replaced is kept for readers still on the old pointers. */
+  retiredGraceMs?: number;
+  /** Times the pointer cache and the grace period (tests move it by hand). */
+  clock?: Clock;
+}
+
+export const DEFAULT_LIVE_NAMES_TTL_MS = 1_000;
+export const DEFAULT_RETIRED_GRACE_MS = 5 * 60_000;
+
+/** The store, plus the cleanup it otherwise runs by itself (for operators' tools and tests). */
+export interface MongoReadStore extends ReadStore {
+  /** Drops the collections retired by promotes whose grace period has passed; returns their names. */
+  dropRetired(): Promise<string[]>;
+}
+
+export async function createMongoReadStore(
+  url: string,
+  options: MongoReadStoreOptions = {},
+): Promise<MongoReadStore> {
+  const where = redact(url);
+  const clock = options.clock ?? systemClock;
+  const graceMs = options.retiredGraceMs ?? DEFAULT_RETIRED_GRACE_MS;
+  const { client: mongo, db } = await connect(url, where, options.dbName);
+  const pointers = db.collection<PointerDoc>(LIVE);
+  const checkpoints = db.collection<CheckpointDoc>(CHECKPOINTS);
+  const names = liveNameCache(
+    async () => namesOf(await pointers.findOne({ _id: POINTERS_ID })),
+    clock,
+    options.liveNamesTtlMs ?? DEFAULT_LIVE_NAMES_TTL_MS,
+  );
+  const retired = new RetiredCollections(db, pointers, clock, graceMs);
+  const guard = connectionGuard(where);
+  const physicalCollections = new PhysicalCollections(db);
+  const handles = new Handles(guard);
+  /** Shadows this store created and hasn't promoted or dropped: handle → logical and physical names. */
+  const shadows = new WeakMap<Collection, { live: string; physical: string }>();
+
+  async function physicalOf(name: string, maxAgeMs?: number): Promise<string> {
+    return (await names.get(maxAgeMs)).physical.get(name) ?? name;
+  }
+
+  await guard(async () => {
+    await ensureCollection(db, CHECKPOINTS);
+    await ensureCollection(db, LIVE);
+  });
+  await retired.sweepQuietly();
+
+  return {
+    kind: 'mongodb',
+    collection: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
+      guard(async () => {
+        // Read the pointers afresh: a stale copy could recreate a collection a promote retired.
+        const physical = await physicalOf(name, 0);
+        await ensureCollection(db, physical);
+        await ensureIndexes(db.collection(physical), indexes);
+        return handles.create<T>(name, async () => physicalCollections.get(await physicalOf(name)));
+      }),
+    createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
+      guard(async () => {
+        const physical = shadowName(name);
+        // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
+        await ensureCollection(db, physical);
+        await ensureIndexes(db.collection(physical), indexes);
+        const coll = physicalCollections.get(physical);
+        const shadow = handles.create<T>(physical, async () => coll);
+        shadows.set(shadow as Collection, { live: name, physical });
+        return shadow;
+      }),
+    promote: (list, named = []) =>
+      guard(async () => {
+        const moves = list.map((shadow) => {
+          const s = shadows.get(shadow);
+          if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
+          return s;
+        });
+        if (new Set(moves.map((m) => m.live)).size < moves.length) {
+          throw new Error('promote got two shadows of one collection');
+        }
+        if (moves.length === 0 && named.length === 0) return;
+        let written: LiveNames | undefined;
+        await inTransaction(mongo, async (session) => {
+          if (moves.length > 0) written = await movePointers(pointers, clock, moves, session);
+          await writeCheckpoints(checkpoints, named, session);
+        });
+        if (written) names.set(written);
+        for (const shadow of list) shadows.delete(shadow);
+        if (moves.length > 0) {
+          retired.sweepAfterGrace();
+          await retired.sweepQuietly(); // collections retired by earlier promotes
+        }
+      }),
+    dropShadow: (shadow) =>
+      guard(async () => {
+        const s = shadows.get(shadow);
+        if (!s) return;
+        shadows.delete(shadow);
+        await db.dropCollection(s.physical);
+      }),
+    getCheckpoint: (name) =>
+      guard(async () => {
+        const doc = await checkpoints.findOne({ _id: name });
+        return doc ? checkpointFields(plain(doc) as Checkpoint) : undefined;
+      }),
+    setCheckpoint: (name, checkpoint) =>
+      guard(async () => {
+        await checkpoints.replaceOne({ _id: name }, checkpointFields(checkpoint), { upsert: true });
+      }),
+    commit: ({ writes, checkpoints: named = [] }: Commit) =>
+      guard(() => commitWrites(mongo, checkpoints, (c) => handles.targetOf(c), writes, named)),
+    dropRetired: () => guard(() => retired.drop()),
+    close: async () => {
+      retired.stop();
+      await mongo.close();
+    },
+  };
+}
