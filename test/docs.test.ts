@@ -58,3 +58,31 @@ test('every docs page and section a file cites exists', (t) => {
   t.true(citations > 100, `${citations} citations read`);
   t.deepEqual(missing, []);
 });
+
+test('docs/partner-api.md says where every partner endpoint lives, and what it names exists', async (t) => {
+  const { partnerApis } = await import('../api/partner/index.ts');
+  const text = readFileSync(path.join(ROOT, 'docs/partner-api.md'), 'utf8');
+  const section = text.slice(text.indexOf('## Where each endpoint lives'));
+  const rows = [
+    ...section.matchAll(/^\| (`\/partner.+?) \| `(GET|POST) ([^`]+)` \| `([^`]+)` \| (.+) \|$/gm),
+  ];
+  const problems: string[] = [];
+  for (const api of partnerApis) {
+    for (const route of api.routes) {
+      const endpoint = `${route.method.toUpperCase()} ${route.path}`;
+      const row = rows.find((r) => r[1].includes(`\`${api.base}\``) && `${r[2]} ${r[3]}` === endpoint);
+      if (!row) problems.push(`${api.base} ${endpoint}: no row`);
+    }
+  }
+  for (const [, , , , routeFile, reads] of rows) {
+    if (!existsSync(path.join(ROOT, routeFile))) problems.push(`${routeFile}: no such file`);
+    for (const [, name, file] of reads.matchAll(/`(\w+)` in `([^`]+)`/g)) {
+      const source = existsSync(path.join(ROOT, file)) ? readFileSync(path.join(ROOT, file), 'utf8') : '';
+      if (!new RegExp(`export (async )?(function|const) ${name}\\b`).test(source)) {
+        problems.push(`${file} exports no ${name}`);
+      }
+    }
+  }
+  t.true(rows.length >= 16, `${rows.length} rows read`);
+  t.deepEqual(problems, []);
+});
