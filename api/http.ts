@@ -196,6 +196,11 @@ export interface ReadinessReport {
 export interface Readiness {
   /** Registers a named check; the process is ready when every check returns true. */
   add(name: string, check: ReadinessCheck): void;
+  /**
+   * Registers checks that come and go (one per subscription): `checks()` answers each one's name and
+   * whether it passes; each is reported as `<name>:<its name>`.
+   */
+  addEach(name: string, checks: () => Record<string, boolean>): void;
   check(): Promise<ReadinessReport>;
   /** Reports not-ready from now on, so load balancers stop sending requests during shutdown. */
   markStopping(): void;
@@ -204,6 +209,7 @@ export interface Readiness {
 export function createReadiness(options: { timeoutMs?: number } = {}): Readiness {
   const timeoutMs = options.timeoutMs ?? 2_000;
   const checks = new Map<string, ReadinessCheck>();
+  const groups = new Map<string, () => Record<string, boolean>>();
   let stopping = false;
 
   async function run(check: ReadinessCheck): Promise<{ ok: boolean; error?: string }> {
@@ -225,6 +231,10 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
       if (checks.has(name)) throw new Error(`readiness check ${name} is already registered`);
       checks.set(name, check);
     },
+    addEach(name, each) {
+      if (groups.has(name)) throw new Error(`readiness checks ${name} are already registered`);
+      groups.set(name, each);
+    },
     async check() {
       const names = [...checks.keys()];
       const results = await Promise.all(names.map((name) => run(checks.get(name)!)));
@@ -238,6 +248,14 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
         }
         if (error) report.errors[name] = error;
       });
+      for (const [group, each] of groups) {
+        for (const [name, ok] of Object.entries(each())) {
+          report.checks[`${group}:${name}`] = ok ? 'ok' : 'failing';
+          if (ok) continue;
+          report.ready = false;
+          report.failing.push(`${group}:${name}`);
+        }
+      }
       return report;
     },
     markStopping() {

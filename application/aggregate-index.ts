@@ -10,6 +10,7 @@ import type { EventRegistry } from '../domain/events.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { createFollower } from './follower.ts';
 import { domainEventOf } from './read-state.ts';
+import type { Supervisor } from './supervisor.ts';
 
 export interface AggregateIndex<S> {
   get(id: string): S | undefined;
@@ -28,6 +29,8 @@ export interface AggregateIndexOptions<E extends DomainEvent, S> {
   decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>;
   /** Told of every change, for secondary indexes kept beside this one. */
   onChange?(id: string, before: S | undefined, after: S): void;
+  /** Paces resubscriptions after a drop and reports the index's health. */
+  supervisor?: Supervisor;
 }
 
 export function createAggregateIndex<E extends DomainEvent, S>(
@@ -50,9 +53,10 @@ export function createAggregateIndex<E extends DomainEvent, S>(
   }
 
   const follower = createFollower({
-    name: `the index of ${options.prefix} streams`,
+    name: `index of ${options.prefix} streams`,
     store,
     filter: { streamPrefixes: [options.prefix] },
+    supervisor: options.supervisor,
     apply(events) {
       for (const e of events) apply(e);
     },

@@ -4,9 +4,19 @@
  * overwriting. With `ifMatch` (the HTTP `If-Match` header) the write is conditional instead: a stale
  * revision is refused with `PreconditionFailedError` and nothing is retried.
  */
+
+import { randomUUID } from 'node:crypto';
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
-import { type Actor, type EventStore, type NewEvent, WrongExpectedVersionError } from '../eventstore/port.ts';
+import {
+  type Actor,
+  type AppendOptions,
+  type AppendResult,
+  type EventStore,
+  EventStoreUnavailableError,
+  type NewEvent,
+  WrongExpectedVersionError,
+} from '../eventstore/port.ts';
 import { readState, type StreamState } from './read-state.ts';
 
 /** Who asks and why: becomes the metadata of every event the command produces. */
@@ -51,6 +61,39 @@ export class ContentionError extends Error {
 }
 
 const MAX_ATTEMPTS = 25;
+
+/** Pauses before each new try of an append the store refused as unavailable (about a second in all). */
+const UNAVAILABLE_PAUSES_MS = [100, 300, 600];
+/**
+ * No new try once this long has passed since the first: a store that took its time to refuse (SQLite
+ * waits out another writer's lock for 5 s, blocking the process) is not asked again at once.
+ */
+const UNAVAILABLE_BUDGET_MS = 1_500;
+
+/**
+ * Appends, and tries the very same append again while the store answers unavailable: the same events
+ * with the same ids and expected revision, so a try that did land (its answer lost) makes the next an
+ * idempotent repeat, never a second write (docs/operations.md, "Recovery").
+ */
+export async function appendRetrying(
+  store: EventStore,
+  streamId: string,
+  events: NewEvent[],
+  options: AppendOptions,
+): Promise<AppendResult> {
+  const withIds = events.map((e) => (e.id ? e : { ...e, id: randomUUID() }));
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await store.append(streamId, withIds, options);
+    } catch (err) {
+      const pause = UNAVAILABLE_PAUSES_MS[attempt];
+      const late = pause === undefined || Date.now() - started + pause > UNAVAILABLE_BUDGET_MS;
+      if (!(err instanceof EventStoreUnavailableError) || late) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
 
 /** Decided events as the store takes them: validated again and given their metadata and schema version. */
 export function toNewEvents(
@@ -163,7 +206,7 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
       }
       const toAppend = toNewEvents(registry, events, metadata);
       try {
-        const result = await store.append(streamId, toAppend, {
+        const result = await appendRetrying(store, streamId, toAppend, {
           expectedRevision: current.revision === -1 ? 'no_stream' : current.revision,
         });
         const state = events.reduce(decider.evolve, current.state);

@@ -31,6 +31,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Collection, Doc, ReadStore, WriteOp } from '../projections/read-store.ts';
 import { createFollower, type Follower } from './follower.ts';
+import type { Supervisor } from './supervisor.ts';
 
 /** `_id` of the guard document in the follower's collection (a stream id never starts with `$`). */
 export const GUARD = '$checkpoint';
@@ -65,12 +66,14 @@ export interface DurableFollowerOptions<D extends Doc> {
   apply(events: RecordedEvent[]): Promise<void> | void;
   /** The document to store for a changed item, or null when it left the working set. */
   save(key: string): D | null;
+  /** Paces resubscriptions after a drop and reports this follower's health. */
+  supervisor?: Supervisor;
 }
 
 export interface DurableFollower {
   /** Restores the working set and subscribes after the checkpoint; `caughtUp` tells when the tail is in. */
   start(): Promise<void>;
-  /** Resolves once every event that existed at start is applied (rejects if the follower fails). */
+  /** Resolves once every event that existed at start is applied (rejects if it is stopped first). */
   readonly caughtUp: Promise<void>;
   /** Marks an item changed: its document is written, or deleted, with the next checkpoint. */
   changed(key: string): void;
@@ -281,6 +284,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     store,
     filter,
     maxBatchSize,
+    supervisor: options.supervisor,
     async apply(batch) {
       applying = true;
       try {
@@ -323,10 +327,6 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
         committedPosition = position;
         follower.start(position);
         follower.caughtUp.then(resolveCaughtUp, rejectCaughtUp);
-        follower.done.catch((err) => {
-          rejectCaughtUp(err);
-          if (!stopped) logger?.error({ err, follower: name }, 'follower subscription failed');
-        });
       } catch (err) {
         rejectCaughtUp(err);
         throw err;

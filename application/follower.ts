@@ -7,9 +7,14 @@
  *
  * The write side's aggregate indexes, the dispatcher's subscription tracker, its durable working sets
  * (`durable-follower.ts`) and the projector's projections are followers.
+ *
+ * A follower outlives its subscription: when the subscription ends with an error (the store dropped
+ * it, or `apply` failed), the follower subscribes again after everything it applied, paced by its
+ * supervisor (`supervisor.ts`), until `stop()`. Nothing is skipped and nothing applied twice.
  */
 import type { CatchUpSubscription, EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { createPositionWaiters } from './position-waiters.ts';
+import { Supervisor } from './supervisor.ts';
 
 export interface FollowerOptions {
   /** Names the follower in errors (a `waitFor` that timed out) and logs. */
@@ -18,21 +23,35 @@ export interface FollowerOptions {
   filter: EventFilter;
   /** Largest batch handed to `apply`. */
   maxBatchSize?: number;
-  /** Applies a batch in order; the next waits for it. A rejection ends the follower with that error. */
+  /**
+   * Applies a batch in order; the next waits for it. A rejection ends the subscription: the follower
+   * subscribes again after the last batch applied, and hands this batch again.
+   */
   apply(events: RecordedEvent[]): Promise<void> | void;
   /**
    * The log was read through `position`, past the last event applied, with nothing of the filter in
    * between (a filtered subscription skipping others' events): where a checkpoint may move.
    */
   onProgress?(position: number): Promise<void> | void;
+  /** Paces resubscriptions and reports this follower's health under `name`; one of its own by default. */
+  supervisor?: Supervisor;
+  /**
+   * Where to subscribe again after a drop: after the position it answers. Default: the last position
+   * applied. An owner whose `apply` may have stored part of a batch answers its stored checkpoint.
+   */
+  resumeAfter?(): Promise<number> | number;
+  /** The subscription dropped; it is opened again after a pause. */
+  onDrop?(error: unknown): void;
+  /** The subscription caught up: at start, and again after each drop. */
+  onCaughtUp?(): void;
 }
 
 export interface Follower {
   /** Subscribes after `position` (0: from the first event). A second call does nothing. */
   start(position?: number): void;
-  /** Resolves once every event that existed at start is applied; rejects if the follower ends first. */
+  /** Resolves once every event that existed at start is applied; rejects if it is stopped first. */
   readonly caughtUp: Promise<void>;
-  /** Settles when the follower ends: resolves after `stop()`, rejects with what ended it otherwise. */
+  /** Resolves when the follower ends, after `stop()`. */
   readonly done: Promise<void>;
   /** The position everything up to which is applied. */
   position(): number;
@@ -52,35 +71,77 @@ export function createFollower(options: FollowerOptions): Follower {
   const ended = Promise.withResolvers<void>();
   // Rejections nobody awaits must not crash the process: the owner reports them.
   started.promise.catch(() => {});
-  ended.promise.catch(() => {});
+  const health = (options.supervisor ?? new Supervisor()).watch(name);
   let subscription: CatchUpSubscription | undefined;
+  let retry: NodeJS.Timeout | undefined;
   let stopped = false;
+
+  const handlers = {
+    async onEvents(batch: RecordedEvent[]) {
+      await options.apply(batch);
+      progress.applied(batch[batch.length - 1].position);
+    },
+    ...(options.onProgress && {
+      onProgress: async (reached: number) => {
+        await options.onProgress?.(reached);
+        progress.applied(reached);
+      },
+    }),
+  };
+
+  function subscribe(position: number): void {
+    const current = store.subscribeToAll(
+      { from: position > 0 ? { after: position } : 'start', filter, maxBatchSize: options.maxBatchSize },
+      handlers,
+    );
+    subscription = current;
+    current.caughtUp.then(
+      () => {
+        if (stopped || subscription !== current) return;
+        health.up();
+        started.resolve();
+        options.onCaughtUp?.();
+      },
+      () => {},
+    );
+    current.done.then(
+      () => {
+        if (stopped) ended.resolve();
+      },
+      (err: unknown) => {
+        if (stopped) {
+          ended.resolve();
+          return;
+        }
+        options.onDrop?.(err);
+        retry = setTimeout(() => void resubscribe(), health.dropped(err));
+      },
+    );
+  }
+
+  async function resubscribe(): Promise<void> {
+    retry = undefined;
+    if (stopped) return;
+    let position: number;
+    try {
+      position = options.resumeAfter ? await options.resumeAfter() : progress.position;
+    } catch (err) {
+      // Where to resume is not known yet (the read store is down too): another pause.
+      options.onDrop?.(err);
+      retry = setTimeout(() => void resubscribe(), health.dropped(err));
+      return;
+    }
+    if (stopped) return;
+    health.resubscribed();
+    progress.applied(position);
+    subscribe(position);
+  }
 
   return {
     start(position = 0) {
       if (subscription || stopped) return;
       progress.applied(position);
-      const onProgress = options.onProgress;
-      subscription = store.subscribeToAll(
-        { from: position > 0 ? { after: position } : 'start', filter, maxBatchSize: options.maxBatchSize },
-        {
-          async onEvents(batch) {
-            await options.apply(batch);
-            progress.applied(batch[batch.length - 1].position);
-          },
-          ...(onProgress && {
-            async onProgress(reached) {
-              await onProgress(reached);
-              progress.applied(reached);
-            },
-          }),
-        },
-      );
-      subscription.caughtUp.then(started.resolve, started.reject);
-      subscription.done.then(ended.resolve, (err: unknown) => {
-        started.reject(err);
-        ended.reject(err);
-      });
+      subscribe(position);
     },
     caughtUp: started.promise,
     done: ended.promise,
@@ -91,11 +152,10 @@ export function createFollower(options: FollowerOptions): Follower {
     },
     async stop() {
       stopped = true;
-      if (subscription) {
-        await subscription.stop();
-        return;
-      }
-      started.reject(new Error(`${name} stopped before it started`));
+      health.stopped();
+      clearTimeout(retry);
+      started.reject(new Error(`${name} stopped before it caught up`));
+      if (subscription) await subscription.stop().catch(() => {});
       ended.resolve();
     },
   };

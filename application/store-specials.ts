@@ -4,6 +4,7 @@ import type { PricingSpecial } from '../domain/pricing.ts';
 import { decider, type SpecialState } from '../domain/special.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { type AggregateIndex, createAggregateIndex } from './aggregate-index.ts';
+import type { Supervisor } from './supervisor.ts';
 
 export interface StoreSpecials
   extends Pick<AggregateIndex<SpecialState>, 'waitFor' | 'caughtUp' | 'position' | 'stop'> {
@@ -11,11 +12,16 @@ export interface StoreSpecials
   ofStore(storeId: number): PricingSpecial[];
 }
 
-export function createStoreSpecials(store: EventStore, registry: EventRegistry): StoreSpecials {
+export function createStoreSpecials(
+  store: EventStore,
+  registry: EventRegistry,
+  supervisor?: Supervisor,
+): StoreSpecials {
   const byStore = new Map<number, Map<number, PricingSpecial>>();
   const index = createAggregateIndex(store, registry, {
     prefix: 'special-',
     decider,
+    supervisor,
     onChange(_id, before, after) {
       if (before?.exists) byStore.get(before.store_id)?.delete(before.special_id);
       if (!after.exists) return;

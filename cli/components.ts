@@ -75,6 +75,7 @@ export function readSide(shared: Shared): Component {
         projections: allProjections(),
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
         logger: ctx.logger,
+        supervisor: ctx.supervisor,
       });
       shared.projector = projector;
       let caughtUp = false;
@@ -154,7 +155,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const store = ctx.eventStore;
       const commands = createCommandHandler(store, eventRegistry);
       if (!shared.readStore) throw new Error('the admin API needs the read side started first');
-      specials = createStoreSpecials(store, eventRegistry);
+      specials = createStoreSpecials(store, eventRegistry, ctx.supervisor);
       let ready = false;
       ctx.readiness.add('write_side_lookups', () => ready);
       const lookups = specials.caughtUp.then(() => {
@@ -199,6 +200,7 @@ export function abandonmentTimer(
         clock,
         abandonAfterMs: ctx.config.abandonAfterMs,
         logger: ctx.logger.child({ component: 'abandonment-timer' }),
+        supervisor: ctx.supervisor,
       });
       timer = t;
       timers.ticks.push(() => t.tick());
@@ -260,7 +262,7 @@ export function webhookDispatcher(
         registers: [ctx.registry],
       });
       if (!shared.readStore) throw new Error('the webhook dispatcher needs the read side started first');
-      tracker = createSubscriptionTracker({ store: ctx.eventStore, logger });
+      tracker = createSubscriptionTracker({ store: ctx.eventStore, supervisor: ctx.supervisor });
       const w = createDeliveryWorker({
         store: ctx.eventStore,
         readStore: shared.readStore,
@@ -271,6 +273,7 @@ export function webhookDispatcher(
         timeoutMs: ctx.config.webhookTimeoutMs,
         scheduleMs: ctx.config.webhookRetryScheduleMs,
         logger,
+        supervisor: ctx.supervisor,
         onAttempt({ outcome, durationMs }) {
           attempts.inc({ outcome });
           latency.observe({ outcome }, durationMs / 1000);
@@ -301,7 +304,7 @@ export function webhookDispatcher(
       tracker.start();
       w.start();
       await Promise.all([tracker.caughtUp, w.caughtUp]);
-      fanOut = createFanOut({ store: ctx.eventStore, clock, tracker, logger });
+      fanOut = createFanOut({ store: ctx.eventStore, clock, tracker, logger, supervisor: ctx.supervisor });
       await fanOut.start();
       restored = true;
       logger.info(

@@ -19,10 +19,12 @@ import {
   createReadiness,
   type Readiness,
 } from '../api/http.ts';
+import type { Supervisor } from '../application/supervisor.ts';
 import { openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { describeConfig, type ResolvedConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+import { createSupervisor } from './supervision.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
@@ -42,6 +44,8 @@ export interface ServiceContext {
   /** The Koa app; API components mount their routers here. */
   app: App;
   eventStore: EventStore;
+  /** Keeps the process's log subscriptions alive and reports their health (`supervision.ts`). */
+  supervisor: Supervisor;
 }
 
 export interface Component {
@@ -72,6 +76,8 @@ export interface ServiceOptions {
   logger?: Logger;
   /** How long `stop()` waits for in-flight requests before closing their connections. */
   stopTimeoutMs?: number;
+  /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
+  openEventStore?: (url: string) => Promise<EventStore>;
 }
 
 /**
@@ -162,6 +168,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   const registry = createMetricsRegistry();
   const readiness = createReadiness();
   const app = createHttpApp({ logger, registry, readiness, role });
+  const supervisor = createSupervisor(logger, readiness, registry);
   const listener = httpListener(config.port, options.stopTimeoutMs ?? 8_000);
   const components = [...(options.components ?? []), listener].filter(
     (component) => role === 'all' || component.roles.includes(role),
@@ -199,10 +206,10 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       `starting pds (role ${role})`,
     );
     try {
-      eventStore = await openEventStore(config.eventStoreUrl);
+      eventStore = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl);
       storeOpen = true;
       readiness.add('event_store', () => storeOpen);
-      const ctx: ServiceContext = { config, role, logger, registry, readiness, app, eventStore };
+      const ctx: ServiceContext = { config, role, logger, registry, readiness, app, eventStore, supervisor };
       for (const component of components) {
         if (stopping) break;
         await component.start(ctx);

@@ -29,6 +29,7 @@ import type { Logger } from 'pino';
 import { createCommandHandler, PreconditionFailedError } from '../application/command-handler.ts';
 import { createDurableFollower } from '../application/durable-follower.ts';
 import { domainEventOf } from '../application/read-state.ts';
+import type { Supervisor } from '../application/supervisor.ts';
 import { type CartEvent, decider as cartDecider } from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
@@ -137,6 +138,8 @@ export interface AbandonmentTimerOptions {
   retryAfterMs?: number;
   /** Longest wait of the real timer. Default 1 h. */
   maxTimerDelayMs?: number;
+  /** Paces resubscriptions after a drop and reports the timer's health. */
+  supervisor?: Supervisor;
 }
 
 export interface AbandonmentStats {
@@ -372,6 +375,7 @@ export function createAbandonmentTimer(options: AbandonmentTimerOptions): Abando
     clock,
     filter: { streamPrefixes: [PREFIX] },
     logger,
+    supervisor: options.supervisor,
     restore(doc) {
       const tracked = trackedOf(doc);
       carts.set(doc._id, tracked);

@@ -28,6 +28,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createCommandHandler } from '../application/command-handler.ts';
 import { createDurableFollower } from '../application/durable-follower.ts';
+import type { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -78,6 +79,8 @@ export interface DeliveryWorkerOptions {
   logger?: Logger;
   registry?: EventRegistry;
   resolve?: Resolver;
+  /** Paces resubscriptions after a drop and reports the worker's health. */
+  supervisor?: Supervisor;
   random?: () => number;
   /** Requests open at once per subscription. Default 8. */
   perSubscriptionConcurrency?: number;
@@ -165,6 +168,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     clock,
     filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
     logger,
+    supervisor: options.supervisor,
     restore: (doc) => reschedule(queues.restore(doc)),
     async apply(events) {
       applying = true;

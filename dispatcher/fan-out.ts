@@ -4,14 +4,15 @@
  * that covered the cart's store and the event kind at that event's position, it schedules a durable
  * delivery in the (subscription, cart) queue with a stable id, then acknowledges. A crash before the
  * ack redelivers the message; scheduling is idempotent (the delivery id is derived from subscription
- * and event), so nothing is lost and nothing is owed twice.
+ * and event, and decided on the queue as stored), so nothing is lost and nothing is owed twice.
  *
  * Events of one cart are handled one after another, in the order the group hands them out, so a
  * queue receives its deliveries in cart order; other carts proceed concurrently (the consumer's
  * buffer). The queue also orders by the cart event's revision, whatever the write order.
  */
 import type { Logger } from 'pino';
-import { toNewEvents } from '../application/command-handler.ts';
+import { createCommandHandler } from '../application/command-handler.ts';
+import { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -41,12 +42,14 @@ export interface FanOutOptions {
   group?: string;
   /** Messages handled at once (different carts). */
   bufferSize?: number;
+  /** Joins the group again after a drop, paced, and reports the consumer's health. */
+  supervisor?: Supervisor;
 }
 
 export interface FanOutStats {
   /** Cart events handled (acknowledged). */
   events: number;
-  /** Deliveries scheduled (a repeat after a crash counts again; the store writes it once). */
+  /** Deliveries scheduled (written: a repeat after a crash finds its delivery and writes nothing). */
   scheduled: number;
   errors: number;
 }
@@ -62,10 +65,13 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const registry = options.registry ?? eventRegistry;
   const group = options.group ?? FAN_OUT_GROUP;
   const stats: FanOutStats = { events: 0, scheduled: 0, errors: 0 };
+  const commands = createCommandHandler(store, registry);
   /** The last handling queued per cart stream: the next event of that cart waits for it. */
   const chains = new Map<string, Promise<void>>();
   let consumer: PersistentConsumer | undefined;
+  let retry: NodeJS.Timeout | undefined;
   let stopped = false;
+  const health = (options.supervisor ?? new Supervisor()).watch('webhook fan-out');
 
   async function schedule(message: PersistentMessage): Promise<void> {
     const event = message.event;
@@ -85,11 +91,16 @@ export function createFanOut(options: FanOutOptions): FanOut {
       at,
     };
     for (const subscription of owed) {
-      const id = delivery.deliveryId(subscription.webhook_id, event.id);
-      const scheduled = delivery.decider.decide(
+      // Decided on the queue as stored and appended with its revision: a delivery scheduled before
+      // (a message handed out again after a crash or a store restart) is found and nothing is
+      // written. EventStoreDB's event-id check alone is not enough: it only remembers recent ids
+      // when no revision is expected (docs/webhooks.md, "Order, isolation, durability").
+      const written = await commands.handle(
+        delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
+        delivery.decider,
         {
           type: 'ScheduleDelivery',
-          delivery_id: id,
+          delivery_id: delivery.deliveryId(subscription.webhook_id, event.id),
           webhook_id: subscription.webhook_id,
           event_kind: kind,
           cart_uuid: rendered.cart_uuid,
@@ -100,21 +111,40 @@ export function createFanOut(options: FanOutOptions): FanOut {
           body,
           at,
         },
-        delivery.decider.initialState,
+        metadata,
       );
-      // The event id is the delivery id: a repeated fan-out (after a crash) is an idempotent re-append,
-      // and no expected revision is needed, so the fan-out never contends with the worker's writes to
-      // the same queue (the worker re-reads and re-decides when it meets one of these).
-      const [newEvent] = toNewEvents(registry, scheduled, metadata);
-      await store.append(
-        delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
-        [{ ...newEvent, id }],
-        {
-          expectedRevision: 'any',
-        },
-      );
-      stats.scheduled += 1;
+      if (written.events.length > 0) stats.scheduled += 1;
     }
+  }
+
+  /** One cart's events one after another, other carts' beside them. */
+  function receive(message: PersistentMessage): Promise<void> {
+    const key = message.event.streamId;
+    const run = (chains.get(key) ?? Promise.resolve()).then(() => handle(message));
+    chains.set(key, run);
+    void run.finally(() => {
+      if (chains.get(key) === run) chains.delete(key);
+    });
+    return run;
+  }
+
+  /**
+   * Joins the group; when the connection drops, joins again after a pause (docs/operations.md,
+   * "Recovery"). The group hands out again whatever was not acked, so nothing is lost.
+   */
+  function consume(): void {
+    const current = store.subscribeToPersistent(group, receive, { bufferSize: options.bufferSize ?? 32 });
+    consumer = current;
+    health.up();
+    current.done.catch((err: unknown) => {
+      if (stopped || consumer !== current) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        if (stopped) return;
+        health.resubscribed();
+        consume();
+      }, health.dropped(err));
+    });
   }
 
   async function handle(message: PersistentMessage): Promise<void> {
@@ -148,27 +178,14 @@ export function createFanOut(options: FanOutOptions): FanOut {
       } catch (err) {
         if (!(err instanceof PersistentSubscriptionExistsError)) throw err;
       }
-      consumer = store.subscribeToPersistent(
-        group,
-        (message) => {
-          const key = message.event.streamId;
-          const run = (chains.get(key) ?? Promise.resolve()).then(() => handle(message));
-          chains.set(key, run);
-          void run.finally(() => {
-            if (chains.get(key) === run) chains.delete(key);
-          });
-          return run;
-        },
-        { bufferSize: options.bufferSize ?? 32 },
-      );
-      consumer.done.catch((err) => {
-        if (!stopped) logger?.error({ err }, 'webhook fan-out consumer failed');
-      });
+      consume();
     },
     stats: () => ({ ...stats }),
     async stop() {
       stopped = true;
-      await consumer?.stop();
+      health.stopped();
+      clearTimeout(retry);
+      await consumer?.stop().catch(() => {});
       await Promise.allSettled([...chains.values()]);
     },
   };

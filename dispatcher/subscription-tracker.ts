@@ -9,13 +9,13 @@
  * "has it seen everything before position p" cannot be answered there, and in a split deployment it
  * lives in another process. Subscriptions are few and change rarely, so every version is kept.
  *
- * `ready(position)` makes the view complete up to `position`: it reads the head of the subscription
- * streams (which, asked after the cart event exists, covers every subscription event before it) and
- * waits until that head is applied.
+ * `ready(position)` makes the view complete up to `position`: when the follower has not read the log
+ * that far yet, it reads the head of the subscription streams (which, asked after the cart event
+ * exists, covers every subscription event before it) and waits until that head is applied.
  */
-import type { Logger } from 'pino';
 import { createFollower } from '../application/follower.ts';
 import { domainEventOf } from '../application/read-state.ts';
+import type { Supervisor } from '../application/supervisor.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
@@ -51,16 +51,18 @@ export interface SubscriptionTracker {
 export function createSubscriptionTracker(options: {
   store: EventStore;
   registry?: EventRegistry;
-  logger?: Logger;
+  /** Paces resubscriptions after a drop and reports the tracker's health. */
+  supervisor?: Supervisor;
 }): SubscriptionTracker {
-  const { store, logger } = options;
+  const { store } = options;
   const registry = options.registry ?? eventRegistry;
   const versions = new Map<string, Version[]>();
   let verified = 0;
   const follower = createFollower({
-    name: 'the webhook subscription tracker',
+    name: 'webhook subscription tracker',
     store,
     filter: FILTER,
+    supervisor: options.supervisor,
     apply(events) {
       for (const e of events) {
         const id = e.streamId.slice(PREFIX.length);
@@ -74,7 +76,6 @@ export function createSubscriptionTracker(options: {
       }
     },
   });
-  follower.done.catch((err) => logger?.error({ err }, 'webhook subscription tracker failed'));
 
   function latest(id: string): webhooks.WebhookSubscriptionState {
     const list = versions.get(id);
@@ -90,7 +91,8 @@ export function createSubscriptionTracker(options: {
     start: () => follower.start(),
     caughtUp: follower.caughtUp,
     async ready(position, timeoutMs = 10_000) {
-      if (position <= verified) return;
+      // The follower read the log through `position` already (its filter's progress): nothing to ask.
+      if (position <= verified || position <= follower.position()) return;
       await follower.settle(timeoutMs);
       verified = Math.max(verified, position);
     },

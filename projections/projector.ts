@@ -14,13 +14,18 @@
  * - Idempotent: every document records `_position`, the global position of the last event applied to
  *   it, and a write for an event the document already reflects is dropped. A batch replayed after a
  *   crash therefore changes nothing.
+ * - A live projection whose subscription drops (the store went away, a commit failed) is `failed`
+ *   with the reason and subscribes again from its stored checkpoint after a pause (docs/operations.md,
+ *   "Recovery"); it is `live` again once caught up. A rebuild's copy that drops ends the rebuild
+ *   instead: its shadows are dropped and the operator can start it again.
  * - Rebuild without downtime: the projection is replayed from the start into fresh shadow copies
  *   while the live copies keep serving; when the copy has caught up, the live projection pauses, the
  *   copy drains the last events, the shadows are promoted and the live projection resumes.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { createFollower } from '../application/follower.ts';
+import { createFollower, type Follower, type FollowerOptions } from '../application/follower.ts';
+import type { Supervisor } from '../application/supervisor.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Projection, ProjectionStatus, RebuildProgress } from './projection.ts';
 import type { Checkpoint, ReadStore } from './read-store.ts';
@@ -40,6 +45,8 @@ export interface ProjectorOptions {
    */
   batchSize?: number;
   onError?(projection: string, error: Error): void;
+  /** Paces the live projections' resubscriptions and reports their health. */
+  supervisor?: Supervisor;
   /** Told of rebuilds (a version change at start, a finished rebuild) and of dropped shadows. */
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
 }
@@ -63,6 +70,7 @@ interface ProjectorContext {
   batchSize: number;
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   onError?(projection: string, error: Error): void;
+  supervisor?: Supervisor;
 }
 
 /** A projection as the projector runs it. */
@@ -76,7 +84,7 @@ interface Running {
   error: string | null;
   stopSubscription?: () => Promise<void>;
   caughtUp?: Promise<void>;
-  /** Settles once the live subscription has caught up, or has ended (stopped or failed). */
+  /** Settles once the live subscription has caught up, or has dropped (it then recovers by itself). */
   liveSettled?: Promise<unknown>;
   progress: RebuildProgress | null;
   rebuilding?: Promise<void>;
@@ -97,6 +105,7 @@ function follow(
   from: Checkpoint | undefined,
   version: string,
   onProgress: (position: number, events: RecordedEvent[]) => void,
+  health: Pick<FollowerOptions, 'onDrop' | 'onCaughtUp' | 'supervisor'> = {},
 ) {
   let events = from?.events ?? 0;
   const checkpoint = (position: number, updatedAt: string): Checkpoint => ({
@@ -129,9 +138,19 @@ function follow(
       });
       onProgress(reached, []);
     },
+    // A batch may be stored in part (a flush mid-batch): resume after what the store holds.
+    resumeAfter: async () => (await ctx.readStore.getCheckpoint(checkpointKey))?.position ?? 0,
+    ...health,
   });
   follower.start(from?.position ?? 0);
   return follower;
+}
+
+/** A rebuild's copy ends at its first drop (`dropped` rejects with why), instead of subscribing again. */
+function endOnDrop(): { dropped: Promise<never>; onDrop(err: unknown): void } {
+  const d = Promise.withResolvers<never>();
+  d.promise.catch(() => {});
+  return { dropped: d.promise, onDrop: (err) => d.reject(err) };
 }
 
 /** The definition a projection's documents are built by: its version and its collections' indexes. */
@@ -158,6 +177,7 @@ async function startLive(ctx: ProjectorContext, r: Running): Promise<void> {
   r.events = saved?.events ?? 0;
   r.storedVersion = saved ? (saved.version ?? null) : r.definition;
   const version = r.storedVersion ?? r.definition;
+  const dropped = Promise.withResolvers<void>();
   const subscription = follow(
     ctx,
     r.projection,
@@ -170,17 +190,23 @@ async function startLive(ctx: ProjectorContext, r: Running): Promise<void> {
       r.events += batch.length;
       if (batch.length > 0) r.lastRecordedAt = batch[batch.length - 1].recordedAt;
     },
+    {
+      supervisor: ctx.supervisor,
+      onDrop(err) {
+        r.state = 'failed';
+        r.error = err instanceof Error ? err.message : String(err);
+        ctx.onError?.(r.projection.name, err instanceof Error ? err : new Error(r.error));
+        dropped.resolve();
+      },
+      onCaughtUp() {
+        if (r.state === 'starting' || r.state === 'failed') r.state = 'live';
+        r.error = null;
+      },
+    },
   );
   r.stopSubscription = () => subscription.stop();
-  r.caughtUp = subscription.caughtUp.then(() => {
-    if (r.state === 'starting') r.state = 'live';
-  });
-  r.liveSettled = Promise.race([r.caughtUp, subscription.done]).catch(() => undefined);
-  subscription.done.catch((err: Error) => {
-    r.state = 'failed';
-    r.error = err.message;
-    ctx.onError?.(r.projection.name, err);
-  });
+  r.caughtUp = subscription.caughtUp;
+  r.liveSettled = Promise.race([r.caughtUp, dropped.promise]).catch(() => undefined);
 }
 
 async function lag(ctx: ProjectorContext, r: Running): Promise<{ events: number; seconds: number }> {
@@ -223,6 +249,7 @@ function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
     r.progress = progress;
     r.state = 'rebuilding';
     let position = 0;
+    const copies: Follower[] = [];
     const onBatch = (reached: number, batch: RecordedEvent[]) => {
       position = reached;
       progress.events_done += batch.length;
@@ -239,8 +266,10 @@ function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
         progress.rate_per_second > 0 ? Math.round((remaining / progress.rate_per_second) * 10) / 10 : null;
     };
     try {
-      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch);
-      await Promise.race([copy.caughtUp, copy.done]);
+      const copyDrop = endOnDrop();
+      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
+      copies.push(copy);
+      await Promise.race([copy.caughtUp, copyDrop.dropped]);
       // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
       // Not before the live copy has caught up: readiness at start waits for it (a copy of a short
       // log can finish first, and a live subscription stopped before catching up never would).
@@ -249,8 +278,10 @@ function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
       await copy.stop();
       await copy.done;
       const drained = await ctx.readStore.getCheckpoint(key);
-      const drain = follow(ctx, r.projection, shadows, key, drained, r.definition, onBatch);
-      await Promise.race([drain.caughtUp, drain.done]);
+      const drainDrop = endOnDrop();
+      const drain = follow(ctx, r.projection, shadows, key, drained, r.definition, onBatch, drainDrop);
+      copies.push(drain);
+      await Promise.race([drain.caughtUp, drainDrop.dropped]);
       await drain.stop();
       await drain.done;
       const final = (await ctx.readStore.getCheckpoint(key)) ?? {
@@ -274,6 +305,7 @@ function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
         'projection rebuilt: the new copy is live',
       );
     } catch (err) {
+      for (const c of copies) await c.stop();
       for (const s of Object.values(shadows)) await ctx.readStore.dropShadow(s).catch(() => undefined);
       throw err;
     } finally {
@@ -293,6 +325,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     batchSize: options.batchSize ?? 5_000,
     logger: options.logger,
     onError: options.onError,
+    supervisor: options.supervisor,
   };
   const { readStore } = ctx;
   const running = new Map<string, Running>();

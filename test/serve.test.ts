@@ -94,6 +94,17 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       write_side_lookups: 'ok',
       abandonment_timers_restored: 'ok',
       webhook_deliveries_restored: 'ok',
+      // Every subscription to the log, each up (docs/operations.md, "Recovery").
+      'subscription:abandonment_timer': 'ok',
+      'subscription:index_of_special_streams': 'ok',
+      'subscription:projection_carts': 'ok',
+      'subscription:projection_catalog': 'ok',
+      'subscription:projection_partner_keys': 'ok',
+      'subscription:projection_webhook_deliveries': 'ok',
+      'subscription:projection_webhook_subscriptions': 'ok',
+      'subscription:webhook_delivery_worker': 'ok',
+      'subscription:webhook_fan_out': 'ok',
+      'subscription:webhook_subscription_tracker': 'ok',
     },
   });
 

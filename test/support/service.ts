@@ -57,7 +57,14 @@ export interface TestService {
 
 export async function startService(
   t: ExecutionContext,
-  options: { clock?: Clock; env?: Record<string, string>; role?: Role; dataDir?: string } = {},
+  options: {
+    clock?: Clock;
+    env?: Record<string, string>;
+    role?: Role;
+    dataDir?: string;
+    /** Wraps the service's event store (e.g. to inject faults: `faulty-store.ts`). */
+    wrapStore?: (store: EventStore) => EventStore;
+  } = {},
 ): Promise<TestService> {
   // A given data dir belongs to the caller (e.g. to restart on the same events); a new one is removed.
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'pds-api-')));
@@ -75,6 +82,12 @@ export async function startService(
     components: defaultComponents(options.clock ?? systemClock, timers),
     logger: createLogger('debug', sink),
     stopTimeoutMs: 1_000,
+    ...(options.wrapStore && {
+      openEventStore: async (url: string) => {
+        const { openEventStore } = await import('../../eventstore/index.ts');
+        return (options.wrapStore as (s: EventStore) => EventStore)(await openEventStore(url));
+      },
+    }),
   });
   const port = await service.start();
   const base = `http://127.0.0.1:${port}`;

@@ -1,0 +1,198 @@
+/**
+ * An event store that fails the way a real server does, around the embedded one: it drops catch-up
+ * subscriptions and persistent consumers mid-stream, refuses appends as unavailable (before writing,
+ * or after writing with the answer lost), and delays acknowledgements. Everything else passes through.
+ * The supervisor, the followers and the dispatcher are tested through it (docs/operations.md, "Recovery").
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  type AppendOptions,
+  type AppendResult,
+  type CatchUpHandlers,
+  type CatchUpSubscription,
+  type CatchUpSubscriptionOptions,
+  type EventStore,
+  EventStoreUnavailableError,
+  type NewEvent,
+  type PersistentConsumer,
+  type PersistentConsumerOptions,
+  type PersistentMessage,
+} from '../../eventstore/port.ts';
+
+/** One open subscription or consumer the wrapper can drop. */
+interface Droppable {
+  drop(error: Error): void;
+}
+
+export interface FaultyStore extends EventStore {
+  /** Ends every open subscription and consumer with an unavailable error; returns how many. */
+  dropSubscriptions(): number;
+  /** The next `count` appends fail as unavailable: `before` writing, or `after` (the answer is lost). */
+  failAppends(count: number, when?: 'before' | 'after'): void;
+  /** Acknowledgements of persistent messages wait this long first (0: none). */
+  delayAcks(ms: number): void;
+  /**
+   * Forgets event ids where EventStoreDB may (after a restart, or once its cache of recent ids has
+   * moved on): an append that expects no exact revision no longer finds an earlier write of its ids.
+   */
+  forgetEventIds(): void;
+  /** What was injected so far. */
+  readonly injected: { drops: number; failedAppends: number };
+}
+
+const unavailable = (what: string) => new EventStoreUnavailableError(`injected fault: ${what}`);
+
+/** Wraps a subscription so that `drop` stops the inner one and ends this one with the error. */
+function droppableSubscription(
+  open: (handlers: CatchUpHandlers) => CatchUpSubscription,
+  handlers: CatchUpHandlers,
+  live: Set<Droppable>,
+): CatchUpSubscription {
+  let dropped: Error | undefined;
+  const ended = Promise.withResolvers<void>();
+  ended.promise.catch(() => {});
+  // After a drop nothing more reaches the handlers, as with a closed connection.
+  const inner = open({
+    onEvents: (events) => (dropped ? undefined : handlers.onEvents(events)),
+    onCaughtUp: () => (dropped ? undefined : handlers.onCaughtUp?.()),
+    ...(handlers.onProgress && {
+      onProgress: (position: number) => (dropped ? undefined : handlers.onProgress?.(position)),
+    }),
+  });
+  const self: Droppable = {
+    drop(error) {
+      if (dropped) return;
+      dropped = error;
+      live.delete(self);
+      void inner.stop().catch(() => {});
+      ended.reject(error);
+    },
+  };
+  live.add(self);
+  inner.done.then(
+    () => {
+      live.delete(self);
+      ended.resolve();
+    },
+    (err: unknown) => {
+      live.delete(self);
+      ended.reject(err);
+    },
+  );
+  return {
+    caughtUp: inner.caughtUp,
+    done: ended.promise,
+    lastPosition: () => inner.lastPosition(),
+    async stop() {
+      live.delete(self);
+      await inner.stop();
+    },
+  };
+}
+
+export function faultyStore(inner: EventStore): FaultyStore {
+  const live = new Set<Droppable>();
+  const injected = { drops: 0, failedAppends: 0 };
+  let failing: { count: number; when: 'before' | 'after' } = { count: 0, when: 'before' };
+  let ackDelayMs = 0;
+  let forgetIds = false;
+
+  async function append(
+    streamId: string,
+    events: NewEvent[],
+    options?: AppendOptions,
+  ): Promise<AppendResult> {
+    if (failing.count > 0) {
+      failing.count -= 1;
+      injected.failedAppends += 1;
+      if (failing.when === 'before') throw unavailable('append refused');
+      await inner.append(streamId, events, options);
+      throw unavailable('append written, answer lost');
+    }
+    const exact = typeof options?.expectedRevision === 'number' || options?.expectedRevision === 'no_stream';
+    const sent = forgetIds && !exact ? events.map((e) => ({ ...e, id: randomUUID() })) : events;
+    return inner.append(streamId, sent, options);
+  }
+
+  function subscribeToAll(
+    options: CatchUpSubscriptionOptions,
+    handlers: CatchUpHandlers,
+  ): CatchUpSubscription {
+    return droppableSubscription((h) => inner.subscribeToAll(options, h), handlers, live);
+  }
+
+  function subscribeToPersistent(
+    group: string,
+    handler: (message: PersistentMessage) => Promise<void> | void,
+    options?: PersistentConsumerOptions,
+  ): PersistentConsumer {
+    let dropped = false;
+    const delayed = (message: PersistentMessage): PersistentMessage => ({
+      ...message,
+      ack: async () => {
+        if (ackDelayMs > 0) await new Promise((r) => setTimeout(r, ackDelayMs));
+        if (dropped) throw unavailable('ack after the connection dropped');
+        await message.ack();
+      },
+    });
+    const consumer = inner.subscribeToPersistent(
+      group,
+      (message) => (dropped ? undefined : handler(delayed(message))),
+      options,
+    );
+    const ended = Promise.withResolvers<void>();
+    ended.promise.catch(() => {});
+    const self: Droppable = {
+      drop(error) {
+        if (dropped) return;
+        dropped = true;
+        live.delete(self);
+        // Unacked messages go back to the group, as when the server loses a connection.
+        void consumer.stop().catch(() => {});
+        ended.reject(error);
+      },
+    };
+    live.add(self);
+    consumer.done.then(ended.resolve, ended.reject);
+    return {
+      done: ended.promise,
+      async stop() {
+        live.delete(self);
+        await consumer.stop();
+      },
+    };
+  }
+
+  return {
+    kind: inner.kind,
+    append,
+    readStream: (s, o) => inner.readStream(s, o),
+    readAll: (o) => inner.readAll(o),
+    headPosition: (f) => inner.headPosition(f),
+    subscribeToAll,
+    createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
+    updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
+    deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
+    getPersistentSubscriptionInfo: (g) => inner.getPersistentSubscriptionInfo(g),
+    subscribeToPersistent,
+    listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
+    replayParkedMessages: (g) => inner.replayParkedMessages(g),
+    close: () => inner.close(),
+    dropSubscriptions() {
+      const all = [...live];
+      for (const d of all) d.drop(unavailable('subscription dropped'));
+      injected.drops += all.length;
+      return all.length;
+    },
+    failAppends(count, when = 'before') {
+      failing = { count, when };
+    },
+    delayAcks(ms) {
+      ackDelayMs = ms;
+    },
+    forgetEventIds() {
+      forgetIds = true;
+    },
+    injected,
+  };
+}
