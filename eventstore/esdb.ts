@@ -15,23 +15,33 @@
  * prepare differ cannot be encoded losslessly and is refused with an error rather than silently
  * mis-ordered. Requires EventStoreDB 23.10 or later (caught-up signal, positions on stream reads).
  *
- * Filters. The 6.x client only filters subscriptions and persistent subscriptions server side; `$all`
- * reads are filtered here, page by page. Event-type filters are sent as an anchored regex of the exact
- * names (a prefix filter would also match longer names, and a persistent consumer in another process
- * could not know which ones to drop). System streams and event types (`$…`) are always dropped here too.
+ * Filters. The 6.x client filters subscriptions and persistent subscriptions server side, but not
+ * `$all` reads: a filtered read is sent here as the Read request the client's own `readAll` would send
+ * plus the filter (esdb/filtered-read.ts), so the server returns only matching events. Event-type
+ * filters are sent as an anchored regex of the exact names (a prefix filter would also match longer
+ * names, and a persistent consumer in another process could not know which ones to drop). System
+ * streams and event types (`$…`) are always dropped here too.
+ *
+ * Persistent subscriptions. A replayed parked message comes with the position of its parked link; its
+ * event's own position is read from its stream before it is handed over (esdb/persistent.ts).
+ *
+ * Appends use the client's unary Append call, each bounded by a timeout (esdb/streams.ts); close() lets
+ * the appends under way settle before it disposes of the client.
  */
 
 import { createCatchUp } from './esdb/catch-up.ts';
 import { connect, type Running } from './esdb/client.ts';
 import { createPersistent } from './esdb/persistent.ts';
-import { createStreams } from './esdb/streams.ts';
+import { createStreams, type StreamsOptions } from './esdb/streams.ts';
 import type { EventStore } from './port.ts';
 
-export function createEsdbEventStore(connectionString: string): EventStore {
+export type EsdbOptions = StreamsOptions;
+
+export function createEsdbEventStore(connectionString: string, options: EsdbOptions = {}): EventStore {
   const client = connect(connectionString);
   /** Running subscriptions and consumers, stopped by close(). */
   const running: Running = new Set();
-  const streams = createStreams(client);
+  const streams = createStreams(client, options);
   const { subscribeToAll } = createCatchUp(client, running);
   const persistent = createPersistent(client, running);
   return {
@@ -44,6 +54,8 @@ export function createEsdbEventStore(connectionString: string): EventStore {
     ...persistent,
     async close() {
       await Promise.allSettled([...running].map((r) => r.stop()));
+      // Disposing cancels the client's streams: appends under way first get their answer (or time out).
+      await streams.settle();
       await client.dispose();
     },
   };

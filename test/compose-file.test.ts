@@ -31,13 +31,22 @@ async function compose(): Promise<{ services: Record<string, Service> }> {
 const text = (value: string[] | string | undefined) =>
   Array.isArray(value) ? value.join(' ') : (value ?? '');
 
-test('EventStoreDB with projections on in insecure dev mode, and a healthcheck', async (t) => {
+test('EventStoreDB from the vendor-documented image, insecure dev mode, no projections, a healthcheck', async (t) => {
   const { services } = await compose();
   const es = services.eventstore;
-  t.regex(es.image ?? '', /eventstore\/eventstore:|kurrent/);
-  t.is(es.environment?.EVENTSTORE_RUN_PROJECTIONS, 'All');
+  // The registry and repository the vendor's 24.10 installation docs name, at a pinned 24.10 release.
+  t.regex(es.image ?? '', /^docker\.eventstore\.com\/eventstore\/eventstoredb-ee:24\.10\.\d+(-|$)/);
   t.is(es.environment?.EVENTSTORE_INSECURE, 'true');
+  // The service reads no stream the system projections write.
+  t.false('EVENTSTORE_RUN_PROJECTIONS' in (es.environment ?? {}));
+  t.false('EVENTSTORE_START_STANDARD_PROJECTIONS' in (es.environment ?? {}));
   t.regex(text(es.healthcheck?.test), /health\/live/);
+});
+
+test('the EventStoreDB contract test runs the image of the compose file, named nowhere else', async (t) => {
+  const source = await readFile(`${ROOT}test/contract/eventstore-esdb.test.ts`, 'utf8');
+  t.regex(source, /composeService\('eventstore'\)/);
+  t.notRegex(source, /eventstore(db-ee)?:\d/);
 });
 
 test('MongoDB runs as a replica set that its healthcheck initiates', async (t) => {

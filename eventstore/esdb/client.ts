@@ -13,6 +13,11 @@ export const DEFAULT_MAX_RETRY = 10;
 export const DEFAULT_MESSAGE_TIMEOUT_MS = 30_000;
 /** Checkpoint soon after acks, so a restarted consumer redelivers little. */
 export const CHECKPOINT_AFTER_MS = 250;
+/**
+ * The longest an append may take, connecting included. Beyond the client's own call deadline (10 s by
+ * default, `defaultDeadline` in the connection string), which bounds only the gRPC call itself.
+ */
+export const APPEND_TIMEOUT_MS = 15_000;
 /** Raw `$all` page bounds: system events (projection links, metadata) sit between ours. */
 export const PAGE_MIN = 128;
 export const PAGE_MAX = 2_048;
@@ -64,6 +69,19 @@ export function settleable() {
   const { promise, resolve, reject } = Promise.withResolvers<void>();
   promise.catch(() => {});
   return { promise, resolve: () => resolve(), reject: (err: Error) => reject(err) };
+}
+
+/**
+ * `work`, or the error `timedOut()` makes once `ms` have passed, whichever comes first. A rejection of
+ * `work` after that is handled here, so it does not reach the process as an unhandled rejection.
+ */
+export function withTimeout<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timedOut()), ms);
+  });
+  work.catch(() => {});
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** Subscriptions and consumers that `close()` stops. */

@@ -12,6 +12,7 @@ import {
   PersistentSubscriptionDroppedError,
   TimeoutError,
   UnavailableError,
+  UnknownError,
 } from '@eventstore/db-client';
 import {
   EventStoreError,
@@ -43,6 +44,26 @@ export const NETWORK_ERROR_CODES = new Set([
   'EAI_AGAIN',
   'EHOSTUNREACH',
 ]);
+
+/**
+ * The server's replies for an append it did not handle (its Streams.BatchAppend.cs: not ready, too
+ * busy, a follower that knows no leader). They carry no typed detail, so the client's
+ * dist/streams/appendToStream/unpackError.js makes them an UnknownError "Could not recognize …"; the
+ * unary Append sends the first two as UNAVAILABLE "Server Is Not Ready" / "Server Is Too Busy".
+ */
+export const NOT_HANDLED =
+  /^(?:Could not recognize )?(?:Server Is Not Ready|Server Is (?:Too )?Busy|No leader info available in response)$/;
+
+/**
+ * An append that outlived its timeout. It may still have been written: the caller retries the same
+ * append (same event ids, same expected revision), which the server answers as done when it finds
+ * those ids at that revision.
+ */
+export function appendTimedOut(streamId: string, ms: number): EventStoreUnavailableError {
+  return new EventStoreUnavailableError(
+    `the append to ${streamId} did not complete within ${ms} ms; it may have been written, retry the same append`,
+  );
+}
 
 /** Maps client errors to the port's typed errors; callers never see the client's classes. */
 export function mapError(err: unknown, context: ErrorContext = {}): Error {
@@ -86,6 +107,7 @@ export function isUnavailable(err: Error): boolean {
   ) {
     return true;
   }
+  if (err instanceof UnknownError && NOT_HANDLED.test(err.message)) return true;
   const { code } = err as { code?: unknown };
   // A refused connection can surface as a plain Error carrying the gRPC status code.
   if (typeof code === 'number') return RETRYABLE_GRPC_CODES.has(code);

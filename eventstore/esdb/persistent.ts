@@ -23,10 +23,12 @@ import {
   type PersistentSubscriptionSettings,
 } from '../port.ts';
 import {
+  type AllRecord,
   CHECKPOINT_AFTER_MS,
   DEFAULT_BUFFER_SIZE,
   DEFAULT_MAX_RETRY,
   DEFAULT_MESSAGE_TIMEOUT_MS,
+  type EsdbRecord,
   handlerScope,
   NACK_ACTIONS,
   NO_POSITION,
@@ -35,8 +37,9 @@ import {
 } from './client.ts';
 import { mapError } from './errors.ts';
 import {
-  isBeyond,
-  isSystem,
+  deliveredEvent,
+  isAfterStart,
+  originalOf,
   parkReason,
   positionOf,
   serverFilter,
@@ -145,6 +148,30 @@ async function startBoundOf(ctx: PersistentContext, group: string): Promise<Posi
   }
 }
 
+/**
+ * The event of a delivery, with its own position: a replayed parked message's is read from its stream
+ * (see deliveredEvent). Undefined when there is nothing to hand over, or the event is gone.
+ */
+async function eventOf(
+  ctx: PersistentContext,
+  resolved: PersistentSubscriptionToAllResolvedEvent,
+): Promise<AllRecord | undefined> {
+  const delivered = deliveredEvent(resolved);
+  if (delivered.kind === 'none') return undefined;
+  if (delivered.kind === 'event') return delivered.event;
+  const { streamId, revision } = delivered.event;
+  const read: EsdbRecord[] = [];
+  try {
+    for await (const { event } of ctx.client.readStream(streamId, { fromRevision: revision, maxCount: 1 })) {
+      if (event) read.push(event);
+    }
+  } catch (err) {
+    if (err instanceof EsdbStreamNotFoundError || err instanceof StreamDeletedError) return undefined;
+    throw mapError(err, { streamId });
+  }
+  return originalOf(delivered.event, read[0]);
+}
+
 function subscribeToPersistent(
   ctx: PersistentContext,
   group: string,
@@ -201,8 +228,10 @@ function subscribeToPersistent(
     };
     try {
       const bound = await startBound;
-      const event = resolved.event;
-      if (!event || isSystem(event) || (bound !== undefined && !isBeyond(event.position, bound, true))) {
+      const event = await eventOf(ctx, resolved);
+      // Acked with `resolved` itself: for a replayed parked message the client acks the link's id, the
+      // one the server tracks (its PersistentSubscriptionImpl.js).
+      if (!event || !isAfterStart(event, bound)) {
         await answer(() => sub.ack(resolved));
         return;
       }

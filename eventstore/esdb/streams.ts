@@ -1,4 +1,5 @@
-import type { ReadPosition } from '@eventstore/db-client';
+/** Appends and stream reads; `$all` reads are in read-all.ts. */
+import type { AppendExpectedRevision, JSONEventData } from '@eventstore/db-client';
 import {
   BACKWARDS,
   END,
@@ -7,34 +8,34 @@ import {
   START,
   StreamDeletedError,
 } from '@eventstore/db-client';
+import { append as unaryAppend } from '@eventstore/db-client/dist/streams/appendToStream/append.js';
 import {
   type AppendOptions,
   type AppendResult,
-  type EventFilter,
   EventStoreError,
   type ExpectedRevision,
   type NewEvent,
-  type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../port.ts';
-import { type AllRecord, PAGE_MAX, PAGE_MIN } from './client.ts';
-import { mapError } from './errors.ts';
-import {
-  describe,
-  isBeyond,
-  positionOf,
-  toBigInt,
-  toEsdbExpected,
-  toEventData,
-  toRecorded,
-  validateStreamId,
-  visible,
-} from './translate.ts';
+import { APPEND_TIMEOUT_MS, withTimeout } from './client.ts';
+import { appendTimedOut, mapError } from './errors.ts';
+import { createAllReads } from './read-all.ts';
+import { toBigInt, toEsdbExpected, toEventData, toRecorded, validateStreamId } from './translate.ts';
 
-export function createStreams(client: EventStoreDBClient) {
+export interface StreamsOptions {
+  /** Bound on one append, whatever it waits for (see APPEND_TIMEOUT_MS). */
+  appendTimeoutMs?: number;
+}
+
+export function createStreams(client: EventStoreDBClient, options: StreamsOptions = {}) {
+  const appendTimeoutMs = options.appendTimeoutMs ?? APPEND_TIMEOUT_MS;
+  /** Appends not settled yet: `settle()` waits for them before the client is disposed. */
+  const appending = new Set<Promise<unknown>>();
+  const all = createAllReads(client);
+
   async function append(
     streamId: string,
     events: NewEvent[],
@@ -45,16 +46,42 @@ export function createStreams(client: EventStoreDBClient) {
     const expectedRevision = toEsdbExpected(expected);
     const proposed = events.map(toEventData);
     if (proposed.length === 0) return checkOnly(streamId, expected);
+    const write = withTimeout(appendOnce(streamId, proposed, expectedRevision), appendTimeoutMs, () =>
+      appendTimedOut(streamId, appendTimeoutMs),
+    );
+    appending.add(write);
     try {
-      const result = await client.appendToStream(streamId, proposed, { expectedRevision });
-      // An idempotent re-append gets no position from the server: report the original write's.
-      const position = result.position
-        ? Number(result.position.commit)
-        : (await readAt(streamId, result.nextExpectedRevision)).position;
-      return { nextExpectedRevision: Number(result.nextExpectedRevision), position };
+      return await write;
     } catch (err) {
       throw mapError(err, { streamId, expected });
+    } finally {
+      appending.delete(write);
     }
+  }
+
+  async function appendOnce(
+    streamId: string,
+    proposed: JSONEventData[],
+    expectedRevision: AppendExpectedRevision,
+  ): Promise<AppendResult> {
+    // The client's unary Append, not its appendToStream: that one takes the batch-append stream whenever
+    // the server offers it (its dist/streams/appendToStream/index.js), whose pending appends share one
+    // module-wide table across clients and which leaves a rejection unhandled when a queued write fails
+    // (its batchAppend.js). The unary call is one gRPC call per append with the client's call deadline.
+    const result = await unaryAppend.call(client, streamId, proposed, {
+      expectedRevision,
+      batchAppendSize: 0, // required by the option type, read only by the batch path
+    });
+    // An idempotent re-append gets no position from the server: report the original write's.
+    const position = result.position
+      ? Number(result.position.commit)
+      : (await readAt(streamId, result.nextExpectedRevision)).position;
+    return { nextExpectedRevision: Number(result.nextExpectedRevision), position };
+  }
+
+  /** Resolves once every append started so far has settled (each is bounded by the append timeout). */
+  async function settle(): Promise<void> {
+    while (appending.size > 0) await Promise.allSettled([...appending]);
   }
 
   /** An empty append only checks the expected revision, as EventStoreDB does; nothing is written. */
@@ -70,7 +97,7 @@ export function createStreams(client: EventStoreDBClient) {
       (expected === 'stream_exists' && actual !== 'no_stream') ||
       expected === actual;
     if (!ok) throw new WrongExpectedVersionError(streamId, expected, actual);
-    return { nextExpectedRevision: last ? last.revision : -1, position: await headPosition() };
+    return { nextExpectedRevision: last ? last.revision : -1, position: await all.headPosition() };
   }
 
   async function readAt(streamId: string, revision: bigint): Promise<RecordedEvent> {
@@ -107,56 +134,5 @@ export function createStreams(client: EventStoreDBClient) {
     return out;
   }
 
-  // ---- $all ----------------------------------------------------------------------------------------
-
-  /** One raw page of `$all`, system events included; `count` says whether the page was full. */
-  async function readRaw(from: ReadPosition, forwards: boolean, maxCount: number) {
-    const events: AllRecord[] = [];
-    let count = 0;
-    try {
-      const read = client.readAll({
-        fromPosition: from,
-        direction: forwards ? FORWARDS : BACKWARDS,
-        maxCount,
-      });
-      for await (const resolved of read) {
-        count += 1;
-        if (resolved.event) events.push(resolved.event);
-      }
-    } catch (err) {
-      throw mapError(err);
-    }
-    return { events, count };
-  }
-
-  async function readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
-    const forwards = (options.direction ?? 'forwards') === 'forwards';
-    const limit = options.maxCount ?? Number.POSITIVE_INFINITY;
-    const bound = forwards ? options.after : options.before;
-    let cursor = bound === undefined ? undefined : positionOf(bound);
-    const out: RecordedEvent[] = [];
-    while (out.length < limit) {
-      const pageSize = Math.min(Math.max(limit - out.length + 1, PAGE_MIN), PAGE_MAX);
-      const page = await readRaw(cursor ?? (forwards ? START : END), forwards, pageSize);
-      // Pages start at the cursor's own record (inclusive forwards): keep only what lies beyond it.
-      const start = cursor;
-      for (const event of page.events) {
-        if (start && !isBeyond(event.position, start, forwards)) continue;
-        cursor = event.position;
-        if (!visible(event, options.filter)) continue;
-        out.push(toRecorded(event));
-        if (out.length >= limit) break;
-      }
-      if (page.count < pageSize) break;
-      if (cursor === start) throw new EventStoreError(`reading $all made no progress at ${describe(start)}`);
-    }
-    return out;
-  }
-
-  async function headPosition(filter?: EventFilter): Promise<number> {
-    const [last] = await readAll({ direction: 'backwards', maxCount: 1, filter });
-    return last ? last.position : 0;
-  }
-
-  return { append, readAt, readStream, readRaw, readAll, headPosition };
+  return { append, settle, readAt, readStream, ...all };
 }

@@ -28,7 +28,7 @@ import {
   type RecordedEvent,
   type SubscriptionStart,
 } from '../port.ts';
-import { type EsdbRecord, MATCH_NOTHING, NO_POSITION, UUID } from './client.ts';
+import { type AllRecord, type EsdbRecord, MATCH_NOTHING, NO_POSITION, UUID } from './client.ts';
 
 // ---- positions -------------------------------------------------------------------------------------
 
@@ -160,6 +160,42 @@ export function parkReason(metadata: unknown): string {
   if (typeof metadata !== 'object' || metadata === null) return '';
   const { reason, Reason } = metadata as { reason?: unknown; Reason?: unknown };
   return typeof reason === 'string' ? reason : typeof Reason === 'string' ? Reason : '';
+}
+
+// ---- persistent deliveries ---------------------------------------------------------------------
+
+/**
+ * What a persistent delivery hands over: nothing (no event, or a system one), its event as delivered,
+ * or its event whose position must be read from its stream. That is a delivery with a resolved link:
+ * the groups here do not resolve links, so it is a parked message replayed, and the server gives the
+ * event of a replayed parked message the position of the parked link, written when it was parked, not
+ * the event's own (its PersistentSubscriptions.Read.cs converts both records with the link's position).
+ */
+export function deliveredEvent(resolved: {
+  event?: AllRecord;
+  link?: EsdbRecord;
+}): { kind: 'none' } | { kind: 'event' | 'lookup'; event: AllRecord } {
+  const { event, link } = resolved;
+  if (!event || isSystem(event)) return { kind: 'none' };
+  return { kind: link ? 'lookup' : 'event', event };
+}
+
+/**
+ * The event read at a delivered event's stream and revision, when it is that very event; undefined
+ * when it is gone (deleted or scavenged), or another event holds its revision now (the stream was
+ * deleted and written again).
+ */
+export function originalOf(delivered: EsdbRecord, read: EsdbRecord | undefined): AllRecord | undefined {
+  if (!read || read.id !== delivered.id) return undefined;
+  if (read.streamId !== delivered.streamId || read.revision !== delivered.revision) return undefined;
+  // Stream reads carry event positions from EventStoreDB 23.10 on (see eventstore/esdb.ts): refuses others.
+  toPortPosition(read.position);
+  return read as AllRecord;
+}
+
+/** Whether a group starting after `bound` (none: from the start or the end) hands `event` over. */
+export function isAfterStart(event: AllRecord, bound: Position | undefined): boolean {
+  return bound === undefined || isBeyond(event.position, bound, true);
 }
 
 // ---- filters ---------------------------------------------------------------------------------------

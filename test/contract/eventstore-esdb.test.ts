@@ -1,17 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type { StartedTestContainer } from 'testcontainers';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
-import type { EventStore } from '../../eventstore/port.ts';
-import { containerRuntimeProblem } from '../support/containers.ts';
+import type { EventStore, NewEvent, PersistentMessage } from '../../eventstore/port.ts';
+import { composeService, containerRuntimeProblem } from '../support/containers.ts';
 import { eventStoreContract } from './eventstore.ts';
 
 /**
  * The EventStoreDB adapter runs the shared contract against `PDS_TEST_ESDB_URL` when it is set, or else
- * against a throwaway container (the image docker-compose.yml uses) when a container runtime answers.
- * With neither, the suite is reported as skipped. All tests share one engine; the contract gives each
- * test its own stream prefix, and each test gets its own client so `reopen` and `cleanup` stay local.
+ * against a throwaway container of the image docker-compose.yml names when a container runtime
+ * answers. With neither, the suite is reported as skipped. All tests share one engine and one store
+ * (the contract gives each test its own stream prefix), closed after the last test: no test disposes
+ * of a client while others append on it. `reopen` opens a store of its own, as a restarted process.
  */
-const IMAGE = 'docker.eventstore.com/eventstore/eventstore:24.10';
 const HTTP_PORT = 2113;
 const STARTUP_MS = 10 * 60_000;
 
@@ -25,47 +26,120 @@ if (problem !== undefined) {
 } else {
   let url = configuredUrl;
   let container: StartedTestContainer | undefined;
+  let shared: EventStore | undefined;
 
   test.before(async (t) => {
-    if (url) return;
-    // Pulling the image can take minutes on a cold machine.
-    t.timeout(STARTUP_MS);
-    const { GenericContainer, Wait } = await import('testcontainers');
-    container = await new GenericContainer(IMAGE)
-      .withEnvironment({
-        EVENTSTORE_INSECURE: 'true',
-        EVENTSTORE_RUN_PROJECTIONS: 'All',
-        EVENTSTORE_START_STANDARD_PROJECTIONS: 'true',
-        EVENTSTORE_MEM_DB: 'true',
-      })
-      .withExposedPorts(HTTP_PORT)
-      .withWaitStrategy(
-        Wait.forHttp('/health/live', HTTP_PORT).forStatusCodeMatching((s) => s >= 200 && s < 300),
-      )
-      .withStartupTimeout(STARTUP_MS)
-      .start();
-    url = `esdb://${container.getHost()}:${container.getMappedPort(HTTP_PORT)}?tls=false`;
+    if (!url) {
+      // Pulling the image can take minutes on a cold machine.
+      t.timeout(STARTUP_MS);
+      const { GenericContainer, Wait } = await import('testcontainers');
+      const { image, environment } = await composeService('eventstore');
+      container = await new GenericContainer(image)
+        .withEnvironment({ ...environment, EVENTSTORE_MEM_DB: 'true' })
+        .withExposedPorts(HTTP_PORT)
+        .withWaitStrategy(
+          Wait.forHttp('/health/live', HTTP_PORT).forStatusCodeMatching((s) => s >= 200 && s < 300),
+        )
+        .withStartupTimeout(STARTUP_MS)
+        .start();
+      url = `esdb://${container.getHost()}:${container.getMappedPort(HTTP_PORT)}?tls=false`;
+    }
+    shared = createEsdbEventStore(url);
   });
 
-  // Only after the last test: every test shares the engine.
+  // Only after the last test: every test shares the engine and the store.
   test.after.always(async () => {
+    await shared?.close();
     await container?.stop();
   });
 
+  function engine(): { url: string; store: EventStore } {
+    if (!url || !shared) throw new Error('EventStoreDB is not running: the setup hook failed');
+    return { url, store: shared };
+  }
+
   eventStoreContract(test, 'esdb', async () => {
-    if (!url) throw new Error('EventStoreDB is not running: the setup hook failed');
-    const engine = url;
-    let current: EventStore = createEsdbEventStore(engine);
+    const { url: connection, store } = engine();
+    const own: EventStore[] = [];
     return {
-      store: current,
+      store,
       async reopen() {
-        await current.close();
-        current = createEsdbEventStore(engine);
-        return current;
+        const next = createEsdbEventStore(connection);
+        own.push(next);
+        return next;
       },
       async cleanup() {
-        await current.close();
+        await Promise.all(own.map((s) => s.close()));
       },
     };
+  });
+
+  const event = (type: string): NewEvent => ({
+    id: randomUUID(),
+    type,
+    data: {},
+    metadata: {
+      correlation_id: randomUUID(),
+      causation_id: null,
+      actor: { type: 'platform', id: 'esdb-test' },
+      occurred_at: '2026-01-02T03:04:05.000Z',
+      schema_version: 1,
+    },
+  });
+  const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const prefix = () => `t${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+
+  test('esdb: a replayed parked message carries its event’s own position, not the parked link’s', async (t) => {
+    const { store } = engine();
+    const p = prefix();
+    const original = event('A');
+    const a = await store.append(`${p}-a`, [original]);
+    const group = `${p}-g`;
+    await store.createPersistentSubscription(group, { filter: { streamPrefixes: [p] } });
+    const received: PersistentMessage[] = [];
+    let park = true;
+    const consumer = store.subscribeToPersistent(group, async (m) => {
+      received.push(m);
+      await (park ? m.nack('park', 'down') : m.ack());
+    });
+    for (let i = 0; i < 200 && (await store.listParkedMessages(group)).length < 1; i++) await delay(25);
+    park = false;
+    await store.replayParkedMessages(group);
+    for (let i = 0; i < 400 && received.length < 2; i++) await delay(25);
+    t.is(received.length, 2);
+    t.deepEqual(
+      received.map((m) => [m.event.id, m.event.position]),
+      [
+        [original.id, a.position],
+        [original.id, a.position],
+      ],
+    );
+    await consumer.stop();
+    await store.deletePersistentSubscription(group);
+  });
+
+  test('esdb: filtered $all reads and headPosition find a match behind many other events', async (t) => {
+    const { store } = engine();
+    const p = prefix();
+    const rare = await store.append(`${p}-rare`, [event('Rare')]);
+    // Far more events than one page of the unfiltered read, after the match.
+    for (let i = 0; i < 5; i++) {
+      await store.append(
+        `${p}-common-${i}`,
+        Array.from({ length: 500 }, () => event('Common')),
+      );
+    }
+    t.is(await store.headPosition({ streamPrefixes: [`${p}-rare`] }), rare.position);
+    t.is(await store.headPosition({ eventTypes: [`${p}None`] }), 0);
+    const read = await store.readAll({ filter: { streamPrefixes: [`${p}-rare`] } });
+    t.deepEqual(
+      read.map((e) => e.position),
+      [rare.position],
+    );
+    const after = await store.readAll({ after: rare.position, maxCount: 3, filter: { streamPrefixes: [p] } });
+    t.deepEqual(
+      after.map((e) => e.streamId),
+      [`${p}-common-0`, `${p}-common-0`, `${p}-common-0`],
+    );
   });
 }

@@ -1,0 +1,85 @@
+/** Reads of `$all`: raw pages, server-filtered pages, and the port's `readAll` and `headPosition` on them. */
+import type { AllStreamResolvedEvent, ReadPosition } from '@eventstore/db-client';
+import { BACKWARDS, END, type EventStoreDBClient, FORWARDS, START } from '@eventstore/db-client';
+import { type EventFilter, EventStoreError, type ReadAllOptions, type RecordedEvent } from '../port.ts';
+import { type AllRecord, PAGE_MAX, PAGE_MIN } from './client.ts';
+import { mapError } from './errors.ts';
+import { filteredReadRequest, readFiltered } from './filtered-read.ts';
+import { describe, isBeyond, positionOf, serverFilter, toRecorded, visible } from './translate.ts';
+
+/**
+ * How many events one page of a `$all` read asks for, `wanted` more being needed. A filtered page
+ * holds only matches, and the cursor's own event when the read starts at it; an unfiltered one also
+ * the system events between ours.
+ */
+export function pageSizeOf(filtered: boolean, wanted: number, fromCursor: boolean): number {
+  if (filtered) return Math.min(wanted + (fromCursor ? 1 : 0), PAGE_MAX);
+  return Math.min(Math.max(wanted + 1, PAGE_MIN), PAGE_MAX);
+}
+
+export function createAllReads(client: EventStoreDBClient) {
+  /** One raw page of `$all`, system events included; `count` says whether the page was full. */
+  function readRaw(from: ReadPosition, forwards: boolean, maxCount: number) {
+    return collectPage(
+      client.readAll({ fromPosition: from, direction: forwards ? FORWARDS : BACKWARDS, maxCount }),
+    );
+  }
+
+  /** One page of the events of `$all` that the server matched against the filter. */
+  function readMatching(filter: EventFilter, from: ReadPosition, forwards: boolean, maxCount: number) {
+    return collectPage(
+      readFiltered(client, filteredReadRequest({ filter: serverFilter(filter), forwards, from, maxCount })),
+    );
+  }
+
+  async function collectPage(read: AsyncIterable<AllStreamResolvedEvent>) {
+    const events: AllRecord[] = [];
+    let count = 0;
+    try {
+      for await (const resolved of read) {
+        count += 1;
+        if (resolved.event) events.push(resolved.event);
+      }
+    } catch (err) {
+      throw mapError(err);
+    }
+    return { events, count };
+  }
+
+  async function readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const forwards = (options.direction ?? 'forwards') === 'forwards';
+    const limit = options.maxCount ?? Number.POSITIVE_INFINITY;
+    const { filter } = options;
+    const bound = forwards ? options.after : options.before;
+    let cursor = bound === undefined ? undefined : positionOf(bound);
+    const out: RecordedEvent[] = [];
+    while (out.length < limit) {
+      const pageSize = pageSizeOf(filter !== undefined, limit - out.length, cursor !== undefined);
+      const from = cursor ?? (forwards ? START : END);
+      const page = filter
+        ? await readMatching(filter, from, forwards, pageSize)
+        : await readRaw(from, forwards, pageSize);
+      // Pages start at the cursor's own record (inclusive forwards): keep only what lies beyond it.
+      const start = cursor;
+      for (const event of page.events) {
+        if (start && !isBeyond(event.position, start, forwards)) continue;
+        cursor = event.position;
+        // Also the guard of the server's filter: a stream prefix matches system streams too.
+        if (!visible(event, filter)) continue;
+        out.push(toRecorded(event));
+        if (out.length >= limit) break;
+      }
+      if (page.count < pageSize) break;
+      if (cursor === start) throw new EventStoreError(`reading $all made no progress at ${describe(start)}`);
+    }
+    return out;
+  }
+
+  /** Filtered, one backwards read of one matching event from the end, whatever lies after it. */
+  async function headPosition(filter?: EventFilter): Promise<number> {
+    const [last] = await readAll({ direction: 'backwards', maxCount: 1, filter });
+    return last ? last.position : 0;
+  }
+
+  return { readRaw, readAll, headPosition };
+}

@@ -1,0 +1,126 @@
+/**
+ * Appends of the EventStoreDB adapter (eventstore/esdb/streams.ts) with the real client and no
+ * server: they take the client's unary Append call (never the batch-append stream), end unavailable
+ * when nothing answers, within their own timeout when the peer never replies, and close() waits for
+ * them before it disposes of the client. AVA fails the file on any unhandled rejection.
+ */
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import { UnavailableError } from '@eventstore/db-client';
+import { StreamsClient } from '@eventstore/db-client/generated/streams_grpc_pb.js';
+import test, { type ExecutionContext } from 'ava';
+import { withTimeout } from '../../eventstore/esdb/client.ts';
+import { createEsdbEventStore } from '../../eventstore/esdb.ts';
+import { EventStoreUnavailableError, type NewEvent } from '../../eventstore/port.ts';
+
+/** Port 1 on loopback: nothing listens, so a call fails at once with UNAVAILABLE. */
+const NOWHERE = 'esdb://127.0.0.1:1?tls=false';
+
+const event = (): NewEvent => ({
+  id: randomUUID(),
+  type: 'CartCreated',
+  data: {},
+  metadata: {
+    correlation_id: randomUUID(),
+    causation_id: null,
+    actor: { type: 'platform', id: 'test' },
+    occurred_at: '2026-01-02T03:04:05.000Z',
+    schema_version: 1,
+  },
+});
+
+/** A peer that accepts TCP connections and never answers: the gRPC call waits for its handshake. */
+async function silentPeer(t: ExecutionContext): Promise<string> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+  });
+  const { port } = server.address() as net.AddressInfo;
+  // The client's own call deadline, longer than the append timeouts below, ends the call afterwards.
+  return `esdb://127.0.0.1:${port}?tls=false&defaultDeadline=3000`;
+}
+
+test('withTimeout: the work’s result when in time, the timeout’s error otherwise', async (t) => {
+  t.is(await withTimeout(Promise.resolve(7), 1_000, () => new Error('late')), 7);
+  await t.throwsAsync(
+    withTimeout(Promise.reject(new Error('own')), 1_000, () => new Error('late')),
+    {
+      message: 'own',
+    },
+  );
+  const never = new Promise<never>(() => {});
+  await t.throwsAsync(
+    withTimeout(never, 20, () => new Error('late')),
+    { message: 'late' },
+  );
+  // Work that fails after its timeout fired is not left as an unhandled rejection.
+  const failsLater = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('after')), 40));
+  await t.throwsAsync(
+    withTimeout(failsLater, 10, () => new Error('late')),
+    { message: 'late' },
+  );
+  await new Promise((r) => setTimeout(r, 60));
+});
+
+test.serial(
+  'an append is one unary Append call, and its failure the client’s UnavailableError',
+  async (t) => {
+    const store = createEsdbEventStore(NOWHERE);
+    t.teardown(() => store.close());
+    const proto = StreamsClient.prototype as unknown as Record<
+      'append' | 'batchAppend',
+      (...a: unknown[]) => unknown
+    >;
+    const calls: string[] = [];
+    const originals = { append: proto.append, batchAppend: proto.batchAppend };
+    for (const name of ['append', 'batchAppend'] as const) {
+      proto[name] = function (this: unknown, ...args: unknown[]) {
+        calls.push(name);
+        return originals[name].apply(this, args);
+      };
+    }
+    try {
+      const err = await t.throwsAsync(store.append('cart-1', [event()]), {
+        instanceOf: EventStoreUnavailableError,
+      });
+      // The batch path would have failed earlier, in its server-features probe, with a raw gRPC error.
+      t.true(err?.cause instanceof UnavailableError);
+    } finally {
+      Object.assign(proto, originals);
+    }
+    t.deepEqual(calls, ['append']);
+  },
+);
+
+test('an append nobody answers ends unavailable at its own timeout, saying it may have been written', async (t) => {
+  const store = createEsdbEventStore(await silentPeer(t), { appendTimeoutMs: 200 });
+  t.teardown(() => store.close());
+  const started = Date.now();
+  await t.throwsAsync(store.append('cart-1', [event()], { expectedRevision: 3 }), {
+    instanceOf: EventStoreUnavailableError,
+    message: /within 200 ms; it may have been written/,
+  });
+  const took = Date.now() - started;
+  t.true(took >= 190 && took < 2_500, `took ${took} ms`);
+});
+
+test('close() lets the appends under way settle before it disposes of the client', async (t) => {
+  const store = createEsdbEventStore(await silentPeer(t), { appendTimeoutMs: 300 });
+  const order: string[] = [];
+  const appending = store.append('cart-1', [event()]).then(
+    () => order.push('append resolved'),
+    (err: Error) => order.push(`append failed: ${err.name}`),
+  );
+  // Let the append reach the client before closing.
+  await new Promise((r) => setTimeout(r, 20));
+  await store.close();
+  order.push('closed');
+  await appending;
+  t.deepEqual(order, ['append failed: EventStoreUnavailableError', 'closed']);
+});
