@@ -1,7 +1,7 @@
 /**
  * What both document adapters of the ReadStore port (in memory and SQLite) need of MongoDB's
- * semantics beyond mingo: the paths and per-element values an index holds, the single-field
- * conditions a filter pins an index by, compiled filters, and update/upsert application.
+ * semantics beyond mingo: the paths an index holds, the single-field conditions a filter pins an
+ * index by, compiled filters, and update/upsert application.
  */
 import { Context } from 'mingo/core';
 import * as queryOperators from 'mingo/operators/query';
@@ -16,17 +16,6 @@ export function getPath(doc: unknown, path: string): unknown {
     v = (v as Record<string, unknown>)[part];
   }
   return v;
-}
-
-/** The values a path reaches, as MongoDB indexes them: through arrays of documents, one per element. */
-export function indexValues(doc: Doc, path: string): unknown[] {
-  let values: unknown[] = [doc];
-  for (const part of path.split('.')) {
-    values = values
-      .flatMap((v) => (Array.isArray(v) ? v : [v]))
-      .map((v) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[part] : undefined));
-  }
-  return values.flatMap((v) => (Array.isArray(v) ? (v.length === 0 ? [undefined] : v) : [v]));
 }
 
 export interface FieldCondition {

@@ -4,7 +4,16 @@
  * file or memory: projections/sqlite/) and MongoDB (the `mongodb` driver); docs/read-side.md.
  *
  * Filters and update documents are MongoDB's own query and update languages, so a projection written
- * against the embedded store behaves the same on MongoDB.
+ * against the embedded store behaves the same on MongoDB. Where MongoDB's behaviour is easy to miss,
+ * every adapter follows it too (docs/read-side.md, "Read stores"):
+ *
+ * - Strings compare by code point, which is their UTF-8 byte order (MongoDB's simple binary collation),
+ *   in sorts, ranges and cursors: 'Z' < 'a' < 'é' < '中' < '\uFFFD' < '😀' (`compareStrings`).
+ * - A sort on a field holding an array uses its smallest element ascending and its largest
+ *   descending; an empty array sorts before null and missing. A cursor (`after`) can't hold an array.
+ * - A unique index holds null for a missing field: a second document without it is a duplicate. An
+ *   empty array is a key of its own (a second empty array collides, a missing field does not).
+ * - A document over 16 MiB of BSON is refused (`DocumentTooLargeError`), and so is its whole commit.
  */
 
 export type DocId = string | number;
@@ -28,10 +37,17 @@ export interface IndexSpec {
 }
 
 export interface FindOptions {
-  /** Sort order; `_id` is appended as the last key when absent, so every order is total and stable. */
+  /**
+   * Sort order; `_id` is appended as the last key when absent, so every order is total and stable. A
+   * field holding an array sorts by its smallest element ascending, its largest descending.
+   */
   sort?: SortSpec;
   limit?: number;
-  /** Range cursor: only documents strictly after these values of the sort keys (`_id` last). */
+  /**
+   * Range cursor: only documents strictly after these values of the sort keys (`_id` last). An array
+   * is refused (`ArrayCursorError`): MongoDB's ranges match any element of an array, not the element
+   * the array sorts by, so paging by a field holding arrays would skip or repeat documents.
+   */
   after?: unknown[];
 }
 
@@ -54,7 +70,10 @@ export interface Collection<T extends Doc = Doc> {
   findByIds(ids: readonly DocId[]): Promise<T[]>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter?: Filter): Promise<number>;
-  /** Applies the operations in order (MongoDB: one ordered bulk write). */
+  /**
+   * Applies the operations in order (MongoDB: one ordered bulk write): a failing one stops it, those
+   * before it stay. A document over the size limit fails its operation (`DocumentTooLargeError`).
+   */
   bulkWrite(ops: readonly WriteOp<T>[]): Promise<void>;
 }
 
@@ -110,9 +129,82 @@ export interface ReadStore {
   dropOrphanShadows?(): Promise<number>;
   getCheckpoint(name: string): Promise<Checkpoint | undefined>;
   setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
-  /** Applies the writes and checkpoints of `commit` atomically (see `Commit`). */
+  /**
+   * Applies the writes and checkpoints of `commit` atomically (see `Commit`). A document over the size
+   * limit refuses the whole commit (`DocumentTooLargeError`): nothing of it is applied.
+   */
   commit(commit: Commit): Promise<void>;
   close(): Promise<void>;
+}
+
+/** MongoDB's largest document: 16 MiB of BSON. */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A write would store a document over MAX_DOCUMENT_BYTES. It fails the operation (and a commit
+ * whole): retrying can't help, the read model must keep its documents smaller (docs/read-side.md).
+ */
+export class DocumentTooLargeError extends Error {
+  /** The collection handle's name. */
+  readonly collection: string;
+  /** The document's `_id`, where the adapter can tell (MongoDB can't for an `updateMany`). */
+  readonly id: DocId | undefined;
+  /** Its size as the adapter measured it (BSON, or an upper bound of it), where known. */
+  readonly bytes: number | undefined;
+  constructor(
+    collection: string,
+    id: DocId | undefined,
+    bytes: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    const which = id === undefined ? 'a document' : `document ${JSON.stringify(id)}`;
+    const size = bytes === undefined ? '' : ` (${bytes} bytes)`;
+    super(
+      `${which} of ${collection} is over ${MAX_DOCUMENT_BYTES} bytes of BSON${size}, MongoDB's limit: ` +
+        'the write is refused (a commit holding it applies nothing)',
+      options,
+    );
+    this.name = 'DocumentTooLargeError';
+    this.collection = collection;
+    this.id = id;
+    this.bytes = bytes;
+  }
+}
+
+/** A cursor (`after`) holds an array: see `FindOptions.after`. */
+export class ArrayCursorError extends Error {
+  constructor(field: string) {
+    super(
+      `the cursor's value for ${field} is an array: a field holding arrays can be sorted by but not paged by`,
+    );
+    this.name = 'ArrayCursorError';
+  }
+}
+
+/** Refuses a cursor holding an array (every adapter, before it reads). */
+export function assertCursor(sort: SortSpec, after: readonly unknown[]): void {
+  after.forEach((value, i) => {
+    if (Array.isArray(value)) throw new ArrayCursorError(sort[i]?.[0] ?? `key ${i}`);
+  });
+}
+
+/** Surrogates (D800–DFFF, halves of a code point above FFFF) moved above E000–FFFF. */
+const codePointUnit = (unit: number) => (unit >= 0xe000 ? unit - 0x800 : unit + 0x2000);
+
+/**
+ * The port's string order: by code point, which is UTF-8 byte order and MongoDB's. JavaScript's `<`
+ * compares UTF-16 code units and puts '😀' (D83D DE00) before '\uFFFD'; this puts it after.
+ */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    return x >= 0xd800 && y >= 0xd800 ? codePointUnit(x) - codePointUnit(y) : x - y;
+  }
+  return a.length - b.length;
 }
 
 /** The sort the store uses: the given one with `_id` appended (ascending) unless already present. */

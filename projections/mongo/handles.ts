@@ -9,6 +9,7 @@
 import type { Collection as MongoCollection, Filter as MongoFilter, Sort } from 'mongodb';
 import {
   afterFilter,
+  assertCursor,
   type Collection,
   type Doc,
   type Filter,
@@ -17,7 +18,7 @@ import {
   type WriteOp,
 } from '../read-store.ts';
 import type { Guard } from './connection.ts';
-import { plain, toModel } from './translate.ts';
+import { firstTooLarge, plain, toModel, writeFailure } from './translate.ts';
 
 type Target = () => Promise<MongoCollection<Doc>>;
 
@@ -56,6 +57,7 @@ export class Handles {
           // MongoDB reads a limit of 0 as "no limit"; the port means no documents.
           if (opts.limit !== undefined && opts.limit <= 0) return [];
           const sort = totalSort(opts.sort);
+          if (opts.after) assertCursor(sort, opts.after);
           const query = opts.after ? { $and: [filter, afterFilter(sort, opts.after)] } : filter;
           const docs = await (await target())
             .find(query as MongoFilter<Doc>, {
@@ -70,7 +72,15 @@ export class Handles {
         guard(async () => {
           if (ops.length === 0) return; // the driver refuses an empty batch
           const models = ops.map((op) => toModel(op as WriteOp));
-          await (await target()).bulkWrite(models, { ordered: true });
+          // Ordered: the operations before a replacement too large to send are applied, then it fails.
+          const refused = firstTooLarge(name, ops as readonly WriteOp[]);
+          const sent = refused ? models.slice(0, refused.index) : models;
+          if (sent.length > 0) {
+            await (await target()).bulkWrite(sent, { ordered: true }).catch((err: unknown) => {
+              throw writeFailure(err, name, ops as readonly WriteOp[]);
+            });
+          }
+          if (refused) throw refused.error;
         }),
     };
     this.targets.set(h as Collection, target);

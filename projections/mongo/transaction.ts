@@ -17,7 +17,9 @@
  *
  * Large commits. A commit is never split (a split would break all-or-nothing). MongoDB bounds a
  * transaction by time (60 s, `transactionLifetimeLimitSeconds`), by the storage cache it may dirty
- * (TransactionTooLargeForCache) and, before 4.2, by 16 MB of oplog; each document stays under 16 MB.
+ * (TransactionTooLargeForCache) and, before 4.2, by 16 MB of oplog. A document over 16 MiB refuses the
+ * whole commit as `DocumentTooLargeError` (a replacement before the transaction starts, an update's
+ * result when the server refuses it, which aborts the transaction).
  * A commit refused for its size or duration is thrown as `CommitTooLargeError` (nothing of it
  * applied) so the caller can commit smaller batches; a projector batch (at most 1,000 events by
  * default) is far below these limits. A server that reports cache pressure as a WriteConflict instead
@@ -31,7 +33,7 @@ import {
 } from 'mongodb';
 import type { Collection, Commit, Doc, NamedCheckpoint, WriteOp } from '../read-store.ts';
 import { type CheckpointDoc, writeCheckpoints } from './checkpoints.ts';
-import { toModel } from './translate.ts';
+import { firstTooLarge, toModel, writeFailure } from './translate.ts';
 
 /** MongoDB refused a commit for its size or duration: nothing of it was applied; commit less at a time. */
 export class CommitTooLargeError extends Error {
@@ -97,13 +99,21 @@ export async function commitWrites(
       .map(async ({ collection, ops }) => {
         const target = targetOf(collection);
         if (!target) throw new Error(`${collection.name} is not a collection of this store`);
-        return { coll: await target(), models: ops.map((op) => toModel(op as WriteOp)) };
+        const models = ops.map((op) => toModel(op as WriteOp));
+        const tooLarge = firstTooLarge(collection.name, ops as readonly WriteOp[]);
+        if (tooLarge) throw tooLarge.error;
+        return { coll: await target(), models, name: collection.name, ops: ops as readonly WriteOp[] };
       }),
   );
   if (batches.length === 0 && named.length === 0) return;
   try {
     await inTransaction(mongo, async (session) => {
-      for (const { coll, models } of batches) await coll.bulkWrite(models, { ordered: true, session });
+      for (const { coll, models, name, ops } of batches) {
+        // An update whose result is over the document limit is refused by the server: named here.
+        await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
+          throw writeFailure(err, name, ops);
+        });
+      }
       await writeCheckpoints(checkpoints, named, session);
     });
   } catch (err) {

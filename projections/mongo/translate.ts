@@ -4,8 +4,21 @@
  * models, refusing what the SQLite adapter refuses too, and documents come back as plain values:
  * driver types (Long, Decimal128, ObjectId, …) are converted.
  */
-import type { AnyBulkWriteOperation, Filter as MongoFilter } from 'mongodb';
-import type { Doc, Update, WriteOp } from '../read-store.ts';
+import {
+  type AnyBulkWriteOperation,
+  BSON,
+  type Filter as MongoFilter,
+  MongoInvalidArgumentError,
+  MongoServerError,
+} from 'mongodb';
+import {
+  type Doc,
+  type DocId,
+  DocumentTooLargeError,
+  MAX_DOCUMENT_BYTES,
+  type Update,
+  type WriteOp,
+} from '../read-store.ts';
 
 // ---- values out of the driver ---------------------------------------------------------------------
 
@@ -56,4 +69,75 @@ export function toModel(op: WriteOp): AnyBulkWriteOperation<Doc> {
   }
   if ('deleteOne' in op) return { deleteOne: { filter: op.deleteOne.filter as MongoFilter<Doc> } };
   return { deleteMany: { filter: op.deleteMany.filter as MongoFilter<Doc> } };
+}
+
+// ---- the document size limit ------------------------------------------------------------------------
+
+const SIZE_OPTIONS = { ignoreUndefined: true } as const;
+
+/**
+ * The first replacement MongoDB would refuse for its size, as DocumentTooLargeError with its index, so
+ * it is refused before it is sent, naming it: a document over the limit, or one whose write statement
+ * (`{ q: filter, u: document, upsert }`, what the driver measures) reaches it, a few bytes more.
+ */
+export function firstTooLarge(
+  collection: string,
+  ops: readonly WriteOp[],
+): { index: number; error: DocumentTooLargeError } | undefined {
+  for (let index = 0; index < ops.length; index++) {
+    const op = ops[index];
+    if (!('replaceOne' in op)) continue;
+    const { filter, replacement, upsert } = op.replaceOne;
+    const bytes = BSON.calculateObjectSize(replacement, SIZE_OPTIONS);
+    // The statement is the two documents and about 20 bytes: most are far below, and not measured.
+    if (bytes + BSON.calculateObjectSize(filter, SIZE_OPTIONS) + 64 < MAX_DOCUMENT_BYTES) continue;
+    const statement = { q: filter, u: replacement, upsert: upsert ?? false };
+    const sent = BSON.calculateObjectSize(statement, SIZE_OPTIONS);
+    if (bytes > MAX_DOCUMENT_BYTES || sent >= MAX_DOCUMENT_BYTES) {
+      // The document's size, or its statement's when only that is over.
+      const measured = bytes > MAX_DOCUMENT_BYTES ? bytes : sent;
+      return { index, error: new DocumentTooLargeError(collection, replacement._id, measured) };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Server codes of a document over the limit: an update's result (17419), an upsert's new document
+ * (17420, 7655103 on newer servers), a BSON object too large (10334).
+ */
+const TOO_LARGE_CODES = new Set([10334, 17419, 17420, 7655103]);
+
+/** The `_id` an operation's filter names, when it names one plainly. */
+function idOf(op: WriteOp | undefined): DocId | undefined {
+  if (!op) return undefined;
+  const filter =
+    'replaceOne' in op ? op.replaceOne.filter : 'updateOne' in op ? op.updateOne.filter : undefined;
+  const id = filter?._id;
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+}
+
+/**
+ * A bulk write's failure as the port names it: a document over the limit, refused by the server (an
+ * update whose result outgrew it) or by the driver (which measures the whole write statement, a few
+ * bytes more than the document), is DocumentTooLargeError; anything else is returned as is.
+ */
+export function writeFailure(err: unknown, collection: string, ops: readonly WriteOp[]): unknown {
+  if (err instanceof MongoInvalidArgumentError && /larger than the maximum size/.test(err.message)) {
+    let largest = { index: -1, bytes: 0 };
+    ops.forEach((op, index) => {
+      if (!('replaceOne' in op)) return;
+      const bytes = BSON.calculateObjectSize(op.replaceOne.replacement, SIZE_OPTIONS);
+      if (bytes > largest.bytes) largest = { index, bytes };
+    });
+    const bytes = largest.index < 0 ? undefined : largest.bytes;
+    return new DocumentTooLargeError(collection, idOf(ops[largest.index]), bytes, { cause: err });
+  }
+  if (!(err instanceof MongoServerError)) return err;
+  const raw = (err as { writeErrors?: unknown }).writeErrors;
+  const first = (Array.isArray(raw) ? raw[0] : raw) as { code?: unknown; index?: unknown } | undefined;
+  const code = first?.code ?? err.code;
+  if (typeof code !== 'number' || !TOO_LARGE_CODES.has(code)) return err;
+  const index = typeof first?.index === 'number' ? first.index : -1;
+  return new DocumentTooLargeError(collection, idOf(ops[index]), undefined, { cause: err });
 }

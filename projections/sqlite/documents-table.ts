@@ -13,17 +13,9 @@
  * module chooses among those plans and applies writes; the index plans themselves are in plans.ts.
  */
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import { applyTo, fieldConditions, onlyId, upsertSeed, walkFields } from '../documents.ts';
 import {
-  afterDoc,
-  applyTo,
-  compiledQuery,
-  fieldConditions,
-  onlyId,
-  sortComparator,
-  upsertSeed,
-  walkFields,
-} from '../documents.ts';
-import {
+  assertCursor,
   type Doc,
   type DocId,
   type Filter,
@@ -31,7 +23,10 @@ import {
   totalSort,
   type WriteOp,
 } from '../read-store.ts';
-import { entriesOf } from './keys.ts';
+import { assertDocumentSize } from './document-size.ts';
+import { entriesOf, isEmptyArrayKey } from './keys.ts';
+import { matcherOf } from './matcher.ts';
+import { sortOrder } from './order.ts';
 import { orderedWalk, type PlanTable, ranged } from './plans.ts';
 import { column, equals, type IndexMeta, q } from './sql.ts';
 import { observed, rows, type Statements } from './statements.ts';
@@ -49,18 +44,19 @@ export class DocumentsTable implements PlanTable {
   lastExamined = 0;
   /** The connection's statements (read by the index plans, plans.ts). */
   readonly statements: Statements;
-  private readonly onMultikey: (index: IndexMeta) => void;
+  /** Records an index's changed flags (`multikey`, `emptyArrays`) in the catalog. */
+  private readonly onIndexChange: (index: IndexMeta) => void;
 
   constructor(
     table: string,
     indexes: IndexMeta[],
     statements: Statements,
-    onMultikey: (index: IndexMeta) => void,
+    onIndexChange: (index: IndexMeta) => void,
   ) {
     this.table = table;
     this.indexes = indexes;
     this.statements = statements;
-    this.onMultikey = onMultikey;
+    this.onIndexChange = onIndexChange;
   }
 
   /** Creates the tables of a new collection (or of an index added to it). */
@@ -123,7 +119,8 @@ export class DocumentsTable implements PlanTable {
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
     if (limit <= 0) return [];
     const sort = totalSort(options.sort);
-    const matcher = compiledQuery(filter);
+    if (options.after) assertCursor(sort, options.after);
+    const matcher = matcherOf(filter);
     const conditions = fieldConditions(filter);
     const byId = conditions.get('_id')?.eq;
     const walk = byId
@@ -146,10 +143,17 @@ export class DocumentsTable implements PlanTable {
     }
     const candidates = byId ? this.findByIds(byId as DocId[]) : (ranged(this, conditions) ?? this.scan());
     this.lastExamined = candidates.length;
-    const compare = sortComparator(sort);
-    const after = options.after ? afterDoc(sort, options.after) : undefined;
-    const out = candidates.filter((doc) => (!after || compare(doc, after) > 0) && matcher.test(doc));
-    out.sort(compare);
+    // Sorted by MongoDB's order, which the index keys follow too (order.ts).
+    const order = sortOrder(sort);
+    const after = options.after ? sort.map((_, i) => options.after?.[i] ?? null) : undefined;
+    const keyed: Array<{ doc: Doc; keys: unknown[] }> = [];
+    for (const doc of candidates) {
+      if (!matcher.test(doc)) continue;
+      const keys = order.keysOf(doc);
+      if (!after || order.compare(keys, after) > 0) keyed.push({ doc, keys });
+    }
+    keyed.sort((a, b) => order.compare(a.keys, b.keys));
+    const out = keyed.map((k) => k.doc);
     return Number.isFinite(limit) ? out.slice(0, limit) : out;
   }
 
@@ -171,8 +175,11 @@ export class DocumentsTable implements PlanTable {
 
   // ---- writes --------------------------------------------------------------------------------------
 
-  /** Applies one write operation (the caller holds the transaction). */
-  write(op: WriteOp): void {
+  /**
+   * Applies one write operation (the caller holds the transaction); `collection` names the handle in
+   * errors (a document over the size limit).
+   */
+  write(op: WriteOp, collection = this.table): void {
     if ('replaceOne' in op) {
       const { filter, replacement, upsert } = op.replaceOne;
       const id = onlyId(filter);
@@ -180,20 +187,20 @@ export class DocumentsTable implements PlanTable {
       if (!existing && !upsert) return;
       if (existing && replacement._id !== existing.id) throw new Error('a replacement cannot change _id');
       if (!existing) this.assertNewId(replacement._id);
-      this.store(replacement, existing?.keys);
+      this.store(replacement, existing?.keys, collection);
     } else if ('updateOne' in op) {
       const { filter, update, upsert } = op.updateOne;
       const [doc] = this.find(filter, { limit: 1 });
-      if (doc) this.store(applyTo(doc, update), this.keysOf(doc._id)?.keys);
+      if (doc) this.store(applyTo(doc, update), this.keysOf(doc._id)?.keys, collection);
       else if (upsert) {
         const seed = upsertSeed(filter);
         if (seed._id === undefined) throw new Error('an upsert needs _id in its filter');
         this.assertNewId(seed._id);
-        this.store(applyTo(seed, update), undefined);
+        this.store(applyTo(seed, update), undefined, collection);
       }
     } else if ('updateMany' in op) {
       for (const doc of this.find(op.updateMany.filter)) {
-        this.store(applyTo(doc, op.updateMany.update), this.keysOf(doc._id)?.keys);
+        this.store(applyTo(doc, op.updateMany.update), this.keysOf(doc._id)?.keys, collection);
       }
     } else if ('deleteOne' in op) {
       const id = onlyId(op.deleteOne.filter);
@@ -240,8 +247,11 @@ export class DocumentsTable implements PlanTable {
   /**
    * Writes a document and the index entries that changed: most rewrites change none, and a multikey
    * field that gains an element (a product listed at one more store) gains one entry, not all again.
+   * A document MongoDB could not hold is refused before anything is written.
    */
-  private store(doc: Doc, oldKeys: string | undefined): void {
+  private store(doc: Doc, oldKeys: string | undefined, collection: string): void {
+    const json = JSON.stringify(doc);
+    assertDocumentSize(collection, doc, json);
     const old = oldKeys ? (JSON.parse(oldKeys) as StoredKeys) : {};
     const keys: StoredKeys = {};
     for (const index of this.indexes) {
@@ -272,7 +282,7 @@ export class DocumentsTable implements PlanTable {
       .get(
         `INSERT INTO ${q(this.table)} (_id, doc, keys) VALUES (?, ?, ?) ON CONFLICT (_id) DO UPDATE SET doc = excluded.doc, keys = excluded.keys`,
       )
-      .run(doc._id, JSON.stringify(doc), JSON.stringify(keys));
+      .run(doc._id, json, JSON.stringify(keys));
     this.statements.cache.delete(this.table, doc._id);
   }
 
@@ -295,9 +305,10 @@ export class DocumentsTable implements PlanTable {
   ): SQLInputValue[][] {
     if (all > 1 && !index.multikey) {
       index.multikey = true;
-      this.onMultikey(index);
+      this.onIndexChange(index);
     }
     if (entries.length === 0) return entries;
+    this.noteEmptyArrays(index, entries);
     const n = walkFields(index).length;
     const marks = Array.from({ length: n + 1 }, () => '?').join(', ');
     const cols = [...Array.from({ length: n }, (_, i) => column(i)), '_id'].join(', ');
@@ -307,6 +318,17 @@ export class DocumentsTable implements PlanTable {
       insert.run(...entry, doc._id);
     }
     return entries;
+  }
+
+  /** Records the fields where these entries hold an empty array's key (see `IndexMeta.emptyArrays`). */
+  private noteEmptyArrays(index: IndexMeta, entries: SQLInputValue[][]): void {
+    for (const entry of entries) {
+      entry.forEach((key, i) => {
+        if (!isEmptyArrayKey(key) || index.emptyArrays?.includes(i)) return;
+        index.emptyArrays = [...(index.emptyArrays ?? []), i];
+        this.onIndexChange(index);
+      });
+    }
   }
 
   private assertUnique(index: IndexMeta, entry: SQLInputValue[]): void {

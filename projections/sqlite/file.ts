@@ -54,7 +54,10 @@ function checkSchema(db: DatabaseSync): 'empty' | 'ours' {
 }
 
 function createSchema(db: DatabaseSync): void {
-  db.exec(`BEGIN IMMEDIATE;
+  // Text compares by its bytes (BINARY): in UTF-8 that is code point order, MongoDB's string order
+  // (docs/read-side.md, "Read stores"). Only a database without tables yet can take it.
+  db.exec(`PRAGMA encoding = 'UTF-8';
+    BEGIN IMMEDIATE;
     CREATE TABLE pds_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
     INSERT INTO pds_meta (key, value) VALUES ('generation', 0), ('next_table', 1);
     CREATE TABLE pds_collections (physical TEXT PRIMARY KEY, name TEXT NOT NULL, live INTEGER NOT NULL, indexes TEXT NOT NULL);

@@ -60,7 +60,7 @@ export class Handles {
           for (const op of ops) {
             statements.get('SAVEPOINT op').run();
             try {
-              table.write(op as WriteOp);
+              table.write(op as WriteOp, name);
               statements.get('RELEASE op').run();
             } catch (err) {
               statements.get('ROLLBACK TO op').run();

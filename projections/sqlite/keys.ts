@@ -5,21 +5,48 @@
  * order. SQLite compares text as UTF-8 bytes, as MongoDB does (docs/read-side.md).
  *
  * Null and missing are -Infinity, the smallest number: index keys are primary keys, which hold no
- * NULL, and a document (JSON) can never hold -Infinity itself.
+ * NULL, and a document (JSON) can never hold -Infinity itself. An empty array is a key of its own, as
+ * MongoDB's `undefined` key for it: no null, and unique apart from null (a blob, which no range meets).
  */
 import type { SQLInputValue } from 'node:sqlite';
-import { indexValues } from '../documents.ts';
 import type { Doc } from '../read-store.ts';
 
 const OBJECT = 0x03;
 const ARRAY = 0x04;
+/** BSON's type number of `undefined`, the key MongoDB gives an empty array. */
+const EMPTY = 0x06;
 const BOOLEAN = 0x08;
 
 /** The key of null and missing. */
 export const NULL_KEY = Number.NEGATIVE_INFINITY;
 
+/** What `pathValues` answers for a field holding an empty array. */
+export const EMPTY_ARRAY: unique symbol = Symbol('empty array');
+
+/**
+ * The values a path reaches, as MongoDB indexes and sorts by them: through arrays of documents, one per
+ * element of a final array, EMPTY_ARRAY for an empty final array, and one undefined (null) when the
+ * path reaches nothing (a missing field, or an empty array on the way).
+ */
+export function pathValues(doc: Doc, path: string): unknown[] {
+  let values: unknown[] = [doc];
+  for (const part of path.split('.')) {
+    values = values
+      .flatMap((v) => (Array.isArray(v) ? v : [v]))
+      .map((v) => (v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[part] : undefined));
+  }
+  const out = values.flatMap((v) => (Array.isArray(v) ? (v.length === 0 ? [EMPTY_ARRAY] : v) : [v]));
+  return out.length === 0 ? [undefined] : out;
+}
+
+/** Whether an index key is an empty array's. */
+export function isEmptyArrayKey(key: SQLInputValue): boolean {
+  return key instanceof Uint8Array && key.length === 1 && key[0] === EMPTY;
+}
+
 /** A value as an index column holds it. */
 export function toKey(value: unknown): SQLInputValue {
+  if (value === EMPTY_ARRAY) return Uint8Array.of(EMPTY);
   if (value === undefined || value === null) return NULL_KEY;
   if (typeof value === 'number') return Number.isNaN(value) ? NULL_KEY : value;
   if (typeof value === 'string') return value;
@@ -44,13 +71,13 @@ function keyText(key: SQLInputValue): string {
 
 /**
  * The index entries of a document: the key columns of each, one entry per element where a field holds
- * an array (multikey), an empty array indexed as null as MongoDB does. Entries are unique.
+ * an array (multikey), as `pathValues` reaches them. Entries are unique.
  */
 export function entriesOf(fields: readonly string[], doc: Doc): SQLInputValue[][] {
   let entries: SQLInputValue[][] = [[]];
   for (const field of fields) {
     const direct = field.includes('.') ? undefined : (doc as Record<string, unknown>)[field];
-    const values = direct !== undefined && !Array.isArray(direct) ? [direct] : indexValues(doc, field);
+    const values = direct !== undefined && !Array.isArray(direct) ? [direct] : pathValues(doc, field);
     const keys = new Map<string, SQLInputValue>();
     for (const v of values) {
       const k = toKey(v);

@@ -59,6 +59,8 @@ export function orderedWalk(
       ([f, d], i) => fields[eqCount + i] === f && index.keys[eqCount + i][1] === d,
     );
     if (!sameOrder) continue;
+    // An empty array's key sorts after the strings; MongoDB sorts it first: sorted in JavaScript.
+    if (index.emptyArrays?.some((i) => i >= eqCount)) continue;
     const choices = fields
       .slice(0, eqCount)
       .map((f) => [...new Set((conditions.get(f)?.eq ?? []).map((v) => v ?? null))]);

@@ -109,9 +109,13 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
     },
     async commit({ writes, checkpoints = [] }: Commit) {
       catalog.fresh();
-      const resolved = writes.map(({ collection, ops }) => ({ table: handles.resolve(collection), ops }));
+      const resolved = writes.map(({ collection, ops }) => ({
+        table: handles.resolve(collection),
+        name: collection.name,
+        ops,
+      }));
       catalog.transaction(() => {
-        for (const { table, ops } of resolved) for (const op of ops) table.write(op as WriteOp);
+        for (const { table, name, ops } of resolved) for (const op of ops) table.write(op as WriteOp, name);
         for (const c of checkpoints) writeCheckpoint(statements, c);
       });
     },

@@ -12,6 +12,11 @@ export interface IndexMeta extends IndexSpec {
   table: string;
   /** Some document has several entries: a range may not be bounded on both sides (see `rangeOf`). */
   multikey: boolean;
+  /**
+   * The fields (by position) some document has held an empty array in: its key sorts apart from
+   * MongoDB's place for it (before null), so no walk of this index serves a sort by them (plans.ts).
+   */
+  emptyArrays?: number[];
 }
 
 export const q = (name: string) => `"${name}"`;

@@ -20,6 +20,7 @@ import {
   type SortSpec,
   totalSort,
 } from '../../projections/read-store.ts';
+import { readStoreDifferences } from './read-store-differences.ts';
 
 export interface OpenedReadStore {
   store: ReadStore;
@@ -111,6 +112,8 @@ function sortDocs(docs: readonly Doc[], sort: SortSpec | undefined): Doc[] {
 
 export function readStoreContract(test: TestFn, adapter: string, open: () => Promise<OpenedReadStore>): void {
   const name = (title: string) => `${adapter}: ${title}`;
+  // Where MongoDB differs from what an embedded store would do unless it takes care.
+  readStoreDifferences(test, adapter, open);
 
   /** Opens a store for one test and always cleans it up. */
   async function withStore(t: ExecutionContext, fn: (store: ReadStore, p: string) => Promise<void>) {
