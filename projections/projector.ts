@@ -62,6 +62,9 @@ export interface Projector {
   stop(): Promise<void>;
 }
 
+/** Shortest time between two stores of a checkpoint moved past other streams' events. */
+const PROGRESS_COMMIT_MS = 1_000;
+
 /** What the projector's parts share. */
 interface ProjectorContext {
   store: EventStore;
@@ -120,7 +123,11 @@ function follow(
       writes,
       checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(last.position, last.recordedAt) }],
     });
+    progress.stored(last.position);
   };
+  const progress = new ProgressCheckpoints(ctx.readStore, checkpointKey, (position) =>
+    checkpoint(position, new Date().toISOString()),
+  );
   const follower = createFollower({
     name: `projection ${checkpointKey}`,
     store: ctx.store,
@@ -130,12 +137,8 @@ function follow(
       await applyBatch(projection, collections, commitWork, batch);
       onProgress(batch[batch.length - 1].position, batch);
     },
-    async onProgress(reached) {
-      const updatedAt = new Date().toISOString();
-      await ctx.readStore.commit({
-        writes: [],
-        checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(reached, updatedAt) }],
-      });
+    onProgress(reached) {
+      progress.moved(reached);
       onProgress(reached, []);
     },
     // A batch may be stored in part (a flush mid-batch): resume after what the store holds.
@@ -143,7 +146,56 @@ function follow(
     ...health,
   });
   follower.start(from?.position ?? 0);
-  return follower;
+  return {
+    ...follower,
+    async stop() {
+      await follower.stop();
+      await progress.flush();
+    },
+  };
+}
+
+/**
+ * The checkpoint of a projection moved past other streams' events (`onProgress`) is stored at most
+ * once a second: every append to the log would otherwise cost each projection it skips a read-store
+ * commit. A crash before it is stored only means those events are read (and skipped) again.
+ */
+class ProgressCheckpoints {
+  readonly #readStore: ReadStore;
+  readonly #name: string;
+  readonly #checkpoint: (position: number) => Checkpoint;
+  #pending: number | undefined;
+  #lastStoredAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(readStore: ReadStore, name: string, checkpoint: (position: number) => Checkpoint) {
+    this.#readStore = readStore;
+    this.#name = name;
+    this.#checkpoint = checkpoint;
+  }
+
+  moved(position: number): void {
+    this.#pending = position;
+    if (this.#timer) return;
+    const wait = Math.max(0, this.#lastStoredAt + PROGRESS_COMMIT_MS - Date.now());
+    this.#timer = setTimeout(() => void this.flush().catch(() => {}), wait);
+    this.#timer.unref();
+  }
+
+  /** A batch's commit stored the checkpoint at `position`: a pending one not past it is not needed. */
+  stored(position: number): void {
+    if (this.#pending !== undefined && this.#pending <= position) this.#pending = undefined;
+  }
+
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const position = this.#pending;
+    if (position === undefined) return;
+    this.#pending = undefined;
+    this.#lastStoredAt = Date.now();
+    await this.#readStore.setCheckpoint(this.#name, this.#checkpoint(position));
+  }
 }
 
 /** A rebuild's copy ends at its first drop (`dropped` rejects with why), instead of subscribing again. */
