@@ -5,6 +5,11 @@
  * - Latency: status changes issued at a steady 200/s (each cart moved along its pickup path), from
  *   the moment the status command's HTTP answer arrives to the moment the receiver has the webhook's
  *   body; p50/p99 in milliseconds. (A webhook can arrive before the answer does; that counts as 0.)
+ *   Three repetitions, each on fresh carts of the same service: `p50_ms`/`p99_ms` are the medians of
+ *   the three, with their `_min`/`_max` and every repetition in `runs`. A fourth repetition runs with
+ *   the partner API under load at the same time (autocannon, 16 connections, a store operator key
+ *   paging the store's 400 menu products 100 at a time, in this process): its figures are the
+ *   `loaded_*` ones, the partner API's the `partner_*` ones.
  * - Throughput: a backlog of status changes is written by an `api` process (no dispatcher); then a
  *   `dispatcher` process starts on the same data and drains it (fan-out from the persistent
  *   subscription, scheduling, signing, sending, recording): deliveries/s from its first receipt to its
@@ -25,6 +30,7 @@ import { loadConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
 import { webhookHeaders } from '../webhooks/signing.ts';
 import type { BenchLine } from './eventstore.ts';
+import { type Load, startLoad } from './load.ts';
 
 const P = '/platform/v1';
 const RATE_PER_S = 200;
@@ -34,6 +40,11 @@ const BURST_CHANGES = Number(process.env.PDS_BENCH_BURST_CHANGES ?? 1_500);
 /** The dispatcher's default per-subscription concurrency (dispatcher/delivery-worker.ts). */
 const CONCURRENCY = 8;
 const MOVES = ['preparing', 'ready_for_pickup', 'finished'];
+const REPETITIONS = 3;
+/** The partner API load of the fourth repetition: a page of the store's menu, this many connections. */
+const PARTNER_CONNECTIONS = 16;
+const STORE_MENU = Number(process.env.PDS_BENCH_WEBHOOK_MENU ?? 400);
+const PAGE_LIMIT = 100;
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -105,6 +116,7 @@ async function startPds(dir: string, role: Role, port = 0) {
     return JSON.parse(res.body || '{}');
   };
   return {
+    base,
     call,
     async stop() {
       await service.stop();
@@ -113,71 +125,135 @@ async function startPds(dir: string, role: Role, port = 0) {
   };
 }
 
-export async function benchWebhooks(): Promise<BenchLine[]> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-webhook-'));
-  const receiver = await startReceiver();
-  let running = await startPds(dir, 'all');
-  try {
-    const call = (method: string, url: string, body?: unknown) => running.call(method, url, body);
-    await call('PUT', `${P}/brands/1`, { name: 'Brand One' });
-    await call('PUT', `${P}/products/1`, {
-      name: 'Blue Dream',
-      brand_id: 1,
-      kind: 'flower',
-      lineage: 'hybrid',
-    });
-    await call('PUT', `${P}/stores/1`, {
-      name: 'Store 1',
-      address: '1 Market St',
-      city: 'San Francisco',
-      state: 'CA',
-      zip: '94103',
-      lat: 37.77,
-      long: -122.41,
-      pickup: true,
-      delivery: true,
-    });
-    await call('PUT', `${P}/stores/1/menu_products/100`, { product_id: 1, prices: { gram: '10.00' } });
-    const hook = await call('POST', '/admin/v1/webhooks', {
-      url: receiver.url,
-      auth_token: 'bench',
-      store_ids: [1],
-    });
-    const secret: string = hook.signing_secret;
+type Pds = Awaited<ReturnType<typeof startPds>>;
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+type Call = Pds['call'];
 
-    /** Carts checked out (their checkout webhooks delivered), ready for `MOVES`. */
-    async function checkedOutCarts(n: number): Promise<string[]> {
-      const before = receiver.count();
-      const uuids = Array.from({ length: n }, () => randomUUID());
-      for (let i = 0; i < n; i += 16) {
-        await Promise.all(
-          uuids.slice(i, i + 16).map(async (uuid) => {
-            await call('POST', `${P}/carts`, {
-              uuid,
-              store_id: 1,
-              source: { channel: 'headless', partner_id: null },
-            });
-            await call('POST', `${P}/carts/${uuid}/items`, {
-              menu_product_id: 100,
-              price_id: 'gram',
-              count: 1,
-            });
-            await call('POST', `${P}/carts/${uuid}/checkout`, { reservation_mode: 'pickup' });
-          }),
-        );
-      }
-      await receiver.waitFor(before + n);
-      return uuids;
+/** The partner API's menu pages as paths, once all `STORE_MENU` menu products can be read with `key`. */
+async function menuPages(base: string, key: string): Promise<string[]> {
+  const first = `/partner/store/v1/menu_products?store_id=1&limit=${PAGE_LIMIT}`;
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const paths = [first];
+    let seen = 0;
+    for (;;) {
+      const res = await fetch(`${base}${paths.at(-1)}`, { headers: { authorization: `Bearer ${key}` } });
+      if (res.status !== 200) break;
+      const page = (await res.json()) as { menu_products: unknown[]; next_cursor?: string | null };
+      seen += page.menu_products.length;
+      if (typeof page.next_cursor !== 'string') break;
+      paths.push(`${first}&cursor=${encodeURIComponent(page.next_cursor)}`);
     }
+    if (seen >= STORE_MENU) return paths.slice(0, Math.ceil(STORE_MENU / PAGE_LIMIT));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the partner API did not list the store's ${STORE_MENU} menu products`);
+}
 
-    // ---- latency at 200 changes/s ----
-    const latencyCarts = await checkedOutCarts(Math.ceil(LATENCY_CHANGES / MOVES.length));
-    const answered = new Map<string, number>();
+/**
+ * The catalog (one store with `STORE_MENU` menu products), a webhook subscription to the receiver for
+ * that store, and a store operator partner whose key pages through its menu.
+ */
+async function setUp(pds: Pds, receiver: Receiver) {
+  const { call } = pds;
+  await call('PUT', `${P}/brands/1`, { name: 'Brand One' });
+  await call('PUT', `${P}/products/1`, {
+    name: 'Blue Dream',
+    brand_id: 1,
+    kind: 'flower',
+    lineage: 'hybrid',
+  });
+  await call('PUT', `${P}/stores/1`, {
+    name: 'Store 1',
+    address: '1 Market St',
+    city: 'San Francisco',
+    state: 'CA',
+    zip: '94103',
+    lat: 37.77,
+    long: -122.41,
+    pickup: true,
+    delivery: true,
+  });
+  // Menu product 100 is the one carts take; the rest make a page of the menu real work.
+  for (let i = 0; i < STORE_MENU; i += 16) {
+    const ids = Array.from({ length: Math.min(16, STORE_MENU - i) }, (_, j) => 100 + i + j);
+    await Promise.all(
+      ids.map((id) =>
+        call('PUT', `${P}/stores/1/menu_products/${id}`, {
+          product_id: 1,
+          prices: { gram: `${10 + (id % 50)}.00` },
+        }),
+      ),
+    );
+  }
+  const hook = await call('POST', '/admin/v1/webhooks', {
+    url: receiver.url,
+    auth_token: 'bench',
+    store_ids: [1],
+  });
+  // The highest rate limit a partner can have (100,000/min, a full bucket to start): the load stays under it.
+  const partner = await call('POST', '/admin/v1/partners', {
+    name: 'Bench store operator',
+    kind: 'store_operator',
+    store_ids: [1],
+    rate_limit_per_minute: 100_000,
+  });
+  const partnerKey: string = partner.api_key;
+  return { secret: hook.signing_secret as string, partnerKey, pages: await menuPages(pds.base, partnerKey) };
+}
+
+/** Carts checked out (their checkout webhooks delivered), ready for `MOVES`. */
+async function checkedOutCarts(call: Call, receiver: Receiver, n: number): Promise<string[]> {
+  const before = receiver.count();
+  const uuids = Array.from({ length: n }, () => randomUUID());
+  for (let i = 0; i < n; i += 16) {
+    await Promise.all(
+      uuids.slice(i, i + 16).map(async (uuid) => {
+        await call('POST', `${P}/carts`, {
+          uuid,
+          store_id: 1,
+          source: { channel: 'headless', partner_id: null },
+        });
+        await call('POST', `${P}/carts/${uuid}/items`, {
+          menu_product_id: 100,
+          price_id: 'gram',
+          count: 1,
+        });
+        await call('POST', `${P}/carts/${uuid}/checkout`, { reservation_mode: 'pickup' });
+      }),
+    );
+  }
+  await receiver.waitFor(before + n);
+  return uuids;
+}
+
+interface Repetition {
+  changes_per_s_achieved: number;
+  changes: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+/**
+ * One latency repetition on fresh carts: `LATENCY_CHANGES` status changes at `RATE_PER_S`. `during`
+ * starts a load once the carts are ready; it is stopped when every measured webhook has arrived.
+ */
+async function latencyRun(
+  call: Call,
+  receiver: Receiver,
+  during?: () => { stop(): Promise<Load> },
+): Promise<{ figures: Repetition; load?: Load }> {
+  const carts = await checkedOutCarts(call, receiver, Math.ceil(LATENCY_CHANGES / MOVES.length));
+  const answered = new Map<string, number>();
+  const held = during?.();
+  let load: Load | undefined;
+  let achievedRate: number;
+  try {
     const start = performance.now();
     const inFlight: Promise<void>[] = [];
     let issued = 0;
     for (const move of MOVES) {
-      for (const uuid of latencyCarts) {
+      for (const uuid of carts) {
         if (issued >= LATENCY_CHANGES) break;
         const due = start + (issued * 1000) / RATE_PER_S;
         const wait = due - performance.now();
@@ -193,83 +269,157 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
       await Promise.all(inFlight);
     }
     await Promise.all(inFlight);
-    const achievedRate = issued / ((performance.now() - start) / 1000);
+    achievedRate = issued / ((performance.now() - start) / 1000);
     for (let i = 0; i < 600 && [...answered.keys()].some((k) => !receiver.arrivals.has(k)); i++) {
       await new Promise((r) => setTimeout(r, 50));
     }
-    const latencies = [...answered]
-      .map(([key, at]) => Math.max(0, (receiver.arrivals.get(key) ?? Number.NaN) - at))
-      .filter((x) => !Number.isNaN(x))
-      .sort((a, b) => a - b);
+  } finally {
+    load = await held?.stop();
+  }
+  const latencies = [...answered]
+    .map(([key, at]) => Math.max(0, (receiver.arrivals.get(key) ?? Number.NaN) - at))
+    .filter((x) => !Number.isNaN(x))
+    .sort((a, b) => a - b);
+  const figures = {
+    changes_per_s_achieved: round(achievedRate, 1),
+    changes: latencies.length,
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+    max_ms: round(latencies.at(-1) ?? Number.NaN),
+  };
+  return { figures, load };
+}
 
-    // ---- throughput: a backlog written without a dispatcher, drained by a dispatcher process ----
-    const burstCarts = await checkedOutCarts(Math.ceil(BURST_CHANGES / MOVES.length));
-    await running.stop();
-    running = await startPds(dir, 'api');
-    for (const move of MOVES) {
-      for (let i = 0; i < burstCarts.length; i += 32) {
-        await Promise.all(
-          burstCarts
-            .slice(i, i + 32)
-            .map((uuid) => call('POST', `${P}/carts/${uuid}/status`, { status: move })),
-        );
-      }
+/**
+ * A backlog of status changes written by an `api` process, drained by a `dispatcher` process on the
+ * same data: deliveries/s from the first receipt to the last. Leaves the dispatcher in `pds.running`.
+ */
+async function drainBacklog(dir: string, receiver: Receiver, pds: { running: Pds }) {
+  const call: Call = (method, url, body) => pds.running.call(method, url, body);
+  const burstCarts = await checkedOutCarts(call, receiver, Math.ceil(BURST_CHANGES / MOVES.length));
+  await pds.running.stop();
+  pds.running = await startPds(dir, 'api');
+  for (const move of MOVES) {
+    for (let i = 0; i < burstCarts.length; i += 32) {
+      await Promise.all(
+        burstCarts
+          .slice(i, i + 32)
+          .map((uuid) => call('POST', `${P}/carts/${uuid}/status`, { status: move })),
+      );
     }
-    await running.stop();
-    const burstTotal = burstCarts.length * MOVES.length;
-    const before = receiver.count();
-    running = await startPds(dir, 'dispatcher');
-    await receiver.waitFor(before + burstTotal);
-    const drained = [...receiver.arrivals.values()].slice(-burstTotal);
-    const oursPerS = (burstTotal - 1) / ((Math.max(...drained) - Math.min(...drained)) / 1000);
+  }
+  await pds.running.stop();
+  const total = burstCarts.length * MOVES.length;
+  const before = receiver.count();
+  pds.running = await startPds(dir, 'dispatcher');
+  await receiver.waitFor(before + total);
+  const drained = [...receiver.arrivals.values()].slice(-total);
+  return { total, perS: (total - 1) / ((Math.max(...drained) - Math.min(...drained)) / 1000) };
+}
 
-    // ---- baseline: a raw signed-POST loop, same receiver, same concurrency, fresh connections ----
-    const body = JSON.stringify({
-      webhook_event: 'cart_status_updated',
-      cart: { uuid: 'raw', status: 'raw' },
-    });
-    const rawAgent = new Agent({ keepAlive: false });
-    const rawBefore = receiver.count();
-    const rawStart = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < burstTotal) {
-          next += 1;
-          const headers = webhookHeaders({
-            authToken: 'bench',
-            secret,
-            webhookId: randomUUID(),
-            attempt: 1,
-            body,
-            now: new Date(),
-          });
-          await got.post(receiver.url, { body, headers, agent: { http: rawAgent }, retry: { limit: 0 } });
-        }
+/** The baseline: a raw signed-POST loop, same receiver, same concurrency, fresh connections. */
+async function rawPostsPerS(receiver: Receiver, secret: string, total: number): Promise<number> {
+  const body = JSON.stringify({
+    webhook_event: 'cart_status_updated',
+    cart: { uuid: 'raw', status: 'raw' },
+  });
+  const rawAgent = new Agent({ keepAlive: false });
+  const rawBefore = receiver.count();
+  const rawStart = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) {
+        next += 1;
+        const headers = webhookHeaders({
+          authToken: 'bench',
+          secret,
+          webhookId: randomUUID(),
+          attempt: 1,
+          body,
+          now: new Date(),
+        });
+        await got.post(receiver.url, { body, headers, agent: { http: rawAgent }, retry: { limit: 0 } });
+      }
+    }),
+  );
+  await receiver.waitFor(rawBefore + total);
+  return total / ((performance.now() - rawStart) / 1000);
+}
+
+/** Min, median and max. */
+function spread(values: number[]): { min: number; median: number; max: number } {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  const median = s.length % 2 === 1 ? s[mid] : round((s[mid - 1] + s[mid]) / 2);
+  return { min: s[0], median, max: s[s.length - 1] };
+}
+
+export async function benchWebhooks(): Promise<BenchLine[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-webhook-'));
+  const receiver = await startReceiver();
+  const pds = { running: await startPds(dir, 'all') };
+  try {
+    const call: Call = (method, url, body) => pds.running.call(method, url, body);
+    const { secret, partnerKey, pages } = await setUp(pds.running, receiver);
+
+    // ---- latency at 200 changes/s: three repetitions, then one with the partner API under load ----
+    const runs: Repetition[] = [];
+    for (let r = 0; r < REPETITIONS; r++) runs.push((await latencyRun(call, receiver)).figures);
+    const base = pds.running.base;
+    const loaded = await latencyRun(call, receiver, () =>
+      startLoad(base, {
+        connections: PARTNER_CONNECTIONS,
+        durationS: 600,
+        headers: { authorization: `Bearer ${partnerKey}` },
+        paths: pages,
       }),
     );
-    await receiver.waitFor(rawBefore + burstTotal);
-    const rawPerS = burstTotal / ((performance.now() - rawStart) / 1000);
+    const partner = loaded.load!;
 
+    // ---- throughput: a backlog drained by a dispatcher process, against raw signed POSTs ----
+    const burst = await drainBacklog(dir, receiver, pds);
+    const rawPerS = await rawPostsPerS(receiver, secret, burst.total);
+
+    const p50 = spread(runs.map((r) => r.p50_ms));
+    const p99 = spread(runs.map((r) => r.p99_ms));
     return [
       {
         name: 'webhook.e2e',
         changes_per_s_target: RATE_PER_S,
-        changes_per_s_achieved: round(achievedRate, 1),
-        changes: latencies.length,
-        p50_ms: round(percentile(latencies, 50)),
-        p99_ms: round(percentile(latencies, 99)),
-        max_ms: round(latencies.at(-1) ?? Number.NaN),
-        backlog: burstTotal,
-        deliveries_per_s: round(oursPerS, 1),
+        repetitions: REPETITIONS,
+        changes_per_s_achieved: Math.min(...runs.map((r) => r.changes_per_s_achieved)),
+        changes: runs.reduce((n, r) => n + r.changes, 0),
+        p50_ms: p50.median,
+        p50_ms_min: p50.min,
+        p50_ms_max: p50.max,
+        p99_ms: p99.median,
+        p99_ms_min: p99.min,
+        p99_ms_max: p99.max,
+        max_ms: Math.max(...runs.map((r) => r.max_ms)),
+        runs,
+        loaded_changes_per_s_achieved: loaded.figures.changes_per_s_achieved,
+        loaded_changes: loaded.figures.changes,
+        loaded_p50_ms: loaded.figures.p50_ms,
+        loaded_p99_ms: loaded.figures.p99_ms,
+        loaded_max_ms: loaded.figures.max_ms,
+        partner_load: `GET /partner/store/v1/menu_products?store_id=1&limit=${PAGE_LIMIT} (${pages.length} pages of ${STORE_MENU} menu products), store operator key, autocannon in this process`,
+        partner_connections: PARTNER_CONNECTIONS,
+        partner_requests_per_s: partner.requests_per_s,
+        partner_p50_ms: partner.p50_ms,
+        partner_p99_ms: partner.p99_ms,
+        partner_errors: partner.errors,
+        partner_non_2xx: partner.non_2xx,
+        backlog: burst.total,
+        deliveries_per_s: round(burst.perS, 1),
         baseline: 'raw signed POST loop, same receiver and concurrency',
         baseline_per_s: round(rawPerS, 1),
-        ratio: round(oursPerS / rawPerS, 3),
+        ratio: round(burst.perS / rawPerS, 3),
         targets: { p99_ms: 50, ratio: 0.5 },
       },
     ];
   } finally {
-    await running.stop();
+    await pds.running.stop();
     await receiver.close();
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,0 +1,94 @@
+/**
+ * HTTP load with autocannon, in the process that serves (the benches' service and their baselines
+ * share the cores with the load generator). `load` runs for a fixed duration; `startLoad` runs until
+ * stopped, for load held while something else is measured.
+ */
+import autocannon from 'autocannon';
+
+export interface Load {
+  rss_peak_mb: number;
+  requests_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  non_2xx: number;
+}
+
+export interface LoadOptions {
+  connections: number;
+  /** Seconds; a running load (`startLoad`) is stopped earlier by `stop()`. */
+  durationS: number;
+  headers?: Record<string, string>;
+  /** Request paths taken in turn (each request the next one), with `bodies` likewise. */
+  paths?: string[];
+  method?: string;
+  bodies?: string[];
+}
+
+const round = (n: number, digits = 1) => Number(n.toFixed(digits));
+
+/** A load running until `stop()` or the end of its duration; both resolve with its figures. */
+export function startLoad(url: string, options: LoadOptions): { done: Promise<Load>; stop(): Promise<Load> } {
+  let i = 0;
+  const next = () => i++;
+  // Peak resident memory of this process (the service and the load generator) while the load runs.
+  let rssPeak = process.memoryUsage().rss;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+  }, 100);
+  const { paths, bodies } = options;
+  let settle: (r: autocannon.Result) => void = () => {};
+  let fail: (e: unknown) => void = () => {};
+  const finished = new Promise<autocannon.Result>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  const instance = autocannon(
+    {
+      url,
+      connections: options.connections,
+      duration: options.durationS,
+      headers: options.headers,
+      method: (options.method ?? 'GET') as 'GET',
+      requests: paths
+        ? [
+            {
+              setupRequest(req) {
+                const n = next();
+                return {
+                  ...req,
+                  path: paths[n % paths.length],
+                  ...(bodies ? { body: bodies[n % bodies.length] } : {}),
+                };
+              },
+            },
+          ]
+        : undefined,
+    },
+    (err, result) => (err ? fail(err) : settle(result)),
+  );
+  const figures = finished
+    .then(
+      (result): Load => ({
+        rss_peak_mb: Math.round(rssPeak / 2 ** 20),
+        requests_per_s: round(result.requests.average),
+        p50_ms: result.latency.p50,
+        p99_ms: result.latency.p99,
+        errors: result.errors + result.timeouts,
+        non_2xx: result.non2xx,
+      }),
+    )
+    .finally(() => clearInterval(sampler));
+  return {
+    done: figures,
+    stop() {
+      instance.stop();
+      return figures;
+    },
+  };
+}
+
+/** One autocannon run for `options.durationS` seconds. */
+export async function load(url: string, options: LoadOptions): Promise<Load> {
+  return startLoad(url, options).done;
+}
