@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
+import type { Lookups } from '../application/lookups.ts';
 import type { StoreSpecials } from '../application/store-specials.ts';
 import * as brand from '../domain/brand.ts';
 import * as cart from '../domain/cart.ts';
@@ -34,6 +35,8 @@ export interface PlatformDeps {
   store: EventStore;
   commands: CommandHandler;
   specials: StoreSpecials;
+  /** The menu product, product, brand and store a command looks up, kept folded. */
+  lookups: Lookups;
   clock: Clock;
   operatorToken: string;
 }
@@ -62,30 +65,32 @@ type PlatformWrites = ReturnType<typeof platformWrites>;
 
 /** What every platform write shares: the command run with the request's metadata, and lookups. */
 function platformWrites(deps: PlatformDeps) {
-  const { commands, specials, clock } = deps;
+  const { commands, specials, lookups, clock } = deps;
   const now = () => clock.now().toISOString();
 
   /** Runs a command on one stream with the request's metadata and `If-Match`. */
-  function run<C, E extends DomainEvent, S>(
+  async function run<C, E extends DomainEvent, S>(
     ctx: AppContext,
     streamId: string,
     decider: Decider<C, E, S>,
     command: C,
   ): Promise<CommandResult<S, E>> {
-    return commands.handle(streamId, decider, command, commandMetadata(ctx, PLATFORM, clock), {
+    const result = await commands.handle(streamId, decider, command, commandMetadata(ctx, PLATFORM, clock), {
       ifMatch: ifMatch(ctx),
     });
+    if (result.events.length > 0) lookups.written(streamId, result.position);
+    return result;
   }
 
   const exists = async (streamId: string, decider: Decider<never, DomainEvent, { exists: boolean }>) =>
-    (await commands.load(streamId, decider)).state.exists;
+    (await lookups.load(streamId, decider)).exists;
   const storeExists = (id: number) => exists(store.streamId(id), store.decider as never);
 
   /** 201 when this write created the resource, 200 otherwise. */
   const createdOr200 = (result: { events: unknown[]; revision: number }) =>
     result.events.length > 0 && result.revision + 1 === result.events.length ? 201 : 200;
 
-  return { run, now, exists, storeExists, createdOr200, commands, specials };
+  return { run, now, exists, storeExists, createdOr200, commands, specials, lookups };
 }
 
 /** Stores and their curbside pickup settings. */
@@ -213,13 +218,13 @@ function catalogRoutes(router: Router<AppState>, writes: PlatformWrites): void {
 
 /** The cart lifecycle: create, lines, customer, checkout, status. */
 function cartRoutes(router: Router<AppState>, writes: PlatformWrites): void {
-  const { run, now, storeExists, commands, specials } = writes;
+  const { run, now, storeExists, commands, specials, lookups } = writes;
 
   /** The cart record of docs/partner-api.md: id is the global position of the cart's first event. */
   async function cartBody(result: CommandResult<cart.CartState, cart.CartEvent>) {
     const state = result.state;
     if (!state.exists) throw new Error('cart command left no cart');
-    const storeState = (await commands.load(store.streamId(state.store_id), store.decider)).state;
+    const storeState = await lookups.load(store.streamId(state.store_id), store.decider);
     return {
       cart: cart.toPartnerCart(state, {
         id: result.firstPosition,
@@ -263,11 +268,11 @@ function cartRoutes(router: Router<AppState>, writes: PlatformWrites): void {
 
   /** What a line placed now looks like: the menu product's current price, after today's specials. */
   async function lineFor(menuProductId: number, priceId: Weight, at: string) {
-    const listing = (await commands.load(menuProduct.streamId(menuProductId), menuProduct.decider)).state;
+    const listing = await lookups.load(menuProduct.streamId(menuProductId), menuProduct.decider);
     if (!listing.exists || !listing.listed) return null;
-    const item = (await commands.load(product.streamId(listing.product_id), product.decider)).state;
+    const item = await lookups.load(product.streamId(listing.product_id), product.decider);
     if (!item.exists) return null;
-    const maker = (await commands.load(brand.streamId(item.brand_id), brand.decider)).state;
+    const maker = await lookups.load(brand.streamId(item.brand_id), brand.decider);
     return lineAtPlacement({
       product: item,
       storeId: listing.store_id,
@@ -312,7 +317,7 @@ function cartRoutes(router: Router<AppState>, writes: PlatformWrites): void {
     const fields = parseBody(ctx, cart.checkOutCartFields);
     const current = (await commands.load(cart.streamId(uuid), cart.decider)).state;
     const shop = current.exists
-      ? (await commands.load(store.streamId(current.store_id), store.decider)).state
+      ? await lookups.load(store.streamId(current.store_id), store.decider)
       : undefined;
     await runCart(ctx, uuid, {
       type: 'CheckOutCart',

@@ -11,6 +11,7 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
+import { Lookups } from '../application/lookups.ts';
 import { createStoreSpecials, type StoreSpecials } from '../application/store-specials.ts';
 import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
@@ -148,6 +149,7 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
 /** The platform and admin APIs, with the write side's own lookup of store specials (for pricing). */
 export function writeApi(shared: Shared, clock: Clock = systemClock): Component {
   let specials: StoreSpecials | undefined;
+  let lookups: Lookups | undefined;
   return {
     name: 'write-api',
     roles: ['api'],
@@ -156,23 +158,32 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const commands = createCommandHandler(store, eventRegistry);
       if (!shared.readStore) throw new Error('the admin API needs the read side started first');
       specials = createStoreSpecials(store, eventRegistry, ctx.supervisor);
+      lookups = new Lookups({
+        store,
+        registry: eventRegistry,
+        prefixes: ['menuproduct-', 'product-', 'brand-', 'store-'],
+        supervisor: ctx.supervisor,
+      });
       let ready = false;
       ctx.readiness.add('write_side_lookups', () => ready);
-      const lookups = specials.caughtUp.then(() => {
+      const caughtUp = Promise.all([specials.caughtUp, lookups.start()]).then(() => {
         ready = true;
       });
       const operatorToken = ctx.config.operatorToken;
       const readStore = shared.readStore;
-      ctx.app.use(createPlatformRouter({ store, commands, specials, clock, operatorToken }).routes());
+      ctx.app.use(
+        createPlatformRouter({ store, commands, specials, lookups, clock, operatorToken }).routes(),
+      );
       const webhooks = {
         secretKey: ctx.config.secretKey,
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
       ctx.app.use(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks }).routes());
-      await lookups;
+      await caughtUp;
     },
     async stop() {
+      await lookups?.stop();
       await specials?.stop();
     },
   };

@@ -97,6 +97,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       // Every subscription to the log, each up (docs/operations.md, "Recovery").
       'subscription:abandonment_timer': 'ok',
       'subscription:index_of_special_streams': 'ok',
+      'subscription:lookups': 'ok',
       'subscription:projection_carts': 'ok',
       'subscription:projection_catalog': 'ok',
       'subscription:projection_partner_keys': 'ok',

@@ -23,7 +23,8 @@ import { COLUMNS, validateEvents, validateStreamId } from './rows.ts';
  * transaction costs far more than an insert; this is what lets the abandonment timer keep up with
  * 100,000 deadlines. Each append still resolves only once its transaction has committed.
  */
-type AppendWork = () => { result: AppendResult; wrote: boolean };
+/** What an append did: its answer, and when it wrote, the events' stream and types (for the journal). */
+type AppendWork = () => { result: AppendResult; wrote: boolean; streamId?: string; types?: string[] };
 
 interface AppendContext {
   log: Log;
@@ -132,7 +133,12 @@ async function append(
       );
       position = Number(info.lastInsertRowid);
     }
-    return { result: { nextExpectedRevision: revision, position }, wrote: true };
+    return {
+      result: { nextExpectedRevision: revision, position },
+      wrote: true,
+      streamId,
+      types: events.map((e) => e.type),
+    };
   });
 }
 
@@ -151,9 +157,7 @@ function inGroup(ctx: AppendContext, work: AppendWork): Promise<AppendResult> {
 function commitGroup(ctx: AppendContext): void {
   const batch = ctx.group ?? [];
   ctx.group = undefined;
-  const outcomes: Array<
-    { ok: true; value: { result: AppendResult; wrote: boolean } } | { ok: false; error: unknown }
-  > = [];
+  const outcomes: Array<{ ok: true; value: ReturnType<AppendWork> } | { ok: false; error: unknown }> = [];
   try {
     ctx.log.transaction(() => {
       for (const item of batch) {
@@ -181,8 +185,13 @@ function commitGroup(ctx: AppendContext): void {
       item.reject(outcome.error);
       return;
     }
-    if (outcome.value.wrote) {
+    const value = outcome.value;
+    if (value.wrote) {
       wrote = true;
+      // One append's events take consecutive positions (rowids, in one transaction).
+      const last = value.result.position;
+      const types = value.types ?? [];
+      ctx.log.journal.record(last - types.length + 1, last, value.streamId ?? '', types);
       if (ctx.log.head.cached !== undefined) {
         ctx.log.head.cached = Math.max(ctx.log.head.cached, outcome.value.result.position);
       }

@@ -7,6 +7,7 @@ import { type FSWatcher, mkdirSync, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { EventStoreUnavailableError } from '../port.ts';
+import { Journal } from './journal.ts';
 import { isBusy, SCHEMA } from './rows.ts';
 
 export interface SqliteEventStoreOptions {
@@ -56,6 +57,8 @@ export interface Log {
   transaction<T>(fn: () => T): T;
   /** Wakes the readers waiting for appends. */
   readonly appended: Signal;
+  /** This process's recent appends, for readers to skip wake-ups their filter does not want. */
+  readonly journal: Journal;
   /**
    * The log's head, kept in memory while it can be trusted: this process's appends move it, and the
    * WAL watcher marks it stale when another process may have appended. Subscribers ask for the head
@@ -82,6 +85,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   let closed = false;
   const statements = new Map<string, StatementSync>();
   const appended = createSignal();
+  const journal = new Journal();
   const head = { cached: undefined as number | undefined, stale: true };
   let watcher: FSWatcher | undefined;
   let readers = 0;
@@ -123,6 +127,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
     },
     appended,
+    journal,
     head,
     headTrusted: () => !head.stale && (watcher !== undefined || path === ':memory:'),
     retainWatcher() {

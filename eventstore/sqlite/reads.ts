@@ -167,6 +167,8 @@ function nextChunk(
 ): { rows: Row[]; reached: number } {
   const head = headSync(log);
   if (head <= after) return { rows: [], reached: after };
+  // Only this process's appends since `after`, none of them wanted: nothing to read.
+  if (filter && log.journal.skips(after, head, filter)) return { rows: [], reached: head };
   const prefixes = indexedPrefixes(log, filter, after, head, route);
   if (prefixes) {
     const rows = readPrefixesIndexed(log, prefixes, after, head, max);
