@@ -37,7 +37,7 @@
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
-import type * as cart from '../domain/cart.ts';
+import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
 import { isoDateTime } from '../domain/schemas.ts';
@@ -156,13 +156,7 @@ export function sampleCart(storeId: number, now: Date, kind: webhooks.WebhookEve
     rating: 0,
     abandoned_at: abandoned ? at : null,
     curbside_arrivals: [],
-    assigned_employee_id: null,
-    assigned_employee_name: null,
-    assigned_manager_id: null,
-    assigned_manager_name: null,
-    checkout_message: null,
-    pos_order_id: null,
-    queue_number: null,
+    ...cart.noAssignment,
   };
 }
 
