@@ -198,7 +198,7 @@ function commitGroup(ctx: AppendContext): void {
     }
     item.resolve(outcome.value.result);
   });
-  if (wrote) ctx.log.appended.fireSoon();
+  if (wrote) ctx.log.announceAppends();
 }
 
 export function createAppends(log: Log, reads: Pick<Reads, 'lastRevision'>) {

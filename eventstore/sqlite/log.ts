@@ -1,14 +1,20 @@
 /**
  * The embedded event store's database, as its parts share it: the connection and its prepared
- * statements, IMMEDIATE transactions, and the wake-ups of idle readers (this process's appends, or a
- * file-system watch on the WAL when another process appends to the same file; nothing polls).
+ * statements, IMMEDIATE transactions, and the wake-ups of idle readers; nothing polls. Readers wake
+ * at this connection's appends; at another thread's (the dispatcher thread's), through a broadcast
+ * channel named after the file, sent once the commit is visible; at another process's, through a
+ * file-system watch on the WAL.
  */
 import { type FSWatcher, mkdirSync, watch } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { BroadcastChannel } from 'node:worker_threads';
 import { EventStoreUnavailableError } from '../port.ts';
 import { Journal } from './journal.ts';
 import { isBusy, SCHEMA } from './rows.ts';
+
+/** How long after a WAL write of another process its readers look again, for a commit published late. */
+const WAL_RECHECK_MS = 20;
 
 export interface SqliteEventStoreOptions {
   synchronous?: 'normal' | 'full';
@@ -57,6 +63,8 @@ export interface Log {
   transaction<T>(fn: () => T): T;
   /** Wakes the readers waiting for appends. */
   readonly appended: Signal;
+  /** After a commit that appended: wakes this connection's readers and other threads' on the same file. */
+  announceAppends(): void;
   /** This process's recent appends, for readers to skip wake-ups their filter does not want. */
   readonly journal: Journal;
   /**
@@ -89,6 +97,26 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   const head = { cached: undefined as number | undefined, stale: true };
   let watcher: FSWatcher | undefined;
   let readers = 0;
+  // Another thread's connection to this file announces its commits here. Unlike the WAL watch, the
+  // message is sent after the commit is visible: the watch fires at the write of the WAL, which can
+  // come before the commit is published, so a reader woken by it may find nothing new yet.
+  const channel = path === ':memory:' ? undefined : new BroadcastChannel(`pds:sqlite-log:${resolve(path)}`);
+  if (channel) {
+    channel.onmessage = () => {
+      head.stale = true;
+      appended.fireSoon();
+    };
+    channel.unref();
+  }
+  // A WAL write of another process is looked at again a little later, when its commit is published.
+  let recheck: NodeJS.Timeout | undefined;
+  const recheckLater = (): void => {
+    recheck ??= setTimeout(() => {
+      recheck = undefined;
+      head.stale = true;
+      appended.fireSoon();
+    }, WAL_RECHECK_MS).unref();
+  };
 
   const ensureOpen = (): void => {
     if (closed) throw new EventStoreUnavailableError('event store is closed');
@@ -127,6 +155,10 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
     },
     appended,
+    announceAppends() {
+      appended.fireSoon();
+      channel?.postMessage(null);
+    },
     journal,
     head,
     headTrusted: () => !head.stale && (watcher !== undefined || path === ':memory:'),
@@ -140,6 +172,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
           // Possibly another process's append: the cached head must be read again.
           head.stale = true;
           appended.fireSoon();
+          recheckLater();
         });
         watcher.on('error', () => {});
       } catch {
@@ -158,6 +191,8 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       if (closed) return;
       appended.fire();
       closed = true;
+      channel?.close();
+      clearTimeout(recheck);
       watcher?.close();
       watcher = undefined;
       db.close();
