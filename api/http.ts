@@ -10,6 +10,7 @@ import type { RouterOptions } from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { MetricsSources } from './metrics-sources.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
@@ -309,10 +310,12 @@ export interface HttpAppOptions {
   readiness: Readiness;
   /** Role of this process, shown by `/readyz`. */
   role: string;
+  /** Other threads' metrics, merged into `/metrics`. */
+  metricsSources?: MetricsSources;
 }
 
 export function createHttpApp(options: HttpAppOptions): App {
-  const { logger, registry, readiness, role } = options;
+  const { logger, registry, readiness, role, metricsSources } = options;
   const app: App = new Koa<AppState>();
 
   const duration = new Histogram({
@@ -409,7 +412,7 @@ export function createHttpApp(options: HttpAppOptions): App {
     });
   });
   ops.get('/metrics', async (ctx) => {
-    ctx.body = await registry.metrics();
+    ctx.body = metricsSources ? await metricsSources.render(registry) : await registry.metrics();
     ctx.type = registry.contentType;
   });
   app.use(ops.routes());

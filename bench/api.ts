@@ -14,8 +14,9 @@
  *   autocannon settings, `ratio` = ours / that. `raw_appends_per_s` is a plain loop of the same raw
  *   append with no HTTP, for scale.
  *
- * Each HTTP figure comes from one autocannon run (warm-up excluded) in the process that serves, as the
- * baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
+ * The service runs as `npm start` does, its dispatcher on a thread of its own
+ * (`PDS_BENCH_DISPATCHER_THREAD=0`: on the API's thread). Each HTTP figure comes from one autocannon
+ * run (warm-up excluded) in the process that serves, as the baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
  * peak resident memory during the run (it also seeded the sandbox, so it is an upper bound).
  */
 import { randomUUID } from 'node:crypto';
@@ -25,7 +26,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Koa from 'koa';
-import { createTimers, defaultComponents } from '../cli/components.ts';
+import { createTimers, defaultComponents, threadedComponents } from '../cli/components.ts';
 import { createService } from '../cli/compose.ts';
 import { loadConfig, type ResolvedConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
@@ -167,7 +168,7 @@ async function seed(dir: string, config: ResolvedConfig) {
 async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof seed>>['seeded']) {
   const seededAt = performance.now();
   const service = createService(config, {
-    components: defaultComponents(undefined, createTimers()),
+    components: config.dispatcherThread ? threadedComponents() : defaultComponents(undefined, createTimers()),
     logger: createLogger('warn'),
   });
   const port = await service.start();
@@ -350,7 +351,14 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
 
 export async function benchApi(): Promise<BenchLine[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-api-'));
-  const config = await loadConfig({ PDS_DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn', PDS_SANDBOX: '0' });
+  const config = await loadConfig({
+    PDS_DATA_DIR: dir,
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    PDS_SANDBOX: '0',
+    // As `npm start` runs (the dispatcher on a thread of its own); `0` to compare with one thread.
+    PDS_DISPATCHER_THREAD: process.env.PDS_BENCH_DISPATCHER_THREAD ?? '1',
+  });
   try {
     const { seeded, at } = await seed(dir, config);
     const served = await serve(config, seeded);

@@ -1,8 +1,9 @@
 /**
  * HTTP load with autocannon, in the process that serves (the benches' service and their baselines
- * share the cores with the load generator). `load` runs for a fixed duration; `startLoad` runs until
+ * share the cores with the load generator), or in a process of its own (`startLoadElsewhere`). `load` runs for a fixed duration; `startLoad` runs until
  * stopped, for load held while something else is measured.
  */
+import { fork } from 'node:child_process';
 import autocannon from 'autocannon';
 
 export interface Load {
@@ -91,4 +92,24 @@ export function startLoad(url: string, options: LoadOptions): { done: Promise<Lo
 /** One autocannon run for `options.durationS` seconds. */
 export async function load(url: string, options: LoadOptions): Promise<Load> {
   return startLoad(url, options).done;
+}
+
+/**
+ * `startLoad` in a child process of its own (`load-process.ts`), so that the load generator does not
+ * share an event loop, or a core's time slice, with what this process measures (a webhook receiver).
+ */
+export function startLoadElsewhere(url: string, options: LoadOptions): { stop(): Promise<Load> } {
+  const child = fork(new URL('./load-process.ts', import.meta.url), { stdio: 'inherit' });
+  const figures = new Promise<Load>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as Load));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the load process exited with code ${code}`)));
+  });
+  child.send({ start: { url, options } });
+  return {
+    stop() {
+      child.send({ stop: true });
+      return figures;
+    },
+  };
 }

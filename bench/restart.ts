@@ -16,24 +16,20 @@
  * The baseline is a raw read of the whole log in this process in the same run (pages of 1,000, JSON
  * parsed, nothing else): the least a replay at start would cost. `ratio` is the restart time over it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import * as cart from '../domain/cart.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
-import { npmStartArgs } from '../test/support/npm-start.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 import { generateEvents } from './projection.ts';
+import { rssMbOf, type Served, serve } from './serve.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SIZES = (process.env.PDS_BENCH_RESTART_EVENTS ?? '100000,1000000').split(',').map(Number);
 const WEBHOOK_ID = '7e57be9c-0000-4000-8000-000000000001';
 const round = (n: number, digits = 0) => Number(n.toFixed(digits));
@@ -155,75 +151,6 @@ async function settledDeliveries(es: EventStore): Promise<number> {
   }
   await Promise.all(appends);
   return written;
-}
-
-interface Served {
-  base: string;
-  pid: number;
-  readyMs: number;
-  rssMb: number;
-  stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
-}
-
-/** `npm start`'s command (its V8 flags included) on `dir`, from spawn to `/readyz` 200. */
-async function serve(dir: string): Promise<Served> {
-  const began = performance.now();
-  const child: ChildProcess = spawn(process.execPath, npmStartArgs(), {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      PDS_DATA_DIR: dir,
-      PDS_SANDBOX: '0',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout?.setEncoding('utf8').on('data', (c: string) => {
-    out += c;
-  });
-  const exited = once(child, 'exit');
-  let base = '';
-  try {
-    for (;;) {
-      const m = /^pds: listening on http:\/\/[^:]+:(\d+)/m.exec(out);
-      if (m) {
-        base = `http://127.0.0.1:${m[1]}`;
-        break;
-      }
-      if (child.exitCode !== null) throw new Error(`pds serve exited: ${out}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    for (;;) {
-      const res = await fetch(`${base}/readyz`).catch(() => undefined);
-      await res?.body?.cancel();
-      if (res?.status === 200) break;
-      if (child.exitCode !== null) throw new Error(`pds serve exited: ${out}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
-  const readyMs = performance.now() - began;
-  const pid = child.pid as number;
-  return {
-    base,
-    pid,
-    readyMs,
-    rssMb: rssMbOf(pid),
-    async stop(signal) {
-      child.kill(signal);
-      await exited;
-    },
-  };
-}
-
-/** A process's resident memory (VmRSS), in MB. */
-function rssMbOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN) / 1024);
 }
 
 /**

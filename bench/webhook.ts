@@ -1,6 +1,10 @@
 /**
- * `webhook.e2e`: the whole webhook path of a real service (embedded store, every component in one
- * process) to a local receiver in the same process.
+ * `webhook.e2e`: the whole webhook path of a real service to a local receiver.
+ *
+ * - The latency phases run the service as `npm start` does, in a child process (the dispatcher on a
+ *   thread of its own; `PDS_BENCH_DISPATCHER_THREAD=0` runs it on the API's thread instead, to compare).
+ *   The receiver runs on this process's main thread and the partner load in another child process, so
+ *   neither shares an event loop with the service or with each other.
  *
  * - Latency: status changes issued at a steady 200/s (each cart moved along its pickup path), from
  *   the moment the status command's HTTP answer arrives to the moment the receiver has the webhook's
@@ -8,16 +12,17 @@
  *   Three repetitions, each on fresh carts of the same service: `p50_ms`/`p99_ms` are the medians of
  *   the three, with their `_min`/`_max` and every repetition in `runs`. A fourth repetition runs with
  *   the partner API under load at the same time (autocannon, 16 connections, a store operator key
- *   paging the store's 400 menu products 100 at a time, in this process): its figures are the
+ *   paging the store's 400 menu products 100 at a time, in a child process): its figures are the
  *   `loaded_*` ones, the partner API's the `partner_*` ones.
- * - Throughput: a backlog of status changes is written by an `api` process (no dispatcher); then a
- *   `dispatcher` process starts on the same data and drains it (fan-out from the persistent
+ * - Throughput: a backlog of status changes is written by an `api` service (no dispatcher); then a
+ *   `dispatcher` service starts on the same data, in this process, and drains it (fan-out from the persistent
  *   subscription, scheduling, signing, sending, recording): deliveries/s from its first receipt to its
  *   last, against a raw loop that signs and POSTs the same number of bodies to the same receiver with
  *   the same concurrency (the dispatcher's per-subscription limit) and the same connection policy (a
  *   fresh connection per request, as the dispatcher uses).
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,7 +35,8 @@ import { loadConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
 import { webhookHeaders } from '../webhooks/signing.ts';
 import type { BenchLine } from './eventstore.ts';
-import { type Load, startLoad } from './load.ts';
+import { type Load, startLoadElsewhere } from './load.ts';
+import { serve } from './serve.ts';
 
 const P = '/platform/v1';
 const RATE_PER_S = 200;
@@ -45,6 +51,8 @@ const REPETITIONS = 3;
 const PARTNER_CONNECTIONS = 16;
 const STORE_MENU = Number(process.env.PDS_BENCH_WEBHOOK_MENU ?? 400);
 const PAGE_LIMIT = 100;
+/** Whether the latency phases' service runs its dispatcher on a thread of its own (`PDS_DISPATCHER_THREAD`). */
+const DISPATCHER_THREAD = process.env.PDS_BENCH_DISPATCHER_THREAD ?? '1';
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -93,21 +101,14 @@ async function startReceiver() {
   };
 }
 
-async function startPds(dir: string, role: Role, port = 0) {
-  const config = await loadConfig({ PDS_DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'warn' });
-  const service = createService(config, {
-    role,
-    components: defaultComponents(undefined, createTimers()),
-    logger: createLogger('warn'),
-  });
-  const bound = await service.start();
-  const base = `http://127.0.0.1:${bound}`;
+/** A `call` of the platform and admin APIs at `base` with the operator token; throws on a non-2xx. */
+function caller(base: string, token: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 32 });
   const call = async (method: string, url: string, body?: unknown) => {
     const res = await got(`${base}${url}`, {
       method: method as 'POST',
       json: body,
-      headers: { authorization: `Bearer ${config.operatorToken}` },
+      headers: { authorization: `Bearer ${token}` },
       agent: { http: agent },
       throwHttpErrors: false,
       retry: { limit: 0 },
@@ -115,12 +116,40 @@ async function startPds(dir: string, role: Role, port = 0) {
     if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
     return JSON.parse(res.body || '{}');
   };
+  return { call, close: () => agent.destroy() };
+}
+
+/** Role `all` as `npm start` runs it, in a child process. */
+async function startServed(dir: string) {
+  const served = await serve(dir, { PDS_DISPATCHER_THREAD: DISPATCHER_THREAD });
+  const { call, close } = caller(served.base, readFileSync(path.join(dir, 'operator-token'), 'utf8').trim());
+  return {
+    base: served.base,
+    call,
+    async stop() {
+      await served.stop('SIGTERM');
+      close();
+    },
+  };
+}
+
+/** One role in this process (the throughput phase's `api` writer and `dispatcher` drainer). */
+async function startPds(dir: string, role: Role) {
+  const config = await loadConfig({ PDS_DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn' });
+  const service = createService(config, {
+    role,
+    components: defaultComponents(undefined, createTimers()),
+    logger: createLogger('warn'),
+  });
+  const bound = await service.start();
+  const base = `http://127.0.0.1:${bound}`;
+  const { call, close } = caller(base, config.operatorToken);
   return {
     base,
     call,
     async stop() {
       await service.stop();
-      agent.destroy();
+      close();
     },
   };
 }
@@ -358,7 +387,7 @@ function spread(values: number[]): { min: number; median: number; max: number } 
 export async function benchWebhooks(): Promise<BenchLine[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-webhook-'));
   const receiver = await startReceiver();
-  const pds = { running: await startPds(dir, 'all') };
+  const pds: { running: Pds } = { running: await startServed(dir) };
   try {
     const call: Call = (method, url, body) => pds.running.call(method, url, body);
     const { secret, partnerKey, pages } = await setUp(pds.running, receiver);
@@ -368,7 +397,7 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
     for (let r = 0; r < REPETITIONS; r++) runs.push((await latencyRun(call, receiver)).figures);
     const base = pds.running.base;
     const loaded = await latencyRun(call, receiver, () =>
-      startLoad(base, {
+      startLoadElsewhere(base, {
         connections: PARTNER_CONNECTIONS,
         durationS: 600,
         headers: { authorization: `Bearer ${partnerKey}` },
@@ -403,7 +432,8 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
         loaded_p50_ms: loaded.figures.p50_ms,
         loaded_p99_ms: loaded.figures.p99_ms,
         loaded_max_ms: loaded.figures.max_ms,
-        partner_load: `GET /partner/store/v1/menu_products?store_id=1&limit=${PAGE_LIMIT} (${pages.length} pages of ${STORE_MENU} menu products), store operator key, autocannon in this process`,
+        partner_load: `GET /partner/store/v1/menu_products?store_id=1&limit=${PAGE_LIMIT} (${pages.length} pages of ${STORE_MENU} menu products), store operator key, autocannon in a child process of the bench`,
+        dispatcher_thread: DISPATCHER_THREAD !== '0',
         partner_connections: PARTNER_CONNECTIONS,
         partner_requests_per_s: partner.requests_per_s,
         partner_p50_ms: partner.p50_ms,

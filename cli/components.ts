@@ -1,9 +1,10 @@
 /**
  * The components each role runs, in start order. The composition root (`compose.ts`) starts the ones
- * of its role and stops them in reverse. Components share what they build through `Shared`.
+ * of its role and stops them in reverse. Components share what they build through `Shared`; the
+ * dispatcher's are in `dispatcher-components.ts`, which its thread loads without the APIs.
  */
-import type { Logger } from 'pino';
-import { Counter, Gauge, Histogram } from 'prom-client';
+
+import { Gauge } from 'prom-client';
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter } from '../api/admin-projections.ts';
 import { createDocsRouter } from '../api/docs.ts';
@@ -13,40 +14,26 @@ import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
 import { Lookups } from '../application/lookups.ts';
 import { createStoreSpecials, type StoreSpecials } from '../application/store-specials.ts';
-import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
-import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
-import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
-import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import { allProjections } from '../projections/all.ts';
 import { openReadStore } from '../projections/index.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
-import type { ReadStore } from '../projections/read-store.ts';
-import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
 import type { Component } from './compose.ts';
+import {
+  createTimers,
+  type DispatcherShared,
+  dispatcherComponents,
+  logOpened,
+  type Timers,
+} from './dispatcher-components.ts';
+import { dispatcherThread } from './dispatcher-thread.ts';
+
+export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
 
 /** What components build for each other. */
-export interface Shared {
-  readStore?: ReadStore;
+export interface Shared extends DispatcherShared {
   projector?: Projector;
-}
-
-/**
- * The timer queues of the running components (abandonment, webhook retries). Tests that move an
- * injected clock call `tick()` to run what fell due, instead of waiting for real timers.
- */
-export interface Timers {
-  ticks: Array<() => Promise<number>>;
-}
-
-export const createTimers = (): Timers => ({ ticks: [] });
-
-/** Runs every component's due timers; resolves with how many ran. */
-export async function tickTimers(timers: Timers): Promise<number> {
-  let ran = 0;
-  for (const tick of timers.ticks) ran += await tick();
-  return ran;
 }
 
 /**
@@ -58,15 +45,13 @@ export function readSide(shared: Shared): Component {
   let projector: Projector | undefined;
   return {
     name: 'read-side',
-    // The dispatcher keeps its working state (pending carts, delivery queues) in the read store too.
-    roles: ['api', 'projector', 'dispatcher'],
+    roles: ['api', 'projector'],
     async start(ctx) {
       const readStore = await openReadStore(ctx.config.readStoreUrl, {
         cacheMiB: ctx.config.readStoreCacheMiB,
       });
       shared.readStore = readStore;
-      logOpened(readStore, ctx.logger);
-      if (ctx.role === 'dispatcher') return; // the read models are the projector's and the api's
+      logOpened(readStore, ctx.logger, 'read store: read models are');
       // A copy of its own (`memory`) is every process's to build; a shared one the projector's.
       const owns = ctx.config.readStoreUrl === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
       if (!owns) return;
@@ -116,16 +101,6 @@ export function readSide(shared: Shared): Component {
       await shared.readStore?.close();
     },
   };
-}
-
-/** Says when the read models start empty and why (a new or replaced file): they are rebuilt from the events. */
-function logOpened(readStore: ReadStore, logger: Logger): void {
-  if (!('opened' in readStore)) return;
-  const { state, reason } = (readStore as SqliteReadStore).opened;
-  if (state === 'replaced')
-    logger.warn({ reason }, 'read store replaced: read models are rebuilt from the events');
-  else if (state === 'created')
-    logger.info({ reason }, 'read store created: read models are built from the events');
 }
 
 /** The four partner APIs, reading the read models (and appending curbside arrivals), and their `/docs` page. */
@@ -189,155 +164,22 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
   };
 }
 
-/**
- * The abandonment timer (docs/write-side.md): restores the pending carts' deadlines from the read store and the
- * cart events after its checkpoint, then appends `CartAbandoned` when one falls due. Several
- * dispatcher processes may run it: the expected-revision check lets exactly one of them write.
- */
-export function abandonmentTimer(
-  shared: Shared,
-  clock: Clock = systemClock,
-  timers: Timers = createTimers(),
-): Component {
-  let timer: AbandonmentTimer | undefined;
-  return {
-    name: 'abandonment-timer',
-    roles: ['dispatcher'],
-    async start(ctx) {
-      if (!shared.readStore) throw new Error('the abandonment timer needs the read side started first');
-      const t = createAbandonmentTimer({
-        store: ctx.eventStore,
-        readStore: shared.readStore,
-        clock,
-        abandonAfterMs: ctx.config.abandonAfterMs,
-        logger: ctx.logger.child({ component: 'abandonment-timer' }),
-        supervisor: ctx.supervisor,
-      });
-      timer = t;
-      timers.ticks.push(() => t.tick());
-      let restored = false;
-      ctx.readiness.add('abandonment_timers_restored', () => restored);
-      new Gauge({
-        name: 'pds_abandonment_timers_pending',
-        help: 'carts with a pending abandonment deadline',
-        registers: [ctx.registry],
-        collect() {
-          this.set(t.pending());
-        },
-      });
-      const started = Date.now();
-      t.start();
-      await t.caughtUp;
-      restored = true;
-      ctx.logger.info(
-        { ms: Date.now() - started, pending: t.pending(), resumed_after: t.resumed().position },
-        'abandonment timers restored',
-      );
-    },
-    async stop() {
-      await timer?.stop();
-    },
-  };
-}
-
-/**
- * The webhook dispatcher (docs/webhooks.md): its own view of the subscriptions, the fan-out consumer of the
- * persistent subscription group (several dispatcher processes compete on it), and the delivery worker,
- * which restores the queues with pending deliveries and retries from the read store and the delivery
- * events after its checkpoint.
- */
-export function webhookDispatcher(
-  shared: Shared,
-  clock: Clock = systemClock,
-  timers: Timers = createTimers(),
-): Component {
-  let tracker: SubscriptionTracker | undefined;
-  let fanOut: FanOut | undefined;
-  let worker: DeliveryWorker | undefined;
-  return {
-    name: 'webhook-dispatcher',
-    roles: ['dispatcher'],
-    async start(ctx) {
-      const logger = ctx.logger.child({ component: 'webhook-dispatcher' });
-      const attempts = new Counter({
-        name: 'pds_webhook_attempts_total',
-        help: 'webhook delivery attempts by outcome (delivered, gone, retry_after, failed, interrupted)',
-        labelNames: ['outcome'],
-        registers: [ctx.registry],
-      });
-      const latency = new Histogram({
-        name: 'pds_webhook_attempt_duration_seconds',
-        help: 'duration of webhook delivery attempts, from the URL check to the answer',
-        labelNames: ['outcome'],
-        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
-        registers: [ctx.registry],
-      });
-      if (!shared.readStore) throw new Error('the webhook dispatcher needs the read side started first');
-      tracker = createSubscriptionTracker({ store: ctx.eventStore, supervisor: ctx.supervisor });
-      const w = createDeliveryWorker({
-        store: ctx.eventStore,
-        readStore: shared.readStore,
-        clock,
-        tracker,
-        secretKey: ctx.config.secretKey,
-        allowPrivate: ctx.config.allowPrivateWebhookUrls,
-        timeoutMs: ctx.config.webhookTimeoutMs,
-        scheduleMs: ctx.config.webhookRetryScheduleMs,
-        logger,
-        supervisor: ctx.supervisor,
-        onAttempt({ outcome, durationMs }) {
-          attempts.inc({ outcome });
-          latency.observe({ outcome }, durationMs / 1000);
-        },
-      });
-      worker = w;
-      timers.ticks.push(() => w.tick());
-      new Gauge({
-        name: 'pds_webhook_deliveries_pending',
-        help: 'webhook deliveries neither delivered nor parked (queue depth)',
-        registers: [ctx.registry],
-        collect() {
-          this.set(w.pending().depth);
-        },
-      });
-      new Gauge({
-        name: 'pds_webhook_oldest_pending_seconds',
-        help: 'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
-        registers: [ctx.registry],
-        collect() {
-          const oldest = w.pending().oldestScheduledAt;
-          this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000));
-        },
-      });
-      let restored = false;
-      ctx.readiness.add('webhook_deliveries_restored', () => restored);
-      const started = Date.now();
-      tracker.start();
-      w.start();
-      await Promise.all([tracker.caughtUp, w.caughtUp]);
-      fanOut = createFanOut({ store: ctx.eventStore, clock, tracker, logger, supervisor: ctx.supervisor });
-      await fanOut.start();
-      restored = true;
-      logger.info(
-        { ms: Date.now() - started, pending: w.pending().depth, resumed_after: w.resumed().position },
-        'webhook deliveries restored',
-      );
-    },
-    async stop() {
-      await fanOut?.stop();
-      await worker?.stop();
-      await tracker?.stop();
-    },
-  };
-}
-
+/** Every component in this process and thread; tests inject a clock and run the timers with `tickTimers`. */
 export function defaultComponents(clock: Clock = systemClock, timers: Timers = createTimers()): Component[] {
   const shared: Shared = {};
   return [
     readSide(shared),
     partnerApi(shared, clock),
     writeApi(shared, clock),
-    abandonmentTimer(shared, clock, timers),
-    webhookDispatcher(shared, clock, timers),
+    ...dispatcherComponents(shared, clock, timers),
   ];
+}
+
+/**
+ * Role `all` with the dispatcher on a thread of its own (`PDS_DISPATCHER_THREAD`, `dispatcher-thread.ts`):
+ * the thread starts first, so it restores its state on the second core while this one loads the rest.
+ */
+export function threadedComponents(thread: Component = dispatcherThread()): Component[] {
+  const shared: Shared = {};
+  return [thread, readSide(shared), partnerApi(shared), writeApi(shared)];
 }

@@ -19,6 +19,7 @@ import {
   createReadiness,
   type Readiness,
 } from '../api/http.ts';
+import { MetricsSources } from '../api/metrics-sources.ts';
 import type { Supervisor } from '../application/supervisor.ts';
 import { openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -40,6 +41,8 @@ export interface ServiceContext {
   role: Role;
   logger: Logger;
   registry: Registry;
+  /** Other threads' metrics, shown with this one's at `/metrics`. */
+  metricsSources: MetricsSources;
   readiness: Readiness;
   /** The Koa app; API components mount their routers here. */
   app: App;
@@ -60,9 +63,11 @@ export interface Service {
   readonly role: Role;
   readonly logger: Logger;
   readonly app: App;
+  readonly registry: Registry;
+  readonly readiness: Readiness;
   /** Names of the components this process runs, in start order. */
   readonly components: readonly string[];
-  /** Opens the event store, starts the components; resolves with the port the HTTP server is bound to. */
+  /** Opens the event store, starts the components; resolves with the port the HTTP server is bound to (0: none). */
   start(): Promise<number>;
   /** Graceful and idempotent: drains HTTP requests (up to a deadline), stops components, closes the store. */
   stop(): Promise<void>;
@@ -76,6 +81,8 @@ export interface ServiceOptions {
   logger?: Logger;
   /** How long `stop()` waits for in-flight requests before closing their connections. */
   stopTimeoutMs?: number;
+  /** False: no HTTP listener (the dispatcher thread, which reports through its parent's). */
+  listen?: boolean;
   /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
   openEventStore?: (url: string) => Promise<EventStore>;
 }
@@ -167,10 +174,12 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   const logger = (options.logger ?? createLogger(config.logLevel)).child({ role });
   const registry = createMetricsRegistry();
   const readiness = createReadiness();
-  const app = createHttpApp({ logger, registry, readiness, role });
+  const metricsSources = new MetricsSources();
+  const app = createHttpApp({ logger, registry, readiness, role, metricsSources });
   const supervisor = createSupervisor(logger, readiness, registry);
-  const listener = httpListener(config.port, options.stopTimeoutMs ?? 8_000);
-  const components = [...(options.components ?? []), listener].filter(
+  const listener =
+    options.listen === false ? undefined : httpListener(config.port, options.stopTimeoutMs ?? 8_000);
+  const components = [...(options.components ?? []), ...(listener ? [listener] : [])].filter(
     (component) => role === 'all' || component.roles.includes(role),
   );
 
@@ -209,7 +218,17 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       eventStore = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl);
       storeOpen = true;
       readiness.add('event_store', () => storeOpen);
-      const ctx: ServiceContext = { config, role, logger, registry, readiness, app, eventStore, supervisor };
+      const ctx: ServiceContext = {
+        config,
+        role,
+        logger,
+        registry,
+        metricsSources,
+        readiness,
+        app,
+        eventStore,
+        supervisor,
+      };
       for (const component of components) {
         if (stopping) break;
         await component.start(ctx);
@@ -220,13 +239,15 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       await shutdown();
       throw error;
     }
-    return listener.port();
+    return listener?.port() ?? 0;
   }
 
   return {
     role,
     logger,
     app,
+    registry,
+    readiness,
     components: components.map((c) => c.name),
     start() {
       if (starting) throw new Error('service already started');

@@ -34,6 +34,17 @@ export interface Config {
   readStoreUrl: string;
   /** SQLite's page cache for the read store file, in MiB: the read side's memory knob. */
   readStoreCacheMiB: number;
+  /**
+   * Where the dispatcher keeps its working state (pending deliveries, abandonment deadlines): a file of
+   * its own beside a SQLite read store (`<dataDir>/dispatcher.db`), so that a projector's long commits
+   * never make a delivery wait for the read store's write lock; otherwise the read store itself.
+   */
+  dispatcherStoreUrl: string;
+  /**
+   * Role `all` runs the dispatcher (webhooks, abandonment timers) on a thread of its own, with its own
+   * connections to the embedded files, so that API load or a rebuild does not stall deliveries.
+   */
+  dispatcherThread: boolean;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
   abandonAfterMs: number;
@@ -169,6 +180,8 @@ const readStoreUrl = parsed((raw) => {
   );
 });
 
+const dispatcherStoreUrl = readStoreUrl;
+
 const cacheMiB = parsed((raw) => {
   const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   return n >= 1 && n <= 65_536
@@ -228,6 +241,8 @@ const envSchema = z.object({
   PDS_EVENT_STORE: eventStoreUrl.optional(),
   PDS_READ_STORE: readStoreUrl.optional(),
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
+  PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
+  PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
@@ -248,6 +263,7 @@ export const DEFAULTS = {
   /** Without an embedded event store (several processes), each process keeps its own copy. */
   readStoreUrl: 'memory',
   readStoreFile: 'read.db',
+  dispatcherStoreFile: 'dispatcher.db',
   readStoreCacheMiB: 32,
   abandonAfter: '6h',
   webhookTimeout: '15s',
@@ -289,7 +305,16 @@ export function parseConfig(env: Env): Config {
       problem: 'required when PDS_EVENT_STORE is not embedded SQLite: at least 16 bearer-token characters',
     });
   }
+  if (embedded && eventStore === 'sqlite::memory:' && v.PDS_DISPATCHER_THREAD === true) {
+    missing.push({
+      variable: 'PDS_DISPATCHER_THREAD',
+      problem: 'a dispatcher thread needs an event store file it can open too, not sqlite::memory:',
+    });
+  }
   if (missing.length > 0) throw new ConfigError(missing);
+  const readStore =
+    v.PDS_READ_STORE ??
+    (embedded ? `sqlite:${path.join(dir, DEFAULTS.readStoreFile)}` : DEFAULTS.readStoreUrl);
   return Object.freeze({
     port: v.PORT ?? DEFAULTS.port,
     dataDir: dir,
@@ -297,10 +322,14 @@ export function parseConfig(env: Env): Config {
     embedded,
     // Embedded: durable read models beside the events (a separate file, so projector writes never
     // hold the event store's write lock).
-    readStoreUrl:
-      v.PDS_READ_STORE ??
-      (embedded ? `sqlite:${path.join(dir, DEFAULTS.readStoreFile)}` : DEFAULTS.readStoreUrl),
+    readStoreUrl: readStore,
     readStoreCacheMiB: v.PDS_READ_STORE_CACHE_MIB ?? DEFAULTS.readStoreCacheMiB,
+    dispatcherStoreUrl:
+      v.PDS_DISPATCHER_STORE ??
+      (readStore.startsWith('sqlite:') && readStore !== 'sqlite::memory:'
+        ? `sqlite:${path.join(path.dirname(readStore.slice('sqlite:'.length)), DEFAULTS.dispatcherStoreFile)}`
+        : readStore),
+    dispatcherThread: v.PDS_DISPATCHER_THREAD ?? (embedded && eventStore !== 'sqlite::memory:'),
     operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
     abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
     webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),
@@ -442,6 +471,8 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     event_store: redactUrl(config.eventStoreUrl),
     embedded: config.embedded,
     read_store: redactUrl(config.readStoreUrl),
+    dispatcher_store: redactUrl(config.dispatcherStoreUrl),
+    dispatcher_thread: config.dispatcherThread,
     operator_token: '[redacted]',
     operator_token_source: describeSource(
       sources?.operatorTokenSource,

@@ -85,6 +85,8 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     embedded: true,
     readStoreUrl: `sqlite:${path.resolve('data', 'read.db')}`,
     readStoreCacheMiB: 32,
+    dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
+    dispatcherThread: true,
     operatorToken: null,
     abandonAfterMs: 6 * 3_600_000,
     webhookTimeoutMs: 15_000,
@@ -108,6 +110,33 @@ test('embedded mode keeps durable read models in their own file in the data dir;
   t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).readStoreUrl, 'sqlite:/var/lib/pds/read.db');
   t.is(parseConfig(ESDB).readStoreUrl, 'memory');
   t.is(parseConfig({ PDS_READ_STORE_CACHE_MIB: '128' }).readStoreCacheMiB, 128);
+});
+
+test('the dispatcher keeps its state in a file of its own beside a SQLite read store, else in the read store', (t) => {
+  t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).dispatcherStoreUrl, 'sqlite:/var/lib/pds/dispatcher.db');
+  t.is(
+    parseConfig({ PDS_READ_STORE: 'sqlite:/srv/models/read.db' }).dispatcherStoreUrl,
+    'sqlite:/srv/models/dispatcher.db',
+  );
+  t.is(parseConfig({ PDS_READ_STORE: 'memory' }).dispatcherStoreUrl, 'memory');
+  t.is(parseConfig(ESDB).dispatcherStoreUrl, 'memory');
+  const mongo = 'mongodb://mongo:27017/pds?replicaSet=rs0';
+  t.is(parseConfig({ ...ESDB, PDS_READ_STORE: mongo }).dispatcherStoreUrl, mongo);
+  t.is(parseConfig({ PDS_DISPATCHER_STORE: 'sqlite:/tmp/d.db' }).dispatcherStoreUrl, 'sqlite:/tmp/d.db');
+});
+
+test('role all runs the dispatcher on a thread of its own on embedded files, unless told not to', (t) => {
+  t.true(parseConfig({}).dispatcherThread);
+  t.false(parseConfig({ PDS_DISPATCHER_THREAD: '0' }).dispatcherThread);
+  t.false(parseConfig(ESDB).dispatcherThread);
+  t.false(parseConfig({ PDS_EVENT_STORE: 'sqlite::memory:' }).dispatcherThread);
+  const error = t.throws(
+    () => parseConfig({ PDS_EVENT_STORE: 'sqlite::memory:', PDS_DISPATCHER_THREAD: '1' }),
+    {
+      instanceOf: ConfigError,
+    },
+  );
+  t.regex(error?.message ?? '', /PDS_DISPATCHER_THREAD.*sqlite::memory:/);
 });
 
 test('non-embedded mode: no sandbox, no private webhook URLs, unless configured', (t) => {
@@ -170,6 +199,19 @@ const valid: Record<string, Case[]> = {
     'mongodb://localhost:27017/pds',
     'mongodb+srv://u:p@cluster0.example.net/pds',
   ].map((url) => ({ env: { PDS_READ_STORE: url }, check: (c) => c.readStoreUrl, expected: url })),
+  PDS_DISPATCHER_STORE: ['memory', 'sqlite:/var/lib/pds/dispatcher.db', 'mongodb://localhost:27017/pds'].map(
+    (url) => ({ env: { PDS_DISPATCHER_STORE: url }, check: (c) => c.dispatcherStoreUrl, expected: url }),
+  ),
+  PDS_DISPATCHER_THREAD: (
+    [
+      ['true', true],
+      ['0', false],
+    ] as const
+  ).map(([raw, value]) => ({
+    env: { PDS_DISPATCHER_THREAD: raw },
+    check: (c) => c.dispatcherThread,
+    expected: value,
+  })),
   PDS_OPERATOR_TOKEN: [
     { env: { PDS_OPERATOR_TOKEN: 'a'.repeat(16) }, check: (c) => c.operatorToken, expected: 'a'.repeat(16) },
     {
@@ -259,6 +301,8 @@ const bad: [string, string, Env?][] = [
   ['PDS_READ_STORE', 'mongodb://'],
   ['PDS_READ_STORE', 'Memory'],
   ['PDS_READ_STORE', 'sqlite:'],
+  ['PDS_DISPATCHER_STORE', 'redis://localhost'],
+  ['PDS_DISPATCHER_THREAD', 'yes'],
   ['PDS_READ_STORE_CACHE_MIB', '0'],
   ['PDS_READ_STORE_CACHE_MIB', '1.5'],
   ['PDS_READ_STORE_CACHE_MIB', 'lots'],

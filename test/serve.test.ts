@@ -92,10 +92,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       event_store: 'ok',
       projections_caught_up: 'ok',
       write_side_lookups: 'ok',
-      abandonment_timers_restored: 'ok',
-      webhook_deliveries_restored: 'ok',
       // Every subscription to the log, each up (docs/operations.md, "Recovery").
-      'subscription:abandonment_timer': 'ok',
       'subscription:index_of_special_streams': 'ok',
       'subscription:lookups': 'ok',
       'subscription:projection_carts': 'ok',
@@ -103,14 +100,26 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       'subscription:projection_partner_keys': 'ok',
       'subscription:projection_webhook_deliveries': 'ok',
       'subscription:projection_webhook_subscriptions': 'ok',
-      'subscription:webhook_delivery_worker': 'ok',
-      'subscription:webhook_fan_out': 'ok',
-      'subscription:webhook_subscription_tracker': 'ok',
+      // The dispatcher on its own thread, and that thread's checks (docs/operations.md, "Processes and roles").
+      dispatcher_thread: 'ok',
+      'dispatcher:event_store': 'ok',
+      'dispatcher:abandonment_timers_restored': 'ok',
+      'dispatcher:webhook_deliveries_restored': 'ok',
+      'dispatcher:subscription:abandonment_timer': 'ok',
+      'dispatcher:subscription:webhook_delivery_worker': 'ok',
+      'dispatcher:subscription:webhook_fan_out': 'ok',
+      'dispatcher:subscription:webhook_subscription_tracker': 'ok',
     },
   });
 
   const metrics = await (await fetch(`${base}/metrics`)).text();
   t.regex(metrics, /http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
+  // The thread's metrics, merged: its subscriptions beside this thread's, its gauges, once each.
+  t.regex(metrics, /^pds_subscription_up\{subscription="webhook_fan_out"\} 1$/m);
+  t.regex(metrics, /^pds_subscription_up\{subscription="projection_carts"\} 1$/m);
+  t.regex(metrics, /^pds_webhook_deliveries_pending 0$/m);
+  t.regex(metrics, /^process_start_time_seconds \d+/m);
+  t.is(metrics.match(/^# TYPE pds_subscription_up gauge$/gm)?.length, 1);
 
   // Embedded mode prints the token it keeps in the data dir, outside the JSON log.
   const token = (await readFile(path.join(dir, 'operator-token'), 'utf8')).trim();

@@ -14,7 +14,7 @@
  */
 import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { defaultComponents } from '../components.ts';
+import { defaultComponents, threadedComponents } from '../components.ts';
 import { type Component, createService, ROLES, type Role, type ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
@@ -56,7 +56,11 @@ async function serve(role: Role): Promise<void> {
   }
 
   const sandbox = config.sandbox && role === 'all' ? sandboxSeeder() : undefined;
-  const components = [...defaultComponents(), ...(sandbox ? [sandbox] : [])];
+  const threaded = role === 'all' && config.dispatcherThread;
+  const components = [
+    ...(threaded ? threadedComponents() : defaultComponents()),
+    ...(sandbox ? [sandbox] : []),
+  ];
   const service = createService(config, { role, components });
   const log = service.logger;
 

@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { ExecutionContext } from 'ava';
-import { createTimers, defaultComponents, tickTimers } from '../../cli/components.ts';
+import { createTimers, defaultComponents, threadedComponents, tickTimers } from '../../cli/components.ts';
 import { createService, type Role, type Service } from '../../cli/compose.ts';
 import { loadConfig } from '../../cli/config.ts';
+import type { DispatcherThread } from '../../cli/dispatcher-thread.ts';
 import { createLogger } from '../../cli/logger.ts';
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { EventStore } from '../../eventstore/port.ts';
@@ -64,11 +65,18 @@ export async function startService(
     dataDir?: string;
     /** Wraps the service's event store (e.g. to inject faults: `faulty-store.ts`). */
     wrapStore?: (store: EventStore) => EventStore;
+    /**
+     * Role `all` with the dispatcher on this thread of its own (as `npm start` runs it): real time
+     * only, and the thread logs to stdout at warn, not into `logs()`.
+     */
+    thread?: DispatcherThread;
   } = {},
 ): Promise<TestService> {
   // A given data dir belongs to the caller (e.g. to restart on the same events); a new one is removed.
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'pds-api-')));
-  const config = await loadConfig({ PDS_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'debug', ...options.env });
+  const logLevel = options.thread ? (process.env.PDS_TEST_THREAD_LOG ?? 'warn') : 'debug';
+  const config = await loadConfig({ PDS_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: logLevel, ...options.env });
+  if (options.thread && options.clock) throw new Error('a dispatcher thread runs on real time');
   let logged = '';
   const timers = createTimers();
   const sink = new Writable({
@@ -79,7 +87,9 @@ export async function startService(
   });
   const service = createService(config, {
     role: options.role ?? 'all',
-    components: defaultComponents(options.clock ?? systemClock, timers),
+    components: options.thread
+      ? threadedComponents(options.thread)
+      : defaultComponents(options.clock ?? systemClock, timers),
     logger: createLogger('debug', sink),
     stopTimeoutMs: 1_000,
     ...(options.wrapStore && {

@@ -87,7 +87,7 @@ function observe(store: EventStore) {
 async function workerOn(t: ExecutionContext, dataDir: string, clock: Clock, env: Record<string, string>) {
   const config = await loadConfig({ PDS_DATA_DIR: dataDir, ...env });
   const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
-  const readStore = openSqliteReadStore(path.join(dataDir, 'read.db'));
+  const readStore = openSqliteReadStore(path.join(dataDir, 'dispatcher.db'));
   t.teardown(async () => {
     await readStore.close();
     await store.close();

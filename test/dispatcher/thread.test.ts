@@ -1,0 +1,133 @@
+/**
+ * Role `all` with the dispatcher on a worker thread of its own (`cli/dispatcher-thread.ts`, as
+ * `npm start` runs it): webhooks go out from the thread, its readiness and metrics show through the
+ * parent's `/readyz` and `/metrics`, a thread that dies is started again and delivers what was written
+ * meanwhile, and a stop ends it.
+ */
+import test from 'ava';
+import { dispatcherThread } from '../../cli/dispatcher-thread.ts';
+import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
+import { startService, type TestService } from '../support/service.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
+
+async function readyz(s: TestService): Promise<{ code: number; checks: Record<string, string> }> {
+  const res = await fetch(`${s.base}/readyz`);
+  return { code: res.status, checks: ((await res.json()) as { checks: Record<string, string> }).checks };
+}
+
+const metrics = async (s: TestService) => (await fetch(`${s.base}/metrics`)).text();
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+test('the dispatcher thread sends the webhooks; its checks and metrics show through the parent', async (t) => {
+  const thread = dispatcherThread();
+  const s = await startService(t, { thread });
+  t.truthy(thread.worker, 'a thread runs');
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1]);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  const [first] = await receiver.waitFor(1);
+  t.is(first.body.cart.uuid, cart.uuid);
+  t.is(first.body.cart.status, 'verification');
+
+  const ready = await readyz(s);
+  t.is(ready.code, 200);
+  t.like(ready.checks, {
+    dispatcher_thread: 'ok',
+    'dispatcher:webhook_deliveries_restored': 'ok',
+    'dispatcher:subscription:webhook_fan_out': 'ok',
+    'subscription:projection_carts': 'ok',
+  });
+  t.false('webhook_deliveries_restored' in ready.checks, 'not run on the API thread');
+  const text = await metrics(s);
+  t.regex(text, /^pds_webhook_attempts_total\{outcome="delivered"\} 1$/m);
+  t.regex(text, /^pds_subscription_up\{subscription="webhook_fan_out"\} 1$/m);
+  t.regex(text, /^pds_dispatcher_thread_restarts_total 0$/m);
+});
+
+/** Whether the webhook's deliveries, as the admin API lists them, are all `delivered`. */
+async function allDelivered(s: TestService, webhookId: string, count: number): Promise<boolean> {
+  const res = await s.call('GET', `/admin/v1/webhooks/${webhookId}/deliveries?status=delivered`);
+  return ((await res.json()) as { deliveries: unknown[] }).deliveries.length === count;
+}
+
+test('a dispatcher thread that dies is started again and delivers what was written while it was down', async (t) => {
+  const thread = dispatcherThread();
+  const s = await startService(t, { thread });
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  const webhook = await createWebhook(s, receiver.url, [1]);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  await receiver.waitFor(1);
+  // Its result recorded: a thread killed before that would hold the cart's queue until the attempt's
+  // lease ran out (the next test).
+  await until('the first delivery is recorded', () => allDelivered(s, webhook.id, 1));
+
+  const dead = thread.worker;
+  if (!dead) return t.fail('no thread');
+  const exited = new Promise((resolve) => dead.once('exit', resolve));
+  await dead.terminate();
+  await exited;
+  // Down: not ready, and the API still takes writes.
+  const down = await readyz(s);
+  t.is(down.code, 503);
+  t.is(down.checks.dispatcher_thread, 'failing');
+  await move(s, cart, 'preparing');
+
+  await until('the thread is back', async () => thread.restarts === 1 && (await readyz(s)).code === 200);
+  t.not(thread.worker, dead);
+  const received = await receiver.waitFor(2);
+  t.deepEqual(
+    received.map((w) => w.body.cart.status),
+    ['verification', 'preparing'],
+  );
+  t.regex(await metrics(s), /^pds_dispatcher_thread_restarts_total 1$/m);
+});
+
+test('a thread killed during an attempt: the next thread sends it again when its lease runs out, same webhook id', async (t) => {
+  const thread = dispatcherThread();
+  // A lease of 2 × 500 ms + 1 s (dispatcher/delivery-worker.ts).
+  const s = await startService(t, { thread, env: { PDS_WEBHOOK_TIMEOUT: '500ms' } });
+  const receiver = await startReceiver(t);
+  receiver.script({ hang: true });
+  await seedCatalog(s);
+  const webhook = await createWebhook(s, receiver.url, [1]);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  const [hung] = await receiver.waitFor(1);
+
+  const dead = thread.worker;
+  if (!dead) return t.fail('no thread');
+  await dead.terminate();
+  await until('the first delivery is recorded', () => allDelivered(s, webhook.id, 1), 20_000);
+  const received = await receiver.waitFor(2);
+  const id = hung.headers['x-service-webhook-id'];
+  t.truthy(id);
+  t.is(received[1].headers['x-service-webhook-id'], id);
+  t.is(received[1].body.cart.uuid, cart.uuid);
+  t.is(thread.restarts, 1);
+});
+
+test('a stop ends the thread after its components stopped', async (t) => {
+  const thread = dispatcherThread();
+  const s = await startService(t, { thread });
+  const worker = thread.worker;
+  if (!worker) return t.fail('no thread');
+  const code = new Promise<number>((resolve) => worker.once('exit', resolve));
+  await s.service.stop();
+  t.is(await code, 0, 'ended by itself, not terminated');
+  t.falsy(thread.worker);
+  t.is(thread.restarts, 0);
+});
