@@ -4,6 +4,7 @@
  * stopped, for load held while something else is measured.
  */
 import { fork } from 'node:child_process';
+import { setPriority } from 'node:os';
 import autocannon from 'autocannon';
 
 export interface Load {
@@ -98,8 +99,11 @@ export async function load(url: string, options: LoadOptions): Promise<Load> {
  * `startLoad` in a child process of its own (`load-process.ts`), so that the load generator does not
  * share an event loop, or a core's time slice, with what this process measures (a webhook receiver).
  */
-export function startLoadElsewhere(url: string, options: LoadOptions): { stop(): Promise<Load> } {
+export function startLoadElsewhere(url: string, options: LoadOptions, nice = 0): { stop(): Promise<Load> } {
   const child = fork(new URL('./load-process.ts', import.meta.url), { stdio: 'inherit' });
+  // A nice value above 0 runs the load generator below the service's priority, as a client on
+  // another machine would not take the service's cores at all.
+  if (nice !== 0 && child.pid !== undefined) setPriority(child.pid, nice);
   const figures = new Promise<Load>((resolve, reject) => {
     child.once('message', (message) => resolve(message as Load));
     child.once('error', reject);

@@ -4,7 +4,8 @@
  * - The latency phases run the service as `npm start` does, in a child process (the dispatcher on a
  *   thread of its own; `PDS_BENCH_DISPATCHER_THREAD=0` runs it on the API's thread instead, to compare).
  *   The receiver runs on this process's main thread and the partner load in another child process, so
- *   neither shares an event loop with the service or with each other.
+ *   neither shares an event loop with the service or with each other (`PDS_BENCH_LOAD_NICE=10` runs
+ *   the load generator below the service's priority, as a client elsewhere would not use its cores).
  *
  * - Latency: status changes issued at a steady 200/s (each cart moved along its pickup path), from
  *   the moment the status command's HTTP answer arrives to the moment the receiver has the webhook's
@@ -53,6 +54,8 @@ const STORE_MENU = Number(process.env.PDS_BENCH_WEBHOOK_MENU ?? 400);
 const PAGE_LIMIT = 100;
 /** Whether the latency phases' service runs its dispatcher on a thread of its own (`PDS_DISPATCHER_THREAD`). */
 const DISPATCHER_THREAD = process.env.PDS_BENCH_DISPATCHER_THREAD ?? '1';
+/** The partner load generator's nice value (0: the service's priority; e.g. 10 to run it below). */
+const LOAD_NICE = Number(process.env.PDS_BENCH_LOAD_NICE ?? 0);
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -397,12 +400,16 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
     for (let r = 0; r < REPETITIONS; r++) runs.push((await latencyRun(call, receiver)).figures);
     const base = pds.running.base;
     const loaded = await latencyRun(call, receiver, () =>
-      startLoadElsewhere(base, {
-        connections: PARTNER_CONNECTIONS,
-        durationS: 600,
-        headers: { authorization: `Bearer ${partnerKey}` },
-        paths: pages,
-      }),
+      startLoadElsewhere(
+        base,
+        {
+          connections: PARTNER_CONNECTIONS,
+          durationS: 600,
+          headers: { authorization: `Bearer ${partnerKey}` },
+          paths: pages,
+        },
+        LOAD_NICE,
+      ),
     );
     const partner = loaded.load!;
 
@@ -433,6 +440,7 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
         loaded_p99_ms: loaded.figures.p99_ms,
         loaded_max_ms: loaded.figures.max_ms,
         partner_load: `GET /partner/store/v1/menu_products?store_id=1&limit=${PAGE_LIMIT} (${pages.length} pages of ${STORE_MENU} menu products), store operator key, autocannon in a child process of the bench`,
+        partner_load_nice: LOAD_NICE,
         dispatcher_thread: DISPATCHER_THREAD !== '0',
         partner_connections: PARTNER_CONNECTIONS,
         partner_requests_per_s: partner.requests_per_s,

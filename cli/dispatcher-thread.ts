@@ -50,7 +50,7 @@ export function dispatcherThread(): DispatcherThread {
   const pendingMetrics = new Map<number, (metrics: MetricsSnapshot) => void>();
   let nextId = 0;
 
-  /** Starts the thread; resolves once its components started, rejects if it died first. */
+  /** Starts the thread; resolves once its components started, rejects if it ended first. */
   function spawn(c: ServiceContext): Promise<void> {
     const w = new Worker(ENTRY, { workerData: { config: c.config }, name: 'pds-dispatcher' });
     worker = w;
@@ -72,13 +72,14 @@ export function dispatcherThread(): DispatcherThread {
         for (const answer of pendingMetrics.values()) answer([]);
         pendingMetrics.clear();
         if (stopping) return;
-        reject(new Error(`the dispatcher thread exited with code ${code} before it started`));
-        if (wasStarted) restartLater(c, code);
+        if (!wasStarted)
+          reject(new Error(`the dispatcher thread exited with code ${code} before it started`));
+        restartLater(c, code);
       });
     });
   }
 
-  /** A thread that died after it started is started again after a pause; its state is durable. */
+  /** A thread that ended (after its start, or during it) is started again after a pause; its state is durable. */
   function restartLater(c: ServiceContext, code: number): void {
     const delayMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** failures);
     failures += 1;
@@ -91,11 +92,12 @@ export function dispatcherThread(): DispatcherThread {
       if (stopping) return;
       restarts += 1;
       restartCounter?.inc();
-      spawn(c).catch((error: unknown) => {
-        c.logger.error({ err: error }, 'dispatcher thread failed to start');
-        if (!stopping && !worker) restartLater(c, -1);
-      });
+      logStartFailure(c, spawn(c));
     }, delayMs);
+  }
+
+  function logStartFailure(c: ServiceContext, starting: Promise<void>): void {
+    starting.catch((error: unknown) => c.logger.error({ err: error }, 'dispatcher thread failed to start'));
   }
 
   function metrics(): Promise<MetricsSnapshot> {
@@ -133,7 +135,9 @@ export function dispatcherThread(): DispatcherThread {
       c.readiness.add('dispatcher_thread', () => started);
       c.readiness.addEach('dispatcher', () => checks);
       c.metricsSources.add(metrics);
-      await spawn(c);
+      // Not awaited: the thread restores its state on the other core while this one starts the rest;
+      // `/readyz` waits for it. One that fails to start is started again, as one that dies.
+      logStartFailure(c, spawn(c));
     },
     async stop() {
       stopping = true;

@@ -83,7 +83,13 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
   t.deepEqual(await health.json(), { status: 'ok' });
   t.is(health.headers.get('x-request-id'), 'serve-test-1');
 
-  const ready = await fetch(`${base}/readyz`);
+  // Listening comes first; ready once the read models and the dispatcher thread have caught up.
+  let ready = await fetch(`${base}/readyz`);
+  for (let i = 0; ready.status !== 200 && i < 200; i++) {
+    await ready.body?.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    ready = await fetch(`${base}/readyz`);
+  }
   t.is(ready.status, 200);
   t.deepEqual(await ready.json(), {
     status: 'ready',

@@ -48,8 +48,11 @@ test('the dispatcher thread sends the webhooks; its checks and metrics show thro
     'subscription:projection_carts': 'ok',
   });
   t.false('webhook_deliveries_restored' in ready.checks, 'not run on the API thread');
+  // The attempt is counted once its result is recorded, just after the receiver answered.
+  await until('the attempt is counted', async () =>
+    /^pds_webhook_attempts_total\{outcome="delivered"\} 1$/m.test(await metrics(s)),
+  );
   const text = await metrics(s);
-  t.regex(text, /^pds_webhook_attempts_total\{outcome="delivered"\} 1$/m);
   t.regex(text, /^pds_subscription_up\{subscription="webhook_fan_out"\} 1$/m);
   t.regex(text, /^pds_dispatcher_thread_restarts_total 0$/m);
 });
