@@ -36,6 +36,17 @@ test('skips only what it knows all of, and none of which matches', (t) => {
   t.true(j.skips(5, 6, { streamPrefixes: ['webhook'] }));
 });
 
+test("another thread's runs may arrive after later ones of this thread: a position not yet known is a gap", (t) => {
+  const j = new Journal();
+  j.record(1, 1, 'cart-1', ['CartCreated']);
+  j.record(3, 3, 'cart-1', ['CartItemAdded']); // this thread; 2 is another thread's, not yet announced
+  t.false(j.skips(0, 3, { streamPrefixes: ['webhook'] }), 'position 2 unknown');
+  j.record(2, 2, 'webhookdelivery-x', ['WebhookDeliveryScheduled']);
+  t.true(j.skips(0, 3, { streamPrefixes: ['product-'] }));
+  t.false(j.skips(0, 3, { streamPrefixes: ['webhook'] }), 'position 2 matches');
+  t.true(j.skips(2, 3, { streamPrefixes: ['webhook'] }));
+});
+
 test("a filtered subscription still receives what another connection appends between this one's", async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-journal-'));
   const file = path.join(dir, 'events.db');

@@ -36,9 +36,14 @@ test("a commit on one connection wakes another connection's readers on the same 
   // No reader retains the WAL watch: only the announcement can wake this one.
   reader.head.stale = false;
   const woken = reader.appended.wait();
-  writer.announceAppends();
+  writer.announceAppends([
+    { first: 1, last: 2, streamId: 'cart-1', types: ['CartCreated', 'CartItemAdded'] },
+  ]);
   await woken;
   t.true(reader.head.stale, 'the cached head is read again');
+  // What the other connection appended is known here: a reader that wants none of it skips it.
+  t.true(reader.journal.skips(0, 2, { streamPrefixes: ['webhook'] }));
+  t.false(reader.journal.skips(0, 2, { streamPrefixes: ['cart-'] }));
 });
 
 test('a subscriber in this thread receives what a worker thread appends, at once, many times over', async (t) => {

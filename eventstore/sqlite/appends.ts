@@ -12,6 +12,7 @@ import {
   type NewEvent,
   WrongExpectedVersionError,
 } from '../port.ts';
+import type { JournalRun } from './journal.ts';
 import type { Log } from './log.ts';
 import type { Reads } from './reads.ts';
 import { COLUMNS, validateEvents, validateStreamId } from './rows.ts';
@@ -179,6 +180,7 @@ function commitGroup(ctx: AppendContext): void {
     return;
   }
   let wrote = false;
+  const runs: JournalRun[] = [];
   batch.forEach((item, i) => {
     const outcome = outcomes[i];
     if (!outcome.ok) {
@@ -191,14 +193,16 @@ function commitGroup(ctx: AppendContext): void {
       // One append's events take consecutive positions (rowids, in one transaction).
       const last = value.result.position;
       const types = value.types ?? [];
-      ctx.log.journal.record(last - types.length + 1, last, value.streamId ?? '', types);
+      const run = { first: last - types.length + 1, last, streamId: value.streamId ?? '', types };
+      ctx.log.journal.record(run.first, run.last, run.streamId, run.types);
+      runs.push(run);
       if (ctx.log.head.cached !== undefined) {
         ctx.log.head.cached = Math.max(ctx.log.head.cached, outcome.value.result.position);
       }
     }
     item.resolve(outcome.value.result);
   });
-  if (wrote) ctx.log.announceAppends();
+  if (wrote) ctx.log.announceAppends(runs);
 }
 
 export function createAppends(log: Log, reads: Pick<Reads, 'lastRevision'>) {

@@ -1,16 +1,19 @@
 /**
- * What this process appended lately, as runs of positions with their stream and event types, while
- * that is everything the log got (positions are the rowid, so another process's append shows as a
- * gap). A filtered reader woken by appends asks it first: when none of the new events can match its
- * filter, it moves past them without a query. The service runs about ten followers (docs/architecture.md,
- * "Followers"), and every append woke each of them into a read.
+ * What this process's connections to the log appended lately, as runs of positions with their stream
+ * and event types: this connection's own appends, and those another thread's connection announced
+ * (eventstore/sqlite/log.ts), which may arrive after later ones of this connection. Positions are the
+ * rowid, so what no run covers (another process's append, an announcement not yet arrived) is a gap.
+ * A filtered reader woken by appends asks it first: when every new event is known and none can match
+ * its filter, it moves past them without a query. The service runs about ten followers
+ * (docs/architecture.md, "Followers"), and every append woke each of them into a read.
  */
 import type { EventFilter } from '../port.ts';
 
 /** Runs kept; older ones are forgotten (a reader that far behind queries, as without the journal). */
 const MAX_RUNS = 4_096;
 
-interface Run {
+/** Events `first..last` of one append, all to `streamId`. */
+export interface JournalRun {
   first: number;
   last: number;
   streamId: string;
@@ -18,43 +21,35 @@ interface Run {
 }
 
 export class Journal {
-  #runs: Run[] = [];
-  /** Every position after this one, up to the last run's end, is in the runs. */
-  #from = Number.POSITIVE_INFINITY;
+  /** Ordered by position; gaps allowed. */
+  #runs: JournalRun[] = [];
 
   /** Events `first..last` of one append were written to `streamId`. */
   record(first: number, last: number, streamId: string, types: readonly string[]): void {
-    const end = this.#runs.at(-1)?.last;
-    if (end === undefined || first !== end + 1) {
-      // The first, or after a gap (another process appended): complete from here on.
-      this.#runs = [];
-      this.#from = first - 1;
-    }
-    this.#runs.push({ first, last, streamId, types });
-    if (this.#runs.length > MAX_RUNS) {
-      const dropped = this.#runs.splice(0, this.#runs.length - MAX_RUNS);
-      this.#from = dropped[dropped.length - 1].last;
-    }
+    let i = this.#runs.length;
+    while (i > 0 && this.#runs[i - 1].first > first) i--;
+    this.#runs.splice(i, 0, { first, last, streamId, types });
+    if (this.#runs.length > MAX_RUNS) this.#runs.splice(0, this.#runs.length - MAX_RUNS);
   }
 
   /**
    * True only when every event in `(after, upTo]` is known and none matches `filter`; false when one
-   * may match or the journal does not know them all.
+   * may match or a position in between is in no run.
    */
   skips(after: number, upTo: number, filter: EventFilter): boolean {
-    const end = this.#runs.at(-1)?.last;
-    if (end === undefined || after < this.#from || upTo > end) return false;
-    for (let i = this.#runs.length - 1; i >= 0; i--) {
+    let need = upTo; // the highest position not yet found in a run
+    for (let i = this.#runs.length - 1; i >= 0 && need > after; i--) {
       const run = this.#runs[i];
-      if (run.last <= after) break;
-      if (run.first > upTo) continue;
+      if (run.first > need) continue;
+      if (run.last < need) return false;
       if (matches(run, filter)) return false;
+      need = run.first - 1;
     }
-    return true;
+    return need <= after;
   }
 }
 
-function matches(run: Run, filter: EventFilter): boolean {
+function matches(run: JournalRun, filter: EventFilter): boolean {
   if ('streamPrefixes' in filter) return filter.streamPrefixes.some((p) => run.streamId.startsWith(p));
   return run.types.some((t) => filter.eventTypes.includes(t));
 }

@@ -10,7 +10,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { BroadcastChannel } from 'node:worker_threads';
 import { EventStoreUnavailableError } from '../port.ts';
-import { Journal } from './journal.ts';
+import { Journal, type JournalRun } from './journal.ts';
 import { isBusy, SCHEMA } from './rows.ts';
 
 /** How long after a WAL write of another process its readers look again, for a commit published late. */
@@ -63,9 +63,12 @@ export interface Log {
   transaction<T>(fn: () => T): T;
   /** Wakes the readers waiting for appends. */
   readonly appended: Signal;
-  /** After a commit that appended: wakes this connection's readers and other threads' on the same file. */
-  announceAppends(): void;
-  /** This process's recent appends, for readers to skip wake-ups their filter does not want. */
+  /**
+   * After a commit that appended `runs` (already in this journal): wakes this connection's readers, and
+   * other threads' on the same file, whose journals take the runs too.
+   */
+  announceAppends(runs: readonly JournalRun[]): void;
+  /** This process's recent appends (this thread's and others'), for readers to skip wake-ups their filter does not want. */
   readonly journal: Journal;
   /**
    * The log's head, kept in memory while it can be trusted: this process's appends move it, and the
@@ -102,7 +105,10 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   // come before the commit is published, so a reader woken by it may find nothing new yet.
   const channel = path === ':memory:' ? undefined : new BroadcastChannel(`pds:sqlite-log:${resolve(path)}`);
   if (channel) {
-    channel.onmessage = () => {
+    channel.onmessage = (message) => {
+      for (const run of (message as { data: JournalRun[] }).data) {
+        journal.record(run.first, run.last, run.streamId, run.types);
+      }
       head.stale = true;
       appended.fireSoon();
     };
@@ -155,9 +161,9 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
     },
     appended,
-    announceAppends() {
+    announceAppends(runs) {
       appended.fireSoon();
-      channel?.postMessage(null);
+      channel?.postMessage(runs);
     },
     journal,
     head,
