@@ -25,16 +25,14 @@ import { openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { describeConfig, type ResolvedConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+import type { ComponentRole, Role } from './roles.ts';
 import { createSupervisor } from './supervision.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
 const { createServer } = process.getBuiltinModule('node:http');
 
-export const ROLES = ['all', 'api', 'projector', 'dispatcher'] as const;
-export type Role = (typeof ROLES)[number];
-/** The roles a component can belong to; a process of role `all` runs every component. */
-export type ComponentRole = Exclude<Role, 'all'>;
+export { type ComponentRole, ROLES, type Role } from './roles.ts';
 
 export interface ServiceContext {
   config: ResolvedConfig;

@@ -7,9 +7,10 @@
  * readiness (`/readyz` checks `dispatcher:<check>`) and metrics (merged into `/metrics`).
  */
 import { Worker } from 'node:worker_threads';
-import { Counter } from 'prom-client';
+import type { Counter } from 'prom-client';
 import type { MetricsSnapshot } from '../api/metrics-sources.ts';
 import type { Component, ServiceContext } from './compose.ts';
+import type { ResolvedConfig } from './config.ts';
 
 /** What the thread tells its parent. */
 export type FromThread =
@@ -37,7 +38,12 @@ export interface DispatcherThread extends Component {
   readonly restarts: number;
 }
 
-export function dispatcherThread(): DispatcherThread {
+/**
+ * `spawnNow`: starts the thread at once, before the service (and the modules of the main thread's
+ * components) is even loaded, so that both load on their own core (`pds serve`); otherwise the thread
+ * starts with the component.
+ */
+export function dispatcherThread(options: { spawnNow?: ResolvedConfig } = {}): DispatcherThread {
   let ctx: ServiceContext | undefined;
   let worker: Worker | undefined;
   let started = false;
@@ -49,10 +55,12 @@ export function dispatcherThread(): DispatcherThread {
   let restartCounter: Counter | undefined;
   const pendingMetrics = new Map<number, (metrics: MetricsSnapshot) => void>();
   let nextId = 0;
+  /** What happened before the component started (and had a logger): logged, and acted on, then. */
+  const early: { errors: unknown[]; exitCode?: number } = { errors: [] };
 
   /** Starts the thread; resolves once its components started, rejects if it ended first. */
-  function spawn(c: ServiceContext): Promise<void> {
-    const w = new Worker(ENTRY, { workerData: { config: c.config }, name: 'pds-dispatcher' });
+  function spawn(config: ResolvedConfig): Promise<void> {
+    const w = new Worker(ENTRY, { workerData: { config }, name: 'pds-dispatcher' });
     worker = w;
     return new Promise((resolve, reject) => {
       w.on('message', (message: FromThread) => {
@@ -63,7 +71,10 @@ export function dispatcherThread(): DispatcherThread {
         } else if (message.type === 'readiness') checks = message.checks;
         else if (message.type === 'metrics') pendingMetrics.get(message.id)?.(message.metrics);
       });
-      w.on('error', (error) => c.logger.error({ err: error }, 'dispatcher thread failed'));
+      w.on('error', (error) => {
+        if (ctx) ctx.logger.error({ err: error }, 'dispatcher thread failed');
+        else early.errors.push(error);
+      });
       w.on('exit', (code) => {
         const wasStarted = started;
         worker = undefined;
@@ -74,7 +85,8 @@ export function dispatcherThread(): DispatcherThread {
         if (stopping) return;
         if (!wasStarted)
           reject(new Error(`the dispatcher thread exited with code ${code} before it started`));
-        restartLater(c, code);
+        if (ctx) restartLater(ctx, code);
+        else early.exitCode = code;
       });
     });
   }
@@ -92,13 +104,16 @@ export function dispatcherThread(): DispatcherThread {
       if (stopping) return;
       restarts += 1;
       restartCounter?.inc();
-      logStartFailure(c, spawn(c));
+      logStartFailure(c, spawn(c.config));
     }, delayMs);
   }
 
   function logStartFailure(c: ServiceContext, starting: Promise<void>): void {
     starting.catch((error: unknown) => c.logger.error({ err: error }, 'dispatcher thread failed to start'));
   }
+
+  const firstStart = options.spawnNow ? spawn(options.spawnNow) : undefined;
+  firstStart?.catch(() => {}); // logged once the component starts
 
   function metrics(): Promise<MetricsSnapshot> {
     const w = worker;
@@ -127,6 +142,8 @@ export function dispatcherThread(): DispatcherThread {
     },
     async start(c) {
       ctx = c;
+      // Loaded here, not at the top: `pds serve` starts the thread before loading the service's modules.
+      const { Counter } = await import('prom-client');
       restartCounter = new Counter({
         name: 'pds_dispatcher_thread_restarts_total',
         help: 'times the dispatcher thread was started again after it exited',
@@ -137,7 +154,9 @@ export function dispatcherThread(): DispatcherThread {
       c.metricsSources.add(metrics);
       // Not awaited: the thread restores its state on the other core while this one starts the rest;
       // `/readyz` waits for it. One that fails to start is started again, as one that dies.
-      logStartFailure(c, spawn(c));
+      logStartFailure(c, firstStart ?? spawn(c.config));
+      for (const error of early.errors.splice(0)) c.logger.error({ err: error }, 'dispatcher thread failed');
+      if (early.exitCode !== undefined) restartLater(c, early.exitCode);
     },
     async stop() {
       stopping = true;

@@ -14,9 +14,10 @@
  */
 import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import { defaultComponents, threadedComponents } from '../components.ts';
-import { type Component, createService, ROLES, type Role, type ServiceContext } from '../compose.ts';
+import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
+import { dispatcherThread } from '../dispatcher-thread.ts';
+import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
 
 /**
@@ -56,9 +57,14 @@ async function serve(role: Role): Promise<void> {
   }
 
   const sandbox = config.sandbox && role === 'all' ? sandboxSeeder() : undefined;
-  const threaded = role === 'all' && config.dispatcherThread;
+  // The dispatcher thread starts before the main thread loads its components' modules, so that each
+  // loads on its own core (docs/operations.md, "The dispatcher thread").
+  const thread =
+    role === 'all' && config.dispatcherThread ? dispatcherThread({ spawnNow: config }) : undefined;
+  const { defaultComponents, threadedComponents } = await import('../components.ts');
+  const { createService } = await import('../compose.ts');
   const components = [
-    ...(threaded ? threadedComponents() : defaultComponents()),
+    ...(thread ? threadedComponents(thread) : defaultComponents()),
     ...(sandbox ? [sandbox] : []),
   ];
   const service = createService(config, { role, components });
