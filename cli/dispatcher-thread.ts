@@ -2,7 +2,7 @@
  * Role `all` with the dispatcher (webhook fan-out and deliveries, abandonment timers) on a worker
  * thread of its own: on the machine's second core, with its own event loop, heap and connections to
  * the embedded files, so partner API load or a projection rebuild does not hold up a webhook
- * (docs/operations.md, "Processes and roles"). The thread runs the `dispatcher` role's components
+ * (docs/operations.md, "The dispatcher thread"). The thread runs the `dispatcher` role's components
  * (`dispatcher-thread-main.ts`); this component starts it, starts it again when it dies, and shows its
  * readiness (`/readyz` checks `dispatcher:<check>`) and metrics (merged into `/metrics`).
  */
