@@ -16,6 +16,9 @@ import type { Log } from './log.ts';
 import type { ReadRoute, Reads } from './reads.ts';
 import { isBusy, type Row, toRecorded } from './rows.ts';
 
+/** Longest a group's checkpoint stays behind what it acknowledged (EventStoreDB's default checkpointAfter is 2 s). */
+const CHECKPOINT_EVERY_MS = 1_000;
+
 export type GroupSettings = PersistentSubscriptionInfo['settings'];
 
 interface Message {
@@ -40,7 +43,11 @@ export interface Consumer {
 export class GroupRuntime {
   settings: GroupSettings;
   consumers: Consumer[] = [];
+  /** The checkpoint as stored; `nextCheckpoint` is where it moves at the next write. */
   private checkpoint: number;
+  private nextCheckpoint = 0;
+  private checkpointWrittenAt = 0;
+  private checkpointTimer: NodeJS.Timeout | undefined;
   private readPosition: number;
   private readonly route: ReadRoute = {};
   /** Every fetched, unfinished message of the window, in position order (a Map keeps insertion order). */
@@ -152,6 +159,12 @@ export class GroupRuntime {
 
   shutdown(err?: Error): void {
     if (this.closed) return;
+    clearTimeout(this.checkpointTimer);
+    try {
+      this.writeCheckpoint();
+    } catch {
+      // The store is closing under the group: a checkpoint behind only means redelivery.
+    }
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.onClosed(this);
@@ -310,16 +323,34 @@ export class GroupRuntime {
     }
   }
 
+  /**
+   * Moves the checkpoint up to the first message not yet acknowledged, writing it at most once per
+   * `CHECKPOINT_EVERY_MS` (as EventStoreDB checkpoints a group periodically): every append of another
+   * thread advances a filtered group past events it does not want, and a write each time took the
+   * store's write lock from that thread's appends. A checkpoint behind only means redelivery after a
+   * crash, which at-least-once allows.
+   */
   private advanceCheckpoint(): void {
     const first = this.outstanding.keys().next();
     const next = first.done ? this.readPosition : first.value - 1;
     if (next <= this.checkpoint) return;
+    this.nextCheckpoint = next;
+    if (this.checkpointTimer) return;
+    const wait = this.checkpointWrittenAt + CHECKPOINT_EVERY_MS - Date.now();
+    if (wait <= 0) this.writeCheckpoint();
+    else this.checkpointTimer = setTimeout(() => this.writeCheckpoint(), wait).unref();
+  }
+
+  private writeCheckpoint(): void {
+    this.checkpointTimer = undefined;
+    const next = this.nextCheckpoint;
+    if (next <= this.checkpoint) return;
     try {
       this.log.stmt('UPDATE psub_groups SET checkpoint = ? WHERE name = ?').run(next, this.group);
       this.checkpoint = next;
+      this.checkpointWrittenAt = Date.now();
     } catch (err) {
-      // Another process holds the write lock: the checkpoint is written at the next advance (a
-      // checkpoint behind only means redelivery after a restart, which at-least-once allows).
+      // Another process holds the write lock: written at the next advance.
       if (!isBusy(err)) throw err;
     }
   }
