@@ -51,7 +51,7 @@ export function readSide(shared: Shared): Component {
         cacheMiB: ctx.config.readStoreCacheMiB,
       });
       shared.readStore = readStore;
-      logOpened(readStore, ctx.logger, 'read store: read models are');
+      logOpened(readStore, ctx.logger, { store: 'read store', holds: 'read models are' });
       // A copy of its own (`memory`) is every process's to build; a shared one the projector's.
       const owns = ctx.config.readStoreUrl === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
       if (!owns) return;

@@ -43,20 +43,20 @@ export async function tickTimers(timers: Timers): Promise<number> {
 export function logOpened(
   readStore: ReadStore,
   logger: Logger,
-  what: 'read store: read models are' | 'dispatcher store: its working state is',
+  what: { store: 'read store' | 'dispatcher store'; holds: 'read models are' | 'its working state is' },
 ): void {
   if (!('opened' in readStore)) return;
   const { state, reason } = (readStore as SqliteReadStore).opened;
-  const [store, contents] = what.split(': ');
-  if (state === 'replaced') logger.warn({ reason }, `${store} replaced: ${contents} rebuilt from the events`);
+  if (state === 'replaced')
+    logger.warn({ reason }, `${what.store} replaced: ${what.holds} rebuilt from the events`);
   else if (state === 'created')
-    logger.info({ reason }, `${store} created: ${contents} built from the events`);
+    logger.info({ reason }, `${what.store} created: ${what.holds} built from the events`);
 }
 
 /**
  * The dispatcher's working state (pending carts, delivery queues): the read store when
  * `PDS_DISPATCHER_STORE` names it and this process has it open, else a store of its own (by default
- * `dispatcher.db` beside a SQLite read store, docs/operations.md, "Processes and roles").
+ * `dispatcher.db` beside a SQLite read store, docs/operations.md, "The dispatcher thread").
  */
 export function dispatcherState(shared: DispatcherShared): Component {
   let own: ReadStore | undefined;
@@ -71,7 +71,7 @@ export function dispatcherState(shared: DispatcherShared): Component {
       }
       own = await openReadStore(url, { cacheMiB: ctx.config.readStoreCacheMiB });
       shared.dispatcherStore = own;
-      logOpened(own, ctx.logger, 'dispatcher store: its working state is');
+      logOpened(own, ctx.logger, { store: 'dispatcher store', holds: 'its working state is' });
     },
     async stop() {
       await own?.close();
