@@ -7,17 +7,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import type { NewEvent } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { rawEvent } from './support/raw-events.ts';
 
-const META = {
-  correlation_id: 'c',
-  causation_id: null,
-  actor: { type: 'system', id: 'test' },
-  occurred_at: '2026-01-01T00:00:00.000Z',
-  schema_version: 1,
-} as const;
-const event = (type: string): NewEvent => ({ type, data: {}, metadata: META });
+const event = (type: string) => rawEvent(type);
 
 test('a filtered group moved past a burst of others’ events stores its checkpoint once, then at stop', async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-group-checkpoint-'));

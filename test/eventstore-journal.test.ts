@@ -7,18 +7,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import type { NewEvent, RecordedEvent } from '../eventstore/port.ts';
+import type { RecordedEvent } from '../eventstore/port.ts';
 import { Journal } from '../eventstore/sqlite/journal.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { rawEvent } from './support/raw-events.ts';
 
-const META = {
-  correlation_id: 'c',
-  causation_id: null,
-  actor: { type: 'system', id: 'test' },
-  occurred_at: '2026-01-01T00:00:00.000Z',
-  schema_version: 1,
-} as const;
-const event = (type: string): NewEvent => ({ type, data: {}, metadata: META });
+const event = (type: string) => rawEvent(type);
 
 test('skips only what it knows all of, and none of which matches', (t) => {
   const j = new Journal();

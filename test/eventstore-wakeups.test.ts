@@ -10,14 +10,7 @@ import { Worker } from 'node:worker_threads';
 import test from 'ava';
 import { openLog } from '../eventstore/sqlite/log.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
-
-const META = {
-  correlation_id: 'c',
-  causation_id: null,
-  actor: { type: 'system', id: 'test' },
-  occurred_at: '2026-01-01T00:00:00.000Z',
-  schema_version: 1,
-} as const;
+import { META } from './support/raw-events.ts';
 
 async function tempFile(t: import('ava').ExecutionContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-wakeups-'));

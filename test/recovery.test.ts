@@ -13,21 +13,15 @@ import { appendRetrying, createCommandHandler } from '../application/command-han
 import { createFollower } from '../application/follower.ts';
 import { Supervisor } from '../application/supervisor.ts';
 import { eventRegistry } from '../domain/index.ts';
-import { EventStoreUnavailableError, type NewEvent, type RecordedEvent } from '../eventstore/port.ts';
+import { EventStoreUnavailableError, type RecordedEvent } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
 import { type FaultyStore, faultyStore } from './support/faulty-store.ts';
+import { META, rawEvent } from './support/raw-events.ts';
 import { startService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
-const META = {
-  correlation_id: 'c',
-  causation_id: null,
-  actor: { type: 'system', id: 'test' },
-  occurred_at: '2026-01-01T00:00:00.000Z',
-  schema_version: 1,
-} as const;
-const event = (n: number): NewEvent => ({ type: 'Noted', data: { n }, metadata: META });
+const event = (n: number) => rawEvent('Noted', { n });
 
 async function openFaulty(t: import('ava').ExecutionContext): Promise<FaultyStore> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-recovery-'));

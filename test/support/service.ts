@@ -67,7 +67,8 @@ export async function startService(
     wrapStore?: (store: EventStore) => EventStore;
     /**
      * Role `all` with the dispatcher on this thread of its own (as `npm start` runs it): real time
-     * only, and the thread logs to stdout at warn, not into `logs()`.
+     * only, and the thread logs to stdout at warn (`PDS_TEST_THREAD_LOG=debug` to see more), not
+     * into `logs()`.
      */
     thread?: DispatcherThread;
   } = {},
