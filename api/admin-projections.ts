@@ -1,7 +1,8 @@
 /**
  * `GET /admin/v1/projections` (state, checkpoint, lag, rebuild progress) and
  * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve).
- * Served by the process that runs the projector (role `all` or `projector`).
+ * Served by the process that runs the projector (role `all` or `projector`); in role `all` the projector
+ * may run on a thread of its own, reached through the same two calls (docs/operations.md, "Threads").
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
@@ -10,7 +11,13 @@ import { type AppState, createRouter, HttpProblem } from './http.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { parseParams } from './validation.ts';
 
-export function createProjectionAdminRouter(projector: Projector, operatorToken: string): Router<AppState> {
+/** What the routes ask of the projector, wherever it runs. */
+export type ProjectorControl = Pick<Projector, 'status' | 'rebuild'>;
+
+export function createProjectionAdminRouter(
+  projector: ProjectorControl,
+  operatorToken: string,
+): Router<AppState> {
   const router = createRouter({ prefix: '/admin/v1/projections' });
   router.use(operatorAuth(operatorToken));
 
@@ -20,14 +27,15 @@ export function createProjectionAdminRouter(projector: Projector, operatorToken:
 
   router.post('/:name/rebuild', async (ctx) => {
     const { name } = parseParams(ctx.params, z.object({ name: z.string().max(100) }), 404);
-    if (!projector.names().includes(name)) {
+    const statuses = await projector.status();
+    const status = statuses.find((p) => p.name === name);
+    if (!status) {
       throw new HttpProblem(404, {
         code: 'projection_not_found',
-        detail: `no projection ${name}; known: ${projector.names().join(', ')}`,
+        detail: `no projection ${name}; known: ${statuses.map((p) => p.name).join(', ')}`,
       });
     }
-    const status = (await projector.status()).find((p) => p.name === name);
-    const already = status?.state === 'rebuilding';
+    const already = status.state === 'rebuilding';
     // The rebuild runs in the background; its progress is in GET /admin/v1/projections.
     projector
       .rebuild(name)

@@ -1,5 +1,5 @@
 /**
- * Metrics of this process's other threads (the dispatcher thread, `cli/dispatcher-thread.ts`) shown by
+ * Metrics of this process's other threads (the dispatcher and projector threads, `cli/role-thread.ts`) shown by
  * this thread's `/metrics`. A family both threads report (`pds_subscription_up`, one series per
  * subscription) is merged by label set with prom-client's cluster aggregation; every other family is
  * printed as this thread's registry has it (the aggregation would drop e.g. the process start time).

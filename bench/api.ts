@@ -14,8 +14,8 @@
  *   autocannon settings, `ratio` = ours / that. `raw_appends_per_s` is a plain loop of the same raw
  *   append with no HTTP, for scale.
  *
- * The service runs as `npm start` does, its dispatcher on a thread of its own
- * (`PDS_BENCH_DISPATCHER_THREAD=0`: on the API's thread). Each HTTP figure comes from one autocannon
+ * The service runs as `npm start` does, its dispatcher and its projector on threads of their own
+ * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread). Each HTTP figure comes from one autocannon
  * run (warm-up excluded) in the process that serves, as the baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
  * peak resident memory during the run (it also seeded the sandbox, so it is an upper bound).
  */
@@ -30,6 +30,7 @@ import { createTimers, defaultComponents, threadedComponents } from '../cli/comp
 import { createService } from '../cli/compose.ts';
 import { loadConfig, type ResolvedConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
+import { roleThread } from '../cli/role-thread.ts';
 import { seedSandbox } from '../cli/sandbox/seed.ts';
 import * as menuProduct from '../domain/menu-product.ts';
 import * as store from '../domain/store.ts';
@@ -168,7 +169,13 @@ async function seed(dir: string, config: ResolvedConfig) {
 async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof seed>>['seeded']) {
   const seededAt = performance.now();
   const service = createService(config, {
-    components: config.dispatcherThread ? threadedComponents() : defaultComponents(undefined, createTimers()),
+    components:
+      config.dispatcherThread || config.projectorThread
+        ? threadedComponents({
+            dispatcher: config.dispatcherThread ? roleThread('dispatcher') : undefined,
+            projector: config.projectorThread ? roleThread('projector') : undefined,
+          })
+        : defaultComponents(undefined, createTimers()),
     logger: createLogger('warn'),
   });
   const port = await service.start();
@@ -356,8 +363,9 @@ export async function benchApi(): Promise<BenchLine[]> {
     PORT: '0',
     LOG_LEVEL: 'warn',
     PDS_SANDBOX: '0',
-    // As `npm start` runs (the dispatcher on a thread of its own); `0` to compare with one thread.
+    // As `npm start` runs (the dispatcher and the projector on threads of their own); `0` to compare.
     PDS_DISPATCHER_THREAD: process.env.PDS_BENCH_DISPATCHER_THREAD ?? '1',
+    PDS_PROJECTOR_THREAD: process.env.PDS_BENCH_PROJECTOR_THREAD ?? '1',
   });
   try {
     const { seeded, at } = await seed(dir, config);

@@ -1,13 +1,14 @@
 /**
  * The components each role runs, in start order. The composition root (`compose.ts`) starts the ones
- * of its role and stops them in reverse. Components share what they build through `Shared`; the
- * dispatcher's are in `dispatcher-components.ts`, which its thread loads without the APIs.
+ * of its role and stops them in reverse. Components share what they build through `Shared`. The
+ * dispatcher's are in `dispatcher-components.ts` and the read side's in `read-side.ts`, which their
+ * threads load without the APIs.
  */
 
-import { Gauge } from 'prom-client';
 import { createAdminRouter } from '../api/admin.ts';
-import { createProjectionAdminRouter } from '../api/admin-projections.ts';
+import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
 import { createDocsRouter } from '../api/docs.ts';
+import { HttpProblem } from '../api/http.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
@@ -16,90 +17,52 @@ import { Lookups } from '../application/lookups.ts';
 import { createStoreSpecials, type StoreSpecials } from '../application/store-specials.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
-import { allProjections } from '../projections/all.ts';
-import { openReadStore } from '../projections/index.ts';
-import { createProjector, type Projector } from '../projections/projector.ts';
+import type { Projector } from '../projections/projector.ts';
 import type { Component } from './compose.ts';
 import {
   createTimers,
   type DispatcherShared,
   dispatcherComponents,
-  logOpened,
   type Timers,
 } from './dispatcher-components.ts';
-import { dispatcherThread } from './dispatcher-thread.ts';
+import { type ReadSideShared, readSide } from './read-side.ts';
+import { type RoleThread, roleThread, ThreadUnavailableError } from './role-thread.ts';
 
 export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
 
 /** What components build for each other. */
-export interface Shared extends DispatcherShared {
-  projector?: Projector;
-}
+export interface Shared extends DispatcherShared, ReadSideShared {}
 
 /**
- * The read store, and the projector where this process owns the read models: role `all` (the embedded
- * `read.db`), every role with `memory` (each process its own copy, built from the events at start), and
- * the `projector` role with MongoDB (one active projector per read model; `api` processes only read).
+ * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
+ * thread (`thread`), whose status and rebuilds it reaches through the thread's calls.
  */
-export function readSide(shared: Shared): Component {
-  let projector: Projector | undefined;
+export function projectionAdmin(shared: Shared, thread?: RoleThread): Component {
   return {
-    name: 'read-side',
+    name: 'projection-admin',
     roles: ['api', 'projector'],
-    async start(ctx) {
-      const readStore = await openReadStore(ctx.config.readStoreUrl, {
-        cacheMiB: ctx.config.readStoreCacheMiB,
-      });
-      shared.readStore = readStore;
-      logOpened(readStore, ctx.logger, { store: 'read store', holds: 'read models are' });
-      // A copy of its own (`memory`) is every process's to build; a shared one the projector's.
-      const owns = ctx.config.readStoreUrl === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
-      if (!owns) return;
-      projector = createProjector({
-        store: ctx.eventStore,
-        readStore,
-        projections: allProjections(),
-        onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
-        logger: ctx.logger,
-        supervisor: ctx.supervisor,
-      });
-      shared.projector = projector;
-      let caughtUp = false;
-      ctx.readiness.add('projections_caught_up', () => caughtUp);
-      const p = projector;
-      const gauge = (
-        name: string,
-        help: string,
-        pick: (s: Awaited<ReturnType<Projector['status']>>[number]) => number,
-      ) =>
-        new Gauge({
-          name,
-          help,
-          labelNames: ['projection'],
-          registers: [ctx.registry],
-          async collect() {
-            for (const s of await p.status()) this.set({ projection: s.name }, pick(s));
-          },
-        });
-      gauge('pds_projection_checkpoint', 'global position of the last event applied', (s) => s.checkpoint);
-      gauge('pds_projection_lag_events', 'events after the checkpoint not yet applied', (s) => s.lag_events);
-      gauge('pds_projection_lag_seconds', 'age of the oldest event not yet applied', (s) => s.lag_seconds);
-      gauge('pds_projection_rebuild_percent', 'progress of a running rebuild (0 when none)', (s) =>
-        s.state === 'rebuilding' ? (s.progress?.percent ?? 0) : 0,
-      );
-      ctx.app.use(createProjectionAdminRouter(projector, ctx.config.operatorToken).routes());
-      await projector.start();
-      // Not awaited: the process serves /healthz while the read models catch up; /readyz says when.
-      const started = Date.now();
-      projector.caughtUp.then(() => {
-        caughtUp = true;
-        ctx.logger.info({ ms: Date.now() - started, projections: p.names() }, 'read models caught up');
-      });
+    start(ctx) {
+      const control = thread ? threadProjector(thread) : shared.projector;
+      if (!control) return;
+      ctx.app.use(createProjectionAdminRouter(control, ctx.config.operatorToken).routes());
     },
-    async stop() {
-      await projector?.stop();
-      await shared.readStore?.close();
-    },
+    stop() {},
+  };
+}
+
+/** The projector on its thread; a thread that is not running (starting, started again) is a 503. */
+function threadProjector(thread: RoleThread): ProjectorControl {
+  const unavailable = (error: unknown) => {
+    if (!(error instanceof ThreadUnavailableError)) throw error;
+    throw new HttpProblem(503, {
+      code: 'projector_unavailable',
+      detail: `${error.message}; retry shortly`,
+      headers: { 'Retry-After': '1' },
+    });
+  };
+  return {
+    status: () => (thread.call('status') as ReturnType<Projector['status']>).catch(unavailable),
+    rebuild: (name) => (thread.call('rebuild', name) as Promise<void>).catch(unavailable),
   };
 }
 
@@ -169,17 +132,38 @@ export function defaultComponents(clock: Clock = systemClock, timers: Timers = c
   const shared: Shared = {};
   return [
     readSide(shared),
+    projectionAdmin(shared),
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...dispatcherComponents(shared, clock, timers),
   ];
 }
 
+/** The threads role `all` runs its dispatcher and projector on (`PDS_DISPATCHER_THREAD`, `PDS_PROJECTOR_THREAD`). */
+export interface Threads {
+  dispatcher?: RoleThread;
+  projector?: RoleThread;
+}
+
 /**
- * Role `all` with the dispatcher on a thread of its own (`PDS_DISPATCHER_THREAD`, `dispatcher-thread.ts`):
- * the thread starts first, so it restores its state on the second core while this one loads the rest.
+ * Role `all` with the dispatcher, the projector, or both on threads of their own (`role-thread.ts`):
+ * the threads start first, so they restore their state on the other core while this one loads the
+ * rest; the read store is opened here once the projector's thread has opened (or created) it.
  */
-export function threadedComponents(thread: Component = dispatcherThread()): Component[] {
+export function threadedComponents(
+  threads: Threads = { dispatcher: roleThread('dispatcher'), projector: roleThread('projector') },
+  clock: Clock = systemClock,
+  timers: Timers = createTimers(),
+): Component[] {
   const shared: Shared = {};
-  return [thread, readSide(shared), partnerApi(shared), writeApi(shared)];
+  const { dispatcher, projector } = threads;
+  return [
+    ...(dispatcher ? [dispatcher] : []),
+    ...(projector ? [projector] : []),
+    readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
+    projectionAdmin(shared, projector),
+    partnerApi(shared, clock),
+    writeApi(shared, clock),
+    ...(dispatcher ? [] : dispatcherComponents(shared, clock, timers)),
+  ];
 }

@@ -79,7 +79,7 @@ export interface ServiceOptions {
   logger?: Logger;
   /** How long `stop()` waits for in-flight requests before closing their connections. */
   stopTimeoutMs?: number;
-  /** False: no HTTP listener (the dispatcher thread, which reports through its parent's). */
+  /** False: no HTTP listener (a role thread, which reports through its parent's). */
   listen?: boolean;
   /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
   openEventStore?: (url: string) => Promise<EventStore>;

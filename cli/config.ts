@@ -7,10 +7,11 @@
  * Any problem becomes one `ConfigError` whose message is a single line naming the variable.
  */
 import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
+import { readOrCreateSecret } from './secret-file.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -45,6 +46,11 @@ export interface Config {
    * connections to the embedded files, so that API load or a rebuild does not stall deliveries.
    */
   dispatcherThread: boolean;
+  /**
+   * Role `all` runs the projector on a thread of its own, with its own connections to the event store
+   * and the read store file, so that projecting an append or a rebuild does not take the APIs' core.
+   */
+  projectorThread: boolean;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
   abandonAfterMs: number;
@@ -243,6 +249,7 @@ const envSchema = z.object({
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
+  PDS_PROJECTOR_THREAD: flag.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
@@ -311,10 +318,19 @@ export function parseConfig(env: Env): Config {
       problem: 'a dispatcher thread needs an event store file it can open too, not sqlite::memory:',
     });
   }
-  if (missing.length > 0) throw new ConfigError(missing);
   const readStore =
     v.PDS_READ_STORE ??
     (embedded ? `sqlite:${path.join(dir, DEFAULTS.readStoreFile)}` : DEFAULTS.readStoreUrl);
+  // A thread opens the files itself: an in-memory database is its opener's alone.
+  const sharedReadStore = readStore !== 'memory' && readStore !== 'sqlite::memory:';
+  if (v.PDS_PROJECTOR_THREAD === true && (!sharedReadStore || eventStore === 'sqlite::memory:')) {
+    missing.push({
+      variable: 'PDS_PROJECTOR_THREAD',
+      problem:
+        'a projector thread needs an event store and a read store it can open too, not memory or sqlite::memory:',
+    });
+  }
+  if (missing.length > 0) throw new ConfigError(missing);
   return Object.freeze({
     port: v.PORT ?? DEFAULTS.port,
     dataDir: dir,
@@ -330,6 +346,9 @@ export function parseConfig(env: Env): Config {
         ? `sqlite:${path.join(path.dirname(readStore.slice('sqlite:'.length)), DEFAULTS.dispatcherStoreFile)}`
         : readStore),
     dispatcherThread: v.PDS_DISPATCHER_THREAD ?? (embedded && eventStore !== 'sqlite::memory:'),
+    projectorThread:
+      v.PDS_PROJECTOR_THREAD ??
+      (embedded && eventStore !== 'sqlite::memory:' && sharedReadStore && readStore.startsWith('sqlite:')),
     operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
     abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
     webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),
@@ -346,34 +365,6 @@ export function parseConfig(env: Env): Config {
 
 // ---------------------------------------------------------------------------------------------
 // Secrets kept in the data dir
-
-/**
- * Reads a secret file, or creates it with a fresh value when absent. Creation goes through a temporary
- * file and `link`, which fails if the name exists: processes starting together on one data dir (one
- * per role) all end up with the value of whichever wrote first, never with a half-written file.
- */
-async function readOrCreateSecret(
-  file: string,
-  generate: () => string,
-): Promise<{ text: string; generated: boolean }> {
-  try {
-    return { text: (await readFile(file, 'utf8')).trim(), generated: false };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const text = generate();
-  await writeFile(temp, `${text}\n`, { mode: 0o600, flag: 'wx' });
-  try {
-    await link(temp, file);
-    return { text, generated: true };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return { text: (await readFile(file, 'utf8')).trim(), generated: false };
-  } finally {
-    await unlink(temp);
-  }
-}
 
 function fileIssue(variable: string, file: string, error: unknown): ConfigError {
   return new ConfigError([
@@ -473,6 +464,7 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     read_store: redactUrl(config.readStoreUrl),
     dispatcher_store: redactUrl(config.dispatcherStoreUrl),
     dispatcher_thread: config.dispatcherThread,
+    projector_thread: config.projectorThread,
     operator_token: '[redacted]',
     operator_token_source: describeSource(
       sources?.operatorTokenSource,

@@ -1,7 +1,7 @@
 /**
  * The dispatcher role's components (docs/webhooks.md, docs/write-side.md): its working state, the
  * abandonment timer and the webhook dispatcher. Role `all` runs them beside the APIs, or on a thread
- * of their own (`dispatcher-thread.ts`), which loads this module and not the APIs'.
+ * of their own (`role-thread.ts`), which loads this module and not the APIs'.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram } from 'prom-client';
@@ -56,7 +56,7 @@ export function logOpened(
 /**
  * The dispatcher's working state (pending carts, delivery queues): the read store when
  * `PDS_DISPATCHER_STORE` names it and this process has it open, else a store of its own (by default
- * `dispatcher.db` beside a SQLite read store, docs/operations.md, "The dispatcher thread").
+ * `dispatcher.db` beside a SQLite read store, docs/operations.md, "Threads").
  */
 export function dispatcherState(shared: DispatcherShared): Component {
   let own: ReadStore | undefined;

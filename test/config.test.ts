@@ -87,6 +87,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     readStoreCacheMiB: 32,
     dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
     dispatcherThread: true,
+    projectorThread: true,
     operatorToken: null,
     abandonAfterMs: 6 * 3_600_000,
     webhookTimeoutMs: 15_000,
@@ -137,6 +138,26 @@ test('role all runs the dispatcher on a thread of its own on embedded files, unl
     },
   );
   t.regex(error?.message ?? '', /PDS_DISPATCHER_THREAD.*sqlite::memory:/);
+});
+
+test('role all runs the projector on a thread of its own on embedded files, unless told not to', (t) => {
+  t.true(parseConfig({}).projectorThread);
+  t.true(parseConfig({ PDS_READ_STORE: 'sqlite:/tmp/elsewhere.db' }).projectorThread);
+  t.false(parseConfig({ PDS_PROJECTOR_THREAD: '0' }).projectorThread);
+  t.false(parseConfig(ESDB).projectorThread);
+  t.false(parseConfig({ PDS_READ_STORE: 'memory' }).projectorThread);
+  t.false(parseConfig({ PDS_EVENT_STORE: 'sqlite::memory:' }).projectorThread);
+  t.false(parseConfig({ PDS_READ_STORE: 'sqlite::memory:' }).projectorThread);
+  for (const env of [
+    { PDS_READ_STORE: 'memory' },
+    { PDS_READ_STORE: 'sqlite::memory:' },
+    { PDS_EVENT_STORE: 'sqlite::memory:' },
+  ]) {
+    const error = t.throws(() => parseConfig({ ...env, PDS_PROJECTOR_THREAD: '1' }), {
+      instanceOf: ConfigError,
+    });
+    t.regex(error?.message ?? '', /PDS_PROJECTOR_THREAD.*memory/);
+  }
 });
 
 test('non-embedded mode: no sandbox, no private webhook URLs, unless configured', (t) => {
@@ -210,6 +231,16 @@ const valid: Record<string, Case[]> = {
   ).map(([raw, value]) => ({
     env: { PDS_DISPATCHER_THREAD: raw },
     check: (c) => c.dispatcherThread,
+    expected: value,
+  })),
+  PDS_PROJECTOR_THREAD: (
+    [
+      ['1', true],
+      ['false', false],
+    ] as const
+  ).map(([raw, value]) => ({
+    env: { PDS_PROJECTOR_THREAD: raw },
+    check: (c) => c.projectorThread,
     expected: value,
   })),
   PDS_OPERATOR_TOKEN: [

@@ -83,7 +83,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
   t.deepEqual(await health.json(), { status: 'ok' });
   t.is(health.headers.get('x-request-id'), 'serve-test-1');
 
-  // Listening comes first; ready once the read models and the dispatcher thread have caught up.
+  // Listening comes first; ready once the projector and dispatcher threads have caught up.
   let ready = await fetch(`${base}/readyz`);
   for (let i = 0; ready.status !== 200 && i < 200; i++) {
     await ready.body?.cancel();
@@ -96,17 +96,20 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
     role: 'all',
     checks: {
       event_store: 'ok',
-      projections_caught_up: 'ok',
       write_side_lookups: 'ok',
       // Every subscription to the log, each up (docs/operations.md, "Recovery").
       'subscription:index_of_special_streams': 'ok',
       'subscription:lookups': 'ok',
-      'subscription:projection_carts': 'ok',
-      'subscription:projection_catalog': 'ok',
-      'subscription:projection_partner_keys': 'ok',
-      'subscription:projection_webhook_deliveries': 'ok',
-      'subscription:projection_webhook_subscriptions': 'ok',
-      // The dispatcher on its own thread, and that thread's checks (docs/operations.md, "Processes and roles").
+      // The projector on its own thread, and that thread's checks (docs/operations.md, "Threads").
+      projector_thread: 'ok',
+      'projector:event_store': 'ok',
+      'projector:projections_caught_up': 'ok',
+      'projector:subscription:projection_carts': 'ok',
+      'projector:subscription:projection_catalog': 'ok',
+      'projector:subscription:projection_partner_keys': 'ok',
+      'projector:subscription:projection_webhook_deliveries': 'ok',
+      'projector:subscription:projection_webhook_subscriptions': 'ok',
+      // The dispatcher on its own thread, and that thread's checks.
       dispatcher_thread: 'ok',
       'dispatcher:event_store': 'ok',
       'dispatcher:abandonment_timers_restored': 'ok',
@@ -120,10 +123,14 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
 
   const metrics = await (await fetch(`${base}/metrics`)).text();
   t.regex(metrics, /http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
-  // The thread's metrics, merged: its subscriptions beside this thread's, its gauges, once each.
+  // The threads' metrics, merged: their subscriptions beside this thread's, their gauges, once each.
   t.regex(metrics, /^pds_subscription_up\{subscription="webhook_fan_out"\} 1$/m);
   t.regex(metrics, /^pds_subscription_up\{subscription="projection_carts"\} 1$/m);
+  t.regex(metrics, /^pds_subscription_up\{subscription="lookups"\} 1$/m);
   t.regex(metrics, /^pds_webhook_deliveries_pending 0$/m);
+  t.regex(metrics, /^pds_projection_lag_events\{projection="carts"\} 0$/m);
+  t.regex(metrics, /^pds_thread_restarts_total\{thread="projector"\} 0$/m);
+  t.regex(metrics, /^pds_thread_restarts_total\{thread="dispatcher"\} 0$/m);
   t.regex(metrics, /^process_start_time_seconds \d+/m);
   t.is(metrics.match(/^# TYPE pds_subscription_up gauge$/gm)?.length, 1);
 

@@ -16,7 +16,7 @@ import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
-import { dispatcherThread } from '../dispatcher-thread.ts';
+import { roleThread } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
 
@@ -57,14 +57,18 @@ async function serve(role: Role): Promise<void> {
   }
 
   const sandbox = config.sandbox && role === 'all' ? sandboxSeeder() : undefined;
-  // The dispatcher thread starts before the main thread loads its components' modules, so that each
-  // loads on its own core (docs/operations.md, "The dispatcher thread").
-  const thread =
-    role === 'all' && config.dispatcherThread ? dispatcherThread({ spawnNow: config }) : undefined;
+  // The threads start before the main thread loads its components' modules, so that each loads on a
+  // core of its own (docs/operations.md, "Threads").
+  const spawn = (on: boolean, threadRole: 'dispatcher' | 'projector') =>
+    role === 'all' && on ? roleThread(threadRole, { spawnNow: config }) : undefined;
+  const threads = {
+    dispatcher: spawn(config.dispatcherThread, 'dispatcher'),
+    projector: spawn(config.projectorThread, 'projector'),
+  };
   const { defaultComponents, threadedComponents } = await import('../components.ts');
   const { createService } = await import('../compose.ts');
   const components = [
-    ...(thread ? threadedComponents(thread) : defaultComponents()),
+    ...(threads.dispatcher || threads.projector ? threadedComponents(threads) : defaultComponents()),
     ...(sandbox ? [sandbox] : []),
   ];
   const service = createService(config, { role, components });

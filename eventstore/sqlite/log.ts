@@ -1,7 +1,7 @@
 /**
  * The embedded event store's database, as its parts share it: the connection and its prepared
  * statements, IMMEDIATE transactions, and the wake-ups of idle readers; nothing polls. Readers wake
- * at this connection's appends; at another thread's (the dispatcher thread's), through a broadcast
+ * at this connection's appends; at another thread's (the dispatcher's or projector's), through a broadcast
  * channel named after the file, sent once the commit is visible; at another process's, through a
  * file-system watch on the WAL.
  */

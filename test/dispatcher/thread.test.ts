@@ -1,33 +1,19 @@
 /**
- * Role `all` with the dispatcher on a worker thread of its own (`cli/dispatcher-thread.ts`, as
+ * Role `all` with the dispatcher on a worker thread of its own (`cli/role-thread.ts`, as
  * `npm start` runs it): webhooks go out from the thread, its readiness and metrics show through the
  * parent's `/readyz` and `/metrics`, a thread that dies is started again and delivers what was written
  * meanwhile, and a stop ends it.
  */
 import test from 'ava';
-import { dispatcherThread } from '../../cli/dispatcher-thread.ts';
+import { roleThread } from '../../cli/role-thread.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
+import { metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
-async function readyz(s: TestService): Promise<{ code: number; checks: Record<string, string> }> {
-  const res = await fetch(`${s.base}/readyz`);
-  return { code: res.status, checks: ((await res.json()) as { checks: Record<string, string> }).checks };
-}
-
-const metrics = async (s: TestService) => (await fetch(`${s.base}/metrics`)).text();
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 test('the dispatcher thread sends the webhooks; its checks and metrics show through the parent', async (t) => {
-  const thread = dispatcherThread();
-  const s = await startService(t, { thread });
+  const thread = roleThread('dispatcher');
+  const s = await startService(t, { threads: { dispatcher: thread } });
   t.truthy(thread.worker, 'a thread runs');
   const receiver = await startReceiver(t);
   await seedCatalog(s);
@@ -54,7 +40,7 @@ test('the dispatcher thread sends the webhooks; its checks and metrics show thro
   );
   const text = await metrics(s);
   t.regex(text, /^pds_subscription_up\{subscription="webhook_fan_out"\} 1$/m);
-  t.regex(text, /^pds_dispatcher_thread_restarts_total 0$/m);
+  t.regex(text, /^pds_thread_restarts_total\{thread="dispatcher"\} 0$/m);
 });
 
 /** Whether the webhook's deliveries, as the admin API lists them, are all `delivered`. */
@@ -64,8 +50,8 @@ async function allDelivered(s: TestService, webhookId: string, count: number): P
 }
 
 test('a dispatcher thread that dies is started again and delivers what was written while it was down', async (t) => {
-  const thread = dispatcherThread();
-  const s = await startService(t, { thread });
+  const thread = roleThread('dispatcher');
+  const s = await startService(t, { threads: { dispatcher: thread } });
   const receiver = await startReceiver(t);
   await seedCatalog(s);
   const webhook = await createWebhook(s, receiver.url, [1]);
@@ -95,13 +81,13 @@ test('a dispatcher thread that dies is started again and delivers what was writt
     received.map((w) => w.body.cart.status),
     ['verification', 'preparing'],
   );
-  t.regex(await metrics(s), /^pds_dispatcher_thread_restarts_total 1$/m);
+  t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="dispatcher"\} 1$/m);
 });
 
 test('a thread killed during an attempt: the next thread sends it again when its lease runs out, same webhook id', async (t) => {
-  const thread = dispatcherThread();
+  const thread = roleThread('dispatcher');
   // A lease of 2 × 500 ms + 1 s (dispatcher/delivery-worker.ts).
-  const s = await startService(t, { thread, env: { PDS_WEBHOOK_TIMEOUT: '500ms' } });
+  const s = await startService(t, { threads: { dispatcher: thread }, env: { PDS_WEBHOOK_TIMEOUT: '500ms' } });
   const receiver = await startReceiver(t);
   receiver.script({ hang: true });
   await seedCatalog(s);
@@ -124,8 +110,8 @@ test('a thread killed during an attempt: the next thread sends it again when its
 });
 
 test('a stop ends the thread after its components stopped', async (t) => {
-  const thread = dispatcherThread();
-  const s = await startService(t, { thread });
+  const thread = roleThread('dispatcher');
+  const s = await startService(t, { threads: { dispatcher: thread } });
   const worker = thread.worker;
   if (!worker) return t.fail('no thread');
   const code = new Promise<number>((resolve) => worker.once('exit', resolve));

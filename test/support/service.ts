@@ -7,10 +7,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { ExecutionContext } from 'ava';
-import { createTimers, defaultComponents, threadedComponents, tickTimers } from '../../cli/components.ts';
+import {
+  createTimers,
+  defaultComponents,
+  type Threads,
+  threadedComponents,
+  tickTimers,
+} from '../../cli/components.ts';
 import { createService, type Role, type Service } from '../../cli/compose.ts';
 import { loadConfig } from '../../cli/config.ts';
-import type { DispatcherThread } from '../../cli/dispatcher-thread.ts';
 import { createLogger } from '../../cli/logger.ts';
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { EventStore } from '../../eventstore/port.ts';
@@ -66,18 +71,18 @@ export async function startService(
     /** Wraps the service's event store (e.g. to inject faults: `faulty-store.ts`). */
     wrapStore?: (store: EventStore) => EventStore;
     /**
-     * Role `all` with the dispatcher on this thread of its own (as `npm start` runs it): real time
-     * only, and the thread logs to stdout at warn (`PDS_TEST_THREAD_LOG=debug` to see more), not
-     * into `logs()`.
+     * Role `all` with the dispatcher, the projector or both on these threads of their own (as
+     * `npm start` runs them): real time only, and the threads log to stdout at warn
+     * (`PDS_TEST_THREAD_LOG=debug` to see more), not into `logs()`.
      */
-    thread?: DispatcherThread;
+    threads?: Threads;
   } = {},
 ): Promise<TestService> {
   // A given data dir belongs to the caller (e.g. to restart on the same events); a new one is removed.
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'pds-api-')));
-  const logLevel = options.thread ? (process.env.PDS_TEST_THREAD_LOG ?? 'warn') : 'debug';
+  const logLevel = options.threads ? (process.env.PDS_TEST_THREAD_LOG ?? 'warn') : 'debug';
   const config = await loadConfig({ PDS_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: logLevel, ...options.env });
-  if (options.thread && options.clock) throw new Error('a dispatcher thread runs on real time');
+  if (options.threads && options.clock) throw new Error('a thread runs on real time');
   let logged = '';
   const timers = createTimers();
   const sink = new Writable({
@@ -88,8 +93,8 @@ export async function startService(
   });
   const service = createService(config, {
     role: options.role ?? 'all',
-    components: options.thread
-      ? threadedComponents(options.thread)
+    components: options.threads
+      ? threadedComponents(options.threads)
       : defaultComponents(options.clock ?? systemClock, timers),
     logger: createLogger('debug', sink),
     stopTimeoutMs: 1_000,

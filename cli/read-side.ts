@@ -1,0 +1,100 @@
+/**
+ * The read side's component: the read store, and the projector where this process (or thread) owns
+ * the read models. Role `all` runs it with the APIs, or splits it: the projector on a thread of its
+ * own (`role-thread.ts`, docs/operations.md, "Threads"), which loads this module and not the APIs',
+ * and the read store alone beside the APIs.
+ */
+import { Gauge } from 'prom-client';
+import { allProjections } from '../projections/all.ts';
+import { openReadStore } from '../projections/index.ts';
+import { createProjector, type Projector } from '../projections/projector.ts';
+import type { ReadStore } from '../projections/read-store.ts';
+import type { Component, ServiceContext } from './compose.ts';
+import { logOpened } from './dispatcher-components.ts';
+
+/** What the read side builds for the components after it. */
+export interface ReadSideShared {
+  readStore?: ReadStore;
+  projector?: Projector;
+}
+
+export interface ReadSideOptions {
+  /**
+   * Whether this process runs the projector. `auto`: where it owns the read models, i.e. role `all`
+   * (the embedded `read.db`), every role with `memory` (each process its own copy, built from the
+   * events at start), and the `projector` role with MongoDB (one active projector per read model;
+   * `api` processes only read). `false`: another thread runs it (role `all` with the projector thread).
+   */
+  project?: 'auto' | false;
+  /** Resolves once this process may open the read store: after the projector thread opened it first. */
+  openAfter?: Promise<void>;
+}
+
+const owns = (ctx: ServiceContext) =>
+  ctx.config.readStoreUrl === 'memory' || ctx.role === 'all' || ctx.role === 'projector';
+
+export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}): Component {
+  let projector: Projector | undefined;
+  return {
+    name: 'read-side',
+    roles: ['api', 'projector'],
+    async start(ctx) {
+      // The thread that owns the file creates (or replaces) it; this one opens what it left.
+      await options.openAfter;
+      const readStore = await openReadStore(ctx.config.readStoreUrl, {
+        cacheMiB: ctx.config.readStoreCacheMiB,
+      });
+      shared.readStore = readStore;
+      if ((options.project ?? 'auto') === false || !owns(ctx)) return;
+      logOpened(readStore, ctx.logger, { store: 'read store', holds: 'read models are' });
+      projector = createProjector({
+        store: ctx.eventStore,
+        readStore,
+        projections: allProjections(),
+        onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
+        logger: ctx.logger,
+        supervisor: ctx.supervisor,
+      });
+      shared.projector = projector;
+      registerGauges(projector, ctx);
+      let caughtUp = false;
+      ctx.readiness.add('projections_caught_up', () => caughtUp);
+      await projector.start();
+      // Not awaited: the process serves /healthz while the read models catch up; /readyz says when.
+      const started = Date.now();
+      const p = projector;
+      p.caughtUp.then(() => {
+        caughtUp = true;
+        ctx.logger.info({ ms: Date.now() - started, projections: p.names() }, 'read models caught up');
+      });
+    },
+    async stop() {
+      await projector?.stop();
+      await shared.readStore?.close();
+    },
+  };
+}
+
+/** Each projection's checkpoint, lag and rebuild progress, read from the projector at every scrape. */
+function registerGauges(projector: Projector, ctx: ServiceContext): void {
+  const gauge = (
+    name: string,
+    help: string,
+    pick: (s: Awaited<ReturnType<Projector['status']>>[number]) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['projection'],
+      registers: [ctx.registry],
+      async collect() {
+        for (const s of await projector.status()) this.set({ projection: s.name }, pick(s));
+      },
+    });
+  gauge('pds_projection_checkpoint', 'global position of the last event applied', (s) => s.checkpoint);
+  gauge('pds_projection_lag_events', 'events after the checkpoint not yet applied', (s) => s.lag_events);
+  gauge('pds_projection_lag_seconds', 'age of the oldest event not yet applied', (s) => s.lag_seconds);
+  gauge('pds_projection_rebuild_percent', 'progress of a running rebuild (0 when none)', (s) =>
+    s.state === 'rebuilding' ? (s.progress?.percent ?? 0) : 0,
+  );
+}

@@ -1,0 +1,100 @@
+/**
+ * A role thread's program (see `role-thread.ts`; `thread-main.ts` loads it): the role's components on
+ * the parent's configuration, without an HTTP listener. It reports when it started and its readiness
+ * checks whenever they change; it answers the calls its role offers (the projector's status and
+ * rebuilds) and `metrics`; on `stop` it stops its components, closes its connections and ends.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { type Component, createService } from './compose.ts';
+import { createLogger } from './logger.ts';
+import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread.ts';
+
+/** How often the readiness checks are run to see whether they changed. */
+const READINESS_EVERY_MS = 250;
+
+/** A role's components on this thread, and the calls the parent may make of them once started. */
+interface ThreadProgram {
+  components: Component[];
+  methods: Record<string, (...args: never[]) => Promise<unknown>>;
+}
+
+/** Each role's modules are loaded only on its own thread. */
+const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
+  async dispatcher() {
+    const { dispatcherComponents } = await import('./dispatcher-components.ts');
+    return { components: dispatcherComponents(), methods: {} };
+  },
+  async projector() {
+    const { readSide } = await import('./read-side.ts');
+    const shared: Parameters<typeof readSide>[0] = {};
+    const projector = () => {
+      if (!shared.projector) throw new Error('the projector has not started');
+      return shared.projector;
+    };
+    return {
+      components: [readSide(shared)],
+      methods: {
+        status: () => projector().status(),
+        rebuild: (name: string) => projector().rebuild(name),
+      },
+    };
+  },
+};
+
+const port = parentPort;
+if (!port) throw new Error('thread-run.ts runs as a worker thread of `pds serve --role all`');
+const send = (message: FromThread) => port.postMessage(message);
+
+const { role, config } = workerData as ThreadData;
+const program = await programs[role]();
+const service = createService(config, {
+  role,
+  components: program.components,
+  logger: createLogger(config.logLevel).child({ thread: role }),
+  listen: false,
+});
+
+/** Sends the readiness checks when they changed since last sent (every 250 ms, once started). */
+let reported = '';
+let readiness: NodeJS.Timeout | undefined;
+async function reportReadiness(): Promise<void> {
+  const { checks } = await service.readiness.check();
+  const ok = Object.fromEntries(Object.entries(checks).map(([name, state]) => [name, state === 'ok']));
+  const text = JSON.stringify(ok);
+  if (text === reported) return;
+  reported = text;
+  send({ type: 'readiness', checks: ok });
+}
+
+/** This thread's `pds_*` metrics (the parent's process metrics already cover the process). */
+async function metrics() {
+  const all = await service.registry.getMetricsAsJSON();
+  return all.filter((m) => m.name.startsWith('pds_'));
+}
+
+/** Runs a call and sends its result; a failed call answers with its message, the thread goes on. */
+async function answer(id: number, method: string, args: unknown[]): Promise<void> {
+  try {
+    const run = method === 'metrics' ? metrics : program.methods[method];
+    if (!run) throw new Error(`the ${role} thread offers no ${method}`);
+    send({ type: 'result', id, ok: true, value: await run(...(args as never[])) });
+  } catch (error) {
+    send({ type: 'result', id, ok: false, message: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+port.on('message', async (message: ToThread) => {
+  if (message.type === 'call') {
+    await answer(message.id, message.method, message.args);
+  } else if (message.type === 'stop') {
+    clearInterval(readiness);
+    await service.stop();
+    process.exit(0); // ends this thread only
+  }
+});
+
+await service.start();
+// The checks before `started`: the parent is not ready on a thread that has not told them yet.
+await reportReadiness();
+readiness = setInterval(reportReadiness, READINESS_EVERY_MS);
+send({ type: 'started' });

@@ -1,0 +1,140 @@
+/**
+ * Role `all` with the projector on a worker thread of its own (`cli/role-thread.ts`, as `npm start`
+ * runs it): the read models the APIs read are built on the thread, the parent's admin routes reach its
+ * status and rebuilds, its readiness and metrics show through the parent, a thread that dies is
+ * started again and projects what was written meanwhile, and a stop ends it.
+ */
+import test from 'ava';
+import { roleThread, ThreadUnavailableError } from '../../cli/role-thread.ts';
+import type { ProjectionStatus } from '../../projections/projector.ts';
+import { seedCatalog } from '../support/cart-world.ts';
+import { metrics, readyz, until } from '../support/probes.ts';
+import { startService, type TestService } from '../support/service.ts';
+
+async function projections(s: TestService): Promise<ProjectionStatus[]> {
+  const res = await s.call('GET', '/admin/v1/projections');
+  if (res.status !== 200) throw new Error(`GET /admin/v1/projections: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { projections: ProjectionStatus[] }).projections;
+}
+
+/** A store operator's key: the admin API answers once the thread projected it (read-your-writes). */
+async function storeKey(s: TestService): Promise<string> {
+  const res = await s.call('POST', '/admin/v1/partners', {
+    name: 'Store one',
+    kind: 'store_operator',
+    store_ids: [1],
+  });
+  if (res.status !== 201) throw new Error(`POST /admin/v1/partners: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { api_key: string }).api_key;
+}
+
+async function menuProductIds(s: TestService, key: string): Promise<number[]> {
+  const res = await fetch(`${s.base}/partner/store/v1/menu_products?limit=50`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const body = (await res.json()) as { menu_products: { id: number }[] };
+  return body.menu_products.map((m) => m.id).sort((a, b) => a - b);
+}
+
+test('the projector thread builds what the APIs read; its status, checks and metrics show through the parent', async (t) => {
+  const thread = roleThread('projector');
+  const s = await startService(t, { threads: { projector: thread } });
+  t.truthy(thread.worker, 'a thread runs');
+  await seedCatalog(s);
+  const key = await storeKey(s);
+  t.deepEqual(await menuProductIds(s, key), [100]);
+
+  const head = await (await s.openStore()).headPosition();
+  await until('every projection applied every event', async () =>
+    (await projections(s)).every((p) => p.state === 'live' && p.lag_events === 0),
+  );
+  t.deepEqual((await projections(s)).map((p) => p.name).sort(), [
+    'carts',
+    'catalog',
+    'partner_keys',
+    'webhook_deliveries',
+    'webhook_subscriptions',
+  ]);
+  const ready = await readyz(s);
+  t.is(ready.code, 200);
+  t.like(ready.checks, {
+    projector_thread: 'ok',
+    'projector:projections_caught_up': 'ok',
+    'projector:subscription:projection_catalog': 'ok',
+    'subscription:lookups': 'ok',
+  });
+  t.false('projections_caught_up' in ready.checks, 'not run on the API thread');
+  const text = await metrics(s);
+  t.regex(text, new RegExp(`^pds_projection_checkpoint\\{projection="partner_keys"\\} ${head}$`, 'm'));
+  t.regex(text, /^pds_subscription_up\{subscription="projection_catalog"\} 1$/m);
+  t.regex(text, /^pds_thread_restarts_total\{thread="projector"\} 0$/m);
+});
+
+test('a rebuild asked of the parent runs on the thread: 202, then live again; unknown names are 404', async (t) => {
+  const s = await startService(t, { threads: { projector: roleThread('projector') } });
+  await seedCatalog(s);
+  const key = await storeKey(s);
+  const res = await s.call('POST', '/admin/v1/projections/catalog/rebuild');
+  t.is(res.status, 202);
+  t.like(await res.json(), { projection: 'catalog', state: 'rebuilding' });
+  await until('the rebuilt catalog is live', async () => {
+    const catalog = (await projections(s)).find((p) => p.name === 'catalog');
+    return catalog?.state === 'live' && catalog.progress?.percent === 100;
+  });
+  t.deepEqual(await menuProductIds(s, key), [100], 'the rebuilt copy serves');
+
+  const unknown = await s.call('POST', '/admin/v1/projections/nope/rebuild');
+  t.is(unknown.status, 404);
+  t.is(unknown.headers.get('content-type'), 'application/problem+json');
+  t.regex(((await unknown.json()) as { detail: string }).detail, /known: .*catalog/);
+});
+
+test('a projector thread that dies is started again and projects what was written while it was down', async (t) => {
+  const thread = roleThread('projector');
+  const s = await startService(t, { threads: { projector: thread } });
+  await seedCatalog(s);
+  const key = await storeKey(s);
+  const dead = thread.worker;
+  if (!dead) return t.fail('no thread');
+  const exited = new Promise((resolve) => dead.once('exit', resolve));
+  await dead.terminate();
+  await exited;
+
+  // Down: not ready, no projector to ask (a 503 to retry), and the write side still takes writes.
+  const down = await readyz(s);
+  t.is(down.code, 503);
+  t.is(down.checks.projector_thread, 'failing');
+  const status = await s.call('GET', '/admin/v1/projections');
+  t.is(status.status, 503);
+  t.is(status.headers.get('content-type'), 'application/problem+json');
+  t.is(status.headers.get('retry-after'), '1');
+  t.like(await status.json(), { code: 'projector_unavailable' });
+  const written = await s.call('PUT', '/platform/v1/stores/1/menu_products/101', {
+    product_id: 1,
+    prices: { gram: '11.00' },
+  });
+  t.is(written.status, 201);
+
+  await until('the thread is back', async () => thread.restarts === 1 && (await readyz(s)).code === 200);
+  t.not(thread.worker, dead);
+  await until('the menu product written meanwhile is served', async () =>
+    (await menuProductIds(s, key)).includes(101),
+  );
+  t.deepEqual(await menuProductIds(s, key), [100, 101]);
+  t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="projector"\} 1$/m);
+});
+
+test('a call to a thread that is not running is refused at once; a stop ends the thread with code 0', async (t) => {
+  const idle = roleThread('projector');
+  await t.throwsAsync(idle.call('status'), { instanceOf: ThreadUnavailableError, message: /not running/ });
+
+  const thread = roleThread('projector');
+  const s = await startService(t, { threads: { projector: thread } });
+  const worker = thread.worker;
+  if (!worker) return t.fail('no thread');
+  const code = new Promise<number>((resolve) => worker.once('exit', resolve));
+  await s.service.stop();
+  t.is(await code, 0, 'ended by itself, not terminated');
+  t.falsy(thread.worker);
+  t.is(thread.restarts, 0);
+});
