@@ -11,6 +11,8 @@ import type { EventFilter } from '../port.ts';
 
 /** Runs kept; older ones are forgotten (a reader that far behind queries, as without the journal). */
 const MAX_RUNS = 4_096;
+/** Forgotten in slices this long: dropping the oldest run at every append moved the whole array each time. */
+const FORGET_SLICE = 1_024;
 
 /** Events `first..last` of one append, all to `streamId`. */
 export interface JournalRun {
@@ -29,7 +31,7 @@ export class Journal {
     let i = this.#runs.length;
     while (i > 0 && this.#runs[i - 1].first > first) i--;
     this.#runs.splice(i, 0, { first, last, streamId, types });
-    if (this.#runs.length > MAX_RUNS) this.#runs.splice(0, this.#runs.length - MAX_RUNS);
+    if (this.#runs.length > MAX_RUNS + FORGET_SLICE) this.#runs.splice(0, this.#runs.length - MAX_RUNS);
   }
 
   /**

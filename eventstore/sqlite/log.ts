@@ -114,6 +114,12 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
     };
     channel.unref();
   }
+  let unannounced: JournalRun[] = [];
+  const announce = (): void => {
+    const runs = unannounced;
+    unannounced = [];
+    if (!closed) channel?.postMessage(runs);
+  };
   // A WAL write of another process is looked at again a little later, when its commit is published.
   let recheck: NodeJS.Timeout | undefined;
   const recheckLater = (): void => {
@@ -163,7 +169,10 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
     appended,
     announceAppends(runs) {
       appended.fireSoon();
-      channel?.postMessage(runs);
+      if (!channel) return;
+      // One message per turn of the event loop: the commits of a burst of requests go out together.
+      if (unannounced.length === 0) setImmediate(announce);
+      unannounced.push(...runs);
     },
     journal,
     head,
@@ -196,6 +205,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
     close() {
       if (closed) return;
       appended.fire();
+      if (unannounced.length > 0) announce();
       closed = true;
       channel?.close();
       clearTimeout(recheck);
