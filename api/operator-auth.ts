@@ -1,6 +1,6 @@
 /** The operator token guards `/platform` and `/admin`; compared in constant time. */
 import type { Next } from 'koa';
-import { constantTimeEqual } from '../application/credentials.ts';
+import { matchesSecret } from '../application/credentials.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 
 export function bearerToken(ctx: AppContext): string | undefined {
@@ -10,9 +10,10 @@ export function bearerToken(ctx: AppContext): string | undefined {
 }
 
 export function operatorAuth(operatorToken: string) {
+  const isOperatorToken = matchesSecret(operatorToken);
   return async function requireOperator(ctx: AppContext, next: Next): Promise<void> {
     const token = bearerToken(ctx);
-    if (token === undefined || !constantTimeEqual(token, operatorToken)) {
+    if (token === undefined || !isOperatorToken(token)) {
       throw new HttpProblem(401, {
         code: 'unauthorized',
         detail:

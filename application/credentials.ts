@@ -79,7 +79,13 @@ export function generateSigningSecret(): string {
  * with SHA-256 first, so `timingSafeEqual` always sees 32 bytes. Use it for bearer tokens.
  */
 export function constantTimeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(sha256(a), sha256(b));
+  return matchesSecret(b)(a);
+}
+
+/** `constantTimeEqual` against one secret many times: the secret's hash is computed once. */
+export function matchesSecret(secret: string): (candidate: string) => boolean {
+  const expected = sha256(secret);
+  return (candidate) => timingSafeEqual(sha256(candidate), expected);
 }
 
 /** A secret box token could not be opened: wrong key, tampered with, truncated or not a token at all. */

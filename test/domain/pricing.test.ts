@@ -1,4 +1,5 @@
 import test from 'ava';
+import fc from 'fast-check';
 import {
   applySpecials,
   centsToNumber,
@@ -41,9 +42,45 @@ test('money: cents ↔ string ↔ number', (t) => {
   t.is(fromCents(99999999999), '999999999.99');
   t.is(centsToNumber(1999), 19.99);
   t.is(moneyToNumber('0.10'), 0.1);
-  for (const bad of ['12.5', '12', '-1.00', '1,00', '', ' 1.00'])
+  for (const bad of [
+    '12.5',
+    '12',
+    '-1.00',
+    '1,00',
+    '',
+    ' 1.00',
+    '.00',
+    '1.000',
+    '1234567890.00',
+    '1.0a',
+    '1a.00',
+    '１.00',
+    '1.00 ',
+  ])
     t.throws(() => toCents(bad), { instanceOf: RangeError });
   for (const bad of [-1, 1.5, Number.NaN]) t.throws(() => fromCents(bad), { instanceOf: RangeError });
+});
+
+test('toCents reads exactly what the money format allows, as the format itself says', (t) => {
+  const format = /^(\d{1,9})\.(\d{2})$/;
+  const reference = (amount: string) => {
+    const m = format.exec(amount);
+    return m ? Number(m[1]) * 100 + Number(m[2]) : 'refused';
+  };
+  const parsed = (amount: string) => {
+    try {
+      return toCents(amount);
+    } catch {
+      return 'refused';
+    }
+  };
+  const digits = fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: 0, maxLength: 11 });
+  const amounts = fc.oneof(
+    fc.tuple(digits, digits).map(([a, b]) => `${a}.${b}`),
+    fc.string({ unit: fc.constantFrom(...'0123456789.-+ e,a'), maxLength: 14 }),
+  );
+  fc.assert(fc.property(amounts, (amount) => parsed(amount) === reference(amount)));
+  t.pass();
 });
 
 test('involves: by product id, brand id or kind; empty lists involve nothing', (t) => {
