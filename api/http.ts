@@ -21,7 +21,7 @@ export interface AppState {
   requestId: string;
   /** `X-Correlation-Id` when the client sent a well-formed one, else the request id: the correlation of the events this request appends. */
   correlationId: string;
-  /** Child logger carrying `request_id` and `correlation_id`, made at its first use. */
+  /** Child logger carrying `request_id` and `correlation_id`. */
   log: Logger;
 }
 export type App = Koa<AppState>;
@@ -336,12 +336,7 @@ export function createHttpApp(options: HttpAppOptions): App {
     ctx.state.requestId = requestId;
     const correlation = ctx.get('X-Correlation-Id');
     ctx.state.correlationId = REQUEST_ID.test(correlation) ? correlation : requestId;
-    // Made when first used: a child logger costs more than most requests log at the configured level.
-    let log: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', {
-      get: () => (log ??= logger.child({ request_id: requestId, correlation_id: ctx.state.correlationId })),
-      enumerable: true,
-    });
+    ctx.state.log = logger.child({ request_id: requestId, correlation_id: ctx.state.correlationId });
     ctx.set('X-Request-Id', requestId);
     await next();
   });
@@ -357,17 +352,16 @@ export function createHttpApp(options: HttpAppOptions): App {
       const status = ctx.status;
       duration.observe({ method: ctx.method, route, status: String(status) }, seconds);
       const level = OPS_PATHS.has(ctx.path) && status < 500 ? 'debug' : 'info';
-      if (logger.isLevelEnabled(level))
-        ctx.state.log[level](
-          {
-            method: ctx.method,
-            path: loggablePath(ctx.path),
-            route,
-            status,
-            duration_ms: Math.round(seconds * 1e6) / 1e3,
-          },
-          'request',
-        );
+      ctx.state.log[level](
+        {
+          method: ctx.method,
+          path: loggablePath(ctx.path),
+          route,
+          status,
+          duration_ms: Math.round(seconds * 1e6) / 1e3,
+        },
+        'request',
+      );
     }
   });
 

@@ -20,8 +20,17 @@ export interface Served {
 
 /**
  * `npm start`'s command (its V8 flags included) on `dir`, from spawn to `/readyz` 200; `env` adds to
- * (or overrides) its environment.
+ * (or overrides) its environment. `PDS_BENCH_DISPATCHER_THREAD` and `PDS_BENCH_PROJECTOR_THREAD` are
+ * passed on as `PDS_DISPATCHER_THREAD` and `PDS_PROJECTOR_THREAD`, to compare the same code without a thread.
  */
+function benchThreads(): Record<string, string> {
+  const { PDS_BENCH_DISPATCHER_THREAD: dispatcher, PDS_BENCH_PROJECTOR_THREAD: projector } = process.env;
+  return {
+    ...(dispatcher !== undefined && { PDS_DISPATCHER_THREAD: dispatcher }),
+    ...(projector !== undefined && { PDS_PROJECTOR_THREAD: projector }),
+  };
+}
+
 export async function serve(dir: string, env: Record<string, string> = {}): Promise<Served> {
   const began = performance.now();
   const child: ChildProcess = spawn(process.execPath, npmStartArgs(), {
@@ -32,6 +41,7 @@ export async function serve(dir: string, env: Record<string, string> = {}): Prom
       PDS_DATA_DIR: dir,
       PDS_SANDBOX: '0',
       LOG_LEVEL: 'warn',
+      ...benchThreads(),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
