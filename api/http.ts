@@ -312,10 +312,12 @@ export interface HttpAppOptions {
   role: string;
   /** Other threads' metrics, merged into `/metrics`. */
   metricsSources?: MetricsSources;
+  /** False: no listener will serve the app (a role thread), so nothing is loaded ahead for requests. */
+  serves?: boolean;
 }
 
 export function createHttpApp(options: HttpAppOptions): App {
-  const { logger, registry, readiness, role, metricsSources } = options;
+  const { logger, registry, readiness, role, metricsSources, serves = true } = options;
   const app: App = new Koa<AppState>();
 
   const duration = new Histogram({
@@ -395,7 +397,7 @@ export function createHttpApp(options: HttpAppOptions): App {
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(value);
   };
-  setTimeout(() => globalThis.Response, 1_000).unref();
+  if (serves) setTimeout(() => globalThis.Response, 1_000).unref();
   const ops = createRouter();
   ops.get('/healthz', (ctx) => json(ctx, { status: 'ok' }));
   ops.get('/readyz', async (ctx) => {

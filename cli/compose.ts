@@ -173,10 +173,10 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   const registry = createMetricsRegistry();
   const readiness = createReadiness();
   const metricsSources = new MetricsSources();
-  const app = createHttpApp({ logger, registry, readiness, role, metricsSources });
+  const serves = options.listen !== false;
+  const app = createHttpApp({ logger, registry, readiness, role, metricsSources, serves });
   const supervisor = createSupervisor(logger, readiness, registry);
-  const listener =
-    options.listen === false ? undefined : httpListener(config.port, options.stopTimeoutMs ?? 8_000);
+  const listener = serves ? httpListener(config.port, options.stopTimeoutMs ?? 8_000) : undefined;
   const components = [...(options.components ?? []), ...(listener ? [listener] : [])].filter(
     (component) => role === 'all' || component.roles.includes(role),
   );
