@@ -4,6 +4,8 @@
  * checks whenever they change; it answers the calls its role offers (the projector's status and
  * rebuilds) and `metrics`; on `stop` it stops its components, closes its connections and ends.
  */
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { type Component, createService } from './compose.ts';
 import { createLogger } from './logger.ts';
@@ -12,10 +14,17 @@ import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread
 /** How often the readiness checks are run to see whether they changed. */
 const READINESS_EVERY_MS = 250;
 
-/** A role's components on this thread, and the calls the parent may make of them once started. */
+/**
+ * How much lower than the process the projector thread runs: when both cores are busy, the APIs and
+ * the dispatcher go first, and the read models catch up in larger batches (docs/operations.md, "Threads").
+ */
+const PROJECTOR_NICE_INCREMENT = 10;
+
+/** A role's components on this thread, the calls the parent may make of them once started, and how much lower its CPU priority is. */
 interface ThreadProgram {
   components: Component[];
   methods: Record<string, (...args: never[]) => Promise<unknown>>;
+  niceIncrement?: number;
 }
 
 /** Each role's modules are loaded only on its own thread. */
@@ -33,6 +42,7 @@ const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
     };
     return {
       components: [readSide(shared)],
+      niceIncrement: PROJECTOR_NICE_INCREMENT,
       methods: {
         status: () => projector().status(),
         rebuild: (name: string) => projector().rebuild(name),
@@ -53,6 +63,22 @@ const service = createService(config, {
   logger: createLogger(config.logLevel).child({ thread: role }),
   listen: false,
 });
+
+/**
+ * Lowers this thread's CPU priority (on Linux a nice value is per thread, and `/proc/thread-self`
+ * names the thread); elsewhere the thread keeps the process's. Returns the nice value set.
+ */
+function lowerPriority(increment: number): number | undefined {
+  let tid: number;
+  try {
+    tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  } catch {
+    return undefined;
+  }
+  const nice = Math.min(19, getPriority(tid) + increment);
+  setPriority(tid, nice);
+  return nice;
+}
 
 /** Sends the readiness checks when they changed since last sent (every 250 ms, once started). */
 let reported = '';
@@ -93,6 +119,10 @@ port.on('message', async (message: ToThread) => {
   }
 });
 
+if (program.niceIncrement) {
+  const nice = lowerPriority(program.niceIncrement);
+  if (nice !== undefined) service.logger.info({ nice }, `${role} thread runs at a lower CPU priority`);
+}
 await service.start();
 // The checks before `started`: the parent is not ready on a thread that has not told them yet.
 await reportReadiness();

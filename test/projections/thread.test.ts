@@ -4,6 +4,7 @@
  * status and rebuilds, its readiness and metrics show through the parent, a thread that dies is
  * started again and projects what was written meanwhile, and a stop ends it.
  */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
 import { roleThread, ThreadUnavailableError } from '../../cli/role-thread.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
@@ -138,3 +139,31 @@ test('a call to a thread that is not running is refused at once; a stop ends the
   t.falsy(thread.worker);
   t.is(thread.restarts, 0);
 });
+
+/** The nice value of each of this process's threads named `name` (Linux: `/proc/self/task/<tid>/stat`). */
+function niceOfThreads(name: string): number[] {
+  return readdirSync('/proc/self/task')
+    .filter((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === name)
+    .map((tid) => {
+      // Fields after the command's closing parenthesis start at the state (field 3); nice is field 19.
+      const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return Number(fields[16]);
+    });
+}
+
+const linux = existsSync('/proc/thread-self');
+(linux ? test : test.skip)(
+  'the projector thread runs 10 nice levels below the process; the dispatcher thread does not',
+  async (t) => {
+    const s = await startService(t, {
+      threads: { projector: roleThread('projector'), dispatcher: roleThread('dispatcher') },
+    });
+    t.truthy(s);
+    const own = niceOfThreads('MainThread')[0];
+    // The other tests of this file run at the same time, each with a projector thread of its own.
+    const projectors = niceOfThreads('pds-projector');
+    t.true(projectors.length >= 1);
+    for (const nice of projectors) t.is(nice, Math.min(19, own + 10));
+    t.deepEqual(niceOfThreads('pds-dispatcher'), [own]);
+  },
+);
