@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type Router from '@koa/router';
 import type { RouterOptions } from '@koa/router';
-import Koa from 'koa';
+import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { MetricsSources } from './metrics-sources.ts';
@@ -27,15 +27,20 @@ export interface AppState {
 export type App = Koa<AppState>;
 export type AppContext = Koa.ParameterizedContext<AppState>;
 
+const require = createRequire(import.meta.url);
+
 /**
- * Koa's router, loaded from its CommonJS build: its ES module build imports `http` as an ES module,
- * which makes Node load undici for `http.WebSocket`, 15 ms of every start (docs/read-side.md,
- * "Start-up and restart").
+ * Koa and its router are loaded when the first app or router is built, not with this module: a role
+ * thread, which serves no HTTP, uses the problems and readiness here and never pays for them (about
+ * 20 MB of resident memory each, docs/operations.md, "Threads"). Both from their CommonJS builds:
+ * the router's ES module build imports `http` as an ES module, which makes Node load undici for
+ * `http.WebSocket`, 15 ms of every start (docs/read-side.md, "Start-up and restart").
  */
-const KoaRouter: typeof Router = createRequire(import.meta.url)('@koa/router');
+let KoaRouter: typeof Router | undefined;
 
 /** A router of the service's request state: every route is mounted on one. */
 export function createRouter(options?: RouterOptions): Router<AppState> {
+  KoaRouter ??= require('@koa/router') as typeof Router;
   return new KoaRouter<AppState>(options);
 }
 
@@ -312,13 +317,12 @@ export interface HttpAppOptions {
   role: string;
   /** Other threads' metrics, merged into `/metrics`. */
   metricsSources?: MetricsSources;
-  /** False: no listener will serve the app (a role thread), so nothing is loaded ahead for requests. */
-  serves?: boolean;
 }
 
 export function createHttpApp(options: HttpAppOptions): App {
-  const { logger, registry, readiness, role, metricsSources, serves = true } = options;
-  const app: App = new Koa<AppState>();
+  const { logger, registry, readiness, role, metricsSources } = options;
+  const KoaApp = require('koa') as typeof Koa;
+  const app: App = new KoaApp<AppState>();
 
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -397,7 +401,7 @@ export function createHttpApp(options: HttpAppOptions): App {
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(value);
   };
-  if (serves) setTimeout(() => globalThis.Response, 1_000).unref();
+  setTimeout(() => globalThis.Response, 1_000).unref();
   const ops = createRouter();
   ops.get('/healthz', (ctx) => json(ctx, { status: 'ok' }));
   ops.get('/readyz', async (ctx) => {

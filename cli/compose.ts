@@ -42,8 +42,8 @@ export interface ServiceContext {
   /** Other threads' metrics, shown with this one's at `/metrics`. */
   metricsSources: MetricsSources;
   readiness: Readiness;
-  /** The Koa app; API components mount their routers here. */
-  app: App;
+  /** The Koa app; API components mount their routers here (a role thread has none: reading it throws). */
+  readonly app: App;
   eventStore: EventStore;
   /** Keeps the process's log subscriptions alive and reports their health (`supervision.ts`). */
   supervisor: Supervisor;
@@ -174,7 +174,12 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   const readiness = createReadiness();
   const metricsSources = new MetricsSources();
   const serves = options.listen !== false;
-  const app = createHttpApp({ logger, registry, readiness, role, metricsSources, serves });
+  // A role thread serves no HTTP: it builds no app, and so never loads Koa.
+  const app = serves ? createHttpApp({ logger, registry, readiness, role, metricsSources }) : undefined;
+  const appOf = (): App => {
+    if (!app) throw new Error(`this ${role} service serves no HTTP: none of its components may mount routes`);
+    return app;
+  };
   const supervisor = createSupervisor(logger, readiness, registry);
   const listener = serves ? httpListener(config.port, options.stopTimeoutMs ?? 8_000) : undefined;
   const components = [...(options.components ?? []), ...(listener ? [listener] : [])].filter(
@@ -223,7 +228,9 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
         registry,
         metricsSources,
         readiness,
-        app,
+        get app() {
+          return appOf();
+        },
         eventStore,
         supervisor,
       };
@@ -243,7 +250,9 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   return {
     role,
     logger,
-    app,
+    get app() {
+      return appOf();
+    },
     registry,
     readiness,
     components: components.map((c) => c.name),

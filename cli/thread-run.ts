@@ -15,12 +15,13 @@ import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread
 const READINESS_EVERY_MS = 250;
 
 /**
- * How much lower than the process the projector thread runs: when both cores are busy, the APIs and
- * the dispatcher go first, and the read models catch up in larger batches (docs/operations.md, "Threads").
+ * How much lower than the process the projector thread runs once ready: when both cores are busy, the
+ * APIs and the dispatcher go first, and the read models catch up in larger batches. Not before: the
+ * catch-up at start is what `/readyz` waits for (docs/operations.md, "Threads").
  */
 const PROJECTOR_NICE_INCREMENT = 10;
 
-/** A role's components on this thread, the calls the parent may make of them once started, and how much lower its CPU priority is. */
+/** A role's components on this thread, the calls the parent may make of them once started, and how much lower its CPU priority is once ready. */
 interface ThreadProgram {
   components: Component[];
   methods: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -80,9 +81,13 @@ function lowerPriority(increment: number): number | undefined {
   return nice;
 }
 
-/** Sends the readiness checks when they changed since last sent (every 250 ms, once started). */
+/**
+ * Sends the readiness checks when they changed since last sent (every 250 ms, once started); the first
+ * time all pass, lowers the thread's priority if its role asks for it.
+ */
 let reported = '';
 let readiness: NodeJS.Timeout | undefined;
+let lowered = false;
 async function reportReadiness(): Promise<void> {
   const { checks } = await service.readiness.check();
   const ok = Object.fromEntries(Object.entries(checks).map(([name, state]) => [name, state === 'ok']));
@@ -90,6 +95,12 @@ async function reportReadiness(): Promise<void> {
   if (text === reported) return;
   reported = text;
   send({ type: 'readiness', checks: ok });
+  if (program.niceIncrement && !lowered && Object.values(ok).every(Boolean)) {
+    lowered = true;
+    const nice = lowerPriority(program.niceIncrement);
+    if (nice !== undefined)
+      service.logger.info({ nice }, `${role} thread ready: now at a lower CPU priority`);
+  }
 }
 
 /** This thread's `pds_*` metrics (the parent's process metrics already cover the process). */
@@ -119,10 +130,6 @@ port.on('message', async (message: ToThread) => {
   }
 });
 
-if (program.niceIncrement) {
-  const nice = lowerPriority(program.niceIncrement);
-  if (nice !== undefined) service.logger.info({ nice }, `${role} thread runs at a lower CPU priority`);
-}
 await service.start();
 // The checks before `started`: the parent is not ready on a thread that has not told them yet.
 await reportReadiness();

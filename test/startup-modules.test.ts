@@ -13,6 +13,8 @@ interface Resolved {
   url: string;
   parent: string | null;
   at: number;
+  /** 0: the main thread; else a role thread (cli/role-thread.ts). */
+  thread: number;
 }
 
 test('a start loads only the serve command, and neither the sandbox seeder, nor all of mingo, nor http as an ES module', async (t) => {
@@ -60,5 +62,32 @@ test('a start loads only the serve command, and neither the sandbox seeder, nor 
     esmHttp.filter((m) => m.parent?.includes('/work/') && !m.parent.includes('/node_modules/')),
     [],
     'no module of the service imports node:http as an ES module',
+  );
+});
+
+test('the role threads, which serve no HTTP, load neither Koa nor its router', async (t) => {
+  const dataDir = await childDataDir(t, 'pds-thread-modules-');
+  const trace = path.join(dataDir, 'modules.jsonl');
+  const child = await serveChild(t, dataDir, { PDS_TEST_MODULE_TRACE: trace }, [
+    '--import',
+    './test/fixtures/module-trace.ts',
+    'cli/pds.ts',
+    'serve',
+  ]);
+  await killChild(child);
+  const resolved = (await readFile(trace, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Resolved);
+  const threads = new Set(resolved.filter((m) => m.thread !== 0).map((m) => m.thread));
+  t.is(threads.size, 2, 'the dispatcher and the projector threads ran, traced');
+  const koa = /\/node_modules\/(koa|@koa\/router)\//;
+  t.true(
+    resolved.some((m) => m.thread === 0 && koa.test(m.url)),
+    'the main thread serves, with Koa',
+  );
+  t.deepEqual(
+    resolved.filter((m) => m.thread !== 0 && koa.test(m.url)).map((m) => m.url),
+    [],
   );
 });
