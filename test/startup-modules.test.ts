@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { childDataDir, killChild, serveChild } from './support/child-service.ts';
 
 interface Resolved {
@@ -17,8 +17,12 @@ interface Resolved {
   thread: number;
 }
 
-test('a start loads only the serve command, and neither the sandbox seeder, nor all of mingo, nor http as an ES module', async (t) => {
-  const dataDir = await childDataDir(t, 'pds-startup-');
+/** Every module a `pds serve` child resolved, on any thread, and when it answered `/readyz` 200. */
+async function tracedStart(
+  t: ExecutionContext,
+  prefix: string,
+): Promise<{ resolved: Resolved[]; readyAt: number }> {
+  const dataDir = await childDataDir(t, prefix);
   const trace = path.join(dataDir, 'modules.jsonl');
   const child = await serveChild(t, dataDir, { PDS_TEST_MODULE_TRACE: trace }, [
     '--import',
@@ -31,8 +35,13 @@ test('a start loads only the serve command, and neither the sandbox seeder, nor 
   const resolved = (await readFile(trace, 'utf8'))
     .trim()
     .split('\n')
-    .map((line) => JSON.parse(line) as Resolved)
-    .filter((m) => m.at <= readyAt);
+    .map((line) => JSON.parse(line) as Resolved);
+  return { resolved, readyAt };
+}
+
+test('a start loads only the serve command, and neither the sandbox seeder, nor all of mingo, nor http as an ES module', async (t) => {
+  const traced = await tracedStart(t, 'pds-startup-');
+  const resolved = traced.resolved.filter((m) => m.at <= traced.readyAt);
   const urls = resolved.map((m) => m.url);
   t.true(
     urls.some((u) => u.endsWith('/cli/commands/serve.ts')),
@@ -66,19 +75,7 @@ test('a start loads only the serve command, and neither the sandbox seeder, nor 
 });
 
 test('the role threads, which serve no HTTP, load neither Koa nor its router', async (t) => {
-  const dataDir = await childDataDir(t, 'pds-thread-modules-');
-  const trace = path.join(dataDir, 'modules.jsonl');
-  const child = await serveChild(t, dataDir, { PDS_TEST_MODULE_TRACE: trace }, [
-    '--import',
-    './test/fixtures/module-trace.ts',
-    'cli/pds.ts',
-    'serve',
-  ]);
-  await killChild(child);
-  const resolved = (await readFile(trace, 'utf8'))
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Resolved);
+  const { resolved } = await tracedStart(t, 'pds-thread-modules-');
   const threads = new Set(resolved.filter((m) => m.thread !== 0).map((m) => m.thread));
   t.is(threads.size, 2, 'the dispatcher and the projector threads ran, traced');
   const koa = /\/node_modules\/(koa|@koa\/router)\//;

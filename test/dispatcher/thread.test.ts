@@ -7,7 +7,7 @@
 import test from 'ava';
 import { roleThread } from '../../cli/role-thread.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
-import { metrics, readyz, until } from '../support/probes.ts';
+import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
@@ -63,11 +63,7 @@ test('a dispatcher thread that dies is started again and delivers what was writt
   // lease ran out (the next test).
   await until('the first delivery is recorded', () => allDelivered(s, webhook.id, 1));
 
-  const dead = thread.worker;
-  if (!dead) return t.fail('no thread');
-  const exited = new Promise((resolve) => dead.once('exit', resolve));
-  await dead.terminate();
-  await exited;
+  const dead = await killThread(thread);
   // Down: not ready, and the API still takes writes.
   const down = await readyz(s);
   t.is(down.code, 503);

@@ -9,7 +9,7 @@ import test from 'ava';
 import { roleThread, ThreadUnavailableError } from '../../cli/role-thread.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
 import { seedCatalog } from '../support/cart-world.ts';
-import { metrics, readyz, until } from '../support/probes.ts';
+import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 async function projections(s: TestService): Promise<ProjectionStatus[]> {
@@ -95,11 +95,7 @@ test('a projector thread that dies is started again and projects what was writte
   const s = await startService(t, { threads: { projector: thread } });
   await seedCatalog(s);
   const key = await storeKey(s);
-  const dead = thread.worker;
-  if (!dead) return t.fail('no thread');
-  const exited = new Promise((resolve) => dead.once('exit', resolve));
-  await dead.terminate();
-  await exited;
+  const dead = await killThread(thread);
 
   // Down: not ready, no projector to ask (a 503 to retry), and the write side still takes writes.
   const down = await readyz(s);

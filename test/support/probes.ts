@@ -1,4 +1,6 @@
-/** What tests of a running service poll: `/readyz`, `/metrics`, and a condition until it holds. */
+/** What tests of a running service poll: `/readyz`, `/metrics`, and a condition until it holds; and a role thread's end. */
+import type { Worker } from 'node:worker_threads';
+import type { RoleThread } from '../../cli/role-thread.ts';
 import type { TestService } from './service.ts';
 
 export async function readyz(
@@ -23,4 +25,14 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** Ends the role thread's running worker as a crash would, and resolves with it once it exited. */
+export async function killThread(thread: RoleThread): Promise<Worker> {
+  const dead = thread.worker;
+  if (!dead) throw new Error(`no ${thread.role} thread runs`);
+  const exited = new Promise((resolve) => dead.once('exit', resolve));
+  await dead.terminate();
+  await exited;
+  return dead;
 }
