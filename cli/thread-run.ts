@@ -67,18 +67,17 @@ const service = createService(config, {
 
 /**
  * Lowers this thread's CPU priority (on Linux a nice value is per thread, and `/proc/thread-self`
- * names the thread); elsewhere the thread keeps the process's. Returns the nice value set.
+ * names the thread); elsewhere, or where the system refuses, the thread keeps the process's.
  */
-function lowerPriority(increment: number): number | undefined {
-  let tid: number;
+function lowerPriority(increment: number): void {
   try {
-    tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-  } catch {
-    return undefined;
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    const nice = Math.min(19, getPriority(tid) + increment);
+    setPriority(tid, nice);
+    service.logger.info({ nice }, `${role} thread ready: now at a lower CPU priority`);
+  } catch (error) {
+    service.logger.info({ err: error }, `${role} thread keeps the process's CPU priority`);
   }
-  const nice = Math.min(19, getPriority(tid) + increment);
-  setPriority(tid, nice);
-  return nice;
 }
 
 /**
@@ -94,13 +93,12 @@ async function reportReadiness(): Promise<void> {
   const text = JSON.stringify(ok);
   if (text === reported) return;
   reported = text;
-  send({ type: 'readiness', checks: ok });
+  // Lowered before the parent hears the thread is ready: its `/readyz` 200 finds the priority set.
   if (program.niceIncrement && !lowered && Object.values(ok).every(Boolean)) {
     lowered = true;
-    const nice = lowerPriority(program.niceIncrement);
-    if (nice !== undefined)
-      service.logger.info({ nice }, `${role} thread ready: now at a lower CPU priority`);
+    lowerPriority(program.niceIncrement);
   }
+  send({ type: 'readiness', checks: ok });
 }
 
 /** This thread's `pds_*` metrics (the parent's process metrics already cover the process). */

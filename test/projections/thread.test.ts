@@ -43,6 +43,8 @@ test('the projector thread builds what the APIs read; its status, checks and met
   t.truthy(thread.worker, 'a thread runs');
   await seedCatalog(s);
   const key = await storeKey(s);
+  // The key is projected (the admin API waited for it); the catalog may come a moment later.
+  await until('the menu product is served', async () => (await menuProductIds(s, key)).length > 0);
   t.deepEqual(await menuProductIds(s, key), [100]);
 
   const head = await (await s.openStore()).headPosition();
