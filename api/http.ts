@@ -32,7 +32,7 @@ const require = createRequire(import.meta.url);
 /**
  * Koa and its router are loaded when the first app or router is built, not with this module: a role
  * thread, which serves no HTTP, uses the problems and readiness here and never pays for them (about
- * 20 MB of resident memory each, docs/operations.md, "Threads"). Both from their CommonJS builds:
+ * 8 MB of resident memory each, docs/operations.md, "Threads"). Both from their CommonJS builds:
  * the router's ES module build imports `http` as an ES module, which makes Node load undici for
  * `http.WebSocket`, 15 ms of every start (docs/read-side.md, "Start-up and restart").
  */
