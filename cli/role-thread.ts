@@ -4,8 +4,9 @@
  * connections to the embedded files, so partner API load, a projection rebuild and a webhook do not
  * wait for each other, and the work spreads over the machine's cores (docs/operations.md, "Threads").
  * The thread runs the role's components (`thread-run.ts`); this component starts it, starts it again
- * when it dies, shows its readiness (`/readyz` checks `<role>:<check>`) and metrics (merged into
- * `/metrics`), and forwards calls to it (`call`: the projector's status and rebuilds).
+ * when it dies, shows its readiness (`/readyz` checks `<role>:<check>`) and the metrics it sends every
+ * second (merged into `/metrics`), and forwards calls to it (`call`: the projector's status and
+ * rebuilds).
  */
 import { Worker } from 'node:worker_threads';
 import type { Counter } from 'prom-client';
@@ -26,12 +27,10 @@ export type CallResult = { type: 'result'; id: number } & (
 export type FromThread =
   | { type: 'started' }
   | { type: 'readiness'; checks: Record<string, boolean> }
+  | { type: 'metrics'; metrics: MetricsSnapshot }
   | CallResult;
 
-/**
- * What the parent asks of the thread: a call of a method its role offers, or `metrics` (every thread
- * offers it: its `pds_*` metrics), and to stop.
- */
+/** What the parent asks of the thread: a call of a method its role offers, and to stop. */
 export type ToThread = { type: 'call'; id: number; method: string; args: unknown[] } | { type: 'stop' };
 
 /** What the parent hands the thread. */
@@ -53,8 +52,6 @@ const RESTART_BASE_MS = 200;
 const RESTART_MAX_MS = 30_000;
 /** How long a stop waits for the thread to stop its components before it is terminated. */
 const STOP_TIMEOUT_MS = 15_000;
-/** How long a scrape waits for the thread's metrics. */
-const METRICS_TIMEOUT_MS = 2_000;
 
 const ENTRY = new URL('./thread-main.ts', import.meta.url);
 
@@ -80,6 +77,8 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
   let worker: Worker | undefined;
   let started = false;
   let checks: Record<string, boolean> = {};
+  /** The thread's `pds_*` metrics as it last sent them: a scrape never waits for a busy thread. */
+  let latestMetrics: MetricsSnapshot = [];
   let stopping = false;
   let failures = 0;
   let restarts = 0;
@@ -105,6 +104,7 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
           settleFirst();
           resolve();
         } else if (message.type === 'readiness') checks = message.checks;
+        else if (message.type === 'metrics') latestMetrics = message.metrics;
         else if (message.type === 'result') calls.settle(message);
       });
       w.on('error', (error) => {
@@ -116,6 +116,7 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
         worker = undefined;
         started = false;
         checks = {};
+        latestMetrics = [];
         calls.failAll(new ThreadUnavailableError(role, `exited (code ${code}) before it answered`));
         settleFirst();
         if (stopping) return;
@@ -160,16 +161,6 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
     return answered;
   }
 
-  /** The thread's metrics; one that is down or slow adds nothing to this scrape. */
-  function metrics(): Promise<MetricsSnapshot> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<MetricsSnapshot>((resolve) => {
-      timer = setTimeout(() => resolve([]), METRICS_TIMEOUT_MS);
-    });
-    const answered = (call('metrics') as Promise<MetricsSnapshot>).catch(() => []);
-    return Promise.race([answered, late]).finally(() => clearTimeout(timer));
-  }
-
   return {
     name: `${role}-thread`,
     roles: [role],
@@ -188,7 +179,7 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
       restartCounter.inc({ thread: role }, 0);
       c.readiness.add(`${role}_thread`, () => started);
       c.readiness.addEach(role, () => checks);
-      c.metricsSources.add(metrics);
+      c.metricsSources.add(async () => latestMetrics);
       // Not awaited: the thread restores its state on the other core while this one starts the rest;
       // `/readyz` waits for it. One that fails to start is started again, as one that dies.
       logStartFailure(c, firstStart ?? spawn(c.config));

@@ -1,8 +1,9 @@
 /**
  * A role thread's program (see `role-thread.ts`; `thread-main.ts` loads it): the role's components on
- * the parent's configuration, without an HTTP listener. It reports when it started and its readiness
- * checks whenever they change; it answers the calls its role offers (the projector's status and
- * rebuilds) and `metrics`; on `stop` it stops its components, closes its connections and ends.
+ * the parent's configuration, without an HTTP listener. It reports when it started, its readiness
+ * checks whenever they change and its `pds_*` metrics every second (so that a scrape of the parent
+ * never waits for a busy thread); it answers the calls its role offers (the projector's status and
+ * rebuilds); on `stop` it stops its components, closes its connections and ends.
  */
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
@@ -13,6 +14,8 @@ import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread
 
 /** How often the readiness checks are run to see whether they changed. */
 const READINESS_EVERY_MS = 250;
+/** How often the thread sends its metrics (as stale as a scrape of the parent may find them). */
+const METRICS_EVERY_MS = 1_000;
 
 /**
  * How much lower than the process the projector thread runs once ready: when both cores are busy, the
@@ -101,16 +104,20 @@ async function reportReadiness(): Promise<void> {
   send({ type: 'readiness', checks: ok });
 }
 
-/** This thread's `pds_*` metrics (the parent's process metrics already cover the process). */
-async function metrics() {
-  const all = await service.registry.getMetricsAsJSON();
-  return all.filter((m) => m.name.startsWith('pds_'));
+/**
+ * Sends this thread's `pds_*` metrics (the parent's process metrics already cover the process); a
+ * collect that fails sends nothing this time rather than ending the thread.
+ */
+let metrics: NodeJS.Timeout | undefined;
+async function reportMetrics(): Promise<void> {
+  const all = await service.registry.getMetricsAsJSON().catch(() => undefined);
+  if (all) send({ type: 'metrics', metrics: all.filter((m) => m.name.startsWith('pds_')) });
 }
 
 /** Runs a call and sends its result; a failed call answers with its message, the thread goes on. */
 async function answer(id: number, method: string, args: unknown[]): Promise<void> {
   try {
-    const run = method === 'metrics' ? metrics : program.methods[method];
+    const run = program.methods[method];
     if (!run) throw new Error(`the ${role} thread offers no ${method}`);
     send({ type: 'result', id, ok: true, value: await run(...(args as never[])) });
   } catch (error) {
@@ -123,6 +130,7 @@ port.on('message', async (message: ToThread) => {
     await answer(message.id, message.method, message.args);
   } else if (message.type === 'stop') {
     clearInterval(readiness);
+    clearInterval(metrics);
     await service.stop();
     process.exit(0); // ends this thread only
   }
@@ -132,4 +140,6 @@ await service.start();
 // The checks before `started`: the parent is not ready on a thread that has not told them yet.
 await reportReadiness();
 readiness = setInterval(reportReadiness, READINESS_EVERY_MS);
+await reportMetrics();
+metrics = setInterval(reportMetrics, METRICS_EVERY_MS);
 send({ type: 'started' });

@@ -67,8 +67,12 @@ test('the projector thread builds what the APIs read; its status, checks and met
     'subscription:lookups': 'ok',
   });
   t.false('projections_caught_up' in ready.checks, 'not run on the API thread');
-  const text = await metrics(s);
-  t.regex(text, new RegExp(`^pds_projection_checkpoint\\{projection="partner_keys"\\} ${head}$`, 'm'));
+  // The thread sends its metrics every second: the checkpoint shows once it has sent them since.
+  const checkpoint = new RegExp(`^pds_projection_checkpoint\\{projection="partner_keys"\\} ${head}$`, 'm');
+  const text = await until('the checkpoint is in /metrics', async () => {
+    const scraped = await metrics(s);
+    return checkpoint.test(scraped) && scraped;
+  });
   t.regex(text, /^pds_subscription_up\{subscription="projection_catalog"\} 1$/m);
   t.regex(text, /^pds_thread_restarts_total\{thread="projector"\} 0$/m);
 });
