@@ -50,7 +50,10 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread): Component 
   };
 }
 
-/** The projector on its thread; a thread that is not running (starting, started again) is a 503. */
+/** How long the projections' status may take on a busy thread before the route answers 503. */
+const STATUS_TIMEOUT_MS = 10_000;
+
+/** The projector on its thread; a thread that is not running (starting, started again) or too slow is a 503. */
 function threadProjector(thread: RoleThread): ProjectorControl {
   const unavailable = (error: unknown) => {
     if (!(error instanceof ThreadUnavailableError)) throw error;
@@ -61,8 +64,12 @@ function threadProjector(thread: RoleThread): ProjectorControl {
     });
   };
   return {
-    status: () => (thread.call('status') as ReturnType<Projector['status']>).catch(unavailable),
-    rebuild: (name) => (thread.call('rebuild', name) as Promise<void>).catch(unavailable),
+    status: () =>
+      (thread.call('status', [], { timeoutMs: STATUS_TIMEOUT_MS }) as ReturnType<Projector['status']>).catch(
+        unavailable,
+      ),
+    // A rebuild takes as long as the log is long: its end is only logged (the route does not wait).
+    rebuild: (name) => (thread.call('rebuild', [name]) as Promise<void>).catch(unavailable),
   };
 }
 

@@ -63,8 +63,11 @@ export interface RoleThread extends Component {
   readonly restarts: number;
   /** Settles once the first thread started, or failed to (what it opens first is then there). */
   readonly firstStart: Promise<void>;
-  /** Calls a method the thread's components offer (`thread-run.ts`); rejects with `ThreadUnavailableError`. */
-  call(method: string, ...args: unknown[]): Promise<unknown>;
+  /**
+   * Calls a method the thread's components offer (`thread-run.ts`); rejects with
+   * `ThreadUnavailableError` when the thread is not running, ends first, or (`timeoutMs`) is too slow.
+   */
+  call(method: string, args?: unknown[], options?: { timeoutMs?: number }): Promise<unknown>;
 }
 
 /**
@@ -153,12 +156,23 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
   const firstStart = options.spawnNow ? spawn(options.spawnNow) : undefined;
   firstStart?.catch(() => {}); // logged once the component starts
 
-  function call(method: string, ...args: unknown[]): Promise<unknown> {
+  function call(
+    method: string,
+    args: unknown[] = [],
+    options: { timeoutMs?: number } = {},
+  ): Promise<unknown> {
     const w = worker;
     if (!w || !started) return Promise.reject(new ThreadUnavailableError(role, 'is not running'));
     const { id, answered } = calls.add();
     w.postMessage({ type: 'call', id, method, args } satisfies ToThread);
-    return answered;
+    const { timeoutMs } = options;
+    if (timeoutMs === undefined) return answered;
+    const timer = setTimeout(
+      () =>
+        calls.fail(id, new ThreadUnavailableError(role, `did not answer ${method} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    return answered.finally(() => clearTimeout(timer));
   }
 
   return {
@@ -220,6 +234,12 @@ class PendingCalls {
     this.#waiting.delete(result.id);
     if (result.ok) waiting?.resolve(result.value);
     else waiting?.reject(new Error(result.message));
+  }
+
+  /** Gives up on one call (its answer, if it comes, is dropped). */
+  fail(id: number, error: Error): void {
+    this.#waiting.get(id)?.reject(error);
+    this.#waiting.delete(id);
   }
 
   /** The thread ended: nothing more will be answered. */

@@ -127,12 +127,17 @@ test('a projector thread that dies is started again and projects what was writte
   t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="projector"\} 1$/m);
 });
 
-test('a call to a thread that is not running is refused at once; a stop ends the thread with code 0', async (t) => {
+test('a call to a thread that is not running is refused at once, one past its deadline too; a stop ends the thread with code 0', async (t) => {
   const idle = roleThread('projector');
   await t.throwsAsync(idle.call('status'), { instanceOf: ThreadUnavailableError, message: /not running/ });
 
   const thread = roleThread('projector');
   const s = await startService(t, { threads: { projector: thread } });
+  // A call may be given a deadline: a rebuild takes longer than a millisecond, whatever the machine.
+  await t.throwsAsync(thread.call('rebuild', ['catalog'], { timeoutMs: 1 }), {
+    instanceOf: ThreadUnavailableError,
+    message: /did not answer rebuild within 1 ms/,
+  });
   const worker = thread.worker;
   if (!worker) return t.fail('no thread');
   const code = new Promise<number>((resolve) => worker.once('exit', resolve));
