@@ -156,16 +156,11 @@ export function roleThread(role: ThreadRole, options: { spawnNow?: ResolvedConfi
   const firstStart = options.spawnNow ? spawn(options.spawnNow) : undefined;
   firstStart?.catch(() => {}); // logged once the component starts
 
-  function call(
-    method: string,
-    args: unknown[] = [],
-    options: { timeoutMs?: number } = {},
-  ): Promise<unknown> {
+  function call(method: string, args: unknown[] = [], { timeoutMs }: { timeoutMs?: number } = {}) {
     const w = worker;
     if (!w || !started) return Promise.reject(new ThreadUnavailableError(role, 'is not running'));
     const { id, answered } = calls.add();
     w.postMessage({ type: 'call', id, method, args } satisfies ToThread);
-    const { timeoutMs } = options;
     if (timeoutMs === undefined) return answered;
     const timer = setTimeout(
       () =>
