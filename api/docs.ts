@@ -8,12 +8,11 @@
  * document URL from a `data-` attribute. Asset URLs carry a content hash (`?v=`), so they are cached
  * for good and change when the bundle does.
  */
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
 import { type AppContext, type AppState, createRouter, HttpProblem } from './http.ts';
+import { type Asset, CSS, JAVASCRIPT, pageHeaders, StaticAssets } from './static-assets.ts';
 
 /** What the page needs of a partner API. */
 export interface DocumentedApi {
@@ -22,23 +21,17 @@ export interface DocumentedApi {
   description?: string;
 }
 
-interface Asset {
-  body: Buffer;
-  type: string;
-  version: string;
-}
-
 const SWAGGER_DIR = path.dirname(fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')));
 const OWN_DIR = fileURLToPath(new URL('./docs-assets/', import.meta.url));
 
-/** The files served under `/docs/assets/`: name → where it is and its media type. */
-const ASSET_FILES: Record<string, { dir: string; type: string }> = {
-  'swagger-ui-bundle.js': { dir: SWAGGER_DIR, type: 'text/javascript; charset=utf-8' },
-  'swagger-ui.css': { dir: SWAGGER_DIR, type: 'text/css; charset=utf-8' },
+/** The files served under `/docs/assets/`. */
+const ASSETS = new StaticAssets('/docs', {
+  'swagger-ui-bundle.js': { dir: SWAGGER_DIR, type: JAVASCRIPT },
+  'swagger-ui.css': { dir: SWAGGER_DIR, type: CSS },
   'favicon-32x32.png': { dir: SWAGGER_DIR, type: 'image/png' },
-  'docs.js': { dir: OWN_DIR, type: 'text/javascript; charset=utf-8' },
-  'docs.css': { dir: OWN_DIR, type: 'text/css; charset=utf-8' },
-};
+  'docs.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'docs.css': { dir: OWN_DIR, type: CSS },
+});
 
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -62,7 +55,7 @@ export function docsSlug(base: string): string {
 }
 
 function page(apis: readonly DocumentedApi[], chosen: DocumentedApi, assets: Map<string, Asset>): string {
-  const asset = (name: string) => `/docs/assets/${name}?v=${assets.get(name)!.version}`;
+  const asset = (name: string) => ASSETS.url(assets, name);
   const items = apis
     .map((api) => {
       const current = api === chosen ? ' aria-current="page"' : '';
@@ -103,27 +96,9 @@ function page(apis: readonly DocumentedApi[], chosen: DocumentedApi, assets: Map
 `;
 }
 
-async function loadAssets(): Promise<Map<string, Asset>> {
-  const assets = new Map<string, Asset>();
-  for (const [name, { dir, type }] of Object.entries(ASSET_FILES)) {
-    const body = await readFile(path.join(dir, name));
-    const version = createHash('sha256').update(body).digest('hex').slice(0, 16);
-    assets.set(name, { body, type, version });
-  }
-  return assets;
-}
-
 /** The `/docs` router: the page and its assets. */
 export function createDocsRouter(apis: readonly DocumentedApi[]): Router<AppState> {
   if (apis.length === 0) throw new Error('the docs page needs at least one API');
-  let loading: Promise<Map<string, Asset>> | undefined;
-  const assets = () => {
-    loading ??= loadAssets().catch((err) => {
-      loading = undefined;
-      throw err;
-    });
-    return loading;
-  };
   const bySlug = new Map(apis.map((api) => [docsSlug(api.base), api]));
 
   const router = createRouter({ prefix: '/docs' });
@@ -140,36 +115,11 @@ export function createDocsRouter(apis: readonly DocumentedApi[]): Router<AppStat
       }
       chosen = found;
     }
-    const html = page(apis, chosen, await assets());
-    ctx.set({
-      'Content-Security-Policy': CONTENT_SECURITY_POLICY,
-      'X-Content-Type-Options': 'nosniff',
-      'X-Frame-Options': 'DENY',
-      'Referrer-Policy': 'no-referrer',
-      'Cache-Control': 'no-cache',
-    });
+    const html = page(apis, chosen, await ASSETS.load());
+    ctx.set(pageHeaders(CONTENT_SECURITY_POLICY));
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = html;
   });
-  router.get('/assets/:name', async (ctx: AppContext) => {
-    const name = ctx.params['name'] as string;
-    if (!Object.hasOwn(ASSET_FILES, name)) return; // nothing here: the app answers 404
-    const asset = (await assets()).get(name)!;
-    ctx.status = 200;
-    ctx.set({
-      'X-Content-Type-Options': 'nosniff',
-      'Cache-Control':
-        ctx.query.v === asset.version
-          ? 'public, max-age=31536000, immutable'
-          : 'public, max-age=0, must-revalidate',
-    });
-    ctx.etag = asset.version;
-    ctx.type = asset.type;
-    if (ctx.fresh) {
-      ctx.status = 304;
-      return;
-    }
-    ctx.body = asset.body;
-  });
+  ASSETS.mount(router);
   return router;
 }
