@@ -7,6 +7,7 @@
 
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
+import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem } from '../api/http.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
@@ -91,7 +92,7 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
   };
 }
 
-/** The platform and admin APIs, with the write side's own lookup of store specials (for pricing). */
+/** The platform and admin APIs and the operator console, with the write side's own lookup of store specials (for pricing). */
 export function writeApi(shared: Shared, clock: Clock = systemClock): Component {
   let specials: StoreSpecials | undefined;
   let lookups: Lookups | undefined;
@@ -125,6 +126,8 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
       ctx.app.use(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks }).routes());
+      // The console works through the admin API, so it is served where that API is.
+      ctx.app.use(createConsoleRouter().routes());
       await caughtUp;
     },
     async stop() {

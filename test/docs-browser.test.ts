@@ -6,61 +6,26 @@
  *
  * Without /usr/bin/chromium the test is skipped, saying why (CI installs it: see `.ci/run`).
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import test from 'ava';
-import { chromium } from 'playwright-core';
 import { partnerApis } from '../api/partner/index.ts';
+import { browserMissing, launchBrowser, watchedPage } from './support/browser.ts';
 import { startService } from './support/service.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 const title = '/docs lists the four partner APIs and renders every endpoint of each document';
 
-if (!existsSync(CHROMIUM)) {
-  const reason = `${CHROMIUM} is absent (install Debian's chromium: apt-get install -y --no-install-recommends chromium)`;
+const missing = browserMissing();
+if (missing) {
+  const reason = missing;
   console.log(`docs-browser.test.ts: skipped: ${reason}`);
   test.skip(`${title} — skipped: ${reason}`, () => {});
 } else {
   test(title, async (t) => {
     t.timeout(90_000);
     const svc = await startService(t);
-    const userDataDir = await mkdtemp(path.join(tmpdir(), 'pds-chromium-'));
-    const browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-    });
-    t.teardown(async () => {
-      await browser.close();
-      await rm(userDataDir, { recursive: true, force: true });
-    });
-
-    const problems: string[] = [];
-    const origin = new URL(svc.base).origin;
-    const page = await browser.newPage();
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('request', (r) => {
-      const url = new URL(r.url());
-      if (url.protocol !== 'data:' && url.origin !== origin)
-        problems.push(`request to another origin: ${r.url()}`);
-    });
+    const browser = await launchBrowser(t);
+    const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
 
     const home = await page.goto(`${svc.base}/docs`);
     t.is(home?.status(), 200);

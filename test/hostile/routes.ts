@@ -254,7 +254,7 @@ export const adminRoutes: readonly RouteSpec[] = [
   })),
 ];
 
-// ---- public: operational endpoints, OpenAPI documents, the docs page ------------------------------
+// ---- public: operational endpoints, OpenAPI documents, the docs page, the console's page ------------
 
 export const publicRoutes: readonly RouteSpec[] = [
   spec('GET', '/healthz', 'public'),
@@ -263,6 +263,11 @@ export const publicRoutes: readonly RouteSpec[] = [
   ...partnerApis.map((api) => spec('GET', `${api.base}/openapi.json`, 'public')),
   spec('GET', '/docs', 'public', none, { query: ['api'] }),
   spec('GET', '/docs/assets/:name', 'public', () => ({ name: ['docs.css', 'swagger-ui.css'] }), {
+    query: ['v'],
+  }),
+  // The console's page and assets are public; everything it shows comes from /admin/v1 with the token.
+  spec('GET', '/console', 'public', none),
+  spec('GET', '/console/assets/:name', 'public', () => ({ name: ['console.css', 'console.js'] }), {
     query: ['v'],
   }),
 ];
