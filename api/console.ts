@@ -26,7 +26,13 @@ const ASSETS = new StaticAssets('/console', {
   'preact.mjs': moduleFile('preact'),
   'hooks.mjs': moduleFile('preact/hooks'),
   'htm.mjs': moduleFile('htm'),
+  // The app: its shell, then one module per view (they import each other relatively, by these names).
   'console.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'admin.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'projections.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'webhooks.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'partners.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'cart-audit.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'console.css': { dir: OWN_DIR, type: CSS },
 });
 

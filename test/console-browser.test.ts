@@ -1,16 +1,22 @@
 /**
  * `/console` in a real browser (test/support/browser.ts): sign in with the operator token, see every
- * projection, rebuild one and watch it reach live again; a wrong token is refused and nothing is kept.
+ * projection, rebuild one and watch it reach live again; a wrong token is refused and nothing is kept;
+ * open a parked delivery and redeliver it to a receiver that now answers 200; open a cart and see its
+ * events in order; register a partner and see its key once.
  * The page must run under its Content-Security-Policy without errors and fetch nothing from another
  * origin; axe-core finds no serious or critical accessibility violation in each view. Each test leaves
  * a screenshot in `test-artifacts/screenshots/`.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import type { Page } from 'playwright-core';
+import { roleThread } from '../cli/role-thread.ts';
 import { browserMissing, launchBrowser, screenshot, watchedPage } from './support/browser.ts';
-import { startService } from './support/service.ts';
+import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
+import { until } from './support/probes.ts';
+import { startService, type TestService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PROJECTIONS = ['carts', 'catalog', 'partner_keys', 'webhook_deliveries', 'webhook_subscriptions'];
@@ -33,10 +39,24 @@ interface AxeViolation {
   nodes: { target: string[] }[];
 }
 
+/** The console of `svc` in a fresh browser, signed in, on the view `hash` names. */
+async function signedIn(t: ExecutionContext, svc: TestService, hash: string) {
+  const browser = await launchBrowser(t);
+  const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
+  await page.goto(`${svc.base}/console#${hash}`);
+  await page.getByLabel('Operator token').fill(svc.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return { page, problems };
+}
+
 const missing = browserMissing();
 const titles = [
   'sign in, see every projection, rebuild one and watch it reach live; accessible at a laptop and a phone width',
   'a wrong token is refused, said so, and not kept',
+  'a parked delivery is opened with its attempts and redelivered to the receiver, which now answers 200',
+  'a cart is found by uuid and its events are shown in order, with its status path',
+  'a partner is registered and its key shown once, with a copy button',
 ];
 if (missing) {
   console.log(`console-browser.test.ts: skipped: ${missing}`);
@@ -101,5 +121,129 @@ if (missing) {
       [],
       'no other errors, CSP violations or requests to other origins',
     );
+  });
+
+  test(titles[2], async (t) => {
+    t.timeout(90_000);
+    // One attempt, then parked; the dispatcher on its thread, as `npm start` runs it.
+    const svc = await startService(t, {
+      threads: { dispatcher: roleThread('dispatcher') },
+      env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
+    });
+    const receiver = await startReceiver(t);
+    receiver.script({ status: 500, body: 'receiver down' });
+    await seedCatalog(svc);
+    const webhook = await createWebhook(svc, receiver.url, [1]);
+    const cart = await createCart(svc);
+    await addItem(svc, cart);
+    await checkOut(svc, cart);
+    await receiver.waitFor(1);
+    await until('the delivery is parked', async () => {
+      const res = await svc.call('GET', `/admin/v1/webhooks/${webhook.id}/deliveries?status=parked`);
+      return ((await res.json()) as { deliveries: unknown[] }).deliveries.length === 1;
+    });
+
+    const { page, problems } = await signedIn(t, svc, 'webhooks');
+    await page.getByRole('button', { name: `Deliveries to ${receiver.url}` }).click();
+    await page.getByLabel('Status').selectOption('parked');
+    const parked = page.locator('li[data-delivery]');
+    await parked.first().waitFor();
+    t.is(await parked.count(), 1);
+    await parked.locator('summary').click();
+    await parked.locator('table.attempts tbody tr').first().waitFor();
+    t.regex(await parked.locator('table.attempts').innerText(), /500/);
+    t.deepEqual(await accessibilityProblems(page), [], 'deliveries: no serious or critical violation');
+    await screenshot(page, 'console-delivery-parked');
+
+    await parked.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByRole('status').filter({ hasText: 'pending again' }).waitFor();
+    const [, again] = await receiver.waitFor(2);
+    t.is(
+      again.headers['x-service-webhook-id'],
+      (await receiver.waitFor(1))[0].headers['x-service-webhook-id'],
+    );
+    await page.getByLabel('Status').selectOption('delivered');
+    await until('the delivery shows delivered', async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      return (await page.locator('li[data-delivery]').count()) === 1;
+    });
+    await screenshot(page, 'console-delivery-delivered');
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test(titles[3], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    await seedCatalog(svc);
+    const cart = await createCart(svc);
+    await addItem(svc, cart);
+    await checkOut(svc, cart);
+    await move(svc, cart, 'preparing');
+    const history = (await (await svc.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+      events: { type: string; revision: number }[];
+    };
+
+    const { page, problems } = await signedIn(t, svc, 'cart-audit');
+    await page.getByLabel('Cart uuid').fill(cart.uuid);
+    await page.getByRole('button', { name: 'Show history' }).click();
+    const events = page.locator('ol.timeline > li');
+    await events.nth(history.events.length - 1).waitFor();
+    t.deepEqual(
+      await page.locator('ol.timeline > li .event-head strong').allTextContents(),
+      history.events.map((e) => e.type),
+      'every event, oldest first',
+    );
+    t.deepEqual(
+      await events.evaluateAll((items) => items.map((li) => Number(li.getAttribute('data-revision')))),
+      history.events.map((e) => e.revision),
+    );
+    t.deepEqual(await page.locator('ol.status-path li').allTextContents(), [
+      'pending',
+      'verification',
+      'preparing',
+    ]);
+    t.deepEqual(await accessibilityProblems(page), [], 'cart audit: no serious or critical violation');
+    await screenshot(page, 'console-cart-audit');
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test(titles[4], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    await seedCatalog(svc);
+    const { page, problems } = await signedIn(t, svc, 'partners');
+    await page.getByLabel('Name').fill('Console Brand Co');
+    await page.getByLabel('Kind').selectOption('brand');
+    await page.getByLabel(/Brand ids/).fill('1');
+    await page.getByRole('button', { name: 'Register' }).click();
+    const shown = page.locator('[data-api-key]');
+    await shown.waitFor();
+    const key = (await shown.textContent()) ?? '';
+    t.regex(key, /^pds_key_/);
+    t.deepEqual(await accessibilityProblems(page), [], 'partners: no serious or critical violation');
+    await screenshot(page, 'console-partner-key');
+    // The key works: it reads the brand's data.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.base });
+    await page.getByRole('button', { name: 'Copy key' }).click();
+    await page.getByRole('status').filter({ hasText: 'Copied' }).waitFor();
+    const clipboard = () =>
+      (
+        globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+      ).navigator.clipboard.readText();
+    t.is(await page.evaluate(clipboard), key, 'the copy button copies the key');
+    const res = await fetch(`${svc.base}/partner/brand/v1/stores`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    t.is(res.status, 200);
+    await res.body?.cancel();
+
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.locator('tr', { hasText: 'Console Brand Co' }).waitFor();
+    t.false((await page.content()).includes(key), 'once dismissed, the key is nowhere on the page');
+    t.regex(
+      await page.locator('tr', { hasText: 'Console Brand Co' }).innerText(),
+      new RegExp(`${key.slice(0, 12)}…`),
+    );
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 }

@@ -4,9 +4,11 @@
  * status and rebuilds, its readiness and metrics show through the parent, a thread that dies is
  * started again and projects what was written meanwhile, and a stop ends it.
  */
+import { createSecretKey } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
 import { roleThread, ThreadUnavailableError } from '../../cli/role-thread.ts';
+import { seedSandbox } from '../../cli/sandbox/seed.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
 import { seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
@@ -133,7 +135,14 @@ test('a call to a thread that is not running is refused at once, one past its de
 
   const thread = roleThread('projector');
   const s = await startService(t, { threads: { projector: thread } });
-  // A call may be given a deadline: a rebuild takes longer than a millisecond, whatever the machine.
+  // A call may be given a deadline. The smallest sandbox gives the catalog thousands of events: its
+  // rebuild takes far longer than a millisecond (an empty one could answer within it).
+  await seedSandbox({
+    store: await s.openStore(),
+    secretKey: createSecretKey(Buffer.alloc(32, 3)),
+    abandonAfterMs: 6 * 3_600_000,
+    size: 1,
+  });
   await t.throwsAsync(thread.call('rebuild', ['catalog'], { timeoutMs: 1 }), {
     instanceOf: ThreadUnavailableError,
     message: /did not answer rebuild within 1 ms/,

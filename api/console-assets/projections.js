@@ -1,0 +1,83 @@
+// The projections view: each read model's state, checkpoint and lag, and a rebuild whose progress
+// moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild).
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { admin, html, number } from './admin.js';
+
+const POLL_MS = 1000;
+
+function ProjectionRow({ projection, onRebuild }) {
+  const p = projection;
+  const rebuilding = p.state === 'rebuilding';
+  const percent = p.progress ? Math.round(p.progress.percent) : null;
+  return html`
+    <tr data-projection=${p.name}>
+      <th scope="row">${p.name}</th>
+      <td><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}</td>
+      <td class="num">${number(p.checkpoint)}</td>
+      <td class="num">${number(p.lag_events)}</td>
+      <td class="num">${p.lag_seconds.toFixed(1)} s</td>
+      <td>
+        ${
+          percent === null
+            ? html`<span class="muted">none</span>`
+            : html`<progress max="100" value=${percent} aria-label=${`${p.name} rebuild progress`}></progress>
+              <span class="percent">${percent}%</span>`
+        }
+      </td>
+      <td>
+        <button type="button" disabled=${rebuilding} onClick=${() => onRebuild(p.name)}
+          aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>
+      </td>
+    </tr>`;
+}
+
+export function Projections({ token, onUnauthorized }) {
+  const [projections, setProjections] = useState(null);
+  const [message, setMessage] = useState(null);
+  const refresh = useCallback(async () => {
+    try {
+      setProjections((await admin(token, 'GET', '/projections')).projections);
+    } catch (e) {
+      if (e.status === 401) onUnauthorized();
+      else setMessage(`Could not read the projections: ${e.message}`);
+    }
+  }, [token, onUnauthorized]);
+  useEffect(() => {
+    refresh();
+    const timer = setInterval(refresh, POLL_MS);
+    return () => clearInterval(timer);
+  }, [refresh]);
+  const rebuild = async (name) => {
+    try {
+      await admin(token, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
+      setMessage(`Rebuilding ${name}: its progress shows below.`);
+      await refresh();
+    } catch (e) {
+      setMessage(`Could not rebuild ${name}: ${e.message}`);
+    }
+  };
+  return html`
+    <section aria-labelledby="view-title">
+      <h2 id="view-title">Projections</h2>
+      <p class="hint">Each read model, how far it has applied the event log, and a rebuild into fresh copies
+        while the live ones serve. Updated every second.</p>
+      <p class="status" role="status">${message ?? ''}</p>
+      ${
+        projections === null
+          ? html`<p>Loading…</p>`
+          : html`
+          <div class="table-scroll">
+            <table>
+              <thead>
+                <tr><th scope="col">Projection</th><th scope="col">State</th><th scope="col">Checkpoint</th>
+                  <th scope="col">Lag (events)</th><th scope="col">Lag (time)</th><th scope="col">Rebuild</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th></tr>
+              </thead>
+              <tbody>
+                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuild} />`)}
+              </tbody>
+            </table>
+          </div>`
+      }
+    </section>`;
+}
