@@ -1,7 +1,9 @@
-// What the console's views share: htm bound to Preact, and the one way they call the admin API.
+// What the console's views share: htm bound to Preact, the one way they call the admin API, and
+// the hook that reads from it.
 
 import htm from 'htm';
 import { h } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 
 export const html = htm.bind(h);
 
@@ -29,3 +31,28 @@ export const number = (n) => n.toLocaleString('en-US');
 /** An ISO time as the operator's browser shows local times, with the ISO form on hover. */
 export const time = (iso) =>
   iso ? html`<time datetime=${iso} title=${iso}>${new Date(iso).toLocaleString()}</time>` : '—';
+
+/**
+ * Reads `field` of `GET /admin/v1${path}` when the view shows, on `refresh()`, and every `everyMs` if
+ * given. A refused token signs out (`onUnauthorized`); another failure is kept in `error`.
+ */
+export function useAdminRead(token, path, field, onUnauthorized, everyMs) {
+  const [value, setValue] = useState(null);
+  const [error, setError] = useState(null);
+  const refresh = useCallback(async () => {
+    try {
+      setValue((await admin(token, 'GET', path))[field]);
+      setError(null);
+    } catch (e) {
+      if (e.status === 401) onUnauthorized();
+      else setError(e.message);
+    }
+  }, [token, path, field, onUnauthorized]);
+  useEffect(() => {
+    refresh();
+    if (!everyMs) return undefined;
+    const timer = setInterval(refresh, everyMs);
+    return () => clearInterval(timer);
+  }, [refresh, everyMs]);
+  return { value, error, refresh };
+}

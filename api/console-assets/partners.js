@@ -1,7 +1,7 @@
 // The partners view: every partner with its keys and rate limit, and a form that registers one and
 // shows its first API key once, with a copy button (GET and POST /admin/v1/partners).
-import { useCallback, useEffect, useState } from 'preact/hooks';
-import { admin, html, time } from './admin.js';
+import { useState } from 'preact/hooks';
+import { admin, html, time, useAdminRead } from './admin.js';
 
 const KINDS = {
   brand: 'brand_ids',
@@ -72,29 +72,18 @@ function CreatePartner({ token, onCreated }) {
 }
 
 export function Partners({ token, onUnauthorized }) {
-  const [partners, setPartners] = useState(null);
+  const read = useAdminRead(token, '/partners?limit=100', 'partners', onUnauthorized);
+  const partners = read.value;
   const [created, setCreated] = useState(null);
-  const [error, setError] = useState(null);
-  const refresh = useCallback(async () => {
-    try {
-      setPartners((await admin(token, 'GET', '/partners?limit=100')).partners);
-    } catch (e) {
-      if (e.status === 401) onUnauthorized();
-      else setError(`Could not read the partners: ${e.message}`);
-    }
-  }, [token, onUnauthorized]);
-  useEffect(() => {
-    refresh();
-  }, [refresh]);
   const onCreated = (answer) => {
     setCreated(answer);
-    refresh();
+    read.refresh();
   };
   return html`
     <section aria-labelledby="view-title">
       <h2 id="view-title">Partners</h2>
       ${created && html`<${NewKey} created=${created} onDismiss=${() => setCreated(null)} />`}
-      ${error && html`<p class="error" role="alert">${error}</p>`}
+      ${read.error && html`<p class="error" role="alert">Could not read the partners: ${read.error}</p>`}
       <${CreatePartner} token=${token} onCreated=${onCreated} />
       ${
         partners === null

@@ -1,7 +1,7 @@
 // The projections view: each read model's state, checkpoint and lag, and a rebuild whose progress
 // moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild).
-import { useCallback, useEffect, useState } from 'preact/hooks';
-import { admin, html, number } from './admin.js';
+import { useState } from 'preact/hooks';
+import { admin, html, number, useAdminRead } from './admin.js';
 
 const POLL_MS = 1000;
 
@@ -32,26 +32,14 @@ function ProjectionRow({ projection, onRebuild }) {
 }
 
 export function Projections({ token, onUnauthorized }) {
-  const [projections, setProjections] = useState(null);
+  const read = useAdminRead(token, '/projections', 'projections', onUnauthorized, POLL_MS);
+  const projections = read.value;
   const [message, setMessage] = useState(null);
-  const refresh = useCallback(async () => {
-    try {
-      setProjections((await admin(token, 'GET', '/projections')).projections);
-    } catch (e) {
-      if (e.status === 401) onUnauthorized();
-      else setMessage(`Could not read the projections: ${e.message}`);
-    }
-  }, [token, onUnauthorized]);
-  useEffect(() => {
-    refresh();
-    const timer = setInterval(refresh, POLL_MS);
-    return () => clearInterval(timer);
-  }, [refresh]);
   const rebuild = async (name) => {
     try {
       await admin(token, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
       setMessage(`Rebuilding ${name}: its progress shows below.`);
-      await refresh();
+      await read.refresh();
     } catch (e) {
       setMessage(`Could not rebuild ${name}: ${e.message}`);
     }
@@ -61,7 +49,7 @@ export function Projections({ token, onUnauthorized }) {
       <h2 id="view-title">Projections</h2>
       <p class="hint">Each read model, how far it has applied the event log, and a rebuild into fresh copies
         while the live ones serve. Updated every second.</p>
-      <p class="status" role="status">${message ?? ''}</p>
+      <p class="status" role="status">${message ?? (read.error ? `Could not read the projections: ${read.error}` : '')}</p>
       ${
         projections === null
           ? html`<p>Loading…</p>`

@@ -1,8 +1,8 @@
 // The webhooks view: the subscriptions, a subscription's deliveries filtered by status, each with
 // every attempt, and a redeliver button (GET /admin/v1/webhooks, …/{id}/deliveries,
 // POST …/deliveries/{delivery_id}/redeliver).
-import { useCallback, useEffect, useState } from 'preact/hooks';
-import { admin, html, time } from './admin.js';
+import { useState } from 'preact/hooks';
+import { admin, html, time, useAdminRead } from './admin.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
 /** Deliveries the admin API lets an operator send again (not while pending or in flight). */
@@ -56,28 +56,22 @@ function Delivery({ delivery, onRedeliver }) {
 
 function Deliveries({ token, webhook, onUnauthorized }) {
   const [status, setStatus] = useState('all');
-  const [deliveries, setDeliveries] = useState(null);
+  const query = status === 'all' ? '' : `?status=${status}`;
+  const read = useAdminRead(
+    token,
+    `/webhooks/${webhook.webhook_id}/deliveries${query}`,
+    'deliveries',
+    onUnauthorized,
+  );
+  const deliveries = read.value;
   const [message, setMessage] = useState(null);
-  const refresh = useCallback(async () => {
-    const query = status === 'all' ? '' : `?status=${status}`;
-    try {
-      const body = await admin(token, 'GET', `/webhooks/${webhook.webhook_id}/deliveries${query}`);
-      setDeliveries(body.deliveries);
-    } catch (e) {
-      if (e.status === 401) onUnauthorized();
-      else setMessage(`Could not read the deliveries: ${e.message}`);
-    }
-  }, [token, webhook, status, onUnauthorized]);
-  useEffect(() => {
-    refresh();
-  }, [refresh]);
   const redeliver = async (d) => {
     try {
       await admin(token, 'POST', `/webhooks/deliveries/${d.delivery_id}/redeliver`);
       setMessage(
         `Delivery ${d.delivery_id} is pending again; the dispatcher sends it with the same webhook id.`,
       );
-      await refresh();
+      await read.refresh();
     } catch (e) {
       setMessage(`Could not redeliver ${d.delivery_id}: ${e.message}`);
     }
@@ -90,7 +84,7 @@ function Deliveries({ token, webhook, onUnauthorized }) {
         <select id="delivery-status" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
           ${STATUSES.map((s) => html`<option key=${s} value=${s}>${s}</option>`)}
         </select>
-        <button type="button" class="secondary" onClick=${refresh}>Refresh</button>
+        <button type="button" class="secondary" onClick=${read.refresh}>Refresh</button>
       </div>
       <p class="status" role="status">${message ?? ''}</p>
       ${
@@ -104,20 +98,13 @@ function Deliveries({ token, webhook, onUnauthorized }) {
 }
 
 export function Webhooks({ token, onUnauthorized }) {
-  const [webhooks, setWebhooks] = useState(null);
+  const read = useAdminRead(token, '/webhooks?limit=100', 'webhooks', onUnauthorized);
+  const webhooks = read.value;
   const [chosen, setChosen] = useState(null);
-  const [error, setError] = useState(null);
-  useEffect(() => {
-    admin(token, 'GET', '/webhooks?limit=100').then(
-      (body) => setWebhooks(body.webhooks),
-      (e) =>
-        e.status === 401 ? onUnauthorized() : setError(`Could not read the subscriptions: ${e.message}`),
-    );
-  }, [token, onUnauthorized]);
   return html`
     <section aria-labelledby="view-title">
       <h2 id="view-title">Webhooks</h2>
-      ${error && html`<p class="error" role="alert">${error}</p>`}
+      ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
       ${
         webhooks === null
           ? html`<p>Loading…</p>`
