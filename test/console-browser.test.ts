@@ -57,6 +57,8 @@ const titles = [
   'a parked delivery is opened with its attempts and redelivered to the receiver, which now answers 200',
   'a cart is found by uuid and its events are shown in order, with its status path',
   'a partner is registered and its key shown once, with a copy button',
+  "a partner's key is rotated (the new one shown once, the old one refused), revoked and issued again; its rate limit changed",
+  'a receiver is subscribed (its signing secret shown once), sent a test event, its parked delivery recovered, its secret rotated, disabled and enabled',
 ];
 if (missing) {
   console.log(`console-browser.test.ts: skipped: ${missing}`);
@@ -145,7 +147,7 @@ if (missing) {
 
     const { page, problems } = await signedIn(t, svc, 'webhooks');
     await page.getByRole('button', { name: `Deliveries to ${receiver.url}` }).click();
-    await page.getByLabel('Status').selectOption('parked');
+    await page.getByLabel('Status', { exact: true }).selectOption('parked');
     const parked = page.locator('li[data-delivery]');
     await parked.first().waitFor();
     t.is(await parked.count(), 1);
@@ -162,7 +164,7 @@ if (missing) {
       again.headers['x-service-webhook-id'],
       (await receiver.waitFor(1))[0].headers['x-service-webhook-id'],
     );
-    await page.getByLabel('Status').selectOption('delivered');
+    await page.getByLabel('Status', { exact: true }).selectOption('delivered');
     await until('the delivery shows delivered', async () => {
       await page.getByRole('button', { name: 'Refresh' }).click();
       return (await page.locator('li[data-delivery]').count()) === 1;
@@ -216,7 +218,7 @@ if (missing) {
     await page.getByLabel('Kind').selectOption('brand');
     await page.getByLabel(/Brand ids/).fill('1');
     await page.getByRole('button', { name: 'Register' }).click();
-    const shown = page.locator('[data-api-key]');
+    const shown = page.locator('[data-secret]');
     await shown.waitFor();
     const key = (await shown.textContent()) ?? '';
     t.regex(key, /^pds_key_/);
@@ -224,7 +226,7 @@ if (missing) {
     await screenshot(page, 'console-partner-key');
     // The key works: it reads the brand's data.
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.base });
-    await page.getByRole('button', { name: 'Copy key' }).click();
+    await page.getByRole('button', { name: 'Copy' }).click();
     await page.getByRole('status').filter({ hasText: 'Copied' }).waitFor();
     const clipboard = () =>
       (
@@ -244,6 +246,131 @@ if (missing) {
       await page.locator('tr', { hasText: 'Console Brand Co' }).innerText(),
       new RegExp(`${key.slice(0, 12)}…`),
     );
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test(titles[5], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    await seedCatalog(svc);
+    const created = await svc.call('POST', '/admin/v1/partners', {
+      name: 'Keys Co',
+      kind: 'brand',
+      brand_ids: [1],
+    });
+    const first = ((await created.json()) as { api_key: string }).api_key;
+    const works = async (key: string) => {
+      const res = await fetch(`${svc.base}/partner/brand/v1/stores`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await res.body?.cancel();
+      return res.status;
+    };
+    t.is(await works(first), 200);
+
+    const { page, problems } = await signedIn(t, svc, 'partners');
+    const row = page.locator('tr', { hasText: 'Keys Co' });
+    await row.locator('summary').click();
+    await row.getByRole('button', { name: `Rotate key ${first.slice(0, 12)}` }).click();
+    const rotated = (await page.locator('[data-secret]').textContent()) ?? '';
+    t.regex(rotated, /^pds_key_/);
+    t.not(rotated, first);
+    t.is(await works(rotated), 200);
+    t.is(await works(first), 401, 'the rotated key is refused');
+    await page.getByRole('button', { name: 'Done' }).click();
+    await screenshot(page, 'console-partner-keys');
+
+    await row.getByRole('button', { name: `Revoke key ${rotated.slice(0, 12)}` }).click();
+    await row.getByRole('status').filter({ hasText: 'is revoked' }).waitFor();
+    t.is(await works(rotated), 401, 'the revoked key is refused');
+    await row.getByRole('button', { name: 'Issue a key' }).click();
+    const issued = (await page.locator('[data-secret]').textContent()) ?? '';
+    t.is(await works(issued), 200);
+    await page.getByRole('button', { name: 'Done' }).click();
+
+    await row.getByLabel('Rate limit per minute').fill('1234');
+    await row.getByRole('button', { name: 'Change' }).click();
+    await row.getByRole('status').filter({ hasText: '1234/min' }).waitFor();
+    await until('the list shows the new limit', async () => (await row.innerText()).includes('1234/min'));
+    const stored = (await (await svc.call('GET', '/admin/v1/partners?limit=10')).json()) as {
+      partners: { name: string; rate_limit_per_minute: number }[];
+    };
+    t.is(stored.partners.find((p) => p.name === 'Keys Co')?.rate_limit_per_minute, 1234);
+    t.deepEqual(
+      await accessibilityProblems(page),
+      [],
+      'managing a partner: no serious or critical violation',
+    );
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test(titles[6], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t, {
+      threads: { dispatcher: roleThread('dispatcher') },
+      env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
+    });
+    await seedCatalog(svc);
+    const receiver = await startReceiver(t);
+    const { page, problems } = await signedIn(t, svc, 'webhooks');
+    await page.getByLabel('URL').fill(receiver.url);
+    await page.getByLabel(/Auth token/).fill('receiver-token-from-console');
+    await page.getByLabel(/Store ids/).fill('1');
+    await page.getByRole('button', { name: 'Subscribe' }).click();
+    const secret = (await page.locator('[data-secret]').textContent()) ?? '';
+    t.regex(secret, /\S{20,}/);
+    t.deepEqual(await accessibilityProblems(page), [], 'subscribing: no serious or critical violation');
+    await screenshot(page, 'console-webhook-secret');
+    await page.getByRole('button', { name: 'Done' }).click();
+    t.false((await page.content()).includes(secret), 'once dismissed, the secret is nowhere on the page');
+
+    const row = page.locator('tr', { hasText: receiver.url });
+    await row.locator('summary').click();
+    await row.getByRole('button', { name: 'Send a test event' }).click();
+    await row.getByRole('status').filter({ hasText: 'Test event sent: delivered, HTTP 200' }).waitFor();
+    const [sample] = await receiver.waitFor(1);
+    t.is(sample.headers['x-service-test'], 'true');
+    t.is(sample.headers.authorization, 'Bearer receiver-token-from-console');
+
+    await row.getByRole('button', { name: 'Rotate secret' }).click();
+    const rotated = (await page.locator('[data-secret]').textContent()) ?? '';
+    t.not(rotated, secret);
+    await page.getByRole('button', { name: 'Done' }).click();
+
+    // A delivery the receiver refused (one attempt, then parked), recovered since an hour ago.
+    receiver.script({ status: 503 });
+    const cart = await createCart(svc);
+    await addItem(svc, cart);
+    await checkOut(svc, cart);
+    await receiver.waitFor(2);
+    const webhookId = (
+      (await (await svc.call('GET', '/admin/v1/webhooks')).json()) as { webhooks: { webhook_id: string }[] }
+    ).webhooks[0].webhook_id;
+    await until('the delivery is parked', async () => {
+      const res = await svc.call('GET', `/admin/v1/webhooks/${webhookId}/deliveries?status=parked`);
+      return ((await res.json()) as { deliveries: unknown[] }).deliveries.length === 1;
+    });
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const local = new Date(hourAgo.getTime() - hourAgo.getTimezoneOffset() * 60_000)
+      .toISOString()
+      .slice(0, 16);
+    await row.getByLabel(/Recover failed and parked deliveries since/).fill(local);
+    await row.getByRole('button', { name: 'Recover' }).click();
+    await row
+      .getByRole('status')
+      .filter({ hasText: '1 failed or parked delivery is pending again' })
+      .waitFor();
+    const received = await receiver.waitFor(3);
+    t.is(received[2].headers['x-service-webhook-id'], received[1].headers['x-service-webhook-id']);
+
+    await row.getByRole('button', { name: 'Disable' }).click();
+    await until('the row says disabled', async () => (await row.innerText()).includes('disabled'));
+    await row.getByRole('button', { name: 'Enable' }).click();
+    await until('the row says enabled', async () => (await row.innerText()).includes('enabled'));
+    const stored = (await (await svc.call('GET', '/admin/v1/webhooks')).json()) as {
+      webhooks: { enabled: boolean }[];
+    };
+    t.true(stored.webhooks[0].enabled);
     t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 }

@@ -56,3 +56,27 @@ export function useAdminRead(token, path, field, onUnauthorized, everyMs) {
   }, [refresh, everyMs]);
   return { value, error, refresh };
 }
+
+/**
+ * A secret the admin API shows once (an API key, a signing secret), with a copy button: `shown` is
+ * {title, value, what}; once dismissed it is nowhere in the page.
+ */
+export function ShownOnce({ shown, onDismiss }) {
+  const [copied, setCopied] = useState(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(shown.value);
+      setCopied('Copied');
+    } catch {
+      setCopied('The browser refused: select the key and copy it');
+    }
+  };
+  return html`
+    <div class="callout" role="region" aria-label=${`New ${shown.what ?? 'API key'}`}>
+      <p>${shown.title} The ${shown.what ?? 'API key'}, shown this once:</p>
+      <p><code class="secret" data-secret>${shown.value}</code></p>
+      <button type="button" onClick=${copy}>Copy</button>
+      <span role="status">${copied ?? ''}</span>
+      <button type="button" class="secondary" onClick=${onDismiss}>Done</button>
+    </div>`;
+}

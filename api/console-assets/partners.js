@@ -1,7 +1,8 @@
-// The partners view: every partner with its keys and rate limit, and a form that registers one and
-// shows its first API key once, with a copy button (GET and POST /admin/v1/partners).
+// The partners view: every partner with its keys and rate limit, a form that registers one and shows
+// its first API key once, with a copy button, and per partner: issue, rotate and revoke keys, and
+// change the rate limit (GET, POST and PATCH /admin/v1/partners, …/{id}/keys).
 import { useState } from 'preact/hooks';
-import { admin, html, time, useAdminRead } from './admin.js';
+import { admin, html, ShownOnce, time, useAdminRead } from './admin.js';
 
 const KINDS = {
   brand: 'brand_ids',
@@ -15,26 +16,6 @@ const ids = (text) =>
     .split(/[\s,]+/)
     .filter(Boolean)
     .map(Number);
-
-function NewKey({ created, onDismiss }) {
-  const [copied, setCopied] = useState(null);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(created.api_key);
-      setCopied('Copied');
-    } catch {
-      setCopied('The browser refused: select the key and copy it');
-    }
-  };
-  return html`
-    <div class="callout" role="region" aria-label="New API key">
-      <p><strong>${created.partner.name}</strong> is registered. Its API key, shown this once:</p>
-      <p><code class="secret" data-api-key>${created.api_key}</code></p>
-      <button type="button" onClick=${copy}>Copy key</button>
-      <span role="status">${copied ?? ''}</span>
-      <button type="button" class="secondary" onClick=${onDismiss}>Done</button>
-    </div>`;
-}
 
 function CreatePartner({ token, onCreated }) {
   const [form, setForm] = useState({ name: '', kind: 'brand', scope: '', rate: '' });
@@ -71,18 +52,62 @@ function CreatePartner({ token, onCreated }) {
     </form>`;
 }
 
+function ManagePartner({ token, partner, onKey, onChanged }) {
+  const [rate, setRate] = useState(String(partner.rate_limit_per_minute));
+  const [message, setMessage] = useState(null);
+  const act = async (what, call) => {
+    try {
+      const answer = await call();
+      if (answer?.api_key) onKey({ title: what, value: answer.api_key });
+      else setMessage(what);
+      onChanged();
+    } catch (e) {
+      setMessage(`${what} failed: ${e.message}`);
+    }
+  };
+  const base = `/partners/${partner.partner_id}`;
+  const active = partner.keys.filter((k) => k.status === 'active');
+  return html`
+    <div class="manage">
+      <button type="button" onClick=${() => act(`A new key was issued for ${partner.name}.`, () => admin(token, 'POST', `${base}/keys`, {}))}>
+        Issue a key</button>
+      <ul class="keys">
+        ${active.map(
+          (k) => html`
+            <li key=${k.key_id}><code>${k.key_prefix}…</code>
+              <button type="button" class="secondary" aria-label=${`Rotate key ${k.key_prefix}`}
+                onClick=${() => act(`Key ${k.key_prefix}… was rotated for ${partner.name}.`, () => admin(token, 'POST', `${base}/keys/${k.key_id}/rotate`, {}))}>Rotate</button>
+              <button type="button" class="secondary" aria-label=${`Revoke key ${k.key_prefix}`}
+                onClick=${() => act(`Key ${k.key_prefix}… is revoked.`, () => admin(token, 'DELETE', `${base}/keys/${k.key_id}`))}>Revoke</button>
+            </li>`,
+        )}
+      </ul>
+      <form class="inline" onSubmit=${(e) => {
+        e.preventDefault();
+        act(`The rate limit of ${partner.name} is ${rate}/min.`, () =>
+          admin(token, 'PATCH', base, { rate_limit_per_minute: Number(rate) }),
+        );
+      }}>
+        <label for=${`rate-${partner.partner_id}`}>Rate limit per minute</label>
+        <input id=${`rate-${partner.partner_id}`} inputmode="numeric" value=${rate} onInput=${(e) => setRate(e.currentTarget.value)} />
+        <button type="submit" class="secondary">Change</button>
+      </form>
+      <p role="status">${message ?? ''}</p>
+    </div>`;
+}
+
 export function Partners({ token, onUnauthorized }) {
   const read = useAdminRead(token, '/partners?limit=100', 'partners', onUnauthorized);
   const partners = read.value;
   const [created, setCreated] = useState(null);
   const onCreated = (answer) => {
-    setCreated(answer);
+    setCreated({ title: `${answer.partner.name} is registered.`, value: answer.api_key });
     read.refresh();
   };
   return html`
     <section aria-labelledby="view-title">
       <h2 id="view-title">Partners</h2>
-      ${created && html`<${NewKey} created=${created} onDismiss=${() => setCreated(null)} />`}
+      ${created && html`<${ShownOnce} shown=${created} onDismiss=${() => setCreated(null)} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the partners: ${read.error}</p>`}
       <${CreatePartner} token=${token} onCreated=${onCreated} />
       ${
@@ -92,7 +117,8 @@ export function Partners({ token, onUnauthorized }) {
           <div class="table-scroll">
             <table>
               <thead><tr><th scope="col">Partner</th><th scope="col">Kind</th><th scope="col">Scope</th>
-                <th scope="col">Rate limit</th><th scope="col">Keys</th><th scope="col">Created</th></tr></thead>
+                <th scope="col">Rate limit</th><th scope="col">Keys</th><th scope="col">Created</th>
+                <th scope="col"><span class="visually-hidden">Manage</span></th></tr></thead>
               <tbody>
                 ${partners.map(
                   (p) => html`
@@ -103,6 +129,9 @@ export function Partners({ token, onUnauthorized }) {
                       <td class="num">${p.rate_limit_per_minute}/min</td>
                       <td>${p.keys.map((k) => html`<div key=${k.key_id}><code>${k.key_prefix}…</code> ${k.status}</div>`)}</td>
                       <td>${time(p.created_at)}</td>
+                      <td><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
+                        <${ManagePartner} token=${token} partner=${p} onKey=${setCreated} onChanged=${read.refresh} />
+                      </details></td>
                     </tr>`,
                 )}
               </tbody>

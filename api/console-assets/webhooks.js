@@ -1,10 +1,17 @@
-// The webhooks view: the subscriptions, a subscription's deliveries filtered by status, each with
-// every attempt, and a redeliver button (GET /admin/v1/webhooks, …/{id}/deliveries,
-// POST …/deliveries/{delivery_id}/redeliver).
+// The webhooks view: the subscriptions, created (the signing secret shown once), disabled or enabled,
+// their secret rotated, a test event sent, failed deliveries recovered since a time; a subscription's
+// deliveries filtered by status, each with every attempt, and a redeliver button
+// (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators").
 import { useState } from 'preact/hooks';
-import { admin, html, time, useAdminRead } from './admin.js';
+import { admin, html, ShownOnce, time, useAdminRead } from './admin.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
+const EVENT_KINDS = ['cart_status_updated', 'cart_abandoned'];
+const ids = (text) =>
+  text
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map(Number);
 /** Deliveries the admin API lets an operator send again (not while pending or in flight). */
 const REDELIVERABLE = new Set(['failed', 'parked', 'delivered']);
 
@@ -97,13 +104,129 @@ function Deliveries({ token, webhook, onUnauthorized }) {
     </section>`;
 }
 
+function CreateWebhook({ token, onCreated }) {
+  const [form, setForm] = useState({ url: '', auth_token: '', stores: '', events: [...EVENT_KINDS] });
+  const [error, setError] = useState(null);
+  const field = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
+  const toggle = (kind) =>
+    setForm({
+      ...form,
+      events: form.events.includes(kind) ? form.events.filter((k) => k !== kind) : [...form.events, kind],
+    });
+  const submit = async (event) => {
+    event.preventDefault();
+    setError(null);
+    const body = {
+      url: form.url,
+      auth_token: form.auth_token,
+      store_ids: ids(form.stores),
+      events: form.events,
+    };
+    try {
+      onCreated(await admin(token, 'POST', '/webhooks', body));
+      setForm({ url: '', auth_token: '', stores: '', events: [...EVENT_KINDS] });
+    } catch (e) {
+      setError(e.message);
+    }
+  };
+  return html`
+    <form class="grid" onSubmit=${submit} aria-labelledby="create-webhook-title">
+      <h3 id="create-webhook-title">Subscribe a receiver</h3>
+      <label for="webhook-url">URL</label>
+      <input id="webhook-url" type="url" required value=${form.url} onInput=${field('url')} />
+      <label for="webhook-auth">Auth token (sent as a bearer token to the receiver)</label>
+      <input id="webhook-auth" type="password" autocomplete="off" required value=${form.auth_token} onInput=${field('auth_token')} />
+      <label for="webhook-stores">Store ids (comma separated)</label>
+      <input id="webhook-stores" required value=${form.stores} onInput=${field('stores')} />
+      <fieldset>
+        <legend>Events</legend>
+        ${EVENT_KINDS.map(
+          (kind) => html`
+            <label key=${kind} class="check"><input type="checkbox" checked=${form.events.includes(kind)}
+              onChange=${() => toggle(kind)} /> ${kind}</label>`,
+        )}
+      </fieldset>
+      <button type="submit">Subscribe</button>
+      ${error && html`<p class="error" role="alert">${error}</p>`}
+    </form>`;
+}
+
+function ManageWebhook({ token, webhook, onSecret, onChanged }) {
+  const [since, setSince] = useState('');
+  const [message, setMessage] = useState(null);
+  const base = `/webhooks/${webhook.webhook_id}`;
+  const act = async (call, said) => {
+    try {
+      const answer = await call();
+      if (answer?.signing_secret)
+        onSecret({ title: said(answer), value: answer.signing_secret, what: 'signing secret' });
+      else setMessage(said(answer));
+      onChanged();
+    } catch (e) {
+      setMessage(`Failed: ${e.message}`);
+    }
+  };
+  const testSend = () =>
+    act(
+      () => admin(token, 'POST', `${base}/test`, { event: 'cart_status_updated' }),
+      ({ result }) =>
+        `Test event sent: ${result.outcome}${result.status === null ? '' : `, HTTP ${result.status}`}, ${result.duration_ms} ms${result.error ? ` (${result.error})` : ''}.`,
+    );
+  const recover = (e) => {
+    e.preventDefault();
+    act(
+      () => admin(token, 'POST', `${base}/recover`, { since: new Date(since).toISOString() }),
+      (a) =>
+        `${a.recovered} failed or parked deliver${a.recovered === 1 ? 'y is' : 'ies are'} pending again.`,
+    );
+  };
+  return html`
+    <div class="manage">
+      <div class="inline">
+        <button type="button" class="secondary"
+          onClick=${() =>
+            act(
+              () => admin(token, 'PATCH', base, { enabled: !webhook.enabled }),
+              () => (webhook.enabled ? 'Disabled.' : 'Enabled.'),
+            )}>
+          ${webhook.enabled ? 'Disable' : 'Enable'}</button>
+        <button type="button" class="secondary"
+          onClick=${() =>
+            act(
+              () => admin(token, 'POST', `${base}/rotate-secret`, {}),
+              () => `The secret of ${webhook.url} was rotated.`,
+            )}>
+          Rotate secret</button>
+        <button type="button" class="secondary" onClick=${testSend}>Send a test event</button>
+      </div>
+      <form class="inline" onSubmit=${recover}>
+        <label for=${`since-${webhook.webhook_id}`}>Recover failed and parked deliveries since</label>
+        <input id=${`since-${webhook.webhook_id}`} type="datetime-local" required value=${since}
+          onInput=${(e) => setSince(e.currentTarget.value)} />
+        <button type="submit" class="secondary">Recover</button>
+      </form>
+      <p role="status">${message ?? ''}</p>
+    </div>`;
+}
+
 export function Webhooks({ token, onUnauthorized }) {
   const read = useAdminRead(token, '/webhooks?limit=100', 'webhooks', onUnauthorized);
   const webhooks = read.value;
   const [chosen, setChosen] = useState(null);
+  const [secret, setSecret] = useState(null);
+  const onCreated = (answer) => {
+    setSecret({
+      title: `${answer.webhook.url} is subscribed.`,
+      value: answer.signing_secret,
+      what: 'signing secret',
+    });
+    read.refresh();
+  };
   return html`
     <section aria-labelledby="view-title">
       <h2 id="view-title">Webhooks</h2>
+      ${secret && html`<${ShownOnce} shown=${secret} onDismiss=${() => setSecret(null)} />`}
+      <${CreateWebhook} token=${token} onCreated=${onCreated} />
       ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
       ${
         webhooks === null
@@ -124,7 +247,10 @@ export function Webhooks({ token, onUnauthorized }) {
                         <td>${w.store_ids.join(', ')}</td>
                         <td>${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
                         <td><button type="button" class="secondary" onClick=${() => setChosen(w)}
-                          aria-label=${`Deliveries to ${w.url}`}>Deliveries</button></td>
+                          aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
+                          <details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
+                            <${ManageWebhook} token=${token} webhook=${w} onSecret=${setSecret} onChanged=${read.refresh} />
+                          </details></td>
                       </tr>`,
                   )}
                 </tbody>
