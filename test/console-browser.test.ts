@@ -58,7 +58,7 @@ const titles = [
   'a cart is found by uuid and its events are shown in order, with its status path',
   'a partner is registered and its key shown once, with a copy button',
   "a partner's key is rotated (the new one shown once, the old one refused), revoked and issued again; its rate limit changed",
-  'a receiver is subscribed (its signing secret shown once), sent a test event, its parked delivery recovered, its secret rotated, disabled and enabled',
+  'a receiver is subscribed (its signing secret shown once), sent a test event, its parked delivery recovered, its secret rotated, its stores and events changed, disabled and enabled',
 ];
 if (missing) {
   console.log(`console-browser.test.ts: skipped: ${missing}`);
@@ -310,7 +310,7 @@ if (missing) {
       threads: { dispatcher: roleThread('dispatcher') },
       env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
     });
-    await seedCatalog(svc);
+    await seedCatalog(svc, [1, 2]);
     const receiver = await startReceiver(t);
     const { page, problems } = await signedIn(t, svc, 'webhooks');
     await page.getByLabel('URL').fill(receiver.url);
@@ -362,6 +362,18 @@ if (missing) {
       .waitFor();
     const received = await receiver.waitFor(3);
     t.is(received[2].headers['x-service-webhook-id'], received[1].headers['x-service-webhook-id']);
+
+    // Its stores and events changed through the form: only what changed is sent.
+    await row.getByLabel('Store ids', { exact: true }).fill('1, 2');
+    await row.getByRole('checkbox', { name: 'cart_abandoned' }).last().uncheck();
+    await row.getByRole('button', { name: 'Save changes' }).click();
+    await row.getByRole('status').filter({ hasText: 'Changed.' }).waitFor();
+    const changed = (await (await svc.call('GET', `/admin/v1/webhooks/${webhookId}`)).json()) as {
+      webhook: { store_ids: number[]; events: string[]; url: string };
+    };
+    t.deepEqual(changed.webhook.store_ids, [1, 2]);
+    t.deepEqual(changed.webhook.events, ['cart_status_updated']);
+    t.is(changed.webhook.url, receiver.url);
 
     await row.getByRole('button', { name: 'Disable' }).click();
     await until('the row says disabled', async () => (await row.innerText()).includes('disabled'));

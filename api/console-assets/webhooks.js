@@ -151,6 +151,46 @@ function CreateWebhook({ token, onCreated }) {
     </form>`;
 }
 
+/** The subscription's URL, stores and events, as a form that sends only what changed. */
+function ChangeWebhook({ webhook, onChange }) {
+  const id = webhook.webhook_id;
+  const [form, setForm] = useState({
+    url: webhook.url,
+    stores: webhook.store_ids.join(', '),
+    events: webhook.events,
+  });
+  const toggle = (kind) =>
+    setForm({
+      ...form,
+      events: form.events.includes(kind) ? form.events.filter((k) => k !== kind) : [...form.events, kind],
+    });
+  const submit = (event) => {
+    event.preventDefault();
+    const body = {};
+    if (form.url !== webhook.url) body.url = form.url;
+    const stores = ids(form.stores);
+    if (stores.join() !== webhook.store_ids.join()) body.store_ids = stores;
+    if ([...form.events].sort().join() !== [...webhook.events].sort().join()) body.events = form.events;
+    onChange(body);
+  };
+  return html`
+    <form class="grid" onSubmit=${submit} aria-label=${`Change ${webhook.url}`}>
+      <label for=${`url-${id}`}>URL</label>
+      <input id=${`url-${id}`} type="url" required value=${form.url} onInput=${(e) => setForm({ ...form, url: e.currentTarget.value })} />
+      <label for=${`stores-${id}`}>Store ids</label>
+      <input id=${`stores-${id}`} required value=${form.stores} onInput=${(e) => setForm({ ...form, stores: e.currentTarget.value })} />
+      <fieldset>
+        <legend>Events</legend>
+        ${EVENT_KINDS.map(
+          (kind) => html`
+            <label key=${kind} class="check"><input type="checkbox" checked=${form.events.includes(kind)}
+              onChange=${() => toggle(kind)} /> ${kind}</label>`,
+        )}
+      </fieldset>
+      <button type="submit" class="secondary">Save changes</button>
+    </form>`;
+}
+
 function ManageWebhook({ token, webhook, onSecret, onChanged }) {
   const [since, setSince] = useState('');
   const [message, setMessage] = useState(null);
@@ -199,6 +239,12 @@ function ManageWebhook({ token, webhook, onSecret, onChanged }) {
           Rotate secret</button>
         <button type="button" class="secondary" onClick=${testSend}>Send a test event</button>
       </div>
+      <${ChangeWebhook} webhook=${webhook}
+        onChange=${(body) =>
+          act(
+            () => admin(token, 'PATCH', base, body),
+            () => 'Changed.',
+          )} />
       <form class="inline" onSubmit=${recover}>
         <label for=${`since-${webhook.webhook_id}`}>Recover failed and parked deliveries since</label>
         <input id=${`since-${webhook.webhook_id}`} type="datetime-local" required value=${since}
