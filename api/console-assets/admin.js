@@ -28,6 +28,13 @@ export async function admin(token, method, path, body) {
 
 export const number = (n) => n.toLocaleString('en-US');
 
+/** "1, 2 3" → [1, 2, 3]: ids as an operator types them. */
+export const idList = (text) =>
+  text
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map(Number);
+
 /** An ISO time as the operator's browser shows local times, with the ISO form on hover. */
 export const time = (iso) =>
   iso ? html`<time datetime=${iso} title=${iso}>${new Date(iso).toLocaleString()}</time>` : '—';
@@ -55,6 +62,26 @@ export function useAdminRead(token, path, field, onUnauthorized, everyMs) {
     return () => clearInterval(timer);
   }, [refresh, everyMs]);
   return { value, error, refresh };
+}
+
+/**
+ * A write from a panel: `act(call, said)` runs it; a secret in the answer (`secret.field`) is shown
+ * once through `onSecret`, anything else is said in the panel's `message`; `onChanged` follows.
+ */
+export function useWrite({ secret, onSecret, onChanged }) {
+  const [message, setMessage] = useState(null);
+  const act = async (call, said) => {
+    try {
+      const answer = await call();
+      const value = answer?.[secret.field];
+      if (value) onSecret({ title: said(answer), value, what: secret.what });
+      else setMessage(said(answer));
+      onChanged();
+    } catch (e) {
+      setMessage(`Failed: ${e.message}`);
+    }
+  };
+  return { message, act };
 }
 
 /**

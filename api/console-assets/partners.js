@@ -2,7 +2,7 @@
 // its first API key once, with a copy button, and per partner: issue, rotate and revoke keys, and
 // change the rate limit (GET, POST and PATCH /admin/v1/partners, …/{id}/keys).
 import { useState } from 'preact/hooks';
-import { admin, html, ShownOnce, time, useAdminRead } from './admin.js';
+import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
 
 const KINDS = {
   brand: 'brand_ids',
@@ -11,12 +11,6 @@ const KINDS = {
   store_menu_feed: 'store_ids',
 };
 
-const ids = (text) =>
-  text
-    .split(/[\s,]+/)
-    .filter(Boolean)
-    .map(Number);
-
 function CreatePartner({ token, onCreated }) {
   const [form, setForm] = useState({ name: '', kind: 'brand', scope: '', rate: '' });
   const [error, setError] = useState(null);
@@ -24,7 +18,7 @@ function CreatePartner({ token, onCreated }) {
   const submit = async (event) => {
     event.preventDefault();
     setError(null);
-    const body = { name: form.name, kind: form.kind, [KINDS[form.kind]]: ids(form.scope) };
+    const body = { name: form.name, kind: form.kind, [KINDS[form.kind]]: idList(form.scope) };
     if (form.kind === 'brand_feed' && body.brand_ids.length === 0) body.all_brands = true;
     if (form.rate) body.rate_limit_per_minute = Number(form.rate);
     try {
@@ -54,38 +48,45 @@ function CreatePartner({ token, onCreated }) {
 
 function ManagePartner({ token, partner, onKey, onChanged }) {
   const [rate, setRate] = useState(String(partner.rate_limit_per_minute));
-  const [message, setMessage] = useState(null);
-  const act = async (what, call) => {
-    try {
-      const answer = await call();
-      if (answer?.api_key) onKey({ title: what, value: answer.api_key });
-      else setMessage(what);
-      onChanged();
-    } catch (e) {
-      setMessage(`${what} failed: ${e.message}`);
-    }
-  };
+  const { message, act } = useWrite({
+    secret: { field: 'api_key', what: 'API key' },
+    onSecret: onKey,
+    onChanged,
+  });
   const base = `/partners/${partner.partner_id}`;
   const active = partner.keys.filter((k) => k.status === 'active');
   return html`
     <div class="manage">
-      <button type="button" onClick=${() => act(`A new key was issued for ${partner.name}.`, () => admin(token, 'POST', `${base}/keys`, {}))}>
+      <button type="button" onClick=${() =>
+        act(
+          () => admin(token, 'POST', `${base}/keys`, {}),
+          () => `A new key was issued for ${partner.name}.`,
+        )}>
         Issue a key</button>
       <ul class="keys">
         ${active.map(
           (k) => html`
             <li key=${k.key_id}><code>${k.key_prefix}…</code>
               <button type="button" class="secondary" aria-label=${`Rotate key ${k.key_prefix}`}
-                onClick=${() => act(`Key ${k.key_prefix}… was rotated for ${partner.name}.`, () => admin(token, 'POST', `${base}/keys/${k.key_id}/rotate`, {}))}>Rotate</button>
+                onClick=${() =>
+                  act(
+                    () => admin(token, 'POST', `${base}/keys/${k.key_id}/rotate`, {}),
+                    () => `Key ${k.key_prefix}… was rotated for ${partner.name}.`,
+                  )}>Rotate</button>
               <button type="button" class="secondary" aria-label=${`Revoke key ${k.key_prefix}`}
-                onClick=${() => act(`Key ${k.key_prefix}… is revoked.`, () => admin(token, 'DELETE', `${base}/keys/${k.key_id}`))}>Revoke</button>
+                onClick=${() =>
+                  act(
+                    () => admin(token, 'DELETE', `${base}/keys/${k.key_id}`),
+                    () => `Key ${k.key_prefix}… is revoked.`,
+                  )}>Revoke</button>
             </li>`,
         )}
       </ul>
       <form class="inline" onSubmit=${(e) => {
         e.preventDefault();
-        act(`The rate limit of ${partner.name} is ${rate}/min.`, () =>
-          admin(token, 'PATCH', base, { rate_limit_per_minute: Number(rate) }),
+        act(
+          () => admin(token, 'PATCH', base, { rate_limit_per_minute: Number(rate) }),
+          () => `The rate limit of ${partner.name} is ${rate}/min.`,
         );
       }}>
         <label for=${`rate-${partner.partner_id}`}>Rate limit per minute</label>

@@ -3,15 +3,10 @@
 // deliveries filtered by status, each with every attempt, and a redeliver button
 // (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators").
 import { useState } from 'preact/hooks';
-import { admin, html, ShownOnce, time, useAdminRead } from './admin.js';
+import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
 const EVENT_KINDS = ['cart_status_updated', 'cart_abandoned'];
-const ids = (text) =>
-  text
-    .split(/[\s,]+/)
-    .filter(Boolean)
-    .map(Number);
 /** Deliveries the admin API lets an operator send again (not while pending or in flight). */
 const REDELIVERABLE = new Set(['failed', 'parked', 'delivered']);
 
@@ -104,22 +99,32 @@ function Deliveries({ token, webhook, onUnauthorized }) {
     </section>`;
 }
 
+/** The webhook event kinds a subscription receives, as checkboxes. */
+function EventKinds({ chosen, onChange }) {
+  const toggle = (kind) =>
+    onChange(chosen.includes(kind) ? chosen.filter((k) => k !== kind) : [...chosen, kind]);
+  return html`
+    <fieldset>
+      <legend>Events</legend>
+      ${EVENT_KINDS.map(
+        (kind) => html`
+          <label key=${kind} class="check"><input type="checkbox" checked=${chosen.includes(kind)}
+            onChange=${() => toggle(kind)} /> ${kind}</label>`,
+      )}
+    </fieldset>`;
+}
+
 function CreateWebhook({ token, onCreated }) {
   const [form, setForm] = useState({ url: '', auth_token: '', stores: '', events: [...EVENT_KINDS] });
   const [error, setError] = useState(null);
   const field = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
-  const toggle = (kind) =>
-    setForm({
-      ...form,
-      events: form.events.includes(kind) ? form.events.filter((k) => k !== kind) : [...form.events, kind],
-    });
   const submit = async (event) => {
     event.preventDefault();
     setError(null);
     const body = {
       url: form.url,
       auth_token: form.auth_token,
-      store_ids: ids(form.stores),
+      store_ids: idList(form.stores),
       events: form.events,
     };
     try {
@@ -138,14 +143,7 @@ function CreateWebhook({ token, onCreated }) {
       <input id="webhook-auth" type="password" autocomplete="off" required value=${form.auth_token} onInput=${field('auth_token')} />
       <label for="webhook-stores">Store ids (comma separated)</label>
       <input id="webhook-stores" required value=${form.stores} onInput=${field('stores')} />
-      <fieldset>
-        <legend>Events</legend>
-        ${EVENT_KINDS.map(
-          (kind) => html`
-            <label key=${kind} class="check"><input type="checkbox" checked=${form.events.includes(kind)}
-              onChange=${() => toggle(kind)} /> ${kind}</label>`,
-        )}
-      </fieldset>
+      <${EventKinds} chosen=${form.events} onChange=${(events) => setForm({ ...form, events })} />
       <button type="submit">Subscribe</button>
       ${error && html`<p class="error" role="alert">${error}</p>`}
     </form>`;
@@ -159,16 +157,11 @@ function ChangeWebhook({ webhook, onChange }) {
     stores: webhook.store_ids.join(', '),
     events: webhook.events,
   });
-  const toggle = (kind) =>
-    setForm({
-      ...form,
-      events: form.events.includes(kind) ? form.events.filter((k) => k !== kind) : [...form.events, kind],
-    });
   const submit = (event) => {
     event.preventDefault();
     const body = {};
     if (form.url !== webhook.url) body.url = form.url;
-    const stores = ids(form.stores);
+    const stores = idList(form.stores);
     if (stores.join() !== webhook.store_ids.join()) body.store_ids = stores;
     if ([...form.events].sort().join() !== [...webhook.events].sort().join()) body.events = form.events;
     onChange(body);
@@ -179,33 +172,19 @@ function ChangeWebhook({ webhook, onChange }) {
       <input id=${`url-${id}`} type="url" required value=${form.url} onInput=${(e) => setForm({ ...form, url: e.currentTarget.value })} />
       <label for=${`stores-${id}`}>Store ids</label>
       <input id=${`stores-${id}`} required value=${form.stores} onInput=${(e) => setForm({ ...form, stores: e.currentTarget.value })} />
-      <fieldset>
-        <legend>Events</legend>
-        ${EVENT_KINDS.map(
-          (kind) => html`
-            <label key=${kind} class="check"><input type="checkbox" checked=${form.events.includes(kind)}
-              onChange=${() => toggle(kind)} /> ${kind}</label>`,
-        )}
-      </fieldset>
+      <${EventKinds} chosen=${form.events} onChange=${(events) => setForm({ ...form, events })} />
       <button type="submit" class="secondary">Save changes</button>
     </form>`;
 }
 
 function ManageWebhook({ token, webhook, onSecret, onChanged }) {
   const [since, setSince] = useState('');
-  const [message, setMessage] = useState(null);
   const base = `/webhooks/${webhook.webhook_id}`;
-  const act = async (call, said) => {
-    try {
-      const answer = await call();
-      if (answer?.signing_secret)
-        onSecret({ title: said(answer), value: answer.signing_secret, what: 'signing secret' });
-      else setMessage(said(answer));
-      onChanged();
-    } catch (e) {
-      setMessage(`Failed: ${e.message}`);
-    }
-  };
+  const { message, act } = useWrite({
+    secret: { field: 'signing_secret', what: 'signing secret' },
+    onSecret,
+    onChanged,
+  });
   const testSend = () =>
     act(
       () => admin(token, 'POST', `${base}/test`, { event: 'cart_status_updated' }),
