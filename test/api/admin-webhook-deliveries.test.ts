@@ -149,10 +149,13 @@ test('deliveries are listed with every attempt, newest first, filtered by status
   const one = await ok(t, await s.call('GET', `${ADMIN}/webhooks/deliveries/${delivered.delivery_id}`));
   t.deepEqual(one, { delivery: delivered });
 
-  // Four more status moves, a second apart: five deliveries, newest first.
+  // Four more status moves, a second apart, each delivered before the next (so each is scheduled
+  // at its own time, however late the fan-out runs): five deliveries, newest first.
+  let received = 2;
   for (const status of ['preparing', 'ready_for_pickup', 'finished']) {
     clock.advance(1_000);
     await move(s, cart, status);
+    await receiver.waitFor(++received);
   }
   clock.advance(1_000);
   await move(s, cart, 'with_review', { rating: 5 });
