@@ -20,21 +20,23 @@
  * peak resident memory during the run (it also seeded the sandbox, so it is an upper bound).
  */
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Koa from 'koa';
 import { createTimers, defaultComponents, threadedComponents } from '../cli/components.ts';
 import { createService } from '../cli/compose.ts';
 import { loadConfig, type ResolvedConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
-import { roleThread } from '../cli/role-thread.ts';
+import { checkpointsOf, roleThread } from '../cli/role-thread.ts';
 import { seedSandbox } from '../cli/sandbox/seed.ts';
 import * as menuProduct from '../domain/menu-product.ts';
 import * as store from '../domain/store.ts';
-import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { type CheckpointMode, openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 import { type Load, type LoadOptions, load as loadFor } from './load.ts';
@@ -76,13 +78,37 @@ function bareKoa(): Promise<{ url: string; close(): Promise<void> }> {
 const rawItemAdded = (data: unknown, at: string) => toNewEvent({ type: 'CartItemAdded', data }, at);
 
 /**
+ * The bare route's store, connected as the service's API thread is: when the service's projector
+ * thread checkpoints `events.db` (`checkpointsOf`), a thread of the bench checkpoints this file.
+ */
+async function bareStore(file: string, checkpoints: CheckpointMode) {
+  const es = await openSqliteEventStore(file, { checkpoints });
+  if (checkpoints !== 'elsewhere') return { es, close: () => es.close() };
+  const checkpointer = new Worker(new URL('./checkpointer-thread.ts', import.meta.url), {
+    workerData: { file },
+  });
+  await once(checkpointer, 'message');
+  return {
+    es,
+    async close() {
+      await es.close();
+      checkpointer.postMessage('stop');
+      await once(checkpointer, 'exit');
+    },
+  };
+}
+
+/**
  * `command.append`'s baseline: a bare Koa app with the platform route's path that parses the JSON body
  * and appends it as one raw `CartItemAdded` to its own SQLite event store file (no lookups, no decider,
  * no expected revision), answering 200 with the append's revision.
  */
-async function bareAppendKoa(file: string): Promise<{ url: string; close(): Promise<void> }> {
+async function bareAppendKoa(
+  file: string,
+  checkpoints: CheckpointMode,
+): Promise<{ url: string; close(): Promise<void> }> {
   const { default: bodyParser } = await import('@koa/bodyparser');
-  const es = await openSqliteEventStore(file);
+  const { es, close } = await bareStore(file, checkpoints);
   const app = new Koa();
   const parse = bodyParser({ enableTypes: ['json'] });
   const route = /^\/platform\/v1\/carts\/([^/]+)\/items$/;
@@ -102,7 +128,7 @@ async function bareAppendKoa(file: string): Promise<{ url: string; close(): Prom
     url: listening.url,
     async close() {
       await listening.close();
-      await es.close();
+      await close();
     },
   };
 }
@@ -168,14 +194,18 @@ async function seed(dir: string, config: ResolvedConfig) {
 /** The service on the seeded data, caught up, with a key for the big store and the sandbox brand key. */
 async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof seed>>['seeded']) {
   const seededAt = performance.now();
+  const checkpoints = (place: 'main' | 'dispatcher') => checkpointsOf(place, config.projectorThread);
   const service = createService(config, {
     components:
       config.dispatcherThread || config.projectorThread
         ? threadedComponents({
-            dispatcher: config.dispatcherThread ? roleThread('dispatcher') : undefined,
+            dispatcher: config.dispatcherThread
+              ? roleThread('dispatcher', { checkpoints: checkpoints('dispatcher') })
+              : undefined,
             projector: config.projectorThread ? roleThread('projector') : undefined,
           })
         : defaultComponents(undefined, createTimers()),
+    eventStoreOptions: { checkpoints: checkpoints('main') },
     logger: createLogger('warn'),
   });
   const port = await service.start();
@@ -224,6 +254,8 @@ async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof s
       caughtUpMs,
       storeKey,
       brandKey: brandPartner.api_key,
+      /** How the API thread's store is checkpointed: the bare append route's store gets the same. */
+      checkpoints: checkpoints('main'),
       stop: () => service.stop(),
     };
   } catch (e) {
@@ -321,7 +353,7 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
     ),
   };
   const additions = await load(served.base, request);
-  const bareAppend = await bareAppendKoa(path.join(dir, 'bare-appends.db'));
+  const bareAppend = await bareAppendKoa(path.join(dir, 'bare-appends.db'), served.checkpoints);
   let bare: Load;
   try {
     bare = await load(bareAppend.url, request);

@@ -21,7 +21,7 @@ import {
 } from '../api/http.ts';
 import { MetricsSources } from '../api/metrics-sources.ts';
 import type { Supervisor } from '../application/supervisor.ts';
-import { openEventStore } from '../eventstore/index.ts';
+import { type EventStoreOptions, openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { describeConfig, type ResolvedConfig } from './config.ts';
 import { createLogger } from './logger.ts';
@@ -81,8 +81,10 @@ export interface ServiceOptions {
   stopTimeoutMs?: number;
   /** False: no HTTP listener (a role thread, which reports through its parent's). */
   listen?: boolean;
+  /** How this process (or thread) connects to the embedded store: who checkpoints its WAL. */
+  eventStoreOptions?: EventStoreOptions;
   /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
-  openEventStore?: (url: string) => Promise<EventStore>;
+  openEventStore?: (url: string, options: EventStoreOptions) => Promise<EventStore>;
 }
 
 /**
@@ -218,7 +220,10 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       `starting pds (role ${role})`,
     );
     try {
-      eventStore = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl);
+      eventStore = await (options.openEventStore ?? openEventStore)(
+        config.eventStoreUrl,
+        options.eventStoreOptions ?? {},
+      );
       storeOpen = true;
       readiness.add('event_store', () => storeOpen);
       const ctx: ServiceContext = {

@@ -1,15 +1,22 @@
 import type { EventStore } from './port.ts';
-import { openSqliteEventStore } from './sqlite.ts';
+import { type CheckpointMode, openSqliteEventStore } from './sqlite.ts';
 
 export * from './port.ts';
+export type { CheckpointMode } from './sqlite.ts';
+
+/** How a process's connection to the embedded store behaves; an EventStoreDB connection has nothing to set. */
+export interface EventStoreOptions {
+  /** Who copies the embedded store's WAL into its file (`eventstore/sqlite/log.ts`). */
+  checkpoints?: CheckpointMode;
+}
 
 /**
  * Opens the adapter a connection string names: `sqlite:<file>` for the embedded store, or an
  * EventStoreDB/KurrentDB connection string (`esdb://…`, `esdb+discover://…`, `kurrentdb://…`). The
  * EventStoreDB client is loaded only then: it is a tenth of a second of every embedded start otherwise.
  */
-export async function openEventStore(url: string): Promise<EventStore> {
-  if (url.startsWith('sqlite:')) return openSqliteEventStore(url.slice('sqlite:'.length));
+export async function openEventStore(url: string, options: EventStoreOptions = {}): Promise<EventStore> {
+  if (url.startsWith('sqlite:')) return openSqliteEventStore(url.slice('sqlite:'.length), options);
   if (/^(esdb|esdb\+discover|kurrentdb|kurrentdb\+discover|kurrent|kurrent\+discover):\/\//.test(url)) {
     const { createEsdbEventStore } = await import('./esdb.ts');
     return createEsdbEventStore(url);

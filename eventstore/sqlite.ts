@@ -21,7 +21,7 @@ import { createPersistentSubscriptions } from './sqlite/persistent.ts';
 import { createReads } from './sqlite/reads.ts';
 import { toRecorded } from './sqlite/rows.ts';
 
-export type { SqliteEventStoreOptions } from './sqlite/log.ts';
+export type { CheckpointMode, SqliteEventStoreOptions } from './sqlite/log.ts';
 export { prefixUpperBound } from './sqlite/rows.ts';
 
 export async function openSqliteEventStore(

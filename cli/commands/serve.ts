@@ -16,7 +16,7 @@ import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
-import { roleThread } from '../role-thread.ts';
+import { checkpointsOf, roleThread } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
 
@@ -60,7 +60,12 @@ async function serve(role: Role): Promise<void> {
   // The threads start before the main thread loads its components' modules, so that each loads on a
   // core of its own (docs/operations.md, "Threads").
   const spawn = (on: boolean, threadRole: 'dispatcher' | 'projector') =>
-    role === 'all' && on ? roleThread(threadRole, { spawnNow: config }) : undefined;
+    role === 'all' && on
+      ? roleThread(threadRole, {
+          spawnNow: config,
+          checkpoints: checkpointsOf(threadRole, config.projectorThread),
+        })
+      : undefined;
   const threads = {
     dispatcher: spawn(config.dispatcherThread, 'dispatcher'),
     projector: spawn(config.projectorThread, 'projector'),
@@ -71,7 +76,11 @@ async function serve(role: Role): Promise<void> {
     ...(threads.dispatcher || threads.projector ? threadedComponents(threads) : defaultComponents()),
     ...(sandbox ? [sandbox] : []),
   ];
-  const service = createService(config, { role, components });
+  const service = createService(config, {
+    role,
+    components,
+    eventStoreOptions: { checkpoints: checkpointsOf('main', threads.projector !== undefined) },
+  });
   const log = service.logger;
 
   process.on('uncaughtException', (error) => {

@@ -5,7 +5,7 @@
  * channel named after the file, sent once the commit is visible; at another process's, through a
  * file-system watch on the WAL.
  */
-import { type FSWatcher, mkdirSync, watch } from 'node:fs';
+import { closeSync, type FSWatcher, fdatasyncSync, mkdirSync, openSync, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { BroadcastChannel } from 'node:worker_threads';
@@ -15,9 +15,34 @@ import { isBusy, SCHEMA } from './rows.ts';
 
 /** How long after a WAL write of another process its readers look again, for a commit published late. */
 const WAL_RECHECK_MS = 20;
+/** How often the checkpointing connection (`checkpoints: 'background'`) copies the WAL into the file, after appends. */
+const CHECKPOINT_EVERY_MS = 100;
+/**
+ * The WAL size (pages, 16 MB) past which the checkpointing connection has the next writer start the
+ * WAL from its beginning again (a restart checkpoint; see `backgroundCheckpoints`).
+ */
+const RESTART_AT_PAGES = 4_000;
+/** How long a restart checkpoint may hold writers back while it waits for readers (ms). */
+const RESTART_WAIT_MS = 5;
+/**
+ * The WAL size (pages, 64 MB) at which a connection that leaves checkpoints to another one
+ * (`'elsewhere'`) does one in its own commit after all: only while that other one is down or far behind.
+ */
+const CHECKPOINT_BACKSTOP_PAGES = 16_000;
+
+/**
+ * Who copies the WAL into the database file (docs/operations.md, "Threads"):
+ * - `'commit'` (SQLite's default): the commit that takes the WAL past 1,000 pages, inside that commit;
+ * - `'elsewhere'`: another connection of the process (`'background'`); this one's commits do so only
+ *   past `CHECKPOINT_BACKSTOP_PAGES`, when that one is down or behind;
+ * - `'background'`: this connection, every 100 ms after appends (its own, or another thread's or
+ *   process's), without waiting for the writers (`backgroundCheckpoints`).
+ */
+export type CheckpointMode = 'commit' | 'elsewhere' | 'background';
 
 export interface SqliteEventStoreOptions {
   synchronous?: 'normal' | 'full';
+  checkpoints?: CheckpointMode;
   /** How long a write waits for another process's lock before failing (ms). */
   busyTimeoutMs?: number;
   now?: () => Date;
@@ -92,6 +117,8 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   db.exec('PRAGMA temp_store = MEMORY');
   db.exec('PRAGMA cache_size = -65536');
   db.exec(SCHEMA);
+  if (options.checkpoints === 'elsewhere')
+    db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);
 
   let closed = false;
   const statements = new Map<string, StatementSync>();
@@ -111,6 +138,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
       head.stale = true;
       appended.fireSoon();
+      checkpointer?.moved();
     };
     channel.unref();
   }
@@ -129,6 +157,9 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       appended.fireSoon();
     }, WAL_RECHECK_MS).unref();
   };
+
+  const checkpointer =
+    options.checkpoints === 'background' && path !== ':memory:' ? backgroundCheckpoints(db, path) : undefined;
 
   const ensureOpen = (): void => {
     if (closed) throw new EventStoreUnavailableError('event store is closed');
@@ -169,6 +200,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
     appended,
     announceAppends(runs) {
       appended.fireSoon();
+      checkpointer?.moved();
       if (!channel) return;
       // One message per turn of the event loop: the commits of a burst of requests go out together.
       if (unannounced.length === 0) setImmediate(announce);
@@ -188,6 +220,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
           head.stale = true;
           appended.fireSoon();
           recheckLater();
+          checkpointer?.moved();
         });
         watcher.on('error', () => {});
       } catch {
@@ -207,11 +240,66 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       appended.fire();
       if (unannounced.length > 0) announce();
       closed = true;
+      checkpointer?.stop();
       channel?.close();
       clearTimeout(recheck);
       watcher?.close();
       watcher = undefined;
       db.close();
+    },
+  };
+}
+
+/**
+ * The checkpoints of a `'background'` connection, every `CHECKPOINT_EVERY_MS` while the log moves:
+ *
+ * 1. a passive checkpoint: it copies what no reader still needs and never waits for a lock;
+ * 2. the copied pages flushed to disk. SQLite syncs the file only at a checkpoint that reaches the
+ *    WAL's end, which under steady appends never happens here; it would be the writers' backstop
+ *    one, flushing everything copied since on the writer's thread (20-50 ms measured);
+ * 3. once the WAL is past `RESTART_AT_PAGES`, a restart checkpoint: it holds the writers back while it
+ *    copies the few pages appended since step 1 and waits (`RESTART_WAIT_MS` at most) for readers,
+ *    so that the next commit starts the WAL from its beginning. Without it the WAL only grows: a
+ *    writer restarts it only when it finds everything copied, which a copy on another thread,
+ *    concurrent with the appends, never leaves it.
+ *
+ * So the writers' commits never copy the WAL (docs/operations.md, "Threads"); they wait a
+ * millisecond or two each time step 3 runs.
+ */
+function backgroundCheckpoints(db: DatabaseSync, path: string): { moved(): void; stop(): void } {
+  let moved = true;
+  const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+  const restart = db.prepare('PRAGMA wal_checkpoint(RESTART)');
+  const busyTimeout = (db.prepare('PRAGMA busy_timeout').get() as { timeout: number }).timeout;
+  const file = openSync(path, 'r');
+  const checkpoint = (): void => {
+    const { log, checkpointed } = passive.get() as { log: number; checkpointed: number };
+    if (checkpointed > 0) fdatasyncSync(file);
+    if (log < RESTART_AT_PAGES) return;
+    db.exec(`PRAGMA busy_timeout = ${RESTART_WAIT_MS}`);
+    try {
+      restart.get();
+    } finally {
+      db.exec(`PRAGMA busy_timeout = ${busyTimeout}`);
+    }
+  };
+  const timer = setInterval(() => {
+    if (!moved) return;
+    moved = false;
+    try {
+      checkpoint();
+    } catch {
+      // Another connection's checkpoint, or an I/O error: the WAL keeps every commit, the next turn tries again.
+      moved = true;
+    }
+  }, CHECKPOINT_EVERY_MS).unref();
+  return {
+    moved: () => {
+      moved = true;
+    },
+    stop: () => {
+      clearInterval(timer);
+      closeSync(file);
     },
   };
 }
