@@ -32,11 +32,13 @@ import { createTimers, defaultComponents, threadedComponents } from '../cli/comp
 import { createService } from '../cli/compose.ts';
 import { loadConfig, type ResolvedConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
-import { checkpointsOf, roleThread } from '../cli/role-thread.ts';
+import { roleThread } from '../cli/role-thread.ts';
 import { seedSandbox } from '../cli/sandbox/seed.ts';
+import { eventStoreOptionsOf } from '../cli/store-options.ts';
 import * as menuProduct from '../domain/menu-product.ts';
 import * as store from '../domain/store.ts';
-import { type CheckpointMode, openSqliteEventStore } from '../eventstore/sqlite.ts';
+import type { EventStoreOptions } from '../eventstore/index.ts';
+import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 import { type Load, type LoadOptions, load as loadFor } from './load.ts';
@@ -78,12 +80,13 @@ function bareKoa(): Promise<{ url: string; close(): Promise<void> }> {
 const rawItemAdded = (data: unknown, at: string) => toNewEvent({ type: 'CartItemAdded', data }, at);
 
 /**
- * The bare route's store, connected as the service's API thread is: when the service's projector
- * thread checkpoints `events.db` (`checkpointsOf`), a thread of the bench checkpoints this file.
+ * The bare route's store, connected as the service's API thread is (`cli/store-options.ts`): the same
+ * group commit, and when the service's projector thread checkpoints `events.db`, a thread of the bench
+ * checkpoints this file.
  */
-async function bareStore(file: string, checkpoints: CheckpointMode) {
-  const es = await openSqliteEventStore(file, { checkpoints });
-  if (checkpoints !== 'elsewhere') return { es, close: () => es.close() };
+async function bareStore(file: string, options: EventStoreOptions) {
+  const es = await openSqliteEventStore(file, options);
+  if (options.checkpoints !== 'elsewhere') return { es, close: () => es.close() };
   const checkpointer = new Worker(new URL('./checkpointer-thread.ts', import.meta.url), {
     workerData: { file },
   });
@@ -105,10 +108,10 @@ async function bareStore(file: string, checkpoints: CheckpointMode) {
  */
 async function bareAppendKoa(
   file: string,
-  checkpoints: CheckpointMode,
+  options: EventStoreOptions,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const { default: bodyParser } = await import('@koa/bodyparser');
-  const { es, close } = await bareStore(file, checkpoints);
+  const { es, close } = await bareStore(file, options);
   const app = new Koa();
   const parse = bodyParser({ enableTypes: ['json'] });
   const route = /^\/platform\/v1\/carts\/([^/]+)\/items$/;
@@ -194,18 +197,18 @@ async function seed(dir: string, config: ResolvedConfig) {
 /** The service on the seeded data, caught up, with a key for the big store and the sandbox brand key. */
 async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof seed>>['seeded']) {
   const seededAt = performance.now();
-  const checkpoints = (place: 'main' | 'dispatcher') => checkpointsOf(place, config.projectorThread);
+  const storeOptions = eventStoreOptionsOf({ role: 'all' }, config.projectorThread);
   const service = createService(config, {
     components:
       config.dispatcherThread || config.projectorThread
         ? threadedComponents({
             dispatcher: config.dispatcherThread
-              ? roleThread('dispatcher', { checkpoints: checkpoints('dispatcher') })
+              ? roleThread('dispatcher', { projectorThread: config.projectorThread })
               : undefined,
             projector: config.projectorThread ? roleThread('projector') : undefined,
           })
         : defaultComponents(undefined, createTimers()),
-    eventStoreOptions: { checkpoints: checkpoints('main') },
+    eventStoreOptions: storeOptions,
     logger: createLogger('warn'),
   });
   const port = await service.start();
@@ -254,8 +257,8 @@ async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof s
       caughtUpMs,
       storeKey,
       brandKey: brandPartner.api_key,
-      /** How the API thread's store is checkpointed: the bare append route's store gets the same. */
-      checkpoints: checkpoints('main'),
+      /** How the API thread connects to its store: the bare append route's store connects the same way. */
+      storeOptions,
       stop: () => service.stop(),
     };
   } catch (e) {
@@ -353,7 +356,7 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
     ),
   };
   const additions = await load(served.base, request);
-  const bareAppend = await bareAppendKoa(path.join(dir, 'bare-appends.db'), served.checkpoints);
+  const bareAppend = await bareAppendKoa(path.join(dir, 'bare-appends.db'), served.storeOptions);
   let bare: Load;
   try {
     bare = await load(bareAppend.url, request);

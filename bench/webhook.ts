@@ -34,6 +34,7 @@ import { createTimers, defaultComponents } from '../cli/components.ts';
 import { createService, type Role } from '../cli/compose.ts';
 import { loadConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
+import { eventStoreOptionsOf } from '../cli/store-options.ts';
 import { webhookHeaders } from '../webhooks/signing.ts';
 import type { BenchLine } from './eventstore.ts';
 import { type Load, startLoadElsewhere } from './load.ts';
@@ -142,6 +143,7 @@ async function startPds(dir: string, role: Role) {
   const service = createService(config, {
     role,
     components: defaultComponents(undefined, createTimers()),
+    eventStoreOptions: eventStoreOptionsOf({ role }, false),
     logger: createLogger('warn'),
   });
   const bound = await service.start();

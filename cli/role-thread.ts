@@ -11,9 +11,10 @@
 import { Worker } from 'node:worker_threads';
 import type { Counter } from 'prom-client';
 import type { MetricsSnapshot } from '../api/metrics-sources.ts';
-import type { CheckpointMode } from '../eventstore/index.ts';
+import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import type { ResolvedConfig } from './config.ts';
+import { eventStoreOptionsOf } from './store-options.ts';
 
 /** The roles that can run on a thread of their own. */
 export type ThreadRole = 'dispatcher' | 'projector';
@@ -38,18 +39,8 @@ export type ToThread = { type: 'call'; id: number; method: string; args: unknown
 export interface ThreadData {
   role: ThreadRole;
   config: ResolvedConfig;
-  /** Who checkpoints `events.db` (see `checkpointsOf`). */
-  checkpoints: CheckpointMode;
-}
-
-/**
- * Who copies `events.db`'s WAL into the file in role `all` (eventstore/sqlite/log.ts): the projector's
- * thread, when there is one, for the whole process, and the main and dispatcher threads leave it to it,
- * so that a partner's write or a webhook attempt never waits for the copy (docs/operations.md, "Threads").
- */
-export function checkpointsOf(place: 'main' | ThreadRole, projectorThread: boolean): CheckpointMode {
-  if (!projectorThread) return 'commit';
-  return place === 'projector' ? 'background' : 'elsewhere';
+  /** How the thread connects to the embedded store (`store-options.ts`). */
+  eventStore: EventStoreOptions;
 }
 
 /** A call the thread cannot answer: it is not running (starting, or started again after it died). */
@@ -86,14 +77,17 @@ export interface RoleThread extends Component {
 /**
  * `spawnNow`: starts the thread at once, before the service (and the modules of the main thread's
  * components) is even loaded, so that both load on their own core (`pds serve`); otherwise the thread
- * starts with the component. `checkpoints`: by default a projector thread checkpoints `events.db` and a
- * dispatcher thread its own commits (`checkpointsOf`; `pds serve` says which threads there are).
+ * starts with the component. `projectorThread`: whether role `all` runs a projector thread too, which
+ * checkpoints `events.db` for the others (`store-options.ts`); by default only a projector thread does.
  */
 export function roleThread(
   role: ThreadRole,
-  options: { spawnNow?: ResolvedConfig; checkpoints?: CheckpointMode } = {},
+  options: { spawnNow?: ResolvedConfig; projectorThread?: boolean } = {},
 ): RoleThread {
-  const checkpoints = options.checkpoints ?? checkpointsOf(role, role === 'projector');
+  const eventStore = eventStoreOptionsOf(
+    { role: 'all', thread: role },
+    options.projectorThread ?? role === 'projector',
+  );
   let ctx: ServiceContext | undefined;
   let worker: Worker | undefined;
   let started = false;
@@ -116,7 +110,7 @@ export function roleThread(
   /** Starts the thread; resolves once its components started, rejects if it ended first. */
   function spawn(config: ResolvedConfig): Promise<void> {
     const w = new Worker(ENTRY, {
-      workerData: { role, config, checkpoints } satisfies ThreadData,
+      workerData: { role, config, eventStore } satisfies ThreadData,
       name: `pds-${role}`,
     });
     worker = w;

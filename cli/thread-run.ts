@@ -59,12 +59,12 @@ const port = parentPort;
 if (!port) throw new Error('thread-run.ts runs as a worker thread of `pds serve --role all`');
 const send = (message: FromThread) => port.postMessage(message);
 
-const { role, config, checkpoints } = workerData as ThreadData;
+const { role, config, eventStore } = workerData as ThreadData;
 const program = await programs[role]();
 const service = createService(config, {
   role,
   components: program.components,
-  eventStoreOptions: { checkpoints },
+  eventStoreOptions: eventStore,
   logger: createLogger(config.logLevel).child({ thread: role }),
   listen: false,
 });

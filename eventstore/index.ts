@@ -1,13 +1,15 @@
 import type { EventStore } from './port.ts';
-import { type CheckpointMode, openSqliteEventStore } from './sqlite.ts';
+import { type CheckpointMode, type GroupCommit, openSqliteEventStore } from './sqlite.ts';
 
 export * from './port.ts';
-export type { CheckpointMode } from './sqlite.ts';
+export type { CheckpointMode, GroupCommit } from './sqlite.ts';
 
 /** How a process's connection to the embedded store behaves; an EventStoreDB connection has nothing to set. */
 export interface EventStoreOptions {
   /** Who copies the embedded store's WAL into its file (`eventstore/sqlite/log.ts`). */
   checkpoints?: CheckpointMode;
+  /** Which appends share a transaction (`eventstore/sqlite/appends.ts`). */
+  groupCommit?: GroupCommit;
 }
 
 /**

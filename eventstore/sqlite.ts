@@ -21,7 +21,7 @@ import { createPersistentSubscriptions } from './sqlite/persistent.ts';
 import { createReads } from './sqlite/reads.ts';
 import { toRecorded } from './sqlite/rows.ts';
 
-export type { CheckpointMode, SqliteEventStoreOptions } from './sqlite/log.ts';
+export type { CheckpointMode, GroupCommit, SqliteEventStoreOptions } from './sqlite/log.ts';
 export { prefixUpperBound } from './sqlite/rows.ts';
 
 export async function openSqliteEventStore(
@@ -34,7 +34,7 @@ export async function openSqliteEventStore(
 export function createSqliteEventStore(path: string, options: SqliteEventStoreOptions = {}): EventStore {
   const log = openLog(path, options);
   const reads = createReads(log);
-  const { append } = createAppends(log, reads);
+  const { append } = createAppends(log, reads, options.groupCommit);
   const persistent = createPersistentSubscriptions(log, reads);
   return {
     kind: 'sqlite',

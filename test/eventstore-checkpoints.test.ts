@@ -13,7 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import test, { type ExecutionContext } from 'ava';
 import type { EventStore } from '../eventstore/port.ts';
-import { type CheckpointMode, openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { type CheckpointMode, type GroupCommit, openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { rawEvent } from './support/raw-events.ts';
 
 async function storeFile(t: ExecutionContext): Promise<string> {
@@ -81,12 +81,13 @@ test("'background': another thread's connection copies the WAL into the file and
   t.true(walFilePages < 10_000, `the WAL grew to ${Math.round(walFilePages)} pages at most`);
 });
 
-test('the appends of one event-loop turn share one transaction, each refused or kept alone', async (t) => {
+/** Forty appends requested by forty timer callbacks of one turn, one of them refused; how many WAL pages they took, against 39 one by one. */
+async function turnOfAppends(t: ExecutionContext, groupCommit: GroupCommit) {
   const file = await storeFile(t);
-  const store = await open(t, file, 'elsewhere');
+  const store = await openSqliteEventStore(file, { checkpoints: 'elsewhere', groupCommit });
+  t.teardown(() => store.close());
   await store.append('taken', [rawEvent('First')]);
   const start = walPages(file);
-  // Forty appends requested by forty timer callbacks of one turn (not one microtask queue).
   const settled = await new Promise<PromiseSettledResult<unknown>[]>((resolve) => {
     const appends: Promise<unknown>[] = [];
     for (let i = 0; i < 40; i++) {
@@ -106,8 +107,17 @@ test('the appends of one event-loop turn share one transaction, each refused or 
     'the wrong expected revision alone is refused',
   );
   t.is((await store.readAll()).length, 40, 'the other 39 are kept');
-  const grouped = walPages(file) - start;
+  const turn = walPages(file) - start;
   await appendOneByOne(store, 39);
-  const oneByOne = walPages(file) - start - grouped;
-  t.true(grouped * 5 < oneByOne, `one transaction wrote ${grouped} pages; 39 wrote ${oneByOne}`);
+  return { turn, oneByOne: walPages(file) - start - turn };
+}
+
+test("groupCommit 'turn': the appends of one event-loop turn share one transaction, each refused or kept alone", async (t) => {
+  const { turn, oneByOne } = await turnOfAppends(t, 'turn');
+  t.true(turn * 5 < oneByOne, `the turn wrote ${turn} pages; 39 transactions wrote ${oneByOne}`);
+});
+
+test("groupCommit 'callback': the appends of one callback share a transaction, those of others do not", async (t) => {
+  const { turn, oneByOne } = await turnOfAppends(t, 'callback');
+  t.true(turn * 2 > oneByOne, `the turn wrote ${turn} pages; 39 transactions wrote ${oneByOne}`);
 });

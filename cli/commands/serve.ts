@@ -16,9 +16,10 @@ import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
-import { checkpointsOf, roleThread } from '../role-thread.ts';
+import { roleThread } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
+import { eventStoreOptionsOf } from '../store-options.ts';
 
 /**
  * The seeding code (the generator, the deciders' record sinks, a progress bar) is loaded once the
@@ -61,10 +62,7 @@ async function serve(role: Role): Promise<void> {
   // core of its own (docs/operations.md, "Threads").
   const spawn = (on: boolean, threadRole: 'dispatcher' | 'projector') =>
     role === 'all' && on
-      ? roleThread(threadRole, {
-          spawnNow: config,
-          checkpoints: checkpointsOf(threadRole, config.projectorThread),
-        })
+      ? roleThread(threadRole, { spawnNow: config, projectorThread: config.projectorThread })
       : undefined;
   const threads = {
     dispatcher: spawn(config.dispatcherThread, 'dispatcher'),
@@ -79,7 +77,7 @@ async function serve(role: Role): Promise<void> {
   const service = createService(config, {
     role,
     components,
-    eventStoreOptions: { checkpoints: checkpointsOf('main', threads.projector !== undefined) },
+    eventStoreOptions: eventStoreOptionsOf({ role }, threads.projector !== undefined),
   });
   const log = service.logger;
 

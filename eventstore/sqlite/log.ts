@@ -40,9 +40,14 @@ const CHECKPOINT_BACKSTOP_PAGES = 16_000;
  */
 export type CheckpointMode = 'commit' | 'elsewhere' | 'background';
 
+/** Which appends share a transaction: one callback's, or one turn of the event loop's (`appends.ts`). */
+export type GroupCommit = 'callback' | 'turn';
+
 export interface SqliteEventStoreOptions {
   synchronous?: 'normal' | 'full';
   checkpoints?: CheckpointMode;
+  /** Which appends share a transaction (`eventstore/sqlite/appends.ts`). */
+  groupCommit?: GroupCommit;
   /** How long a write waits for another process's lock before failing (ms). */
   busyTimeoutMs?: number;
   now?: () => Date;

@@ -17,7 +17,7 @@ import {
 import { createService, type Role, type Service } from '../../cli/compose.ts';
 import { loadConfig } from '../../cli/config.ts';
 import { createLogger } from '../../cli/logger.ts';
-import { checkpointsOf } from '../../cli/role-thread.ts';
+import { eventStoreOptionsOf } from '../../cli/store-options.ts';
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { EventStoreOptions } from '../../eventstore/index.ts';
 import type { EventStore } from '../../eventstore/port.ts';
@@ -100,7 +100,10 @@ export async function startService(
       : defaultComponents(options.clock ?? systemClock, timers),
     logger: createLogger('debug', sink),
     stopTimeoutMs: 1_000,
-    eventStoreOptions: { checkpoints: checkpointsOf('main', options.threads?.projector !== undefined) },
+    eventStoreOptions: eventStoreOptionsOf(
+      { role: options.role ?? 'all' },
+      options.threads?.projector !== undefined,
+    ),
     ...(options.wrapStore && {
       openEventStore: async (url: string, storeOptions: EventStoreOptions) => {
         const { openEventStore } = await import('../../eventstore/index.ts');
