@@ -30,6 +30,8 @@
  *   before enabling it again). `result` is {outcome, status, duration_ms, response_excerpt, error_code,
  *   error}; `sample` is {event, webhook_id (the header), body}.
  *
+ * - `GET /webhooks/{id}/health?window=1h|24h`: the subscription's health (`admin-webhook-health.ts`).
+ *
  * Writes go through the command handler on the delivery's own stream (the decider refuses what the
  * delivery's real state does not allow, whatever the read model shows) and wait, bounded, until the
  * `webhook_deliveries` read model holds them, so a following GET shows the delivery pending.
@@ -60,6 +62,7 @@ import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../
 import { attemptFields } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
+import { webhookHealthRoutes } from './admin-webhook-health.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { parseBody, parseParams, pathUuid } from './validation.ts';
@@ -89,11 +92,13 @@ const recoverBody = z.strictObject({ since: isoDateTime });
 const testBody = z.strictObject({ event: webhooks.webhookEventKind.optional() });
 const cursorValues = z.tuple([isoDateTime, z.uuid()]);
 
-function encodeCursor(doc: WebhookDeliveryDoc): string {
+/** A deliveries page's `next_cursor`: the sort values of its last delivery. */
+export function encodeCursor(doc: WebhookDeliveryDoc): string {
   return Buffer.from(JSON.stringify([doc.scheduled_at, doc.delivery_id])).toString('base64url');
 }
 
-function decodeCursor(cursor: string): DeliveryCursor {
+/** A `cursor` parameter back into sort values; 400 `invalid_cursor` for one this API did not give out. */
+export function decodeCursor(cursor: string): DeliveryCursor {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -177,6 +182,7 @@ async function pool<T>(items: readonly T[], concurrency: number, work: (item: T)
 export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdminDeps): void {
   const shared = deliveryShared(deps);
   deliveryViewRoutes(router, shared);
+  webhookHealthRoutes(router, deps, shared);
   resendRoutes(router, shared);
   testSendRoutes(router, shared);
 }

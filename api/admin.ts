@@ -1,13 +1,14 @@
 /**
- * Admin API (`/admin/v1`, operator token): partners and their API keys, and the audit history of a
- * cart. Webhook subscriptions, webhook deliveries and projections join this router in their own modules.
+ * Admin API (`/admin/v1`, operator token): partners and their API keys. A cart's audit, webhook
+ * subscriptions and their deliveries join this router from their own modules; projections have a
+ * router of their own.
  */
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Clock } from '../domain/clock.ts';
 import * as partner from '../domain/partner.ts';
-import { type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
+import type { EventStore } from '../eventstore/port.ts';
 import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-models/partner-keys.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
@@ -16,6 +17,7 @@ const OPERATOR = { type: 'operator', id: 'operator' } as const;
 
 import type { CommandHandler } from '../application/command-handler.ts';
 import { generateApiKey } from '../application/credentials.ts';
+import { auditRoutes } from './admin-audit.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import { type AppState, createRouter, HttpProblem } from './http.ts';
@@ -38,12 +40,11 @@ export interface AdminDeps {
 const keyParams = z.object({ id: pathUuid, key_id: partner.keyId });
 const rateLimitBody = z.strictObject({ rate_limit_per_minute: partner.rateLimitPerMinute });
 
-/** Adds the admin routes for partners, keys and cart history to `router` (mounted under ADMIN_BASE). */
+/** Adds the admin routes for partners and keys to `router` (mounted under ADMIN_BASE). */
 export function adminRoutes(router: Router<AppState>, deps: AdminDeps): void {
   const shared = adminShared(deps);
   partnerRoutes(router, shared);
   keyRoutes(router, shared);
-  auditRoutes(router, shared);
 }
 
 type AdminShared = ReturnType<typeof adminShared>;
@@ -221,17 +222,6 @@ function keyRoutes(router: Router<AppState>, shared: AdminShared): void {
   });
 }
 
-/** A cart's full history, for auditors. */
-function auditRoutes(router: Router<AppState>, shared: AdminShared): void {
-  const { store } = shared;
-  router.get('/carts/:uuid/history', async (ctx) => {
-    const { uuid } = parseParams(ctx.params, z.object({ uuid: pathUuid }), 404);
-    const history = await cartHistory(store, uuid);
-    if (!history) throw new HttpProblem(404, { code: 'cart_not_found', detail: `no cart ${uuid}` });
-    ctx.body = { cart_uuid: uuid, events: history };
-  });
-}
-
 function keyRecord(state: partner.PartnerState, keyId: string) {
   if (!state.exists) throw new Error('partner vanished');
   const k = state.keys.find((x) => x.key_id === keyId);
@@ -243,44 +233,6 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
     issued_at: k.issued_at,
     revoked_at: k.revoked_at,
   };
-}
-
-/** One event of a cart's history, as auditors read it. */
-export interface HistoryEntry {
-  revision: number;
-  position: number;
-  type: string;
-  event_id: string;
-  occurred_at: string;
-  recorded_at: string;
-  actor: { type: string; id: string };
-  correlation_id: string;
-  causation_id: string | null;
-  schema_version: number;
-  data: unknown;
-}
-
-/** Every event of a cart's stream, in order; undefined when the cart does not exist. */
-export async function cartHistory(store: EventStore, uuid: string): Promise<HistoryEntry[] | undefined> {
-  try {
-    const events = await store.readStream(`cart-${uuid}`);
-    return events.map((e) => ({
-      revision: e.revision,
-      position: e.position,
-      type: e.type,
-      event_id: e.id,
-      occurred_at: e.metadata.occurred_at,
-      recorded_at: e.recordedAt,
-      actor: e.metadata.actor,
-      correlation_id: e.metadata.correlation_id,
-      causation_id: e.metadata.causation_id,
-      schema_version: e.metadata.schema_version,
-      data: e.data,
-    }));
-  } catch (err) {
-    if (err instanceof StreamNotFoundError) return undefined;
-    throw err;
-  }
 }
 
 /** The admin router: operator token, JSON bodies, idempotent POSTs, problem answers. */
@@ -300,6 +252,7 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
     }),
   );
   adminRoutes(router, deps);
+  auditRoutes(router, deps);
   webhookRoutes(router, deps);
   webhookDeliveryRoutes(router, deps);
   return router;

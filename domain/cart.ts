@@ -14,6 +14,7 @@ import type { CartEvent } from './cart/events.ts';
 import { type CartState, evolve } from './cart/state.ts';
 import type { Decider } from './decider.ts';
 
+export * from './cart/changes.ts';
 export * from './cart/commands.ts';
 export * from './cart/events.ts';
 export * from './cart/records.ts';

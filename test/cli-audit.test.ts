@@ -3,7 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { EXIT } from '../cli/client.ts';
+import { createWebhook, ticking } from './support/cart-world.ts';
+import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
 
 const exec = promisify(execFile);
 
@@ -23,7 +26,8 @@ async function pds(s: TestService | undefined, args: string[], env: Record<strin
   }
 }
 
-async function cartWithHistory(s: TestService): Promise<string> {
+/** A catalog, then (`withCatalog`, e.g. a webhook subscription of its store) a cart through checkout. */
+async function cartWithHistory(s: TestService, withCatalog?: () => Promise<unknown>): Promise<string> {
   const json = { 'content-type': 'application/json' };
   await s.call('PUT', '/platform/v1/stores/1', {
     name: 'Green Leaf',
@@ -37,6 +41,7 @@ async function cartWithHistory(s: TestService): Promise<string> {
   await s.call('PUT', '/platform/v1/brands/2', { name: 'Kiva' });
   await s.call('PUT', '/platform/v1/products/3', { name: 'Camino', brand_id: 2, kind: 'edible' });
   await s.call('PUT', '/platform/v1/stores/1/menu_products/4', { product_id: 3, prices: { each: '10.00' } });
+  await withCatalog?.();
   const created = await s.call(
     'POST',
     '/platform/v1/carts',
@@ -53,27 +58,51 @@ async function cartWithHistory(s: TestService): Promise<string> {
   return cart.uuid;
 }
 
-test('pds audit cart prints every event of the cart as a table, and as JSON with --json', async (t) => {
+test('pds audit cart prints every event with what it changed, then the webhooks it produced; --json both', async (t) => {
   const s = await startService(t);
-  const uuid = await cartWithHistory(s);
+  const receiver = await startReceiver(t);
+  let hook = { id: '' };
+  const uuid = await cartWithHistory(s, async () => {
+    hook = await createWebhook(s, receiver.url, [1]);
+  });
+  // The checkout's status move (revision 3) is delivered to the subscription.
+  const webhooksOf = async () =>
+    (await (await s.call('GET', `/admin/v1/carts/${uuid}/webhooks`)).json()) as {
+      deliveries: Array<{ status: string }>;
+    };
+  await ticking(s, () =>
+    until('delivered', async () => (await webhooksOf()).deliveries[0]?.status === 'delivered'),
+  );
+
   const asTable = await pds(s, ['audit', 'cart', uuid]);
   t.is(asTable.code, 0, asTable.stderr);
-  const lines = asTable.stdout.trimEnd().split('\n');
-  t.regex(lines[0], /^rev\s+position\s+occurred_at\s+type\s+actor\s+correlation_id\s+causation_id\s+data$/);
+  const [events, webhooks] = asTable.stdout.trimEnd().split('\n\n');
+  const lines = events.split('\n');
+  t.regex(
+    lines[0],
+    /^rev\s+position\s+occurred_at\s+type\s+actor\s+correlation_id\s+causation_id\s+data\s+changes$/,
+  );
   t.deepEqual(
     lines.slice(2).map((l) => l.split(/\s+/)[3]),
     ['CartCreated', 'CartItemAdded', 'CartCheckedOut', 'CartStatusChanged'],
   );
   t.true(lines.slice(2).every((l) => l.includes('platform:platform')));
+  t.true(lines[5].endsWith('status: "pending" → "verification"'), lines[5]);
+  t.true(lines[3].includes('amount: 0 → 20'), lines[3]);
+  const [header, , delivery] = webhooks.split('\n');
+  t.regex(header, /^rev\s+event\s+webhook_id\s+delivery_id\s+status\s+attempts\s+delivered_at$/);
+  t.deepEqual(delivery.split(/\s+/).slice(0, 3), ['3', 'cart_status_updated', hook.id]);
+  t.true(delivery.includes(' delivered '));
 
   const asJson = await pds(s, ['audit', 'cart', uuid, '--json']);
   t.is(asJson.code, 0);
   const parsed = JSON.parse(asJson.stdout) as {
     cart_uuid: string;
     events: Array<{ revision: number; type: string }>;
+    deliveries: unknown[];
   };
-  const direct = await (await s.call('GET', `/admin/v1/carts/${uuid}/history`)).json();
-  t.deepEqual(parsed, direct);
+  const direct = (await (await s.call('GET', `/admin/v1/carts/${uuid}/history`)).json()) as object;
+  t.deepEqual(parsed, { ...direct, deliveries: (await webhooksOf()).deliveries });
   t.deepEqual(
     parsed.events.map((e) => e.revision),
     [0, 1, 2, 3],

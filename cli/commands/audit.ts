@@ -1,18 +1,47 @@
-/** `pds audit cart <uuid>`: every event of a cart, in order, as a table or `--json`. */
+/**
+ * `pds audit cart <uuid>`: every event of a cart, in order, with what it changed, then the webhook
+ * deliveries its events produced; as tables or `--json` ({cart_uuid, events, deliveries}).
+ */
 import type { Command } from 'commander';
-import type { HistoryEntry } from '../../api/admin.ts';
-import { createAdminClient, table } from '../client.ts';
+import type { HistoryEntry } from '../../api/admin-audit.ts';
+import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
+import { type AdminClient, createAdminClient, table } from '../client.ts';
 import { runClientCommand } from './run.ts';
+
+/** `status: pending → verification; amount: 0 → 20`. */
+const changesText = (e: HistoryEntry) =>
+  e.changes
+    .map(
+      (c) =>
+        `${c.field}: ${c.before === null ? '∅' : JSON.stringify(c.before)} → ${c.after === null ? '∅' : JSON.stringify(c.after)}`,
+    )
+    .join('; ');
+
+/** Every delivery of the cart, following the pages. */
+async function cartDeliveries(client: AdminClient, uuid: string): Promise<WebhookDeliveryRecord[]> {
+  const all: WebhookDeliveryRecord[] = [];
+  let cursor: string | null = null;
+  do {
+    const params = new URLSearchParams({ limit: '500', ...(cursor && { cursor }) });
+    const page: { deliveries: WebhookDeliveryRecord[]; next_cursor: string | null } = await client.request(
+      'GET',
+      `/admin/v1/carts/${encodeURIComponent(uuid)}/webhooks?${params}`,
+    );
+    all.push(...page.deliveries);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('read the event history auditors need');
   audit
     .command('cart')
     .description(
-      'every event of a cart in order: type, revision, position, time, actor, correlation, causation, data',
+      'every event of a cart in order (type, revision, position, time, actor, correlation, causation, data, what it changed), then the webhooks it produced',
     )
     .argument('<uuid>', 'the cart uuid')
-    .option('--json', 'print the history as JSON')
+    .option('--json', 'print {cart_uuid, events, deliveries} as JSON')
     .action((uuid: string, options: { json?: boolean }) =>
       runClientCommand(async () => {
         const client = await createAdminClient();
@@ -20,9 +49,21 @@ export function registerAudit(program: Command): void {
           'GET',
           `/admin/v1/carts/${encodeURIComponent(uuid)}/history`,
         );
-        if (options.json) return `${JSON.stringify(history, null, 2)}\n`;
-        return `${table(
-          ['rev', 'position', 'occurred_at', 'type', 'actor', 'correlation_id', 'causation_id', 'data'],
+        const deliveries = await cartDeliveries(client, uuid);
+        if (options.json) return `${JSON.stringify({ ...history, deliveries }, null, 2)}\n`;
+        const revisionOf = new Map(history.events.map((e) => [e.event_id, e.revision]));
+        const events = table(
+          [
+            'rev',
+            'position',
+            'occurred_at',
+            'type',
+            'actor',
+            'correlation_id',
+            'causation_id',
+            'data',
+            'changes',
+          ],
           history.events.map((e) => [
             e.revision,
             e.position,
@@ -32,8 +73,23 @@ export function registerAudit(program: Command): void {
             e.correlation_id,
             e.causation_id,
             JSON.stringify(e.data),
+            changesText(e),
           ]),
-        )}\n`;
+        );
+        if (deliveries.length === 0) return `${events}\n\nno webhook deliveries\n`;
+        const webhooks = table(
+          ['rev', 'event', 'webhook_id', 'delivery_id', 'status', 'attempts', 'delivered_at'],
+          deliveries.map((d) => [
+            revisionOf.get(d.source_event_id) ?? '',
+            d.event_kind,
+            d.webhook_id,
+            d.delivery_id,
+            d.status,
+            d.attempt_count,
+            d.delivered_at,
+          ]),
+        );
+        return `${events}\n\n${webhooks}\n`;
       }),
     );
 }

@@ -1,6 +1,7 @@
 /**
- * `pds webhooks deliveries | redeliver | recover | test-send`: a subscription's deliveries and their
- * attempts, sending them again, and one signed sample request (the usage is in `webhooks.ts`).
+ * `pds webhooks deliveries | redeliver | recover | test-send | health`: a subscription's deliveries
+ * and their attempts, sending them again, one signed sample request, and how its deliveries fared
+ * (the usage is in `webhooks.ts`).
  */
 import type { Command } from 'commander';
 import { deliveryStatuses } from '../../domain/webhook-delivery.ts';
@@ -38,6 +39,27 @@ interface RecoverAnswer {
   delivery_ids: string[];
   truncated: boolean;
   limit: number;
+}
+
+/** What `pds webhooks health` prints of `GET /webhooks/{id}/health` (docs/webhooks.md, "Health"). */
+interface HealthTally {
+  scheduled: number;
+  attempts: Record<string, number>;
+  parked: number;
+  latency_ms: { p50: number; p99: number } | null;
+}
+interface HealthAnswer {
+  health: {
+    window: string;
+    from: string;
+    to: string;
+    totals: HealthTally;
+    intervals: Array<HealthTally & { from: string; queue_depth: number }>;
+    queue: {
+      depth: number;
+      oldest: { delivery_id: string; status: string; scheduled_at: string; age_seconds: number } | null;
+    };
+  };
 }
 
 const deliveryPath = (id: string) => `${BASE}/deliveries/${encodeURIComponent(id)}`;
@@ -127,6 +149,7 @@ export function registerDeliveryCommands(webhooks: Command): void {
   redeliverCommand(webhooks);
   recoverCommand(webhooks);
   testSendCommand(webhooks);
+  healthCommand(webhooks);
 }
 
 function deliveriesCommand(webhooks: Command): void {
@@ -234,6 +257,66 @@ function testSendCommand(webhooks: Command): void {
           );
         }
         return '';
+      }),
+    );
+}
+
+/** Failed attempts of every kind, as one figure. */
+const failedAttempts = (t: HealthTally) =>
+  Object.entries(t.attempts).reduce((sum, [outcome, n]) => (outcome === 'delivered' ? sum : sum + n), 0);
+const latency = (t: HealthTally) => (t.latency_ms ? `${t.latency_ms.p50} / ${t.latency_ms.p99}` : '');
+
+function healthText({ health: h }: HealthAnswer): string {
+  const t = h.totals;
+  const oldest = h.queue.oldest;
+  const summary = table(
+    ['field', 'value'],
+    [
+      ['window', `${h.window}: ${h.from} to ${h.to}`],
+      ['scheduled', t.scheduled],
+      ['delivered', t.attempts.delivered ?? 0],
+      ['failed attempts', failedAttempts(t)],
+      ['parked', t.parked],
+      ['latency p50 / p99 (ms)', latency(t)],
+      ['queue depth', h.queue.depth],
+      ['oldest queued', oldest ? `${oldest.delivery_id} (${oldest.status}, ${oldest.age_seconds} s)` : ''],
+    ],
+  );
+  const busy = h.intervals.filter(
+    (i) => i.scheduled + i.parked + failedAttempts(i) + (i.attempts.delivered ?? 0) > 0,
+  );
+  if (busy.length === 0) return `${summary}\n`;
+  const intervals = table(
+    ['from', 'scheduled', 'delivered', 'failed', 'parked', 'p50 / p99 ms', 'queue'],
+    busy.map((i) => [
+      i.from,
+      i.scheduled,
+      i.attempts.delivered ?? 0,
+      failedAttempts(i),
+      i.parked,
+      latency(i),
+      i.queue_depth,
+    ]),
+  );
+  return `${summary}\n\n${intervals}\n`;
+}
+
+function healthCommand(webhooks: Command): void {
+  webhooks
+    .command('health')
+    .description("how a subscription's deliveries fared over the last hour or day, and its queue now")
+    .argument('<id>', 'the webhook id')
+    .option('--window <window>', 'the last 1h (by minute) or 24h (by 15 minutes); default 1h')
+    .option('--json', 'print the answer as JSON')
+    .action((id: string, options: { window?: string; json?: boolean }) =>
+      runClientCommand(async () => {
+        const window = options.window ?? '1h';
+        if (window !== '1h' && window !== '24h') throw new CliError('--window: 1h or 24h', EXIT.usage);
+        const out = await (await createAdminClient()).request<HealthAnswer>(
+          'GET',
+          `${path(id)}/health?window=${window}`,
+        );
+        return options.json ? printJson(out) : healthText(out);
       }),
     );
 }

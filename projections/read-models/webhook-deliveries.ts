@@ -13,8 +13,10 @@
  * so a batch replayed after a crash appends no attempt twice.
  *
  * Indexes: `[webhook_id, scheduled_at desc]` serves a subscription's deliveries newest first;
- * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, and "failed or parked
- * since T" (two equality prefixes, a range on `scheduled_at`) for recover.
+ * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, "failed or parked
+ * since T" (two equality prefixes, a range on `scheduled_at`) for recover, and the oldest delivery
+ * still queued; `[cart_uuid, scheduled_at]` serves a cart's deliveries to every subscription, for the
+ * cart audit.
  */
 
 import { domainEventOf } from '../../application/read-state.ts';
@@ -23,6 +25,14 @@ import * as delivery from '../../domain/webhook-delivery.ts';
 import type { WebhookEventKind } from '../../domain/webhook-subscription.ts';
 import type { Projection } from '../projection.ts';
 import type { Collection, Doc, Filter, IndexSpec } from '../read-store.ts';
+import {
+  applyHealth,
+  type HealthChange,
+  minuteOf,
+  WEBHOOK_HEALTH,
+  WEBHOOK_QUEUES,
+  webhookHealthIndexes,
+} from './webhook-health.ts';
 
 export const WEBHOOK_DELIVERIES = 'webhook_deliveries';
 /** The projection's name: the checkpoint the admin routes wait for after a write. */
@@ -89,6 +99,12 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
       ['webhook_id', 1],
       ['status', 1],
       ['scheduled_at', -1],
+    ],
+  },
+  {
+    keys: [
+      ['cart_uuid', 1],
+      ['scheduled_at', 1],
     ],
   },
 ];
@@ -207,15 +223,59 @@ export function evolveDelivery(
   }
 }
 
+/** What a delivery event tells the health read models (`webhook-health.ts`), given the document before and after it. */
+function healthChange(
+  event: delivery.WebhookDeliveryEvent,
+  before: WebhookDeliveryDoc | undefined,
+  after: WebhookDeliveryDoc,
+): HealthChange {
+  const change = { webhook_id: after.webhook_id, before: before?.status, after: after.status };
+  switch (event.type) {
+    case 'WebhookDeliveryScheduled':
+      return { ...change, at: event.data.scheduled_at, scheduled: true };
+    case 'WebhookDeliveryAttemptStarted':
+      return { ...change, at: event.data.started_at };
+    case 'WebhookDeliveryAttempted':
+      return {
+        ...change,
+        at: event.data.attempted_at,
+        attempt: { outcome: event.data.outcome, duration_ms: event.data.duration_ms },
+      };
+    case 'WebhookDeliveryParked':
+      return { ...change, at: event.data.parked_at, parked: true };
+    case 'WebhookRedeliveryRequested':
+      return { ...change, at: event.data.requested_at };
+  }
+}
+
 export const webhookDeliveriesProjection: Projection = {
   name: WEBHOOK_DELIVERIES_PROJECTION,
-  version: 1,
-  collections: { [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes },
+  // 2: the health read models (`webhook_health`, `webhook_queues`) and the deliveries' cart index.
+  version: 2,
+  collections: {
+    [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
+    [WEBHOOK_HEALTH]: webhookHealthIndexes,
+    [WEBHOOK_QUEUES]: [],
+  },
   filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
   prefetch(event) {
     // A hint only (a document not prefetched is fetched on demand), so the raw data will do.
-    const id = (event.data as { delivery_id?: unknown } | null)?.delivery_id;
-    return eventTypes.has(event.type) && typeof id === 'string' ? [[WEBHOOK_DELIVERIES, id]] : [];
+    const data = event.data as Record<string, unknown> | null;
+    const id = data?.delivery_id;
+    const queue = delivery.parseStreamId(event.streamId);
+    if (!eventTypes.has(event.type) || typeof id !== 'string' || !queue) return [];
+    const at = [
+      data?.scheduled_at,
+      data?.started_at,
+      data?.attempted_at,
+      data?.parked_at,
+      data?.requested_at,
+    ].find((t): t is string => typeof t === 'string' && !Number.isNaN(Date.parse(t)));
+    return [
+      [WEBHOOK_DELIVERIES, id],
+      [WEBHOOK_QUEUES, queue.webhook_id],
+      ...(at ? [[WEBHOOK_HEALTH, `${queue.webhook_id}/${minuteOf(at)}`] as [string, string]] : []),
+    ];
   },
   apply(event, tx) {
     if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
@@ -223,7 +283,9 @@ export const webhookDeliveriesProjection: Projection = {
     const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
     if (current && typeof current._position === 'number' && current._position >= event.position) return;
     const next = evolveDelivery(current, domainEvent);
-    if (next) tx.put(WEBHOOK_DELIVERIES, next);
+    if (!next) return;
+    tx.put(WEBHOOK_DELIVERIES, next);
+    applyHealth(tx, healthChange(domainEvent, current, next));
   },
 };
 
@@ -300,4 +362,41 @@ export async function deliveryById(
 ): Promise<WebhookDeliveryDoc | null> {
   const [doc] = await collection.findByIds([deliveryId]);
   return doc ?? null;
+}
+
+/** Statuses of a delivery still queued: scheduled, and neither delivered nor parked. */
+export const QUEUED_STATUSES: readonly delivery.DeliveryStatus[] = ['pending', 'in_flight', 'failed'];
+
+/**
+ * The subscription's oldest delivery still queued (by `scheduled_at`), or null: one walk per queued
+ * status of the `[webhook_id, status, scheduled_at]` index, each stopping at its first.
+ */
+export async function oldestQueued(
+  collection: Collection<WebhookDeliveryDoc>,
+  webhookId: string,
+): Promise<WebhookDeliveryDoc | null> {
+  const [doc] = await collection.find(
+    { webhook_id: webhookId, status: { $in: [...QUEUED_STATUSES] } },
+    { sort: [['scheduled_at', 1]], limit: 1 },
+  );
+  return doc ?? null;
+}
+
+/**
+ * A cart's deliveries to every subscription, oldest first (`scheduled_at`, then delivery id), strictly
+ * after `after`, at most `limit`: a walk of the `[cart_uuid, scheduled_at]` index.
+ */
+export function deliveriesOfCart(
+  collection: Collection<WebhookDeliveryDoc>,
+  cartUuid: string,
+  options: { limit: number; after?: DeliveryCursor },
+): Promise<WebhookDeliveryDoc[]> {
+  return collection.find(
+    { cart_uuid: cartUuid },
+    {
+      sort: [['scheduled_at', 1]],
+      limit: options.limit,
+      ...(options.after ? { after: [options.after.scheduled_at, options.after.delivery_id] } : {}),
+    },
+  );
 }

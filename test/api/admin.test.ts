@@ -849,6 +849,7 @@ test('GET /carts/{uuid}/history lists every event of a cart in order with its me
     t.deepEqual(Object.keys(e).sort(), [
       'actor',
       'causation_id',
+      'changes',
       'correlation_id',
       'data',
       'event_id',
@@ -885,6 +886,27 @@ test('GET /carts/{uuid}/history lists every event of a cart in order with its me
   t.like(events[3].data, { from: 'pending', to: 'verification' });
   t.like(events[4].data, { from: 'verification', to: 'preparing' });
   t.true(events[1].occurred_at >= events[0].occurred_at);
+
+  // What each event changed in the cart, field by field.
+  const changed = (i: number) =>
+    Object.fromEntries((events[i].changes as Json[]).map((c) => [c.field, [c.before, c.after]]));
+  t.deepEqual(changed(0), {
+    uuid: [null, uuid],
+    store_id: [null, 10],
+    source: [null, { channel: 'headless', partner_id: null }],
+    created_at: [null, events[0].data.created_at],
+    status: [null, 'pending'],
+  });
+  t.deepEqual(Object.keys(changed(1)), ['first_item_at', 'lines[1000]', 'amount']);
+  t.like(changed(1)['lines[1000]'], [null, { price_id: 'each', count: 2, unit_price: '10.00' }]);
+  t.deepEqual(changed(1).amount, [0, 20]);
+  t.like(changed(2), {
+    reservation_mode: [null, 'pickup'],
+    checked_out_at: [null, events[2].data.checked_out_at],
+  });
+  t.false('status' in changed(2), 'checkout moves the status in an event of its own');
+  t.deepEqual(changed(3), { status: ['pending', 'verification'] });
+  t.deepEqual(changed(4), { status: ['verification', 'preparing'] });
 
   // Unknown and malformed carts are 404; the history of another stream is never reachable.
   await problem(t, await svc.call('GET', `${ADMIN}/carts/${UNKNOWN_PARTNER}/history`), 404, 'cart_not_found');

@@ -208,6 +208,9 @@ export const adminRoutes: readonly RouteSpec[] = [
     key_id: w.sparePartner.keyIds,
   })),
   spec('GET', `${A}/carts/:uuid/history`, 'operator', (w) => ({ uuid: [w.curbsideCart, w.openCart] })),
+  spec('GET', `${A}/carts/:uuid/webhooks`, 'operator', (w) => ({ uuid: [w.curbsideCart, w.openCart] }), {
+    query: ['limit', 'cursor'],
+  }),
   spec('POST', `${A}/webhooks`, 'operator', none, {
     body: (w) => ({
       url: w.receiver.url,
@@ -234,6 +237,7 @@ export const adminRoutes: readonly RouteSpec[] = [
   spec('GET', `${A}/webhooks/:id/deliveries`, 'operator', (w) => ({ id: [w.webhookId] }), {
     query: ['status', 'limit', 'cursor'],
   }),
+  spec('GET', `${A}/webhooks/:id/health`, 'operator', (w) => ({ id: [w.webhookId] }), { query: ['window'] }),
   spec('GET', `${A}/webhooks/deliveries/:delivery_id`, 'operator', (w) => ({ delivery_id: [w.deliveryId] })),
   spec(
     'POST',
@@ -376,6 +380,7 @@ const queryValues: Record<string, string[]> = {
   radius: ['1', '25', '100', '0.5'],
   kind: ['brand', 'store_operator'],
   enabled: ['true', 'false'],
+  window: ['1h', '24h'],
   api: ['brand', 'store', 'brand-feed', 'store-menu-feed'],
   v: ['x'],
 };

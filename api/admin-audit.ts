@@ -1,0 +1,127 @@
+/**
+ * A cart's audit (docs/write-side.md, "Auditors"), on the admin router:
+ *
+ * - `GET /carts/{uuid}/history` → 200 {cart_uuid, events}: every event of the cart's stream, in
+ *   order, from the event store (the source of truth): type, revision, global position, times,
+ *   actor, correlation and causation ids, schema version, data, and `changes`, what it changed in
+ *   the cart (`domain/cart/changes.ts`). 404 `cart_not_found`.
+ * - `GET /carts/{uuid}/webhooks?limit=&cursor=` → 200 {cart_uuid, deliveries, next_cursor}: the
+ *   webhook deliveries the cart's events produced, to every subscription, oldest first, each with its
+ *   `source_event_id` (the event it stands for), status and every attempt; from the
+ *   `webhook_deliveries` read model, so a delivery scheduled a moment ago may not be listed yet.
+ *   `limit` 1–500 (default 100); `cursor` as for a subscription's deliveries. 404 `cart_not_found`.
+ */
+import type Router from '@koa/router';
+import { z } from 'zod';
+import { domainEventOf } from '../application/read-state.ts';
+import * as cart from '../domain/cart.ts';
+import { eventRegistry } from '../domain/index.ts';
+import { type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
+import {
+  deliveriesOfCart,
+  toDeliveryRecord,
+  WEBHOOK_DELIVERIES,
+  type WebhookDeliveryDoc,
+  webhookDeliveryIndexes,
+} from '../projections/read-models/webhook-deliveries.ts';
+import type { Collection, ReadStore } from '../projections/read-store.ts';
+import { ADMIN_BASE } from './admin-support.ts';
+import { decodeCursor, encodeCursor } from './admin-webhook-deliveries.ts';
+import { type AppState, HttpProblem } from './http.ts';
+import { parseParams, pathUuid } from './validation.ts';
+
+/** One event of a cart's history, as auditors read it. */
+export interface HistoryEntry {
+  revision: number;
+  position: number;
+  type: string;
+  event_id: string;
+  occurred_at: string;
+  recorded_at: string;
+  actor: { type: string; id: string };
+  correlation_id: string;
+  causation_id: string | null;
+  schema_version: number;
+  data: unknown;
+  /** What the event changed in the cart. */
+  changes: cart.CartChange[];
+}
+
+/** Every event of a cart's stream, in order, with what each changed; undefined when the cart does not exist. */
+export async function cartHistory(store: EventStore, uuid: string): Promise<HistoryEntry[] | undefined> {
+  let events: Awaited<ReturnType<EventStore['readStream']>>;
+  try {
+    events = await store.readStream(cart.streamId(uuid));
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) return undefined;
+    throw err;
+  }
+  let state: cart.CartState = cart.decider.initialState;
+  return events.map((e) => {
+    const before = state;
+    state = cart.decider.evolve(state, domainEventOf<cart.CartEvent>(eventRegistry, e));
+    return {
+      revision: e.revision,
+      position: e.position,
+      type: e.type,
+      event_id: e.id,
+      occurred_at: e.metadata.occurred_at,
+      recorded_at: e.recordedAt,
+      actor: e.metadata.actor,
+      correlation_id: e.metadata.correlation_id,
+      causation_id: e.metadata.causation_id,
+      schema_version: e.metadata.schema_version,
+      data: e.data,
+      changes: cart.cartChanges(before, state),
+    };
+  });
+}
+
+const cartParams = z.object({ uuid: pathUuid });
+// Strict: a misspelt parameter is a 400, not silently ignored.
+const webhooksQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: z.string().max(300).optional(),
+});
+
+/** Adds the cart audit routes to the admin router (mounted under ADMIN_BASE). */
+export function auditRoutes(
+  router: Router<AppState>,
+  deps: { store: EventStore; readStore: ReadStore },
+): void {
+  const { store, readStore } = deps;
+  const notFound = (uuid: string) =>
+    new HttpProblem(404, { code: 'cart_not_found', detail: `no cart ${uuid}` });
+  let collection: Collection<WebhookDeliveryDoc> | undefined;
+  const deliveries = async () => {
+    collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+    return collection;
+  };
+
+  router.get('/carts/:uuid/history', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, cartParams, 404);
+    const history = await cartHistory(store, uuid);
+    if (!history) throw notFound(uuid);
+    ctx.body = { cart_uuid: uuid, events: history };
+  });
+
+  router.get('/carts/:uuid/webhooks', async (ctx) => {
+    const { uuid } = parseParams(ctx.params, cartParams, 404);
+    const query = parseParams(ctx.query, webhooksQuery);
+    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+    try {
+      await store.readStream(cart.streamId(uuid), { direction: 'backwards', maxCount: 1 });
+    } catch (err) {
+      if (err instanceof StreamNotFoundError) throw notFound(uuid);
+      throw err;
+    }
+    const found = await deliveriesOfCart(await deliveries(), uuid, { limit: query.limit + 1, after });
+    const page = found.slice(0, query.limit);
+    const next = found.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
+    if (next) {
+      const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
+      ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${params}>; rel="next"`);
+    }
+    ctx.body = { cart_uuid: uuid, deliveries: page.map(toDeliveryRecord), next_cursor: next };
+  });
+}

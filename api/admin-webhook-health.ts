@@ -1,0 +1,172 @@
+/**
+ * `GET /admin/v1/webhooks/{id}/health?window=1h|24h` (docs/webhooks.md, "Health"): how a webhook
+ * subscription's deliveries fared over the last hour (60 intervals of a minute) or day (96 of 15
+ * minutes), for the console's charts and for anyone watching a receiver:
+ *
+ * - per interval and in total: deliveries scheduled, attempts by outcome, deliveries parked, and the
+ *   attempts' duration p50 and p99 (from a histogram: within about 1.5× of the exact value; null
+ *   without attempts); per interval, the queue depth at its end;
+ * - the queue now: its depth and its oldest delivery still queued (pending, in flight or failed).
+ *
+ * Served by the `webhook_health` and `webhook_queues` read models and one index walk of
+ * `webhook_deliveries`: its cost follows the window (at most 1,440 minutes), not the traffic. The
+ * window ends with the current interval, on the service's clock. 404 `webhook_not_found` for an
+ * unknown or removed subscription; 400 for another window or an unknown parameter.
+ */
+import type Router from '@koa/router';
+import { z } from 'zod';
+import { attemptOutcomes } from '../domain/webhook-delivery.ts';
+import {
+  oldestQueued,
+  WEBHOOK_DELIVERIES,
+  type WebhookDeliveryDoc,
+  webhookDeliveryIndexes,
+} from '../projections/read-models/webhook-deliveries.ts';
+import {
+  type AttemptCounts,
+  LATENCY_BOUNDS_MS,
+  lastMinuteBefore,
+  latencyQuantile,
+  minutesBetween,
+  queueDepth,
+  WEBHOOK_HEALTH,
+  WEBHOOK_QUEUES,
+  type WebhookHealthDoc,
+  type WebhookQueueDoc,
+  webhookHealthIndexes,
+} from '../projections/read-models/webhook-health.ts';
+import type { Collection } from '../projections/read-store.ts';
+import type { WebhookAdminDeps } from './admin-webhooks.ts';
+import type { AppState } from './http.ts';
+import { parseParams } from './validation.ts';
+
+/** The windows the health view offers: their length and their intervals' (minutes). */
+const WINDOWS = { '1h': { minutes: 60, interval: 1 }, '24h': { minutes: 1_440, interval: 15 } } as const;
+const healthQuery = z.strictObject({ window: z.enum(['1h', '24h']).default('1h') });
+
+/** What happened in an interval (or the whole window). */
+interface Tally {
+  scheduled: number;
+  attempts: AttemptCounts;
+  parked: number;
+  latency: number[];
+}
+
+const emptyTally = (): Tally => ({
+  scheduled: 0,
+  attempts: Object.fromEntries(attemptOutcomes.map((o) => [o, 0])) as AttemptCounts,
+  parked: 0,
+  latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
+});
+
+function add(tally: Tally, minute: WebhookHealthDoc): void {
+  tally.scheduled += minute.scheduled;
+  tally.parked += minute.parked;
+  for (const o of attemptOutcomes) tally.attempts[o] += minute.attempts[o] ?? 0;
+  minute.latency_ms.forEach((n, i) => {
+    tally.latency[i] += n;
+  });
+}
+
+function shown(tally: Tally) {
+  const p50 = latencyQuantile(tally.latency, 0.5);
+  return {
+    scheduled: tally.scheduled,
+    attempts: tally.attempts,
+    parked: tally.parked,
+    latency_ms: p50 === null ? null : { p50, p99: latencyQuantile(tally.latency, 0.99) },
+  };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The window's intervals from the minutes that had events, oldest first. The queue depth carries over
+ * the minutes without events, from the last minute before the window (or 0).
+ */
+export function healthSeries(
+  minutes: readonly WebhookHealthDoc[],
+  depthBefore: number,
+  fromMs: number,
+  intervals: number,
+  intervalMinutes: number,
+) {
+  const total = emptyTally();
+  let depth = depthBefore;
+  let next = 0;
+  const series = [];
+  for (let i = 0; i < intervals; i++) {
+    const start = fromMs + i * intervalMinutes * 60_000;
+    const end = start + intervalMinutes * 60_000;
+    const tally = emptyTally();
+    for (; next < minutes.length && Date.parse(minutes[next].minute) < end; next++) {
+      add(tally, minutes[next]);
+      add(total, minutes[next]);
+      depth = minutes[next].depth;
+    }
+    series.push({ from: iso(start), ...shown(tally), queue_depth: depth });
+  }
+  return { totals: shown(total), intervals: series };
+}
+
+/** Adds the health route; `subscription` is how the delivery routes read the id and find the subscription. */
+export function webhookHealthRoutes(
+  router: Router<AppState>,
+  deps: WebhookAdminDeps,
+  subscription: { idParam(params: unknown): string; loadWebhook(id: string): Promise<unknown> },
+): void {
+  const { readStore, clock } = deps;
+  let collections:
+    | {
+        health: Collection<WebhookHealthDoc>;
+        queues: Collection<WebhookQueueDoc>;
+        deliveries: Collection<WebhookDeliveryDoc>;
+      }
+    | undefined;
+  const open = async () => {
+    collections ??= {
+      health: await readStore.collection<WebhookHealthDoc>(WEBHOOK_HEALTH, webhookHealthIndexes),
+      queues: await readStore.collection<WebhookQueueDoc>(WEBHOOK_QUEUES, []),
+      deliveries: await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes),
+    };
+    return collections;
+  };
+
+  router.get('/webhooks/:id/health', async (ctx) => {
+    const id = subscription.idParam(ctx.params);
+    const { window } = parseParams(ctx.query, healthQuery);
+    await subscription.loadWebhook(id);
+    const { minutes, interval } = WINDOWS[window];
+    const now = clock.now().getTime();
+    const step = interval * 60_000;
+    const toMs = Math.floor(now / step) * step + step;
+    const fromMs = toMs - minutes * 60_000;
+    const { health, queues, deliveries } = await open();
+    const [inWindow, before, depth, oldest] = await Promise.all([
+      minutesBetween(health, id, iso(fromMs), iso(toMs)),
+      lastMinuteBefore(health, id, iso(fromMs)),
+      queueDepth(queues, id),
+      oldestQueued(deliveries, id),
+    ]);
+    ctx.body = {
+      health: {
+        webhook_id: id,
+        window,
+        from: iso(fromMs),
+        to: iso(toMs),
+        interval_seconds: interval * 60,
+        ...healthSeries(inWindow, before?.depth ?? 0, fromMs, minutes / interval, interval),
+        queue: {
+          depth,
+          oldest: oldest && {
+            delivery_id: oldest.delivery_id,
+            cart_uuid: oldest.cart_uuid,
+            status: oldest.status,
+            scheduled_at: oldest.scheduled_at,
+            age_seconds: Math.max(0, Math.round((now - Date.parse(oldest.scheduled_at)) / 1000)),
+          },
+        },
+      },
+    };
+  });
+}
