@@ -26,10 +26,16 @@ const ASSETS = new StaticAssets('/console', {
   'preact.mjs': moduleFile('preact'),
   'hooks.mjs': moduleFile('preact/hooks'),
   'htm.mjs': moduleFile('htm'),
+  // The ES module build (the package's "main" is CommonJS, which a browser cannot import).
+  'uplot.mjs': moduleFile('uplot/dist/uPlot.esm.js'),
+  'uplot.css': { ...moduleFile('uplot/dist/uPlot.min.css'), type: CSS },
   // The app: its shell, then one module per view (they import each other relatively, by these names).
   'console.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'admin.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'overview.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'projections.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'health.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'charts.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'webhooks.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'partners.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'cart-audit.js': { dir: OWN_DIR, type: JAVASCRIPT },
@@ -41,7 +47,12 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 function page(assets: Awaited<ReturnType<typeof ASSETS.load>>): { html: string; importMap: string } {
   const url = (name: string) => ASSETS.url(assets, name);
   const importMap = JSON.stringify({
-    imports: { preact: url('preact.mjs'), 'preact/hooks': url('hooks.mjs'), htm: url('htm.mjs') },
+    imports: {
+      preact: url('preact.mjs'),
+      'preact/hooks': url('hooks.mjs'),
+      htm: url('htm.mjs'),
+      uplot: url('uplot.mjs'),
+    },
   });
   const html = `<!doctype html>
 <html lang="en">
@@ -50,6 +61,7 @@ function page(assets: Awaited<ReturnType<typeof ASSETS.load>>): { html: string; 
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>Partner Data Service · Console</title>
     <link rel="icon" href="data:,">
+    <link rel="stylesheet" href="${url('uplot.css')}">
     <link rel="stylesheet" href="${url('console.css')}">
     <script type="importmap">${importMap}</script>
     <script type="module" src="${url('console.js')}"></script>

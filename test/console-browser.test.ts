@@ -55,10 +55,11 @@ const titles = [
   'sign in, see every projection, rebuild one and watch it reach live; accessible at a laptop and a phone width',
   'a wrong token is refused, said so, and not kept',
   'a parked delivery is opened with its attempts and redelivered to the receiver, which now answers 200',
-  'a cart is found by uuid and its events are shown in order, with its status path',
+  'a cart is found by uuid and its events are shown in order, each with what it changed and the webhooks it produced, with its status path',
   'a partner is registered and its key shown once, with a copy button',
   "a partner's key is rotated (the new one shown once, the old one refused), revoked and issued again; its rate limit changed",
   'a receiver is subscribed (its signing secret shown once), sent a test event, its parked delivery recovered, its secret rotated, its stores and events changed, disabled and enabled',
+  "a subscription's health over the last hour and day is drawn as charts, with its totals and oldest queued delivery, in the overview and the webhooks view",
 ];
 if (missing) {
   console.log(`console-browser.test.ts: skipped: ${missing}`);
@@ -80,9 +81,12 @@ if (missing) {
 
     await page.getByLabel('Operator token').fill(svc.token);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    const rows = page.locator('tbody tr');
+    const rows = page.locator('table.projections tbody tr');
     await rows.nth(PROJECTIONS.length - 1).waitFor();
-    t.deepEqual((await page.locator('tbody th[scope="row"]').allTextContents()).sort(), PROJECTIONS);
+    t.deepEqual(
+      (await page.locator('table.projections tbody th[scope="row"]').allTextContents()).sort(),
+      PROJECTIONS,
+    );
     t.false(page.url().includes(svc.token), 'the token is never in the URL');
 
     const catalog = page.locator('tr[data-projection="catalog"]');
@@ -175,15 +179,23 @@ if (missing) {
 
   test(titles[3], async (t) => {
     t.timeout(60_000);
-    const svc = await startService(t);
+    const svc = await startService(t, { threads: { dispatcher: roleThread('dispatcher') } });
+    const receiver = await startReceiver(t);
     await seedCatalog(svc);
+    await createWebhook(svc, receiver.url, [1]);
     const cart = await createCart(svc);
     await addItem(svc, cart);
     await checkOut(svc, cart);
     await move(svc, cart, 'preparing');
     const history = (await (await svc.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
-      events: { type: string; revision: number }[];
+      events: { type: string; revision: number; event_id: string }[];
     };
+    // Both status moves delivered to the receiver.
+    await until('both webhooks delivered', async () => {
+      const res = await svc.call('GET', `/admin/v1/carts/${cart.uuid}/webhooks`);
+      const { deliveries } = (await res.json()) as { deliveries: { status: string }[] };
+      return deliveries.length === 2 && deliveries.every((d) => d.status === 'delivered');
+    });
 
     const { page, problems } = await signedIn(t, svc, 'cart-audit');
     await page.getByLabel('Cart uuid').fill(cart.uuid);
@@ -204,6 +216,20 @@ if (missing) {
       'verification',
       'preparing',
     ]);
+    // What each event changed, and the webhook each status move produced, delivered.
+    const changes = (i: number) => events.nth(i).locator('ul.changes li').allTextContents();
+    const moves = history.events.flatMap((e, i) => (e.type === 'CartStatusChanged' ? [i] : []));
+    t.deepEqual(await changes(moves[0]), ['status: pending → verification']);
+    t.deepEqual(await changes(moves[1]), ['status: verification → preparing']);
+    t.true(
+      (await changes(1)).some((c) => c.startsWith('amount: 0 → ')),
+      'the item addition moves the total',
+    );
+    for (const [i, event] of history.events.entries()) {
+      const produced = events.nth(i).locator('ul.event-webhooks li');
+      t.is(await produced.count(), moves.includes(i) ? 1 : 0, `webhooks of ${event.type}`);
+      if (moves.includes(i)) t.regex(await produced.innerText(), /cart_status_updated .*delivered/);
+    }
     t.deepEqual(await accessibilityProblems(page), [], 'cart audit: no serious or critical violation');
     await screenshot(page, 'console-cart-audit');
     t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
@@ -383,6 +409,89 @@ if (missing) {
       webhooks: { enabled: boolean }[];
     };
     t.true(stored.webhooks[0].enabled);
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test(titles[7], async (t) => {
+    t.timeout(90_000);
+    // One attempt, then parked; the dispatcher on its thread, as `npm start` runs it.
+    const svc = await startService(t, {
+      threads: { dispatcher: roleThread('dispatcher') },
+      env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
+    });
+    const receiver = await startReceiver(t);
+    receiver.script({ status: 500, body: 'receiver down' });
+    await seedCatalog(svc);
+    const webhook = await createWebhook(svc, receiver.url, [1]);
+    for (let i = 0; i < 3; i++) {
+      const cart = await createCart(svc);
+      await addItem(svc, cart);
+      await checkOut(svc, cart);
+    }
+    const api = async (window: string) =>
+      (
+        (await (
+          await svc.call('GET', `/admin/v1/webhooks/${webhook.id}/health?window=${window}`)
+        ).json()) as {
+          health: { totals: { scheduled: number; parked: number; attempts: { delivered: number } } };
+        }
+      ).health;
+    await until('three deliveries settled', async () => {
+      const { totals } = await api('1h');
+      return totals.attempts.delivered === 2 && totals.parked === 1;
+    });
+
+    const { page, problems } = await signedIn(t, svc, 'overview');
+    const card = page.getByRole('article', { name: `Health of ${receiver.url}` });
+    const totals = card.locator('dl.totals');
+    await totals.waitFor();
+    const figure = async (name: string) =>
+      totals
+        .locator('div', { has: page.locator('dt', { hasText: new RegExp(`^${name}$`) }) })
+        .locator('dd')
+        .innerText();
+    t.is(await figure('Scheduled'), '3');
+    t.is(await figure('Delivered'), '2');
+    t.is(await figure('Failed attempts'), '1');
+    t.is(await figure('Parked'), '1');
+    t.is(await figure('Queued now'), '0');
+    t.regex(await figure('Latency p50 / p99'), /^\d[\d,.]* ms \/ \d[\d,.]* ms$/);
+    // Three charts, drawn (uPlot's canvas), each saying what it shows in words.
+    await card.locator('figure.chart canvas').nth(2).waitFor();
+    t.is(await card.locator('figure.chart').count(), 3);
+    t.regex(
+      (await card.locator('.plot').first().getAttribute('aria-label')) ?? '',
+      /Last hour: 2 delivered, 1 failed attempts, 1 parked/,
+    );
+    t.deepEqual(
+      await accessibilityProblems(page),
+      [],
+      'overview with health: no serious or critical violation',
+    );
+    await screenshot(page, 'console-overview-health');
+
+    // The last day: 15-minute intervals, the same totals.
+    await page.getByLabel('Last day').check();
+    await card.locator('.plot[aria-label^="Last day"]').first().waitFor();
+    t.is(await figure('Scheduled'), '3');
+    t.is((await api('24h')).totals.scheduled, 3);
+    await page.setViewportSize({ width: 390, height: 844 });
+    t.deepEqual(await accessibilityProblems(page), [], 'at a phone width: no serious or critical violation');
+    await screenshot(page, 'console-overview-health-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // The webhooks view shows the same health above the subscription's deliveries.
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: `Deliveries to ${receiver.url}` }).click();
+    const chosen = page.locator(`[data-health="${webhook.id}"]`);
+    await chosen.locator('figure.chart canvas').nth(2).waitFor();
+    t.regex(await chosen.locator('dl.totals').innerText(), /Parked\s+1/);
+    t.deepEqual(
+      await accessibilityProblems(page),
+      [],
+      'webhooks with health: no serious or critical violation',
+    );
+    await screenshot(page, 'console-webhook-health');
     t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 }

@@ -1,5 +1,6 @@
-// The cart audit view: a cart's whole event history as a timeline, and the path of its statuses
-// (GET /admin/v1/carts/{uuid}/history).
+// The cart audit view: a cart's whole event history as a timeline, each event with what it changed
+// and the webhooks it produced, and the path of its statuses (GET /admin/v1/carts/{uuid}/history
+// and /webhooks; docs/write-side.md, "Auditors").
 import { useState } from 'preact/hooks';
 import { admin, html, time } from './admin.js';
 
@@ -10,8 +11,41 @@ function statusPath(events) {
   return [moves[0].data.from, ...moves.map((e) => e.data.to)];
 }
 
-function Timeline({ history }) {
+/** A value as the audit shows it: nothing as ∅, text as it is (empty as ""), the rest as JSON. */
+const shown = (value) =>
+  value === null ? '∅' : value === '' ? '""' : typeof value === 'string' ? value : JSON.stringify(value);
+
+function Changes({ changes }) {
+  if (changes.length === 0) return html`<p class="muted">Changed nothing the cart shows.</p>`;
+  return html`
+    <ul class="changes" aria-label="What changed">
+      ${changes.map(
+        (c) =>
+          html`<li key=${c.field}><code>${c.field}</code>: ${shown(c.before)} → <strong>${shown(c.after)}</strong></li>`,
+      )}
+    </ul>`;
+}
+
+function Webhooks({ deliveries }) {
+  if (deliveries.length === 0) return '';
+  return html`
+    <ul class="event-webhooks" aria-label="Webhooks it produced">
+      ${deliveries.map(
+        (d) => html`
+          <li key=${d.delivery_id} data-event-delivery=${d.delivery_id}>
+            ${`${d.event_kind} to subscription `}<code>${d.webhook_id}</code>${': '}
+            <span class=${`state state-${d.status}`}>${d.status}</span>
+            ${` after ${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'}`}${
+              d.delivered_at ? html`, delivered ${time(d.delivered_at)}` : ''
+            }${d.parked_reason ? ` (${d.parked_reason})` : ''}
+          </li>`,
+      )}
+    </ul>`;
+}
+
+function Timeline({ history, deliveries }) {
   const path = statusPath(history.events);
+  const bySource = Map.groupBy(deliveries, (d) => d.source_event_id);
   return html`
     <h3>Cart <code>${history.cart_uuid}</code></h3>
     ${
@@ -26,22 +60,42 @@ function Timeline({ history }) {
             <p class="event-head"><strong>${e.type}</strong>
               <span class="muted"> revision ${e.revision} · position ${e.position} · ${time(e.occurred_at)}</span></p>
             <p class="muted">by ${e.actor.type} ${e.actor.id} · correlation <code>${e.correlation_id}</code></p>
+            <${Changes} changes=${e.changes} />
+            <${Webhooks} deliveries=${bySource.get(e.event_id) ?? []} />
             <details><summary>Data</summary><pre>${JSON.stringify(e.data, null, 2)}</pre></details>
           </li>`,
       )}
     </ol>`;
 }
 
+/** Every delivery of the cart, following the pages. */
+async function cartDeliveries(token, uuid) {
+  const all = [];
+  let cursor = null;
+  do {
+    const query = new URLSearchParams({ limit: '500', ...(cursor ? { cursor } : {}) });
+    const page = await admin(token, 'GET', `/carts/${encodeURIComponent(uuid)}/webhooks?${query}`);
+    all.push(...page.deliveries);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
 export function CartAudit({ token, onUnauthorized }) {
   const [uuid, setUuid] = useState('');
-  const [history, setHistory] = useState(null);
+  const [found, setFound] = useState(null);
   const [error, setError] = useState(null);
   const find = async (event) => {
     event.preventDefault();
     setError(null);
-    setHistory(null);
+    setFound(null);
+    const id = uuid.trim();
     try {
-      setHistory(await admin(token, 'GET', `/carts/${encodeURIComponent(uuid.trim())}/history`));
+      const [history, deliveries] = await Promise.all([
+        admin(token, 'GET', `/carts/${encodeURIComponent(id)}/history`),
+        cartDeliveries(token, id),
+      ]);
+      setFound({ history, deliveries });
     } catch (e) {
       if (e.status === 401) onUnauthorized();
       else setError(e.message);
@@ -56,6 +110,6 @@ export function CartAudit({ token, onUnauthorized }) {
         <button type="submit">Show history</button>
       </form>
       ${error && html`<p class="error" role="alert">${error}</p>`}
-      ${history && html`<${Timeline} history=${history} />`}
+      ${found && html`<${Timeline} history=${found.history} deliveries=${found.deliveries} />`}
     </section>`;
 }

@@ -1,18 +1,18 @@
 // The operator console (api/console.ts; README, "Operator console"): Preact and htm as ES modules, no
 // build. The operator token stays in this tab's sessionStorage and goes out only in the Authorization
 // header of calls to /admin/v1: the console has no authority of its own. Views are chosen by the
-// URL's fragment (#projections, …), which never carries the token.
+// URL's fragment (#overview, …), which never carries the token.
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { admin, html } from './admin.js';
 import { CartAudit } from './cart-audit.js';
+import { Overview } from './overview.js';
 import { Partners } from './partners.js';
-import { Projections } from './projections.js';
 import { Webhooks } from './webhooks.js';
 
 const TOKEN_KEY = 'pds.operator-token';
 const VIEWS = [
-  { id: 'projections', title: 'Projections', View: Projections },
+  { id: 'overview', title: 'Overview', View: Overview },
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
   { id: 'partners', title: 'Partners', View: Partners },
   { id: 'cart-audit', title: 'Cart audit', View: CartAudit },

@@ -45,8 +45,8 @@ export function Projections({ token, onUnauthorized }) {
     }
   };
   return html`
-    <section aria-labelledby="view-title">
-      <h2 id="view-title">Projections</h2>
+    <section aria-labelledby="projections-title">
+      <h2 id="projections-title">Projections</h2>
       <p class="hint">Each read model, how far it has applied the event log, and a rebuild into fresh copies
         while the live ones serve. Updated every second.</p>
       <p class="status" role="status">${message ?? (read.error ? `Could not read the projections: ${read.error}` : '')}</p>
@@ -55,7 +55,7 @@ export function Projections({ token, onUnauthorized }) {
           ? html`<p>Loading…</p>`
           : html`
           <div class="table-scroll">
-            <table>
+            <table class="projections">
               <thead>
                 <tr><th scope="col">Projection</th><th scope="col">State</th><th scope="col">Checkpoint</th>
                   <th scope="col">Lag (events)</th><th scope="col">Lag (time)</th><th scope="col">Rebuild</th>

@@ -1,9 +1,10 @@
 // The webhooks view: the subscriptions, created (the signing secret shown once), disabled or enabled,
 // their secret rotated, a test event sent, failed deliveries recovered since a time; a subscription's
-// deliveries filtered by status, each with every attempt, and a redeliver button
-// (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators").
+// health (health.js) and its deliveries filtered by status, each with every attempt, and a redeliver
+// button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators").
 import { useState } from 'preact/hooks';
 import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+import { Health, WindowChoice } from './health.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
 const EVENT_KINDS = ['cart_status_updated', 'cart_abandoned'];
@@ -234,6 +235,18 @@ function ManageWebhook({ token, webhook, onSecret, onChanged }) {
     </div>`;
 }
 
+/** A subscription's health, then its deliveries. */
+function Chosen({ token, webhook, onUnauthorized }) {
+  const [window, setWindow] = useState('1h');
+  return html`
+    <section aria-labelledby="chosen-health-title">
+      <h3 id="chosen-health-title">Health of <code>${webhook.url}</code></h3>
+      <${WindowChoice} window=${window} onChange=${setWindow} />
+      <${Health} token=${token} webhook=${webhook} window=${window} onUnauthorized=${onUnauthorized} />
+    </section>
+    <${Deliveries} token=${token} webhook=${webhook} onUnauthorized=${onUnauthorized} />`;
+}
+
 export function Webhooks({ token, onUnauthorized }) {
   const read = useAdminRead(token, '/webhooks?limit=100', 'webhooks', onUnauthorized);
   const webhooks = read.value;
@@ -282,6 +295,6 @@ export function Webhooks({ token, onUnauthorized }) {
               </table>
             </div>`
       }
-      ${chosen && html`<${Deliveries} key=${chosen.webhook_id} token=${token} webhook=${chosen} onUnauthorized=${onUnauthorized} />`}
+      ${chosen && html`<${Chosen} key=${chosen.webhook_id} token=${token} webhook=${chosen} onUnauthorized=${onUnauthorized} />`}
     </section>`;
 }
