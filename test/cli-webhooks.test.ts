@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { EXIT } from '../cli/client.ts';
 import { manualClock } from '../domain/clock.ts';
+import { whileTicking } from './support/admin-answers.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -252,18 +253,6 @@ test('pds webhooks: exit codes say what went wrong', async (t) => {
   t.regex(down.stderr, /cannot reach/);
 });
 
-/** Polls the admin API (running the service's due timers) until `check` answers something. */
-async function until<T>(s: TestService, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await s.tick();
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 test('pds webhooks: deliveries, redeliver, recover and test-send', async (t) => {
   const clock = manualClock(new Date());
   const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1m' } });
@@ -278,10 +267,10 @@ test('pds webhooks: deliveries, redeliver, recover and test-send', async (t) => 
   const cart = await createCart(s);
   await addItem(s, cart);
   await checkOut(s, cart);
-  await until(s, async () => ((await list())[0]?.status === 'failed' ? true : undefined));
+  await whileTicking(s, async () => ((await list())[0]?.status === 'failed' ? true : undefined));
   clock.advance(1_000);
   await move(s, cart, 'preparing');
-  const [second, first] = await until(s, async () => {
+  const [second, first] = await whileTicking(s, async () => {
     const found = await list();
     return found.length === 2 ? found : undefined;
   });
@@ -332,7 +321,7 @@ test('pds webhooks: deliveries, redeliver, recover and test-send', async (t) => 
   t.regex(busy.stderr, /409 delivery_in_progress/);
   // Past the 1 min retry and its jitter (±10 %: up to 66 s).
   clock.advance(70_000);
-  await until(s, async () => {
+  await whileTicking(s, async () => {
     const found = await list();
     return found.map((d) => d.status).join() === 'delivered,parked' ? true : undefined;
   });

@@ -7,9 +7,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { SAMPLE_CART_UUID } from '../../api/admin-webhook-deliveries.ts';
 import { manualClock } from '../../domain/clock.ts';
+import { ok, problem, whileTicking } from '../support/admin-answers.ts';
 import {
   addItem,
   checkOut,
@@ -25,7 +26,6 @@ import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 import { verifyWebhook } from '../webhooks/verify-signature.ts';
 
 const ADMIN = '/admin/v1';
-const PROBLEM = 'application/problem+json';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 const FAST = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1s,1s' };
@@ -33,37 +33,6 @@ const FAST = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1s,1s' };
 type Clock = ReturnType<typeof manualClock>;
 // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
 type Json = Record<string, any>;
-
-async function ok(t: ExecutionContext, res: Response, status = 200): Promise<Json> {
-  const text = await res.text();
-  t.is(res.status, status, text);
-  t.true((res.headers.get('content-type') ?? '').startsWith('application/json'), text);
-  return JSON.parse(text) as Json;
-}
-
-/** Asserts an RFC 9457 problem with this status (and code, when given); returns its body. */
-async function problem(t: ExecutionContext, res: Response, status: number, code?: string): Promise<Json> {
-  const text = await res.text();
-  t.is(res.status, status, text);
-  t.true((res.headers.get('content-type') ?? '').startsWith(PROBLEM), `content-type of: ${text}`);
-  const body = JSON.parse(text) as Json;
-  t.is(body.status, status);
-  t.true(typeof body.detail === 'string' && body.detail.length > 0);
-  if (code) t.is(body.code, code, text);
-  return body;
-}
-
-/** Runs the service's due timers until `check` answers something, or fails after `timeoutMs`. */
-async function until<T>(s: TestService, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await s.tick();
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function deliveries(s: TestService, webhookId: string, query = ''): Promise<Json[]> {
   const res = await s.call('GET', `${ADMIN}/webhooks/${webhookId}/deliveries${query}`);
@@ -73,7 +42,7 @@ async function deliveries(s: TestService, webhookId: string, query = ''): Promis
 
 /** Waits until the subscription has `count` deliveries that all pass `settled`. */
 function deliveriesWhen(s: TestService, webhookId: string, count: number, settled: (d: Json) => boolean) {
-  return until(s, async () => {
+  return whileTicking(s, async () => {
     const list = await deliveries(s, webhookId, '?limit=500');
     return list.length === count && list.every(settled) ? list : undefined;
   });
@@ -90,7 +59,7 @@ async function checkedOut(s: TestService, storeId = 1): Promise<WorldCart> {
 /** Moves the clock past the next retry (1 s ± 10 %) and waits for the receiver's next request. */
 async function nextAttempt(s: TestService, clock: Clock, receiver: Receiver, count: number) {
   clock.advance(1_200);
-  await until(s, async () => (receiver.received.length >= count ? true : undefined));
+  await whileTicking(s, async () => (receiver.received.length >= count ? true : undefined));
 }
 
 test('deliveries are listed with every attempt, newest first, filtered by status and paged', async (t) => {
@@ -213,7 +182,7 @@ test('a delivery is parked after its last attempt; redeliver makes it pending ag
   // A second delivery of the same cart waits behind the first: pending, so not redeliverable.
   clock.advance(100);
   await move(s, cart, 'preparing');
-  const [second] = await until(s, async () => {
+  const [second] = await whileTicking(s, async () => {
     const list = await deliveries(s, hook.id);
     return list.length === 2 ? list : undefined;
   });
@@ -437,7 +406,7 @@ test('a redelivered or recovered delivery reaches the receiver again: same webho
 
   clock.advance(60_000);
   await ok(t, await s.call('POST', `${ADMIN}/webhooks/deliveries/${parked.delivery_id}/redeliver`), 202);
-  const got = await until(
+  const got = await whileTicking(
     s,
     async () => (receiver.received.length >= 2 ? receiver.received : undefined),
     3_000,
@@ -447,7 +416,7 @@ test('a redelivered or recovered delivery reaches the receiver again: same webho
   t.is(got[1].raw.toString(), got[0].raw.toString(), 'the same body');
   const now = () => Math.floor(clock.now().getTime() / 1000);
   t.deepEqual(verifyWebhook(got[1].headers, got[1].raw, hook.secret, now()), { valid: true });
-  const delivered = await until(
+  const delivered = await whileTicking(
     s,
     async () => {
       const [d] = await deliveries(s, hook.id);
@@ -472,7 +441,7 @@ test('a redelivered or recovered delivery reaches the receiver again: same webho
     recovered: 1,
     delivery_ids: [second.delivery_id],
   });
-  const all = await until(
+  const all = await whileTicking(
     s,
     async () => (receiver.received.length >= 4 ? receiver.received : undefined),
     3_000,

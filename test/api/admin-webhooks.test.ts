@@ -10,10 +10,10 @@ import test, { type ExecutionContext } from 'ava';
 import { createSecretBox, type SecretBox } from '../../application/credentials.ts';
 import { parseSecretKey, SECRET_KEY_FILE } from '../../cli/config.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
+import { ok, problem } from '../support/admin-answers.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 const ADMIN = '/admin/v1';
-const PROBLEM = 'application/problem+json';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
@@ -51,28 +51,6 @@ async function create(t: ExecutionContext, svc: TestService, body: Json, headers
   const out = await json(res);
   t.is(res.status, 201, JSON.stringify(out));
   return out;
-}
-
-async function ok(t: ExecutionContext, res: Response, status = 200): Promise<Json> {
-  const text = await res.text();
-  t.is(res.status, status, text);
-  t.true((res.headers.get('content-type') ?? '').startsWith('application/json'), text);
-  return JSON.parse(text) as Json;
-}
-
-/** Asserts an RFC 9457 problem with this status (and code, when given); returns its body. */
-async function problem(t: ExecutionContext, res: Response, status: number, code?: string): Promise<Json> {
-  const text = await res.text();
-  t.is(res.status, status, text);
-  t.true((res.headers.get('content-type') ?? '').startsWith(PROBLEM), `content-type of: ${text}`);
-  const body = JSON.parse(text) as Json;
-  t.is(body.status, status);
-  t.is(typeof body.title, 'string');
-  t.is(typeof body.type, 'string');
-  t.true(typeof body.detail === 'string' && body.detail.length > 0);
-  if (code) t.is(body.code, code, text);
-  t.false(/\bat .+\.ts:\d+/.test(text), 'no stack trace');
-  return body;
 }
 
 /** Runs `refusal`, then checks the event store's head did not move. */

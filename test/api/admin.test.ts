@@ -16,10 +16,10 @@ import {
   partnerKeysProjection,
 } from '../../projections/read-models/partner-keys.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { problem } from '../support/admin-answers.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 const ADMIN = '/admin/v1';
-const PROBLEM = 'application/problem+json';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const UNKNOWN_PARTNER = '00000000-0000-4000-8000-000000000000';
@@ -62,22 +62,6 @@ async function register(t: ExecutionContext, svc: TestService, body: Json): Prom
   const res = await svc.call('POST', `${ADMIN}/partners`, body);
   t.is(res.status, 201, await res.clone().text());
   return (await res.json()) as Registered;
-}
-
-/** Asserts an RFC 9457 problem with this status (and code, when given); returns its body. */
-async function problem(t: ExecutionContext, res: Response, status: number, code?: string): Promise<Json> {
-  const text = await res.text();
-  t.is(res.status, status, text);
-  t.true((res.headers.get('content-type') ?? '').startsWith(PROBLEM), `content-type of: ${text}`);
-  const body = JSON.parse(text) as Json;
-  t.is(body.status, status);
-  t.is(typeof body.title, 'string');
-  t.is(typeof body.type, 'string');
-  t.is(typeof body.detail, 'string');
-  t.true(body.detail.length > 0);
-  if (code) t.is(body.code, code, text);
-  t.false(/\bat .+\.ts:\d+/.test(text), 'no stack trace');
-  return body;
 }
 
 /** Runs `refusal`, then checks the event store's head did not move. */

@@ -31,8 +31,11 @@ export async function problem(
   );
   const body = JSON.parse(text) as Json;
   t.is(body.status, status);
+  t.is(typeof body.title, 'string');
+  t.is(typeof body.type, 'string');
   t.true(typeof body.detail === 'string' && body.detail.length > 0);
   if (code) t.is(body.code, code, text);
+  t.false(/\bat .+\.ts:\d+/.test(text), 'no stack trace');
   return body;
 }
 
