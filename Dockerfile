@@ -3,7 +3,6 @@ FROM node:24-slim
 WORKDIR /app
 ENV NODE_ENV=production
 # A young generation of 2 x 16 MB instead of up to 128 MB under load (docs/read-side.md, "Memory").
-ENV NODE_OPTIONS=--max-semi-space-size=16
 COPY package.json package-lock.json ./
 # The image brings Node 24, so the `node` devDependency (which puts Node 24 on PATH for npm scripts on
 # machines with an older Node) is not needed here, nor are the other dev tools: Node runs the .ts files
@@ -23,4 +22,4 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "cli/pds.ts", "serve", "--role", "all"]
+CMD ["node", "--scavenger-max-new-space-capacity-mb=8", "cli/pds.ts", "serve", "--role", "all"]

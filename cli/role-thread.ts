@@ -56,6 +56,14 @@ const RESTART_BASE_MS = 200;
 const RESTART_MAX_MS = 30_000;
 /** How long a stop waits for the thread to stop its components before it is terminated. */
 const STOP_TIMEOUT_MS = 15_000;
+/**
+ * Each thread's young generation (MB: two 1 MB semi-spaces and their share of large objects). Once
+ * ready the threads allocate little, but their catch-up at start grew it to 2 × 8 MB each, which then
+ * stayed resident: about 25 MB of a serving process's peak (docs/read-side.md, "Memory"). It takes
+ * effect because the process passes a default (`--scavenger-max-new-space-capacity-mb`), not
+ * `--max-semi-space-size`, which would override it.
+ */
+const THREAD_YOUNG_GENERATION_MB = 3;
 
 const ENTRY = new URL('./thread-main.ts', import.meta.url);
 
@@ -112,6 +120,7 @@ export function roleThread(
     const w = new Worker(ENTRY, {
       workerData: { role, config, eventStore } satisfies ThreadData,
       name: `pds-${role}`,
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
     });
     worker = w;
     return new Promise((resolve, reject) => {
