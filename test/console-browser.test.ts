@@ -50,6 +50,22 @@ async function signedIn(t: ExecutionContext, svc: TestService, hash: string) {
   return { page, problems };
 }
 
+/**
+ * A service whose deliveries get one attempt, then are parked (the dispatcher on its thread, as
+ * `npm start` runs it), a catalog, and a receiver subscribed to store 1 that refuses its first request.
+ */
+async function firstAttemptRefused(t: ExecutionContext) {
+  const svc = await startService(t, {
+    threads: { dispatcher: roleThread('dispatcher') },
+    env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
+  });
+  const receiver = await startReceiver(t);
+  receiver.script({ status: 500, body: 'receiver down' });
+  await seedCatalog(svc);
+  const webhook = await createWebhook(svc, receiver.url, [1]);
+  return { svc, receiver, webhook };
+}
+
 const missing = browserMissing();
 const titles = [
   'sign in, see every projection, rebuild one and watch it reach live; accessible at a laptop and a phone width',
@@ -131,15 +147,7 @@ if (missing) {
 
   test(titles[2], async (t) => {
     t.timeout(90_000);
-    // One attempt, then parked; the dispatcher on its thread, as `npm start` runs it.
-    const svc = await startService(t, {
-      threads: { dispatcher: roleThread('dispatcher') },
-      env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
-    });
-    const receiver = await startReceiver(t);
-    receiver.script({ status: 500, body: 'receiver down' });
-    await seedCatalog(svc);
-    const webhook = await createWebhook(svc, receiver.url, [1]);
+    const { svc, receiver, webhook } = await firstAttemptRefused(t);
     const cart = await createCart(svc);
     await addItem(svc, cart);
     await checkOut(svc, cart);
@@ -414,15 +422,7 @@ if (missing) {
 
   test(titles[7], async (t) => {
     t.timeout(90_000);
-    // One attempt, then parked; the dispatcher on its thread, as `npm start` runs it.
-    const svc = await startService(t, {
-      threads: { dispatcher: roleThread('dispatcher') },
-      env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s' },
-    });
-    const receiver = await startReceiver(t);
-    receiver.script({ status: 500, body: 'receiver down' });
-    await seedCatalog(svc);
-    const webhook = await createWebhook(svc, receiver.url, [1]);
+    const { svc, receiver, webhook } = await firstAttemptRefused(t);
     for (let i = 0; i < 3; i++) {
       const cart = await createCart(svc);
       await addItem(svc, cart);
