@@ -342,7 +342,13 @@ export function createHttpApp(options: HttpAppOptions): App {
     ctx.state.requestId = requestId;
     const correlation = ctx.get('X-Correlation-Id');
     ctx.state.correlationId = REQUEST_ID.test(correlation) ? correlation : requestId;
-    ctx.state.log = logger.child({ request_id: requestId, correlation_id: ctx.state.correlationId });
+    // The request's logger is made when something logs: a child's bindings are serialised (and
+    // redacted) as it is made, a cost each request paid even when nothing of it was logged.
+    let log: Logger | undefined;
+    Object.defineProperty(ctx.state, 'log', {
+      get: () => (log ??= logger.child({ request_id: requestId, correlation_id: ctx.state.correlationId })),
+      enumerable: true,
+    });
     ctx.set('X-Request-Id', requestId);
     await next();
   });
@@ -358,16 +364,17 @@ export function createHttpApp(options: HttpAppOptions): App {
       const status = ctx.status;
       duration.observe({ method: ctx.method, route, status: String(status) }, seconds);
       const level = OPS_PATHS.has(ctx.path) && status < 500 ? 'debug' : 'info';
-      ctx.state.log[level](
-        {
-          method: ctx.method,
-          path: loggablePath(ctx.path),
-          route,
-          status,
-          duration_ms: Math.round(seconds * 1e6) / 1e3,
-        },
-        'request',
-      );
+      if (logger.isLevelEnabled(level))
+        ctx.state.log[level](
+          {
+            method: ctx.method,
+            path: loggablePath(ctx.path),
+            route,
+            status,
+            duration_ms: Math.round(seconds * 1e6) / 1e3,
+          },
+          'request',
+        );
     }
   });
 

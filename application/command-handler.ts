@@ -5,7 +5,6 @@
  * revision is refused with `PreconditionFailedError` and nothing is retried.
  */
 
-import { randomUUID } from 'node:crypto';
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import {
@@ -15,6 +14,7 @@ import {
   type EventStore,
   EventStoreUnavailableError,
   type NewEvent,
+  newEventId,
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
 import { readState, type StreamState } from './read-state.ts';
@@ -81,7 +81,7 @@ export async function appendRetrying(
   events: NewEvent[],
   options: AppendOptions,
 ): Promise<AppendResult> {
-  const withIds = events.map((e) => (e.id ? e : { ...e, id: randomUUID() }));
+  const withIds = events.map((e) => (e.id ? e : { ...e, id: newEventId() }));
   const started = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {

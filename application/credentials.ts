@@ -12,7 +12,7 @@
 import {
   createCipheriv,
   createDecipheriv,
-  createHash,
+  hash,
   type KeyObject,
   randomBytes,
   timingSafeEqual,
@@ -39,7 +39,8 @@ export interface GeneratedApiKey {
   key_prefix: string;
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+// The one-shot `hash` is several times quicker than a `Hash` object for a token's few bytes.
+const sha256 = (text: string) => hash('sha256', text, 'buffer');
 
 /** SHA-256 of an API key, lowercase hex. */
 export function hashApiKey(apiKey: string): string {

@@ -8,6 +8,7 @@
  * positive integer, strictly increasing in `$all` order. JavaScript numbers are exact up to 2^53,
  * far beyond any log this service will hold.
  */
+import { randomUUIDv7 } from 'node:crypto';
 
 /** Who caused an event (docs/write-side.md). */
 export type ActorType = 'platform' | 'operator' | 'partner' | 'system';
@@ -27,8 +28,15 @@ export interface EventMetadata {
   schema_version: number;
 }
 
+/**
+ * A fresh event id: a version 7 UUID, whose first 48 bits are the time in milliseconds. Event ids are
+ * unique in an index; ids that grow with time add to its last pages, where random ones dirty a page
+ * of it per append, pages every commit writes again (docs/operations.md, "Threads").
+ */
+export const newEventId = (): string => randomUUIDv7();
+
 export interface NewEvent<Data = unknown> {
-  /** A UUID. Re-appending an event with the same id to the same stream is a no-op. Generated if absent. */
+  /** A UUID. Re-appending an event with the same id to the same stream is a no-op. Generated if absent (`newEventId`). */
   id?: string;
   type: string;
   data: Data;

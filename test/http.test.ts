@@ -17,9 +17,19 @@ import { createLogger } from '../cli/logger.ts';
 type LogLine = Record<string, unknown>;
 
 /** An app on an ephemeral port, with a router like the partner/admin ones mounted after the ops routes. */
-async function startApp(t: ExecutionContext, setup?: (readiness: Readiness) => void) {
+async function startApp(
+  t: ExecutionContext,
+  setup?: (readiness: Readiness) => void,
+  level: 'debug' | 'warn' = 'debug',
+) {
   const lines: LogLine[] = [];
-  const logger = createLogger('debug', { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const logger = createLogger(level, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const children: unknown[] = [];
+  const child = logger.child.bind(logger);
+  logger.child = ((bindings, options) => {
+    children.push(bindings);
+    return child(bindings, options);
+  }) as typeof logger.child;
   const registry = createMetricsRegistry();
   const readiness = createReadiness({ timeoutMs: 200 });
   setup?.(readiness);
@@ -49,7 +59,7 @@ async function startApp(t: ExecutionContext, setup?: (readiness: Readiness) => v
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { base, lines, readiness };
+  return { base, lines, readiness, children };
 }
 
 async function json(response: Response): Promise<Record<string, unknown>> {
@@ -250,6 +260,20 @@ test('probe requests are logged at debug level', async (t) => {
   t.like(
     lines.find((l) => l.request_id === 'probe'),
     { level: 20, path: '/healthz' },
+  );
+});
+
+test('a request logs through a child logger made only when something is logged', async (t) => {
+  const { base, lines, children } = await startApp(t, undefined, 'warn');
+  await fetch(`${base}/things/1`, { headers: { 'X-Request-Id': 'quiet' } });
+  t.deepEqual(children, [], 'nothing logged at warn for a 200: no child made');
+  t.false(lines.some((l) => l.request_id === 'quiet'));
+
+  await fetch(`${base}/things/boom`, { headers: { 'X-Request-Id': 'loud', 'X-Correlation-Id': 'order-9' } });
+  t.deepEqual(children, [{ request_id: 'loud', correlation_id: 'order-9' }], 'one child, for the error');
+  t.like(
+    lines.find((l) => l.msg === 'request failed'),
+    { level: 50, request_id: 'loud', correlation_id: 'order-9' },
   );
 });
 

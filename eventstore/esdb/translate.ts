@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type {
   AppendExpectedRevision,
   Filter,
@@ -25,6 +24,7 @@ import {
   type ExpectedRevision,
   InvalidEventError,
   type NewEvent,
+  newEventId,
   type RecordedEvent,
   type SubscriptionStart,
 } from '../port.ts';
@@ -117,7 +117,7 @@ export function toEventData(event: NewEvent): JSONEventData {
     throw new InvalidEventError(`event ${type} has no metadata`);
   assertJson(data, `data of event ${type}`);
   assertJson(metadata, `metadata of event ${type}`);
-  const id = event.id ?? randomUUID();
+  const id = event.id ?? newEventId();
   if (!UUID.test(id)) throw new InvalidEventError(`event id ${JSON.stringify(id)} is not a UUID`);
   // The client serialises any JSON value, not only the objects, arrays and strings its type names.
   return { id, contentType: 'application/json', type, data: data as JSONType, metadata: { ...metadata } };

@@ -2,7 +2,6 @@
  * Appends to the embedded event store: optimistic concurrency on the stream's revision, EventStoreDB's
  * idempotency for repeated event ids, and group commit (docs/operations.md, "Threads").
  */
-import { randomUUID } from 'node:crypto';
 import { bindContext } from '../bind-context.ts';
 import {
   type AppendOptions,
@@ -10,6 +9,7 @@ import {
   type ExpectedRevision,
   InvalidEventError,
   type NewEvent,
+  newEventId,
   WrongExpectedVersionError,
 } from '../port.ts';
 import type { JournalRun } from './journal.ts';
@@ -116,7 +116,7 @@ async function append(
     const head = ctx.log.stmt('SELECT max(position) AS p FROM events').get() as { p: number | null };
     return { nextExpectedRevision: actual ?? -1, position: head.p ?? 0 };
   }
-  const ids = events.map((e) => e.id ?? randomUUID());
+  const ids = events.map((e) => e.id ?? newEventId());
   const payloads = events.map((e) => [JSON.stringify(e.data), JSON.stringify(e.metadata)]);
   const recordedAt = ctx.log.now().toISOString();
   return inGroup(ctx, () => {

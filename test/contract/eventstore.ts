@@ -113,6 +113,22 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
       }),
   );
 
+  test(
+    name('an event without an id gets a version 7 UUID: its first 48 bits are the time, in milliseconds'),
+    (t) =>
+      withStore(t, async ({ store }, p) => {
+        const before = Date.now();
+        await store.append(`${p}-s`, [ev('A'), ev('B')]);
+        await store.append(`${p}-s`, [ev('C')]);
+        const after = Date.now();
+        const ids = (await store.readStream(`${p}-s`)).map((e) => e.id);
+        const millis = ids.map((id) => Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16));
+        for (const id of ids) t.is(id[14], '7', `${id} is version 7`);
+        for (const ms of millis) t.true(ms >= before && ms <= after, `${ms} within [${before}, ${after}]`);
+        t.true(millis[0] <= millis[2], 'later appends have later ids');
+      }),
+  );
+
   test(name('explicit event ids are kept'), (t) =>
     withStore(t, async ({ store }, p) => {
       const id = randomUUID();
