@@ -10,9 +10,11 @@
  *   sandbox with the sandbox brand key; p99 is what counts.
  * - `command.append`: platform item additions/s (`POST /platform/v1/carts/{uuid}/items`, HTTP, every
  *   lookup and the decider), against a bare Koa app in this process whose one POST route (same paths
- *   and bodies) appends the body as one raw `CartItemAdded` to a SQLite event store file: same
- *   autocannon settings, `ratio` = ours / that. `raw_appends_per_s` is a plain loop of the same raw
- *   append with no HTTP, for scale.
+ *   and bodies) appends the body as one raw `CartItemAdded` to the service's own event store (the
+ *   API thread's connection to `events.db`, in streams no projection follows): same autocannon
+ *   settings, `ratio` = ours / that. `fresh_file_ratio` compares with the same route appending to a
+ *   fresh file of its own (a smaller, younger store than the service's), and `raw_appends_per_s` is
+ *   a plain loop of the same raw append with no HTTP, for scale.
  *
  * The service runs as `npm start` does, its dispatcher and its projector on threads of their own
  * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread). Each HTTP figure comes from one autocannon
@@ -37,7 +39,8 @@ import { seedSandbox } from '../cli/sandbox/seed.ts';
 import { eventStoreOptionsOf } from '../cli/store-options.ts';
 import * as menuProduct from '../domain/menu-product.ts';
 import * as store from '../domain/store.ts';
-import type { EventStoreOptions } from '../eventstore/index.ts';
+import { type EventStoreOptions, openEventStore } from '../eventstore/index.ts';
+import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
@@ -103,15 +106,14 @@ async function bareStore(file: string, options: EventStoreOptions) {
 
 /**
  * `command.append`'s baseline: a bare Koa app with the platform route's path that parses the JSON body
- * and appends it as one raw `CartItemAdded` to its own SQLite event store file (no lookups, no decider,
- * no expected revision), answering 200 with the append's revision.
+ * and appends it as one raw `CartItemAdded` to `es` (no lookups, no decider, no expected revision),
+ * in a stream named by `streamOf` from the path's cart uuid, answering 200 with the append's revision.
  */
 async function bareAppendKoa(
-  file: string,
-  options: EventStoreOptions,
+  es: EventStore,
+  streamOf: (cart: string) => string,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const { default: bodyParser } = await import('@koa/bodyparser');
-  const { es, close } = await bareStore(file, options);
   const app = new Koa();
   const parse = bodyParser({ enableTypes: ['json'] });
   const route = /^\/platform\/v1\/carts\/([^/]+)\/items$/;
@@ -121,19 +123,26 @@ async function bareAppendKoa(
     await parse(ctx, async () => {});
     const { menu_product_id, price_id, count } = ctx.request.body as Record<string, unknown>;
     const at = new Date().toISOString();
-    const written = await es.append(`cart-${match[1]}`, [
+    const written = await es.append(streamOf(match[1]), [
       rawItemAdded({ menu_product_id, price_id, count }, at),
     ]);
     ctx.body = { revision: written.nextExpectedRevision, position: written.position };
   });
-  const listening = await listen(app);
-  return {
-    url: listening.url,
-    async close() {
-      await listening.close();
-      await close();
-    },
-  };
+  return listen(app);
+}
+
+/** `bareAppendKoa` over the load, closed after it. */
+async function loadBareAppend(
+  es: EventStore,
+  streamOf: (cart: string) => string,
+  request: Omit<LoadOptions, 'connections' | 'durationS'>,
+): Promise<Load> {
+  const bare = await bareAppendKoa(es, streamOf);
+  try {
+    return await load(bare.url, request);
+  } finally {
+    await bare.close();
+  }
 }
 
 /** The sandbox (through the deciders), then a store with `BIG_STORE_MENU` menu products, straight into `events.db`. */
@@ -198,6 +207,7 @@ async function seed(dir: string, config: ResolvedConfig) {
 async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof seed>>['seeded']) {
   const seededAt = performance.now();
   const storeOptions = eventStoreOptionsOf({ role: 'all' }, config.projectorThread);
+  let eventStore: EventStore | undefined;
   const service = createService(config, {
     components:
       config.dispatcherThread || config.projectorThread
@@ -209,6 +219,11 @@ async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof s
           })
         : defaultComponents(undefined, createTimers()),
     eventStoreOptions: storeOptions,
+    // The service's own store, kept for `command.append`'s baseline route.
+    openEventStore: async (url, options) => {
+      eventStore = await openEventStore(url, options);
+      return eventStore;
+    },
     logger: createLogger('warn'),
   });
   const port = await service.start();
@@ -257,8 +272,10 @@ async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof s
       caughtUpMs,
       storeKey,
       brandKey: brandPartner.api_key,
-      /** How the API thread connects to its store: the bare append route's store connects the same way. */
+      /** How the API thread connects to its store: the fresh-file append route's store connects the same way. */
       storeOptions,
+      /** The API thread's own store (the one its platform routes append to). */
+      eventStore: eventStore as EventStore,
       stop: () => service.stop(),
     };
   } catch (e) {
@@ -356,12 +373,15 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
     ),
   };
   const additions = await load(served.base, request);
-  const bareAppend = await bareAppendKoa(path.join(dir, 'bare-appends.db'), served.storeOptions);
-  let bare: Load;
+  // The floor: the same HTTP, and one raw append to the service's own store (streams no projection
+  // follows); and, for reference, the same route on a fresh file of its own.
+  const bare = await loadBareAppend(served.eventStore, (cart) => `benchappend-${cart}`, request);
+  const fresh = await bareStore(path.join(dir, 'bare-appends.db'), served.storeOptions);
+  let freshFile: Load;
   try {
-    bare = await load(bareAppend.url, request);
+    freshFile = await loadBareAppend(fresh.es, (cart) => `cart-${cart}`, request);
   } finally {
-    await bareAppend.close();
+    await fresh.close();
   }
 
   const rawStore = await openSqliteEventStore(path.join(dir, 'raw-appends.db'));
@@ -379,12 +399,15 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
     ...additions,
     connections: CONNECTIONS,
     baseline:
-      'bare Koa POST route appending one raw CartItemAdded to a SQLite event store file, same process',
+      "bare Koa POST route appending one raw CartItemAdded to the service's own event store, same process",
     baseline_requests_per_s: bare.requests_per_s,
     baseline_p50_ms: bare.p50_ms,
     baseline_p99_ms: bare.p99_ms,
     baseline_errors: bare.errors,
     baseline_non_2xx: bare.non_2xx,
+    fresh_file_requests_per_s: freshFile.requests_per_s,
+    fresh_file_p99_ms: freshFile.p99_ms,
+    fresh_file_ratio: round(additions.requests_per_s / freshFile.requests_per_s, 3),
     raw_appends_per_s: round(rawPerS),
     ratio: round(additions.requests_per_s / bare.requests_per_s, 3),
     targets: { ratio: 0.5 },
