@@ -1,14 +1,15 @@
 /**
  * Event store figures of the embedded adapter: single-event appends/s, 100-event batch appends/s
  * (events/s), and `$all` read events/s, each with a baseline measured in the same run on the same
- * machine: raw node:sqlite inserts and selects of the same rows without the port around them.
+ * machine: raw node:sqlite inserts and selects of the same rows without the port around them (with
+ * ids made as the store makes them, `newEventId`).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { EventMetadata, NewEvent } from '../eventstore/port.ts';
+import { type EventMetadata, type NewEvent, newEventId } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 
 export interface BenchLine {
@@ -47,7 +48,7 @@ function rawBaseline(file: string, singles: number, batches: number) {
     insert.run(
       `s-${i % 1000}`,
       Math.floor(i / 1000),
-      randomUUID(),
+      newEventId(),
       'CartItemAdded',
       d,
       m,
@@ -60,7 +61,7 @@ function rawBaseline(file: string, singles: number, batches: number) {
   for (let b = 0; b < batches; b++) {
     db.exec('BEGIN IMMEDIATE');
     for (let k = 0; k < 100; k++)
-      insert.run(`b-${b}`, k, randomUUID(), 'CartItemAdded', d, m, new Date().toISOString());
+      insert.run(`b-${b}`, k, newEventId(), 'CartItemAdded', d, m, new Date().toISOString());
     db.exec('COMMIT');
   }
   const batch = (batches * 100) / ((performance.now() - t0) / 1000);
