@@ -24,6 +24,29 @@ export interface AppState {
   /** Child logger carrying `request_id` and `correlation_id`. */
   log: Logger;
 }
+
+/**
+ * The request's state. Its logger is made when something logs: a child logger's bindings are
+ * serialised (and redacted) as it is made, which each request paid when nothing of it was logged.
+ * A class, not a getter defined on Koa's `{}`: that made each request's state an object of its own
+ * shape, and the menu product bench's p99 went from 6 to 13-16 ms.
+ */
+class RequestState implements AppState {
+  #log: Logger | undefined;
+  readonly #logger: Logger;
+  readonly requestId: string;
+  readonly correlationId: string;
+  constructor(logger: Logger, requestId: string, correlationId: string) {
+    this.#logger = logger;
+    this.requestId = requestId;
+    this.correlationId = correlationId;
+  }
+  get log(): Logger {
+    this.#log ??= this.#logger.child({ request_id: this.requestId, correlation_id: this.correlationId });
+    return this.#log;
+  }
+}
+
 export type App = Koa<AppState>;
 export type AppContext = Koa.ParameterizedContext<AppState>;
 
@@ -339,16 +362,8 @@ export function createHttpApp(options: HttpAppOptions): App {
   app.use(async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ctx.state.requestId = requestId;
     const correlation = ctx.get('X-Correlation-Id');
-    ctx.state.correlationId = REQUEST_ID.test(correlation) ? correlation : requestId;
-    // The request's logger is made when something logs: a child's bindings are serialised (and
-    // redacted) as it is made, a cost each request paid even when nothing of it was logged.
-    let log: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', {
-      get: () => (log ??= logger.child({ request_id: requestId, correlation_id: ctx.state.correlationId })),
-      enumerable: true,
-    });
+    ctx.state = new RequestState(logger, requestId, REQUEST_ID.test(correlation) ? correlation : requestId);
     ctx.set('X-Request-Id', requestId);
     await next();
   });
