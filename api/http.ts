@@ -28,8 +28,8 @@ export interface AppState {
 /**
  * The request's state. Its logger is made when something logs: a child logger's bindings are
  * serialised (and redacted) as it is made, which each request paid when nothing of it was logged.
- * A class, not a getter defined on Koa's `{}`: that made each request's state an object of its own
- * shape, and the menu product bench's p99 went from 6 to 13-16 ms.
+ * A class with the getter on its prototype: a getter defined on Koa's `{}` at each request took the
+ * menu product bench's p99 from 6 to 13-16 ms (README, "Benchmarks").
  */
 class RequestState implements AppState {
   #log: Logger | undefined;
