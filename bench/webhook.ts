@@ -293,11 +293,13 @@ async function latencyRun(
         const wait = due - performance.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         issued += 1;
-        inFlight.push(
-          call('POST', `${P}/carts/${uuid}/status`, { status: move }).then(() => {
-            answered.set(`${uuid}:${move}`, performance.now());
-          }),
-        );
+        const change = call('POST', `${P}/carts/${uuid}/status`, { status: move }).then(() => {
+          answered.set(`${uuid}:${move}`, performance.now());
+        });
+        // Awaited below (a failure fails the run); handled now, so that a failure while this loop
+        // waits is not an unhandled rejection ending the bench before its `finally` stops the load.
+        change.catch(() => {});
+        inFlight.push(change);
       }
       // The next move of a cart needs the previous one; a round of carts takes several seconds at 200/s.
       await Promise.all(inFlight);
