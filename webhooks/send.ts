@@ -8,7 +8,7 @@ import type { KeyObject } from 'node:crypto';
 import { createSecretBox, secretContext } from '../application/credentials.ts';
 import type { Clock } from '../domain/clock.ts';
 import { type DeliveryResult, deliverOnce } from './deliver.ts';
-import { webhookHeaders } from './signing.ts';
+import { signingKey, webhookHeaders } from './signing.ts';
 import type { Resolver } from './url-guard.ts';
 
 /** What a webhook is sent to: a subscription as the dispatcher and the admin API hold it. */
@@ -53,48 +53,74 @@ export interface WebhookSender {
   open(target: WebhookTarget): WebhookChannel;
 }
 
+/**
+ * Channels kept open, one per subscription: a delivery worker sends to few subscriptions many times,
+ * and opening one decrypts two secrets and makes the HMAC key. Bounded (the least recently used is
+ * dropped), and a channel is opened again when the target's URL or encrypted secrets change (an
+ * update, a rotation). The decrypted secrets live only in this process's memory, as they did during
+ * each send.
+ */
+const OPEN_CHANNELS = 1_024;
+
 export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
   const box = createSecretBox(options.secretKey);
+  const channels = new Map<string, { target: WebhookTarget; channel: WebhookChannel }>();
+
+  function openChannel(target: WebhookTarget): WebhookChannel {
+    const authToken = box.decrypt(
+      target.auth_token_encrypted,
+      secretContext(target.webhook_id, 'auth_token'),
+    );
+    const secret = box.decrypt(
+      target.signing_secret_encrypted,
+      secretContext(target.webhook_id, 'signing_secret'),
+    );
+    const key = signingKey(secret);
+    const redact = (text: string) => [authToken, secret].reduce(redactSecret, text);
+    return {
+      async send(request) {
+        const headers = {
+          ...webhookHeaders({
+            authToken,
+            secret: key,
+            webhookId: request.webhookId,
+            attempt: request.attempt,
+            body: request.body,
+            now: options.clock.now(),
+          }),
+          ...request.headers,
+        };
+        const result = await deliverOnce({
+          url: target.url,
+          body: request.body,
+          headers,
+          timeoutMs: options.timeoutMs,
+          allowPrivate: options.allowPrivate,
+          resolve: options.resolve,
+          clock: options.clock,
+        });
+        return {
+          ...result,
+          responseExcerpt: redact(result.responseExcerpt),
+          error: result.error === null ? null : redact(result.error),
+        };
+      },
+    };
+  }
+
   return {
     open(target) {
-      const authToken = box.decrypt(
-        target.auth_token_encrypted,
-        secretContext(target.webhook_id, 'auth_token'),
-      );
-      const secret = box.decrypt(
-        target.signing_secret_encrypted,
-        secretContext(target.webhook_id, 'signing_secret'),
-      );
-      const redact = (text: string) => [authToken, secret].reduce(redactSecret, text);
-      return {
-        async send(request) {
-          const headers = {
-            ...webhookHeaders({
-              authToken,
-              secret,
-              webhookId: request.webhookId,
-              attempt: request.attempt,
-              body: request.body,
-              now: options.clock.now(),
-            }),
-            ...request.headers,
-          };
-          const result = await deliverOnce({
-            url: target.url,
-            body: request.body,
-            headers,
-            timeoutMs: options.timeoutMs,
-            allowPrivate: options.allowPrivate,
-            resolve: options.resolve,
-            clock: options.clock,
-          });
-          return {
-            ...result,
-            responseExcerpt: redact(result.responseExcerpt),
-            error: result.error === null ? null : redact(result.error),
-          };
-        },
-      };
+      const kept = channels.get(target.webhook_id);
+      channels.delete(target.webhook_id);
+      const same =
+        kept !== undefined &&
+        kept.target.url === target.url &&
+        kept.target.auth_token_encrypted === target.auth_token_encrypted &&
+        kept.target.signing_secret_encrypted === target.signing_secret_encrypted;
+      const channel = same ? kept.channel : openChannel(target);
+      channels.set(target.webhook_id, { target: { ...target }, channel });
+      if (channels.size > OPEN_CHANNELS) channels.delete(channels.keys().next().value as string);
+      return channel;
     },
   };
 }

@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import test from 'ava';
-import { generateSigningSecret } from '../../application/credentials.ts';
+import { createSecretBox, generateSigningSecret, secretContext } from '../../application/credentials.ts';
 import { manualClock } from '../../domain/clock.ts';
 import {
   deliverOnce,
@@ -13,7 +14,7 @@ import {
   USER_AGENT,
   utf8Excerpt,
 } from '../../webhooks/deliver.ts';
-import { redactSecret } from '../../webhooks/send.ts';
+import { createWebhookSender, redactSecret } from '../../webhooks/send.ts';
 import { unixSeconds, webhookHeaders } from '../../webhooks/signing.ts';
 import { verifyWebhook } from './verify-signature.ts';
 
@@ -396,4 +397,47 @@ test('redactSecret removes every whole secret and a tail cut inside one', (t) =>
   t.is(redactSecret(`401 Bearer ${secret.slice(0, 12)}`, secret), '401 Bearer [redacted]');
   t.is(redactSecret('short whsec', secret), 'short whsec', 'fewer than 8 characters: ordinary text');
   t.is(redactSecret('anything', ''), 'anything');
+});
+
+test('a sender keeps one channel per subscription, and opens it again on a new URL or rotated secrets', async (t) => {
+  const key = randomBytes(32);
+  const box = createSecretBox(key);
+  const sender = createWebhookSender({ secretKey: key, timeoutMs: 2_000, allowPrivate: true, clock });
+  const first = await receiver((_req, res) => res.writeHead(200).end());
+  const second = await receiver((_req, res) => res.writeHead(200).end());
+  t.teardown(first.close);
+  t.teardown(second.close);
+  const webhookId = 'wh_1';
+  const sealed = (secret: string, id = webhookId) => ({
+    auth_token_encrypted: box.encrypt('token-1', secretContext(id, 'auth_token')),
+    signing_secret_encrypted: box.encrypt(secret, secretContext(id, 'signing_secret')),
+  });
+  const target = { webhook_id: webhookId, url: first.url, ...sealed(SECRET) };
+  const request = { webhookId: 'evt_1', attempt: 1, body: BODY };
+  const verify = (r: Received, secret: string) =>
+    verifyWebhook(r.headers, r.body, secret, unixSeconds(clock.now())).valid;
+
+  const channel = sender.open(target);
+  t.is(sender.open({ ...target }), channel, 'the same target: the same channel');
+  t.like(await channel.send(request), { outcome: 'delivered' });
+  t.true(verify(first.received[0], SECRET));
+
+  const rotated = generateSigningSecret();
+  const afterRotation = sender.open({ ...target, ...sealed(rotated) });
+  t.not(afterRotation, channel);
+  await afterRotation.send(request);
+  t.true(verify(first.received[1], rotated), 'signed with the rotated secret');
+  t.false(verify(first.received[1], SECRET));
+
+  const moved = sender.open({ ...target, ...sealed(rotated), url: second.url });
+  t.not(moved, afterRotation);
+  await moved.send(request);
+  t.is(second.received.length, 1, 'sent to the new URL');
+
+  // Bounded: past 1,024 other subscriptions, the first one's channel is opened again.
+  const kept = sender.open({ ...target, ...sealed(rotated), url: second.url });
+  for (let i = 0; i < 1_024; i++) {
+    sender.open({ webhook_id: `wh_other_${i}`, url: first.url, ...sealed(SECRET, `wh_other_${i}`) });
+  }
+  t.not(sender.open({ ...target, ...sealed(rotated), url: second.url }), kept);
 });

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { generateSigningSecret } from '../../application/credentials.ts';
-import { signPayload, unixSeconds, webhookHeaders } from '../../webhooks/signing.ts';
+import { signingKey, signPayload, unixSeconds, webhookHeaders } from '../../webhooks/signing.ts';
 import { REPLAY_WINDOW_SECONDS, verifyWebhook } from './verify-signature.ts';
 
 const SECRET = 'whsec_dGVzdC1zZWNyZXQtZm9yLXZlY3RvcnMtMDEyMzQ1Njc4OWFi';
@@ -16,6 +16,7 @@ test('signPayload matches a vector computed outside Node (openssl dgst -sha256 -
   const expected = '5692c5fa71456de2392fa680451869c52893120f2881a177d8cd940357656090';
   t.is(signPayload(SECRET, TS, BODY), expected);
   t.is(signPayload(SECRET, TS, Buffer.from(BODY, 'utf8')), expected);
+  t.is(signPayload(signingKey(SECRET), TS, BODY), expected, 'the key made once signs the same');
 });
 
 test('the independent verifier accepts what signPayload signs, over the exact UTF-8 bytes', (t) => {
@@ -133,6 +134,7 @@ test('bad inputs are refused rather than signed', (t) => {
   t.throws(() => signPayload(SECRET, 1.5, BODY), { instanceOf: RangeError });
   t.throws(() => signPayload(SECRET, -1, BODY), { instanceOf: RangeError });
   t.throws(() => signPayload('', TS, BODY), { instanceOf: TypeError });
+  t.throws(() => signingKey(''), { instanceOf: TypeError });
   const input = { authToken: 't', secret: SECRET, webhookId: 'w', body: BODY, now: new Date() };
   t.throws(() => webhookHeaders({ ...input, attempt: 0 }), { instanceOf: RangeError });
   t.throws(() => webhookHeaders({ ...input, attempt: 1.5 }), { instanceOf: RangeError });
