@@ -11,16 +11,7 @@ import test from 'ava';
 import { SAMPLE_CART_UUID } from '../../api/admin-webhook-deliveries.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { ok, problem, whileTicking } from '../support/admin-answers.ts';
-import {
-  addItem,
-  checkOut,
-  createCart,
-  createWebhook,
-  identify,
-  move,
-  seedCatalog,
-  type WorldCart,
-} from '../support/cart-world.ts';
+import { checkedOut, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 import { verifyWebhook } from '../webhooks/verify-signature.ts';
@@ -46,14 +37,6 @@ function deliveriesWhen(s: TestService, webhookId: string, count: number, settle
     const list = await deliveries(s, webhookId, '?limit=500');
     return list.length === count && list.every(settled) ? list : undefined;
   });
-}
-
-async function checkedOut(s: TestService, storeId = 1): Promise<WorldCart> {
-  const cart = await createCart(s, storeId);
-  await addItem(s, cart);
-  await identify(s, cart);
-  await checkOut(s, cart);
-  return cart;
 }
 
 /** Moves the clock past the next retry (1 s ± 10 %) and waits for the receiver's next request. */

@@ -8,16 +8,7 @@
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
 import { type Json, ok, problem, whileTicking } from '../support/admin-answers.ts';
-import {
-  addItem,
-  checkOut,
-  createCart,
-  createWebhook,
-  identify,
-  move,
-  seedCatalog,
-  type WorldCart,
-} from '../support/cart-world.ts';
+import { checkedOut, createWebhook, move, seedCatalog, type WorldCart } from '../support/cart-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
@@ -25,14 +16,6 @@ const ADMIN = '/admin/v1';
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 /** Three attempts a second apart, then parked. */
 const FAST = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1s,1s' };
-
-async function checkedOut(s: TestService): Promise<WorldCart> {
-  const cart = await createCart(s, 1);
-  await addItem(s, cart);
-  await identify(s, cart);
-  await checkOut(s, cart);
-  return cart;
-}
 
 /** The cart's deliveries, once the first is in one of `statuses`. */
 async function cartDeliveryWhen(s: TestService, cart: WorldCart, ...statuses: string[]): Promise<Json> {

@@ -90,6 +90,15 @@ export const checkOut = (s: Caller, c: WorldCart) =>
 export const move = (s: Caller, c: WorldCart, status: string, extra: Json = {}) =>
   must(s, 'POST', `${P}/carts/${c.uuid}/status`, { status, ...extra });
 
+/** A cart at `verification`: created, one item added, its customer identified, checked out for pickup. */
+export async function checkedOut(s: Caller, storeId = 1): Promise<WorldCart> {
+  const cart = await createCart(s, storeId);
+  await addItem(s, cart);
+  await identify(s, cart);
+  await checkOut(s, cart);
+  return cart;
+}
+
 /** The pickup path after checkout (`verification`): every move up to a review. */
 export const PICKUP_MOVES = ['preparing', 'ready_for_pickup', 'finished', 'with_review'];
 
