@@ -24,10 +24,11 @@ import {
 } from '../projections/read-models/webhook-deliveries.ts';
 import {
   type AttemptCounts,
-  LATENCY_BOUNDS_MS,
+  emptyHistogram,
   lastMinuteBefore,
   latencyQuantile,
   minutesBetween,
+  noAttempts,
   queueDepth,
   WEBHOOK_HEALTH,
   WEBHOOK_QUEUES,
@@ -54,9 +55,9 @@ interface Tally {
 
 const emptyTally = (): Tally => ({
   scheduled: 0,
-  attempts: Object.fromEntries(attemptOutcomes.map((o) => [o, 0])) as AttemptCounts,
+  attempts: noAttempts(),
   parked: 0,
-  latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
+  latency: emptyHistogram(),
 });
 
 function add(tally: Tally, minute: WebhookHealthDoc): void {
@@ -109,6 +110,44 @@ export function healthSeries(
   return { totals: shown(total), intervals: series };
 }
 
+/** The answer of `GET /webhooks/{id}/health` from what the read models hold for the window. */
+function healthAnswer(a: {
+  id: string;
+  window: keyof typeof WINDOWS;
+  fromMs: number;
+  toMs: number;
+  now: number;
+  inWindow: readonly WebhookHealthDoc[];
+  depthBefore: number;
+  depth: number;
+  oldest: WebhookDeliveryDoc | null;
+}) {
+  const { minutes, interval } = WINDOWS[a.window];
+  return {
+    health: {
+      webhook_id: a.id,
+      window: a.window,
+      from: iso(a.fromMs),
+      to: iso(a.toMs),
+      interval_seconds: interval * 60,
+      ...healthSeries(a.inWindow, a.depthBefore, a.fromMs, minutes / interval, interval),
+      queue: {
+        depth: a.depth,
+        oldest: a.oldest && {
+          delivery_id: a.oldest.delivery_id,
+          cart_uuid: a.oldest.cart_uuid,
+          status: a.oldest.status,
+          scheduled_at: a.oldest.scheduled_at,
+          age_seconds: Math.max(0, Math.round((a.now - Date.parse(a.oldest.scheduled_at)) / 1000)),
+        },
+      },
+    },
+  };
+}
+
+/** What `GET /webhooks/{id}/health` answers (the CLI prints it). */
+export type WebhookHealthAnswer = ReturnType<typeof healthAnswer>;
+
 /** Adds the health route; `subscription` is how the delivery routes read the id and find the subscription. */
 export function webhookHealthRoutes(
   router: Router<AppState>,
@@ -148,25 +187,16 @@ export function webhookHealthRoutes(
       queueDepth(queues, id),
       oldestQueued(deliveries, id),
     ]);
-    ctx.body = {
-      health: {
-        webhook_id: id,
-        window,
-        from: iso(fromMs),
-        to: iso(toMs),
-        interval_seconds: interval * 60,
-        ...healthSeries(inWindow, before?.depth ?? 0, fromMs, minutes / interval, interval),
-        queue: {
-          depth,
-          oldest: oldest && {
-            delivery_id: oldest.delivery_id,
-            cart_uuid: oldest.cart_uuid,
-            status: oldest.status,
-            scheduled_at: oldest.scheduled_at,
-            age_seconds: Math.max(0, Math.round((now - Date.parse(oldest.scheduled_at)) / 1000)),
-          },
-        },
-      },
-    };
+    ctx.body = healthAnswer({
+      id,
+      window,
+      fromMs,
+      toMs,
+      now,
+      inWindow,
+      depthBefore: before?.depth ?? 0,
+      depth,
+      oldest,
+    });
   });
 }

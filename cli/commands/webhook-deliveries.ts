@@ -4,6 +4,7 @@
  * (the usage is in `webhooks.ts`).
  */
 import type { Command } from 'commander';
+import type { WebhookHealthAnswer } from '../../api/admin-webhook-health.ts';
 import { deliveryStatuses } from '../../domain/webhook-delivery.ts';
 import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
@@ -41,26 +42,7 @@ interface RecoverAnswer {
   limit: number;
 }
 
-/** What `pds webhooks health` prints of `GET /webhooks/{id}/health` (docs/webhooks.md, "Health"). */
-interface HealthTally {
-  scheduled: number;
-  attempts: Record<string, number>;
-  parked: number;
-  latency_ms: { p50: number; p99: number } | null;
-}
-interface HealthAnswer {
-  health: {
-    window: string;
-    from: string;
-    to: string;
-    totals: HealthTally;
-    intervals: Array<HealthTally & { from: string; queue_depth: number }>;
-    queue: {
-      depth: number;
-      oldest: { delivery_id: string; status: string; scheduled_at: string; age_seconds: number } | null;
-    };
-  };
-}
+type HealthTally = WebhookHealthAnswer['health']['totals'];
 
 const deliveryPath = (id: string) => `${BASE}/deliveries/${encodeURIComponent(id)}`;
 const ISO_DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)$/;
@@ -266,7 +248,7 @@ const failedAttempts = (t: HealthTally) =>
   Object.entries(t.attempts).reduce((sum, [outcome, n]) => (outcome === 'delivered' ? sum : sum + n), 0);
 const latency = (t: HealthTally) => (t.latency_ms ? `${t.latency_ms.p50} / ${t.latency_ms.p99}` : '');
 
-function healthText({ health: h }: HealthAnswer): string {
+function healthText({ health: h }: WebhookHealthAnswer): string {
   const t = h.totals;
   const oldest = h.queue.oldest;
   const summary = table(
@@ -312,7 +294,7 @@ function healthCommand(webhooks: Command): void {
       runClientCommand(async () => {
         const window = options.window ?? '1h';
         if (window !== '1h' && window !== '24h') throw new CliError('--window: 1h or 24h', EXIT.usage);
-        const out = await (await createAdminClient()).request<HealthAnswer>(
+        const out = await (await createAdminClient()).request<WebhookHealthAnswer>(
           'GET',
           `${path(id)}/health?window=${window}`,
         );

@@ -14,7 +14,7 @@
  * Deterministic (docs/read-side.md): a minute is that of the event's own time (scheduled, attempted,
  * parked, redelivery requested), never the projector's clock.
  */
-import type { AttemptOutcome, DeliveryStatus } from '../../domain/webhook-delivery.ts';
+import { type AttemptOutcome, attemptOutcomes, type DeliveryStatus } from '../../domain/webhook-delivery.ts';
 import type { ProjectionTx } from '../projection.ts';
 import type { Collection, Doc, IndexSpec } from '../read-store.ts';
 
@@ -60,13 +60,12 @@ export const webhookHealthIndexes: readonly IndexSpec[] = [
   },
 ];
 
-const noAttempts = (): AttemptCounts => ({
-  delivered: 0,
-  gone: 0,
-  retry_after: 0,
-  failed: 0,
-  interrupted: 0,
-});
+/** No attempt of any outcome. */
+export const noAttempts = (): AttemptCounts =>
+  Object.fromEntries(attemptOutcomes.map((o) => [o, 0])) as AttemptCounts;
+
+/** A duration histogram with no attempt: a bucket per bound and one above the last. */
+export const emptyHistogram = (): number[] => new Array(LATENCY_BOUNDS_MS.length + 1).fill(0);
 
 /** The minute an ISO time falls in, as the ISO time of its start. */
 export const minuteOf = (iso: string): string =>
@@ -114,7 +113,7 @@ export function applyHealth(tx: ProjectionTx, change: HealthChange): void {
         scheduled: 0,
         attempts: noAttempts(),
         parked: 0,
-        latency_ms: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0),
+        latency_ms: emptyHistogram(),
         depth,
       };
   if (change.scheduled) next.scheduled += 1;
