@@ -18,7 +18,7 @@
  *
  * The service runs as `npm start` does, its dispatcher and its projector on threads of their own
  * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread). Each HTTP figure comes from one autocannon
- * run (warm-up excluded) in the process that serves, as the baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
+ * run after a warm-up of a second (`WARM_UP_S`, excluded) in the process that serves, as the baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
  * peak resident memory during the run (it also seeded the sandbox, so it is an upper bound).
  */
 import { randomUUID } from 'node:crypto';
@@ -54,11 +54,30 @@ const CONNECTIONS = 32;
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
-/** One autocannon run with this bench's connections and duration. */
-const load = (url: string, options: Omit<LoadOptions, 'connections' | 'durationS'> = {}): Promise<Load> =>
-  loadFor(url, { connections: CONNECTIONS, durationS: DURATION_S, ...options });
+/** Seconds of the same requests before each measured run: the JIT and the caches warm up first. */
+const WARM_UP_S = 1;
 
-/** The baseline: a bare Koa app answering constant JSON, in this process. */
+/** A measured run and the requests of its warm-up (`warm_up_requests`, not in the figures). */
+type WarmLoad = Load & { warm_up_requests: number };
+
+/**
+ * One autocannon run with this bench's connections and duration, after a warm-up of the same
+ * requests; the run goes on in `paths` and `bodies` where the warm-up stopped.
+ */
+async function load(
+  url: string,
+  options: Omit<LoadOptions, 'connections' | 'durationS'> = {},
+): Promise<WarmLoad> {
+  const warmUp = await loadFor(url, { ...options, connections: CONNECTIONS, durationS: WARM_UP_S });
+  const run = await loadFor(url, {
+    ...options,
+    connections: CONNECTIONS,
+    durationS: DURATION_S,
+    firstRequest: warmUp.requests,
+  });
+  return { ...run, warm_up_requests: warmUp.requests };
+}
+
 /** Listen on a free local port; the base URL and a close. */
 async function listen(app: Koa): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = app.listen(0, '127.0.0.1');
@@ -136,7 +155,7 @@ async function loadBareAppend(
   es: EventStore,
   streamOf: (cart: string) => string,
   request: Omit<LoadOptions, 'connections' | 'durationS'>,
-): Promise<Load> {
+): Promise<WarmLoad> {
   const bare = await bareAppendKoa(es, streamOf);
   try {
     return await load(bare.url, request);
@@ -349,13 +368,20 @@ async function readBenches(
   return lines;
 }
 
+/** Menu products of the big store the additions take in turn (`5_000_001` on). */
+const ADDED_MENU_PRODUCTS = 97;
 /**
- * `command.append`: item additions over HTTP against a bare Koa route appending the raw event to a
- * SQLite event store file (same paths, bodies, connections and duration), and raw appends in a loop.
+ * Carts of the main `command.append` run: each takes the next of the 97 menu products in turn, so at
+ * the rates measured here a cart ends the run with about ten lines, a shopper's cart.
  */
-async function commandAppend(served: Served, dir: string, at: string): Promise<BenchLine> {
+const CARTS = 4_096;
+/** Carts of the `growing_carts` run: about a hundred additions each, so most reach all 97 lines. */
+const GROWING_CARTS = 256;
+
+/** `count` empty carts at the big store, made through the platform API. */
+async function newCarts(served: Served, count: number): Promise<string[]> {
   const carts: string[] = [];
-  for (let i = 0; i < 256; i++) {
+  for (let i = 0; i < count; i++) {
     const uuid = randomUUID();
     await served.admin('POST', '/platform/v1/carts', {
       uuid,
@@ -364,25 +390,39 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
     });
     carts.push(uuid);
   }
-  const request = {
-    method: 'POST',
-    headers: served.operator,
-    paths: carts.map((c) => `/platform/v1/carts/${c}/items`),
-    bodies: Array.from({ length: 97 }, (_, i) =>
-      JSON.stringify({ menu_product_id: 5_000_000 + 1 + i, price_id: 'gram', count: 1 }),
-    ),
-  };
+  return carts;
+}
+
+/** Item additions to `carts` in turn, each the next menu product in turn. */
+const additionsTo = (served: Served, carts: string[]) => ({
+  method: 'POST',
+  headers: served.operator,
+  paths: carts.map((c) => `/platform/v1/carts/${c}/items`),
+  bodies: Array.from({ length: ADDED_MENU_PRODUCTS }, (_, i) =>
+    JSON.stringify({ menu_product_id: 5_000_000 + 1 + i, price_id: 'gram', count: 1 }),
+  ),
+});
+
+/**
+ * `command.append`: item additions over HTTP to carts of a shopper's size, against a bare Koa route
+ * appending the raw event to the service's store (same paths, bodies, connections and duration), and
+ * raw appends in a loop. `growing_carts` repeats the additions on fewer carts that grow to 97 lines:
+ * every answer is the whole cart (docs/write-side.md), so its cost grows with the cart.
+ */
+async function commandAppend(served: Served, dir: string, at: string): Promise<BenchLine> {
+  const request = additionsTo(served, await newCarts(served, CARTS));
   const additions = await load(served.base, request);
   // The floor: the same HTTP, and one raw append to the service's own store (streams no projection
   // follows); and, for reference, the same route on a fresh file of its own.
   const bare = await loadBareAppend(served.eventStore, (cart) => `benchappend-${cart}`, request);
   const fresh = await bareStore(path.join(dir, 'bare-appends.db'), served.storeOptions);
-  let freshFile: Load;
+  let freshFile: WarmLoad;
   try {
     freshFile = await loadBareAppend(fresh.es, (cart) => `cart-${cart}`, request);
   } finally {
     await fresh.close();
   }
+  const growing = await load(served.base, additionsTo(served, await newCarts(served, GROWING_CARTS)));
 
   const rawStore = await openSqliteEventStore(path.join(dir, 'raw-appends.db'));
   const event = rawItemAdded({ menu_product_id: 1, price_id: 'gram', count: 1 }, at);
@@ -394,10 +434,14 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
   }
   const rawPerS = raw / ((performance.now() - rawStart) / 1000);
   await rawStore.close();
+  /** Lines a cart holds at the end of a run: one per addition, at most one per menu product. */
+  const linesPerCart = (run: WarmLoad, carts: number) =>
+    Math.min(ADDED_MENU_PRODUCTS, round((run.warm_up_requests + run.requests) / carts));
   return {
     name: 'command.append',
     ...additions,
     connections: CONNECTIONS,
+    lines_per_cart: linesPerCart(additions, CARTS),
     baseline:
       "bare Koa POST route appending one raw CartItemAdded to the service's own event store, same process",
     baseline_requests_per_s: bare.requests_per_s,
@@ -408,6 +452,16 @@ async function commandAppend(served: Served, dir: string, at: string): Promise<B
     fresh_file_requests_per_s: freshFile.requests_per_s,
     fresh_file_p99_ms: freshFile.p99_ms,
     fresh_file_ratio: round(additions.requests_per_s / freshFile.requests_per_s, 3),
+    growing_carts: {
+      carts: GROWING_CARTS,
+      lines_per_cart: linesPerCart(growing, GROWING_CARTS),
+      requests_per_s: growing.requests_per_s,
+      p50_ms: growing.p50_ms,
+      p99_ms: growing.p99_ms,
+      errors: growing.errors,
+      non_2xx: growing.non_2xx,
+      ratio: round(growing.requests_per_s / bare.requests_per_s, 3),
+    },
     raw_appends_per_s: round(rawPerS),
     ratio: round(additions.requests_per_s / bare.requests_per_s, 3),
     targets: { ratio: 0.5 },

@@ -9,6 +9,8 @@ import autocannon from 'autocannon';
 
 export interface Load {
   rss_peak_mb: number;
+  /** Requests answered in the run. */
+  requests: number;
   requests_per_s: number;
   p50_ms: number;
   p99_ms: number;
@@ -25,13 +27,15 @@ export interface LoadOptions {
   paths?: string[];
   method?: string;
   bodies?: string[];
+  /** Index in `paths` and `bodies` of the first request (0): a run can go on where another stopped. */
+  firstRequest?: number;
 }
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
 /** A load running until `stop()` or the end of its duration; both resolve with its figures. */
 export function startLoad(url: string, options: LoadOptions): { done: Promise<Load>; stop(): Promise<Load> } {
-  let i = 0;
+  let i = options.firstRequest ?? 0;
   const next = () => i++;
   // Peak resident memory of this process (the service and the load generator) while the load runs.
   let rssPeak = process.memoryUsage().rss;
@@ -73,6 +77,7 @@ export function startLoad(url: string, options: LoadOptions): { done: Promise<Lo
     .then(
       (result): Load => ({
         rss_peak_mb: Math.round(rssPeak / 2 ** 20),
+        requests: result.requests.total,
         requests_per_s: round(result.requests.average),
         p50_ms: result.latency.p50,
         p99_ms: result.latency.p99,
