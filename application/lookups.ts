@@ -30,6 +30,7 @@ export interface LookupsOptions {
   prefixes: readonly string[];
   supervisor?: Supervisor;
   maxStates?: number;
+  maxChanges?: number;
 }
 
 interface Kept {
@@ -95,7 +96,7 @@ export class Lookups {
       this.#live &&
       readFrom >= this.#forgottenUpTo &&
       (changedAt === undefined || changedAt <= loaded.position);
-    if (fresh && this.#options.prefixes.some((p) => streamId.startsWith(p))) {
+    if (fresh && this.#cached(streamId)) {
       this.#states.set(streamId, { decider, state: loaded.state });
       if (this.#states.size > (this.#options.maxStates ?? MAX_STATES)) {
         this.#states.delete(this.#states.keys().next().value as string);
@@ -104,9 +105,16 @@ export class Lookups {
     return loaded.state;
   }
 
-  /** This process wrote `streamId` at `position`: its kept state is dropped now. */
+  /**
+   * This process wrote `streamId` at `position`: its kept state is dropped now. A write of a stream
+   * that is never kept (a cart's) is not remembered: it would only push the catalog's changes out.
+   */
   written(streamId: string, position: number): void {
-    this.#changed(streamId, position);
+    if (this.#cached(streamId)) this.#changed(streamId, position);
+  }
+
+  #cached(streamId: string): boolean {
+    return this.#options.prefixes.some((p) => streamId.startsWith(p));
   }
 
   #changed(streamId: string, position: number): void {
@@ -114,7 +122,7 @@ export class Lookups {
     const before = this.#changes.get(streamId) ?? 0;
     this.#changes.delete(streamId); // most recent last
     this.#changes.set(streamId, Math.max(position, before));
-    if (this.#changes.size > MAX_CHANGES) {
+    if (this.#changes.size > (this.#options.maxChanges ?? MAX_CHANGES)) {
       const [oldest, at] = this.#changes.entries().next().value as [string, number];
       this.#changes.delete(oldest);
       this.#forgottenUpTo = Math.max(this.#forgottenUpTo, at);

@@ -110,3 +110,29 @@ test('a state read while its stream changed is not kept, and nothing is kept whi
   await until(async () => (await nameOf(lookups)) === 'Three');
   t.pass();
 });
+
+test("this process's writes of streams never kept (carts) do not cost the kept states their freshness", async (t) => {
+  const { ours } = await world(t);
+  const position = await rename(ours, 'One', 'no_stream');
+  let reads = 0;
+  const counted: EventStore = {
+    ...ours,
+    readStream: (id, options) => {
+      reads += 1;
+      return ours.readStream(id, options);
+    },
+  };
+  const lookups = new Lookups({
+    store: counted,
+    registry: eventRegistry,
+    prefixes: ['brand-'],
+    maxChanges: 3,
+  });
+  t.teardown(() => lookups.stop());
+  await lookups.start();
+  // More cart writes than the changes remembered, each later than anything the follower has seen.
+  for (let i = 1; i <= 10; i++) lookups.written(`cart-${i}`, position + 1_000 + i);
+  t.is(await nameOf(lookups), 'One');
+  t.is(await nameOf(lookups), 'One');
+  t.is(reads, 1, 'read once, then kept');
+});
