@@ -17,9 +17,11 @@
  *   a plain loop of the same raw append with no HTTP, for scale.
  *
  * The service runs as `npm start` does, its dispatcher and its projector on threads of their own
- * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread). Each HTTP figure comes from one autocannon
- * run after a warm-up of a second (`WARM_UP_S`, excluded) in the process that serves, as the baseline does: both share the same two cores with the load generator. `rss_peak_mb` is that process's
- * peak resident memory during the run (it also seeded the sandbox, so it is an upper bound).
+ * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread). Each HTTP
+ * figure comes from one autocannon run after a warm-up of a second (`WARM_UP_S`, excluded), in the
+ * process that serves, as the baseline does: both share the same two cores with the load generator.
+ * `rss_peak_mb` is that process's peak resident memory during the run (it also seeded the sandbox, so
+ * it is an upper bound).
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -372,7 +374,8 @@ async function readBenches(
 const ADDED_MENU_PRODUCTS = 97;
 /**
  * Carts of the main `command.append` run: each takes the next of the 97 menu products in turn, so at
- * the rates measured here a cart ends the run with about ten lines, a shopper's cart.
+ * the rates measured here a cart ends the run with fewer than ten lines (`lines_per_cart`), a
+ * shopper's cart.
  */
 const CARTS = 4_096;
 /** Carts of the `growing_carts` run: about a hundred additions each, so most reach all 97 lines. */
