@@ -204,7 +204,7 @@ async function storeChanges<D extends Doc>(
 }
 
 export function createDurableFollower<D extends Doc>(options: DurableFollowerOptions<D>): DurableFollower {
-  const { name, store, readStore, filter, logger } = options;
+  const { name, store, readStore, filter } = options;
   const maxBatchSize = options.maxBatchSize ?? 1_000;
   const commitEveryEvents = options.commitEveryEvents ?? 10_000;
   const commitEveryMs = options.commitEveryMs ?? 250;
