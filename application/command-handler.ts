@@ -5,6 +5,7 @@
  * revision is refused with `PreconditionFailedError` and nothing is retried.
  */
 
+import { LRUCache } from 'lru-cache';
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import {
@@ -149,12 +150,9 @@ function snapshotOf<S>(loaded: LoadedStream<S>, decider: unknown): Snapshot<S> {
  * state is decided again on a fresh read before it is answered. Lookups (`load`) always read.
  */
 export function createCommandHandler(store: EventStore, registry: EventRegistry) {
-  const snapshots = new Map<string, Snapshot<unknown>>();
-  function remember(streamId: string, snapshot: Snapshot<unknown>): void {
-    snapshots.delete(streamId); // most recent last
-    snapshots.set(streamId, snapshot);
-    if (snapshots.size > SNAPSHOT_LIMIT) snapshots.delete(snapshots.keys().next().value as string);
-  }
+  // The most recently written streams are kept: a read (`peek`) does not count as a use.
+  const snapshots = new LRUCache<string, Snapshot<unknown>>({ max: SNAPSHOT_LIMIT });
+  const remember = (streamId: string, snapshot: Snapshot<unknown>) => snapshots.set(streamId, snapshot);
   /** Conflicts resolved by re-reading and re-deciding, for metrics and tests. */
   let conflicts = 0;
   function load<S, E extends DomainEvent>(
@@ -173,7 +171,7 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
   ): Promise<CommandResult<S, E>> {
     for (let attempt = 1; ; attempt++) {
       // The state this process last wrote, unless the request names a revision (then read what is).
-      const hit = options.ifMatch === undefined ? snapshots.get(streamId) : undefined;
+      const hit = options.ifMatch === undefined ? snapshots.peek(streamId) : undefined;
       const cached = hit?.decider === decider ? (hit as Snapshot<S>) : undefined;
       const current: Snapshot<S> = cached ?? snapshotOf(await load(streamId, decider), decider);
       if (options.ifMatch !== undefined && options.ifMatch !== current.revision) {

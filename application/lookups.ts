@@ -11,6 +11,7 @@
  * command after a catalog write's answer sees it; another process's write is seen once the follower
  * has applied it, as with the store specials.
  */
+import { LRUCache } from 'lru-cache';
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -40,9 +41,9 @@ interface Kept {
 
 export class Lookups {
   readonly #options: LookupsOptions;
-  readonly #states = new Map<string, Kept>();
-  /** The position of the last change of each stream seen lately (oldest first). */
-  readonly #changes = new Map<string, number>();
+  readonly #states: LRUCache<string, Kept>;
+  /** The position of the last change of each stream seen lately; the oldest is forgotten first. */
+  readonly #changes: LRUCache<string, number>;
   /** Changes up to this position may have been forgotten. */
   #forgottenUpTo = 0;
   #live = false;
@@ -50,6 +51,13 @@ export class Lookups {
 
   constructor(options: LookupsOptions) {
     this.#options = options;
+    this.#states = new LRUCache({ max: options.maxStates ?? MAX_STATES });
+    this.#changes = new LRUCache({
+      max: options.maxChanges ?? MAX_CHANGES,
+      dispose: (at, _streamId, reason) => {
+        if (reason === 'evict') this.#forgottenUpTo = Math.max(this.#forgottenUpTo, at);
+      },
+    });
     this.#follower = createFollower({
       name: 'lookups',
       store: options.store,
@@ -84,23 +92,16 @@ export class Lookups {
     decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>,
   ): Promise<S> {
     const hit = this.#states.get(streamId);
-    if (hit && hit.decider === decider) {
-      this.#states.delete(streamId); // most recently used last
-      this.#states.set(streamId, hit);
-      return hit.state as S;
-    }
+    if (hit && hit.decider === decider) return hit.state as S;
     const readFrom = this.#follower.position();
     const loaded = await readState(this.#options.store, this.#options.registry, streamId, decider);
-    const changedAt = this.#changes.get(streamId);
+    const changedAt = this.#changes.peek(streamId);
     const fresh =
       this.#live &&
       readFrom >= this.#forgottenUpTo &&
       (changedAt === undefined || changedAt <= loaded.position);
     if (fresh && this.#cached(streamId)) {
       this.#states.set(streamId, { decider, state: loaded.state });
-      if (this.#states.size > (this.#options.maxStates ?? MAX_STATES)) {
-        this.#states.delete(this.#states.keys().next().value as string);
-      }
     }
     return loaded.state;
   }
@@ -119,13 +120,7 @@ export class Lookups {
 
   #changed(streamId: string, position: number): void {
     this.#states.delete(streamId);
-    const before = this.#changes.get(streamId) ?? 0;
-    this.#changes.delete(streamId); // most recent last
-    this.#changes.set(streamId, Math.max(position, before));
-    if (this.#changes.size > (this.#options.maxChanges ?? MAX_CHANGES)) {
-      const [oldest, at] = this.#changes.entries().next().value as [string, number];
-      this.#changes.delete(oldest);
-      this.#forgottenUpTo = Math.max(this.#forgottenUpTo, at);
-    }
+    // Set again, the stream's change becomes the most recent (an evicted one moves `#forgottenUpTo`).
+    this.#changes.set(streamId, Math.max(position, this.#changes.peek(streamId) ?? 0));
   }
 }

@@ -3,6 +3,8 @@
  * semantics beyond mingo: the paths an index holds, the single-field conditions a filter pins an
  * index by, compiled filters, and update/upsert application.
  */
+
+import { LRUCache } from 'lru-cache';
 import { Context } from 'mingo/core';
 import * as queryOperators from 'mingo/operators/query';
 import { Query } from 'mingo/query';
@@ -84,7 +86,7 @@ export function walkFields(spec: IndexSpec): string[] {
  * a service asks the same shapes over and over (a key's store, a cursor): the most recent are kept.
  */
 const COMPILED_LIMIT = 1_000;
-const compiled = new Map<string, Query>();
+const compiled = new LRUCache<string, Query>({ max: COMPILED_LIMIT });
 
 /**
  * The query operators, and nothing else: filters are built by the code, never taken from a request, and
@@ -132,13 +134,10 @@ export function compiledQuery(filter: Filter): Matcher {
   // JSON cannot tell these apart from other values: filters holding one are compiled every time.
   if (hasSpecialValue(filter)) return new Query(filter, QUERY_OPTIONS);
   let query = compiled.get(key);
-  if (query) {
-    compiled.delete(key); // most recently used goes last
-  } else {
+  if (!query) {
     query = new Query(filter, QUERY_OPTIONS);
-    if (compiled.size >= COMPILED_LIMIT) compiled.delete(compiled.keys().next().value as string);
+    compiled.set(key, query);
   }
-  compiled.set(key, query);
   return query;
 }
 

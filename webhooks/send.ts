@@ -5,6 +5,7 @@
  * before anything records or shows it (a receiver may echo `401 … Bearer <token>`).
  */
 import type { KeyObject } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { createSecretBox, secretContext } from '../application/credentials.ts';
 import type { Clock } from '../domain/clock.ts';
 import { type DeliveryResult, deliverOnce } from './deliver.ts';
@@ -64,7 +65,9 @@ const OPEN_CHANNELS = 1_024;
 
 export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
   const box = createSecretBox(options.secretKey);
-  const channels = new Map<string, { target: WebhookTarget; channel: WebhookChannel }>();
+  const channels = new LRUCache<string, { target: WebhookTarget; channel: WebhookChannel }>({
+    max: OPEN_CHANNELS,
+  });
 
   function openChannel(target: WebhookTarget): WebhookChannel {
     const authToken = box.decrypt(
@@ -111,15 +114,14 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
   return {
     open(target) {
       const kept = channels.get(target.webhook_id);
-      channels.delete(target.webhook_id);
       const same =
         kept !== undefined &&
         kept.target.url === target.url &&
         kept.target.auth_token_encrypted === target.auth_token_encrypted &&
         kept.target.signing_secret_encrypted === target.signing_secret_encrypted;
-      const channel = same ? kept.channel : openChannel(target);
+      if (same) return kept.channel;
+      const channel = openChannel(target);
       channels.set(target.webhook_id, { target: { ...target }, channel });
-      if (channels.size > OPEN_CHANNELS) channels.delete(channels.keys().next().value as string);
       return channel;
     },
   };

@@ -6,14 +6,15 @@
  * and all of them when another connection commits (the store watches `data_version`). It hands the
  * same object to every reader: documents are read-only to their readers (the port's rule).
  */
+import { LRUCache } from 'lru-cache';
 import type { Doc, DocId } from '../read-store.ts';
 
 export class DocumentCache {
-  private readonly entries = new Map<string, Doc>();
-  private readonly capacity: number;
+  /** None when the capacity is 0 (caching off). */
+  private readonly entries: LRUCache<string, Doc> | undefined;
 
   constructor(capacity: number) {
-    this.capacity = capacity;
+    this.entries = capacity > 0 ? new LRUCache({ max: capacity }) : undefined;
   }
 
   private static key(table: string, id: DocId): string {
@@ -21,28 +22,18 @@ export class DocumentCache {
   }
 
   get(table: string, id: DocId): Doc | undefined {
-    const key = DocumentCache.key(table, id);
-    const doc = this.entries.get(key);
-    if (doc) {
-      this.entries.delete(key); // most recently used goes last
-      this.entries.set(key, doc);
-    }
-    return doc;
+    return this.entries?.get(DocumentCache.key(table, id));
   }
 
   set(table: string, doc: Doc): void {
-    if (this.capacity <= 0) return;
-    const key = DocumentCache.key(table, doc._id);
-    this.entries.delete(key);
-    this.entries.set(key, doc);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries?.set(DocumentCache.key(table, doc._id), doc);
   }
 
   delete(table: string, id: DocId): void {
-    this.entries.delete(DocumentCache.key(table, id));
+    this.entries?.delete(DocumentCache.key(table, id));
   }
 
   clear(): void {
-    this.entries.clear();
+    this.entries?.clear();
   }
 }

@@ -5,6 +5,7 @@
  * compare code points (UTF-8 bytes). A filter with a string bound gets these four operators instead;
  * every other filter is the shared compiled query.
  */
+import { LRUCache } from 'lru-cache';
 import { Context } from 'mingo/core';
 import * as queryOperators from 'mingo/operators/query';
 import { Query } from 'mingo/query';
@@ -63,7 +64,7 @@ function plainJson(value: unknown): boolean {
 
 /** Compiled filters with a string bound, by their JSON, the most recently used kept. */
 const LIMIT = 200;
-const compiled = new Map<string, Query>();
+const compiled = new LRUCache<string, Query>({ max: LIMIT });
 
 /** The matcher of a filter (see the module's comment). */
 export function matcherOf(filter: Filter): Matcher {
@@ -71,11 +72,9 @@ export function matcherOf(filter: Filter): Matcher {
   if (!plainJson(filter)) return new Query(filter, OPTIONS);
   const key = JSON.stringify(filter);
   let query = compiled.get(key);
-  if (query) compiled.delete(key);
-  else {
+  if (!query) {
     query = new Query(filter, OPTIONS);
-    if (compiled.size >= LIMIT) compiled.delete(compiled.keys().next().value as string);
+    compiled.set(key, query);
   }
-  compiled.set(key, query);
   return query;
 }
