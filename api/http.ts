@@ -1,7 +1,7 @@
 /**
  * The Koa app every process serves: shared middleware (request id, access log, metrics, RFC 9457
  * problem responses) and the operational endpoints `/healthz`, `/readyz`, `/metrics`. Partner,
- * platform and admin routers are mounted into the same app with `app.use(router.routes())`.
+ * platform and admin routers are mounted into the same app with `app.use(routesOf(router))`.
  */
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -65,6 +65,28 @@ let KoaRouter: typeof Router | undefined;
 export function createRouter(options?: RouterOptions): Router<AppState> {
   KoaRouter ??= require('@koa/router') as typeof Router;
   return new KoaRouter<AppState>(options);
+}
+
+/**
+ * `router.routes()`, tried only for paths under the router's prefix. The router itself tests every
+ * one of its routes' patterns against every request that reaches it, and a request passes up to ten
+ * routers before its own: this makes the others one comparison each (docs/architecture.md).
+ * The comparison ignores letter case, as the router's patterns do, so nothing it matched is lost.
+ */
+export function routesOf(router: Router<AppState>): Koa.Middleware<AppState> {
+  const routes = router.routes() as Koa.Middleware<AppState>;
+  const prefix = router.opts.prefix?.toLowerCase();
+  if (!prefix) return routes;
+  const prefixedRoutes: Koa.Middleware<AppState> = (ctx, next) => {
+    const path = ctx.path;
+    const under =
+      path.length >= prefix.length &&
+      (path.length === prefix.length || path[prefix.length] === '/') &&
+      path.slice(0, prefix.length).toLowerCase() === prefix;
+    return under ? routes(ctx, next) : next();
+  };
+  // Names its router as `routes()` does, for what lists the app's routes (test/hostile/coverage.test.ts).
+  return Object.assign(prefixedRoutes, { router });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
-import { HttpProblem } from '../api/http.ts';
+import { HttpProblem, routesOf } from '../api/http.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
@@ -45,7 +45,7 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread): Component 
     start(ctx) {
       const control = thread ? threadProjector(thread) : shared.projector;
       if (!control) return;
-      ctx.app.use(createProjectionAdminRouter(control, ctx.config.operatorToken).routes());
+      ctx.app.use(routesOf(createProjectionAdminRouter(control, ctx.config.operatorToken)));
     },
     stop() {},
   };
@@ -84,9 +84,9 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
       const collection = await openPartnerCollections(shared.readStore);
       const commands = createCommandHandler(ctx.eventStore, eventRegistry);
       for (const router of createPartnerRouters({ collection, store: ctx.eventStore, commands, clock })) {
-        ctx.app.use(router.routes());
+        ctx.app.use(routesOf(router));
       }
-      ctx.app.use(createDocsRouter(partnerApis).routes());
+      ctx.app.use(routesOf(createDocsRouter(partnerApis)));
     },
     stop() {},
   };
@@ -118,16 +118,18 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const operatorToken = ctx.config.operatorToken;
       const readStore = shared.readStore;
       ctx.app.use(
-        createPlatformRouter({ store, commands, specials, lookups, clock, operatorToken }).routes(),
+        routesOf(createPlatformRouter({ store, commands, specials, lookups, clock, operatorToken })),
       );
       const webhooks = {
         secretKey: ctx.config.secretKey,
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
-      ctx.app.use(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks }).routes());
+      ctx.app.use(
+        routesOf(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks })),
+      );
       // The console works through the admin API, so it is served where that API is.
-      ctx.app.use(createConsoleRouter().routes());
+      ctx.app.use(routesOf(createConsoleRouter()));
       await caughtUp;
     },
     async stop() {

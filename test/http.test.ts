@@ -11,6 +11,7 @@ import {
   httpProblem,
   PROBLEM_CONTENT_TYPE,
   type Readiness,
+  routesOf,
 } from '../api/http.ts';
 import { createLogger } from '../cli/logger.ts';
 
@@ -319,4 +320,47 @@ test('the logger censors authorization headers, tokens, secrets and keys', (t) =
     t.false(text.includes(`"${secret}"`) || text.includes(`Bearer ${secret}`), secret);
   }
   t.true(text.includes('https://example.com'));
+});
+
+test('routesOf consults a router only for paths under its prefix, in any letter case', async (t) => {
+  const app = createHttpApp({
+    logger: createLogger('warn', { write: () => {} }),
+    registry: createMetricsRegistry(),
+    readiness: createReadiness({ timeoutMs: 200 }),
+    role: 'all',
+  });
+  const consulted: string[] = [];
+  for (const prefix of ['/things', '/other']) {
+    const router = new Router<AppState>({ prefix });
+    router.get('/:id', (ctx) => {
+      ctx.body = { router: prefix, id: ctx.params.id };
+    });
+    const match = router.match.bind(router);
+    router.match = (path, method) => {
+      consulted.push(`${prefix} ${path}`);
+      return match(path, method);
+    };
+    app.use(routesOf(router));
+  }
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const get = async (path: string) => {
+    consulted.length = 0;
+    const response = await fetch(`${base}${path}`);
+    return { status: response.status, body: await json(response), consulted: [...consulted] };
+  };
+
+  t.like(await get('/other/7'), {
+    status: 200,
+    body: { router: '/other', id: '7' },
+    consulted: ['/other /other/7'],
+  });
+  // The router's own patterns ignore letter case (`sensitive` is off): so does the prefix.
+  t.like(await get('/THINGS/8'), { status: 200, body: { router: '/things', id: '8' } });
+  t.deepEqual((await get('/THINGS/8')).consulted, ['/things /THINGS/8']);
+  // A path that merely begins with the prefix's letters is not under it.
+  t.deepEqual(await get('/thingsx/9').then((r) => [r.status, r.consulted]), [404, []]);
+  t.deepEqual(await get('/elsewhere').then((r) => [r.status, r.consulted]), [404, []]);
 });
