@@ -150,4 +150,10 @@ test('constantTimeEqual', (t) => {
   t.false(constantTimeEqual('', 'x'));
   t.true(constantTimeEqual('', ''));
   t.true(constantTimeEqual('ünïcode', 'ünïcode'));
+  // Another length is refused, whether a prefix of the secret, the secret and more, or as many
+  // characters of another UTF-8 length.
+  t.false(constantTimeEqual('operator-toke', 'operator-token'));
+  t.false(constantTimeEqual('operator-tokenn', 'operator-token'));
+  t.false(constantTimeEqual('ünïcodf', 'unicodf'));
+  t.false(constantTimeEqual('', ''.padEnd(32, 'x')));
 });
