@@ -6,11 +6,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { BroadcastChannel, Worker } from 'node:worker_threads';
 import test from 'ava';
 import { openLog } from '../eventstore/sqlite/log.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
-import { META } from './support/raw-events.ts';
+import { META, rawEvent } from './support/raw-events.ts';
 
 async function tempFile(t: import('ava').ExecutionContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-wakeups-'));
@@ -95,3 +95,39 @@ test('a subscriber in this thread receives what a worker thread appends, at once
   );
   worker.postMessage('stop');
 });
+
+test.serial(
+  "a turn's group commit is announced to other threads as it commits; a callback's, at the turn's end",
+  async (t) => {
+    const file = await tempFile(t);
+    // What goes out on this file's channel, and when: spied on the channel's prototype, for this file only.
+    const posted: string[] = [];
+    const post = BroadcastChannel.prototype.postMessage;
+    BroadcastChannel.prototype.postMessage = function (this: BroadcastChannel, message: unknown) {
+      if (this.name.endsWith(file)) {
+        posted.push((message as Array<{ streamId: string }>).map((r) => r.streamId).join(','));
+      }
+      return post.call(this, message);
+    };
+    t.teardown(() => {
+      BroadcastChannel.prototype.postMessage = post;
+    });
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    const turns = await openSqliteEventStore(file, { groupCommit: 'turn' });
+    t.teardown(() => turns.close());
+    await Promise.all([turns.append('cart-1', [rawEvent('A')]), turns.append('cart-2', [rawEvent('B')])]);
+    // Told by the time the appends are answered, not a turn later (the dispatcher thread waited for
+    // the rest of the API thread's turn), and in one message.
+    t.deepEqual(posted, ['cart-1,cart-2']);
+
+    const callbacks = await openSqliteEventStore(file, { groupCommit: 'callback' });
+    t.teardown(() => callbacks.close());
+    posted.length = 0;
+    await callbacks.append('cart-3', [rawEvent('C')]);
+    await callbacks.append('cart-4', [rawEvent('D')]);
+    t.deepEqual(posted, [], "a callback's commits wait for the turn's end");
+    await nextTurn();
+    t.deepEqual(posted, ['cart-3,cart-4'], 'and go out together');
+  },
+);

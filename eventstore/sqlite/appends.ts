@@ -238,7 +238,8 @@ function commitGroup(ctx: AppendContext): void {
     }
     item.resolve(outcome.value.result);
   });
-  if (wrote) ctx.log.announceAppends(runs);
+  // A turn's group is its only commit: nothing else of the turn would share the announcement.
+  if (wrote) ctx.log.announceAppends(runs, ctx.groupCommit === 'turn');
 }
 
 export function createAppends(

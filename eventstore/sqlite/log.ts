@@ -95,9 +95,11 @@ export interface Log {
   readonly appended: Signal;
   /**
    * After a commit that appended `runs` (already in this journal): wakes this connection's readers, and
-   * other threads' on the same file, whose journals take the runs too.
+   * other threads' on the same file, whose journals take the runs too. Other threads hear of it at the
+   * end of this turn of the event loop, with the turn's other commits, or at once when `now` (a commit
+   * that is already the turn's only one).
    */
-  announceAppends(runs: readonly JournalRun[]): void;
+  announceAppends(runs: readonly JournalRun[], now?: boolean): void;
   /** This process's recent appends (this thread's and others'), for readers to skip wake-ups their filter does not want. */
   readonly journal: Journal;
   /**
@@ -150,6 +152,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   let unannounced: JournalRun[] = [];
   const announce = (): void => {
     const runs = unannounced;
+    if (runs.length === 0) return;
     unannounced = [];
     if (!closed) channel?.postMessage(runs);
   };
@@ -203,13 +206,17 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
     },
     appended,
-    announceAppends(runs) {
+    announceAppends(runs, now = false) {
       appended.fireSoon();
       checkpointer?.moved();
       if (!channel) return;
-      // One message per turn of the event loop: the commits of a burst of requests go out together.
-      if (unannounced.length === 0) setImmediate(announce);
+      const pending = unannounced.length > 0;
       unannounced.push(...runs);
+      // At most one message per turn of the event loop: commits of many callbacks go out together.
+      // A turn's group commit is told at once: waiting for the turn's end made the dispatcher thread
+      // wait for a whole poll phase of partner requests under load (README, "Benchmarks").
+      if (now) announce();
+      else if (!pending) setImmediate(announce);
     },
     journal,
     head,
