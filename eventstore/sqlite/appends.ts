@@ -238,8 +238,7 @@ function commitGroup(ctx: AppendContext): void {
     }
     item.resolve(outcome.value.result);
   });
-  // A turn's group is its only commit: nothing else of the turn would share the announcement.
-  if (wrote) ctx.log.announceAppends(runs, ctx.groupCommit === 'turn');
+  if (wrote) ctx.log.announceAppends(runs);
 }
 
 export function createAppends(

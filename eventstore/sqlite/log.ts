@@ -96,10 +96,10 @@ export interface Log {
   /**
    * After a commit that appended `runs` (already in this journal): wakes this connection's readers, and
    * other threads' on the same file, whose journals take the runs too. Other threads hear of it at the
-   * end of this turn of the event loop, with the turn's other commits, or at once when `now` (a commit
-   * that is already the turn's only one).
+   * end of this turn of the event loop, with the turn's other commits; at once where a turn's appends
+   * share one commit (`groupCommit: 'turn'`), which is then the turn's only one.
    */
-  announceAppends(runs: readonly JournalRun[], now?: boolean): void;
+  announceAppends(runs: readonly JournalRun[]): void;
   /** This process's recent appends (this thread's and others'), for readers to skip wake-ups their filter does not want. */
   readonly journal: Journal;
   /**
@@ -206,7 +206,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
     },
     appended,
-    announceAppends(runs, now = false) {
+    announceAppends(runs) {
       appended.fireSoon();
       checkpointer?.moved();
       if (!channel) return;
@@ -215,7 +215,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       // At most one message per turn of the event loop: commits of many callbacks go out together.
       // A turn's group commit is told at once: waiting for the turn's end made the dispatcher thread
       // wait for a whole poll phase of partner requests under load (README, "Benchmarks").
-      if (now) announce();
+      if (options.groupCommit === 'turn') announce();
       else if (!pending) setImmediate(announce);
     },
     journal,
