@@ -33,8 +33,20 @@ export interface LoadOptions {
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
-/** A load running until `stop()` or the end of its duration; both resolve with its figures. */
-export function startLoad(url: string, options: LoadOptions): { done: Promise<Load>; stop(): Promise<Load> } {
+/**
+ * How long a held load runs before what it is held for is measured: the connections are open and the
+ * server's code is warm (as the api bench's warm-up second), and the generator's own start-up is over.
+ */
+export const LOAD_WARM_UP_MS = 1_000;
+
+/**
+ * A load running until `stop()` or the end of its duration; both resolve with its figures. `running`
+ * resolves `LOAD_WARM_UP_MS` after its first answer.
+ */
+export function startLoad(
+  url: string,
+  options: LoadOptions,
+): { running: Promise<void>; done: Promise<Load>; stop(): Promise<Load> } {
   let i = options.firstRequest ?? 0;
   const next = () => i++;
   // Peak resident memory of this process (the service and the load generator) while the load runs.
@@ -73,6 +85,13 @@ export function startLoad(url: string, options: LoadOptions): { done: Promise<Lo
     },
     (err, result) => (err ? fail(err) : settle(result)),
   );
+  const running = Promise.race([
+    new Promise<void>((resolve) => {
+      instance.once('response', () => setTimeout(resolve, LOAD_WARM_UP_MS));
+    }),
+    finished.then(() => Promise.reject(new Error('the load ended before its warm-up did'))),
+  ]);
+  running.catch(() => {});
   const figures = finished
     .then(
       (result): Load => ({
@@ -87,6 +106,7 @@ export function startLoad(url: string, options: LoadOptions): { done: Promise<Lo
     )
     .finally(() => clearInterval(sampler));
   return {
+    running,
     done: figures,
     stop() {
       instance.stop();
@@ -100,22 +120,45 @@ export async function load(url: string, options: LoadOptions): Promise<Load> {
   return startLoad(url, options).done;
 }
 
+/** What `load-process.ts` tells its parent: that its load runs (warmed up), then the load's figures. */
+export type LoadProcessMessage = { running: true } | { figures: Load };
+
 /**
  * `startLoad` in a child process of its own (`load-process.ts`), so that the load generator does not
  * share an event loop, or a core's time slice, with what this process measures (a webhook receiver).
  */
-export function startLoadElsewhere(url: string, options: LoadOptions, nice = 0): { stop(): Promise<Load> } {
+export function startLoadElsewhere(
+  url: string,
+  options: LoadOptions,
+  nice = 0,
+): { running: Promise<void>; stop(): Promise<Load> } {
   const child = fork(new URL('./load-process.ts', import.meta.url), { stdio: 'inherit' });
   // A nice value above 0 runs the load generator below the service's priority, as a client on
   // another machine would not take the service's cores at all.
   if (nice !== 0 && child.pid !== undefined) setPriority(child.pid, nice);
-  const figures = new Promise<Load>((resolve, reject) => {
-    child.once('message', (message) => resolve(message as Load));
+  const exited = new Promise<never>((_, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`the load process exited with code ${code}`)));
   });
+  exited.catch(() => {});
+  const message = (kind: 'running' | 'figures') =>
+    Promise.race([
+      new Promise<LoadProcessMessage>((resolve) => {
+        const take = (m: LoadProcessMessage) => {
+          if (kind in m) {
+            child.off('message', take);
+            resolve(m);
+          }
+        };
+        child.on('message', take);
+      }),
+      exited,
+    ]);
+  const running = message('running').then(() => {});
+  const figures = message('figures').then((m) => (m as { figures: Load }).figures);
   child.send({ start: { url, options } });
   return {
+    running,
     stop() {
       child.send({ stop: true });
       return figures;

@@ -13,8 +13,9 @@
  *   Three repetitions, each on fresh carts of the same service: `p50_ms`/`p99_ms` are the medians of
  *   the three, with their `_min`/`_max` and every repetition in `runs`. A fourth repetition runs with
  *   the partner API under load at the same time (autocannon, 16 connections, a store operator key
- *   paging the store's 400 menu products 100 at a time, in a child process): its figures are the
- *   `loaded_*` ones, the partner API's the `partner_*` ones.
+ *   paging the store's 400 menu products 100 at a time, in a child process), its changes starting
+ *   once the load has run for a second (`LOAD_WARM_UP_MS`): its figures are the `loaded_*` ones, the
+ *   partner API's the `partner_*` ones.
  * - Throughput: a backlog of status changes is written by an `api` service (no dispatcher); then a
  *   `dispatcher` service starts on the same data, in this process, and drains it (fan-out from the persistent
  *   subscription, scheduling, signing, sending, recording): deliveries/s from its first receipt to its
@@ -270,12 +271,14 @@ interface Repetition {
 
 /**
  * One latency repetition on fresh carts: `LATENCY_CHANGES` status changes at `RATE_PER_S`. `during`
- * starts a load once the carts are ready; it is stopped when every measured webhook has arrived.
+ * starts a load once the carts are ready; the changes start once it runs warmed up (so they measure
+ * the service under the load, not the load generator's own start-up on the same cores), and it is
+ * stopped when every measured webhook has arrived.
  */
 async function latencyRun(
   call: Call,
   receiver: Receiver,
-  during?: () => { stop(): Promise<Load> },
+  during?: () => { running: Promise<void>; stop(): Promise<Load> },
 ): Promise<{ figures: Repetition; load?: Load }> {
   const carts = await checkedOutCarts(call, receiver, Math.ceil(LATENCY_CHANGES / MOVES.length));
   const answered = new Map<string, number>();
@@ -283,6 +286,7 @@ async function latencyRun(
   let load: Load | undefined;
   let achievedRate: number;
   try {
+    await held?.running;
     const start = performance.now();
     const inFlight: Promise<void>[] = [];
     let issued = 0;
