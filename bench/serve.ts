@@ -88,7 +88,14 @@ export async function serve(dir: string, env: Record<string, string> = {}): Prom
 }
 
 /** A process's resident memory (VmRSS), in MB. */
-export function rssMbOf(pid: number): number {
+export const rssMbOf = (pid: number): number => statusMbOf(pid, 'VmRSS');
+
+/** The most a process has held resident since it started (VmHWM), in MB. */
+export const rssPeakMbOf = (pid: number): number => statusMbOf(pid, 'VmHWM');
+
+function statusMbOf(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN) / 1024);
+  return Math.round(
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) / 1024,
+  );
 }

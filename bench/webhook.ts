@@ -39,7 +39,7 @@ import { eventStoreOptionsOf } from '../cli/store-options.ts';
 import { webhookHeaders } from '../webhooks/signing.ts';
 import type { BenchLine } from './eventstore.ts';
 import { type Load, startLoadElsewhere } from './load.ts';
-import { serve } from './serve.ts';
+import { rssPeakMbOf, serve } from './serve.ts';
 
 const P = '/platform/v1';
 const RATE_PER_S = 200;
@@ -130,6 +130,7 @@ async function startServed(dir: string) {
   const { call, close } = caller(served.base, readFileSync(path.join(dir, 'operator-token'), 'utf8').trim());
   return {
     base: served.base,
+    pid: served.pid,
     call,
     async stop() {
       await served.stop('SIGTERM');
@@ -398,7 +399,8 @@ function spread(values: number[]): { min: number; median: number; max: number } 
 export async function benchWebhooks(): Promise<BenchLine[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-webhook-'));
   const receiver = await startReceiver();
-  const pds: { running: Pds } = { running: await startServed(dir) };
+  const served = await startServed(dir);
+  const pds: { running: Pds } = { running: served };
   try {
     const call: Call = (method, url, body) => pds.running.call(method, url, body);
     const { secret, partnerKey, pages } = await setUp(pds.running, receiver);
@@ -420,6 +422,8 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
       ),
     );
     const partner = loaded.load!;
+    // The service process's peak resident memory over the latency phases (it is stopped next).
+    const serviceRssPeakMb = rssPeakMbOf(served.pid);
 
     // ---- throughput: a backlog drained by a dispatcher process, against raw signed POSTs ----
     const burst = await drainBacklog(dir, receiver, pds);
@@ -456,6 +460,7 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
         partner_p99_ms: partner.p99_ms,
         partner_errors: partner.errors,
         partner_non_2xx: partner.non_2xx,
+        service_rss_peak_mb: serviceRssPeakMb,
         backlog: burst.total,
         deliveries_per_s: round(burst.perS, 1),
         baseline: 'raw signed POST loop, same receiver and concurrency',
