@@ -57,13 +57,17 @@ const RESTART_MAX_MS = 30_000;
 /** How long a stop waits for the thread to stop its components before it is terminated. */
 const STOP_TIMEOUT_MS = 15_000;
 /**
- * Each thread's young generation (MB: two 1 MB semi-spaces and their share of large objects). Once
- * ready the threads allocate little, but their catch-up at start grew it to 2 × 8 MB each, which then
- * stayed resident: about 25 MB of a serving process's peak (docs/read-side.md, "Memory"). It takes
- * effect because the process passes a default (`--scavenger-max-new-space-capacity-mb`), not
- * `--max-semi-space-size`, which would override it.
+ * Each thread's young generation, MB: two semi-spaces and their share of large objects
+ * (docs/read-side.md, "Memory"). It takes effect because the process passes a default
+ * (`--scavenger-max-new-space-capacity-mb`), not `--max-semi-space-size`, which would override it.
+ * - projector: 1 MB semi-spaces. Once caught up it allocates little, but its catch-up at start grew
+ *   them to 8 MB, which then stayed resident.
+ * - dispatcher: 4 MB semi-spaces. Each webhook's request, answer and appends live a few
+ *   milliseconds; with 1 MB semi-spaces, at 200 webhooks/s a scavenge came every few milliseconds and
+ *   promoted the deliveries in flight, so the thread ran a full mark-compact every 1-3 s, and
+ *   deliveries waited for it (README, "Benchmarks").
  */
-const THREAD_YOUNG_GENERATION_MB = 3;
+const THREAD_YOUNG_GENERATION_MB: Record<ThreadRole, number> = { dispatcher: 12, projector: 3 };
 
 const ENTRY = new URL('./thread-main.ts', import.meta.url);
 
@@ -120,7 +124,7 @@ export function roleThread(
     const w = new Worker(ENTRY, {
       workerData: { role, config, eventStore } satisfies ThreadData,
       name: `pds-${role}`,
-      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB[role] },
     });
     worker = w;
     return new Promise((resolve, reject) => {

@@ -15,6 +15,8 @@ test('the dispatcher thread sends the webhooks; its checks and metrics show thro
   const thread = roleThread('dispatcher');
   const s = await startService(t, { threads: { dispatcher: thread } });
   t.truthy(thread.worker, 'a thread runs');
+  // 4 MB semi-spaces: with 1 MB ones, deliveries in flight were promoted and full GCs held them up.
+  t.is(thread.worker?.resourceLimits?.maxYoungGenerationSizeMb, 12);
   const receiver = await startReceiver(t);
   await seedCatalog(s);
   await createWebhook(s, receiver.url, [1]);

@@ -43,6 +43,7 @@ test('the projector thread builds what the APIs read; its status, checks and met
   const thread = roleThread('projector');
   const s = await startService(t, { threads: { projector: thread } });
   t.truthy(thread.worker, 'a thread runs');
+  t.is(thread.worker?.resourceLimits?.maxYoungGenerationSizeMb, 3, '1 MB semi-spaces');
   await seedCatalog(s);
   const key = await storeKey(s);
   // The key is projected (the admin API waited for it); the catalog may come a moment later.
