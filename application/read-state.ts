@@ -6,6 +6,7 @@
  * Events were validated when appended (application/command-handler.ts): current-version data is taken
  * as is, older versions are upcast and validated by the registry.
  */
+import { LRUCache } from 'lru-cache';
 import { type Decider, type DomainEvent, fold } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
@@ -62,5 +63,55 @@ export async function readState<S, E extends DomainEvent>(
     revision: last?.revision ?? -1,
     position: last?.position ?? 0,
     events: recorded,
+  };
+}
+
+/** A stream folded up to one of its events (its first `revision + 1` events; none at -1). */
+interface Prefix<S> {
+  state: S;
+  revision: number;
+  position: number;
+}
+
+/**
+ * Streams' states as of a global position (`upTo: { position }`), for readers that ask for the same
+ * streams again and again: each stream's last fold is kept, so a position at or after it reads only
+ * the events appended since (none, mostly: one indexed query), not the whole stream. An earlier
+ * position reads the stream from its start, as `readState` does. A webhook body's store is read this
+ * way (docs/webhooks.md): its cost follows the store's changes, not its history.
+ */
+export function createStatesAsOf<S, E extends DomainEvent>(
+  store: EventStore,
+  registry: EventRegistry,
+  decider: Pick<Decider<unknown, E, S>, 'initialState' | 'evolve'>,
+  options: { max?: number } = {},
+): { asOf(streamId: string, position: number): Promise<S> } {
+  const kept = new LRUCache<string, Prefix<S>>({ max: options.max ?? 1_000 });
+  const none: Prefix<S> = { state: decider.initialState, revision: -1, position: 0 };
+  return {
+    async asOf(streamId, position) {
+      const hit = kept.get(streamId);
+      const from = hit && hit.position <= position ? hit : none;
+      let recorded: RecordedEvent[];
+      try {
+        recorded = await store.readStream(streamId, { fromRevision: from.revision + 1 });
+      } catch (err) {
+        if (!(err instanceof StreamNotFoundError)) throw err;
+        recorded = [];
+      }
+      let folded = from;
+      // A stream's positions grow with its revisions: the first event past `position` ends the fold.
+      for (const e of recorded) {
+        if (e.position > position) break;
+        folded = {
+          state: decider.evolve(folded.state, domainEventOf<E>(registry, e)),
+          revision: e.revision,
+          position: e.position,
+        };
+      }
+      // A fold behind the one kept (an earlier position asked for) does not replace it.
+      if (!hit || folded.revision >= hit.revision) kept.set(streamId, folded);
+      return folded.state;
+    },
   };
 }

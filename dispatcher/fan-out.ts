@@ -24,7 +24,7 @@ import {
   type PersistentMessage,
   PersistentSubscriptionExistsError,
 } from '../eventstore/port.ts';
-import { renderWebhook, webhookKindOf } from '../webhooks/body.ts';
+import { createWebhookRenderer, webhookKindOf } from '../webhooks/body.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export const FAN_OUT_GROUP = 'webhook-fan-out';
@@ -66,6 +66,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const group = options.group ?? FAN_OUT_GROUP;
   const stats: FanOutStats = { events: 0, scheduled: 0, errors: 0 };
   const commands = createCommandHandler(store, registry);
+  const renderWebhook = createWebhookRenderer(store, registry);
   /** The last handling queued per cart stream: the next event of that cart waits for it. */
   const chains = new Map<string, Promise<void>>();
   let consumer: PersistentConsumer | undefined;
@@ -79,7 +80,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
     if (!kind || !event.streamId.startsWith('cart-')) return;
     await tracker.ready(event.position);
     if (!tracker.any()) return; // nobody subscribes to anything: no need to render
-    const rendered = await renderWebhook(store, event, registry);
+    const rendered = await renderWebhook(event);
     const owed = tracker.covering(rendered.store_id, kind, event.position);
     if (owed.length === 0) return;
     const body = JSON.stringify(rendered.body);

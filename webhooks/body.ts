@@ -5,7 +5,7 @@
  * event happened, not what is true when it leaves.
  */
 
-import { readState } from '../application/read-state.ts';
+import { createStatesAsOf, readState } from '../application/read-state.ts';
 import * as cart from '../domain/cart.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -71,45 +71,40 @@ export interface RenderedWebhook {
   body: WebhookBody;
 }
 
-/** The store as of `position` (its events up to and including it); a store never written gives its id only. */
-async function storeAsOf(
-  eventStore: EventStore,
-  storeId: number,
-  position: number,
-  registry: EventRegistry,
-): Promise<WebhookStore> {
-  const { state } = await readState(eventStore, registry, store.streamId(storeId), store.decider, {
-    upTo: { position },
-  });
+/** The store as a webhook shows it; a store never written gives its id only. */
+function webhookStore(storeId: number, state: store.StoreState): WebhookStore {
   if (!state.exists) return { id: storeId, name: '', display_name: null, store_url: null };
   return { id: storeId, name: state.name, display_name: state.display_name, store_url: state.store_url };
 }
 
 /**
- * Renders the webhook of one recorded cart event (`CartStatusChanged` or `CartAbandoned`). Throws when
- * the event is not one, or the cart stream does not hold it.
+ * Renders the webhooks of recorded cart events (`CartStatusChanged` or `CartAbandoned`). Each store's
+ * last state is kept (`createStatesAsOf`), so a body reads only the store events written since the
+ * last one it rendered, not the store's whole stream.
  */
-export async function renderWebhook(
-  eventStore: EventStore,
-  event: RecordedEvent,
-  registry: EventRegistry = eventRegistry,
-): Promise<RenderedWebhook> {
-  const kind = webhookKindOf(event.type);
-  if (!kind || !event.streamId.startsWith('cart-')) {
-    throw new Error(`${event.type} in ${event.streamId} leads to no webhook`);
-  }
-  const { state, events: recorded } = await readState(eventStore, registry, event.streamId, cart.decider, {
-    upTo: { revision: event.revision },
-  });
-  const last = recorded[recorded.length - 1];
-  if (!last || last.id !== event.id) {
-    throw new Error(`${event.streamId} does not hold event ${event.id} at revision ${event.revision}`);
-  }
-  if (!state.exists) throw new Error(`${event.streamId} holds no cart`);
-  const storeAtThen = await storeAsOf(eventStore, state.store_id, event.position, registry);
-  const body =
-    kind === 'cart_status_updated'
-      ? cartStatusUpdatedBody(state, recorded[0].position, storeAtThen.name)
-      : cartAbandonedBody(state, storeAtThen);
-  return { kind, cart_uuid: state.uuid, store_id: state.store_id, body };
+export function createWebhookRenderer(eventStore: EventStore, registry: EventRegistry = eventRegistry) {
+  const stores = createStatesAsOf(eventStore, registry, store.decider);
+  /** Throws when the event is not one of the two, or the cart stream does not hold it. */
+  return async function renderWebhook(event: RecordedEvent): Promise<RenderedWebhook> {
+    const kind = webhookKindOf(event.type);
+    if (!kind || !event.streamId.startsWith('cart-')) {
+      throw new Error(`${event.type} in ${event.streamId} leads to no webhook`);
+    }
+    const { state, events: recorded } = await readState(eventStore, registry, event.streamId, cart.decider, {
+      upTo: { revision: event.revision },
+    });
+    const last = recorded[recorded.length - 1];
+    if (!last || last.id !== event.id) {
+      throw new Error(`${event.streamId} does not hold event ${event.id} at revision ${event.revision}`);
+    }
+    if (!state.exists) throw new Error(`${event.streamId} holds no cart`);
+    // The store as of the event's position (its events up to and including it).
+    const storeState = await stores.asOf(store.streamId(state.store_id), event.position);
+    const storeAtThen = webhookStore(state.store_id, storeState);
+    const body =
+      kind === 'cart_status_updated'
+        ? cartStatusUpdatedBody(state, recorded[0].position, storeAtThen.name)
+        : cartAbandonedBody(state, storeAtThen);
+    return { kind, cart_uuid: state.uuid, store_id: state.store_id, body };
+  };
 }
