@@ -243,7 +243,7 @@ export const adminRoutes: readonly RouteSpec[] = [
     'POST',
     `${A}/webhooks/deliveries/:delivery_id/redeliver`,
     'operator',
-    (w) => ({ delivery_id: [w.deliveryId] }),
+    (w) => ({ delivery_id: [w.redeliverableId] }),
     { body: () => ({}) },
   ),
   spec('POST', `${A}/webhooks/:id/recover`, 'operator', (w) => ({ id: [w.webhookId] }), {

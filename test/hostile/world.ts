@@ -40,6 +40,11 @@ export interface World {
   /** Subscriptions DELETE may remove. */
   spareWebhookIds: string[];
   deliveryId: string;
+  /**
+   * A delivery of a subscription no route rewrites, for redelivery: a hostile but valid PATCH of
+   * `webhookId` can disable it, after which its deliveries are refused redelivery (409).
+   */
+  redeliverableId: string;
   receiver: Receiver;
   authToken: string;
 }
@@ -159,6 +164,12 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     store_ids: [101],
   });
   const webhookId = webhook.webhook.webhook_id as string;
+  const untouched = await must(s, 'POST', '/admin/v1/webhooks', {
+    url: receiver.url,
+    auth_token: `untouched-${randomUUID()}`,
+    store_ids: [101],
+  });
+  const untouchedId = untouched.webhook.webhook_id as string;
   const spareWebhookIds: string[] = [];
   for (let i = 0; i < 3; i++) {
     const spare = await must(s, 'POST', '/admin/v1/webhooks', {
@@ -205,12 +216,18 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     count: 2,
   });
   await must(s, 'POST', `${P}/carts/${curbsideCart}/checkout`, { reservation_mode: 'curbside' });
-  // The checkout's cart_status_updated reaches the receiver: a delivery the delivery routes can name.
-  await ticking(s, () => receiver.waitFor(1));
+  // The checkout's cart_status_updated reaches the receiver from both subscriptions of store 101:
+  // deliveries the delivery routes can name.
+  await ticking(s, () => receiver.waitFor(2));
   await caughtUp(s);
-  const deliveries = await must(s, 'GET', `/admin/v1/webhooks/${webhookId}/deliveries`);
-  const deliveryId = deliveries.deliveries[0]?.delivery_id as string | undefined;
-  if (!deliveryId) throw new Error(`no delivery listed: ${JSON.stringify(deliveries)}`);
+  const firstDelivery = async (id: string): Promise<string> => {
+    const deliveries = await must(s, 'GET', `/admin/v1/webhooks/${id}/deliveries`);
+    const delivery = deliveries.deliveries[0]?.delivery_id as string | undefined;
+    if (!delivery) throw new Error(`no delivery listed: ${JSON.stringify(deliveries)}`);
+    return delivery;
+  };
+  const deliveryId = await firstDelivery(webhookId);
+  const redeliverableId = await firstDelivery(untouchedId);
 
   return {
     stores: { inScope: [101, 102], outOfScope: 103 },
@@ -231,6 +248,7 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     webhookId,
     spareWebhookIds,
     deliveryId,
+    redeliverableId,
     receiver,
     authToken,
   };
