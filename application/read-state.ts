@@ -9,7 +9,12 @@
 import { LRUCache } from 'lru-cache';
 import { type Decider, type DomainEvent, fold } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
-import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
+import {
+  type EventStore,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  StreamNotFoundError,
+} from '../eventstore/port.ts';
 
 /** The domain event a recorded event holds, at the schema version the code reads. */
 export function domainEventOf<E extends DomainEvent = DomainEvent>(
@@ -29,6 +34,20 @@ export interface StreamState<S> {
   events: RecordedEvent[];
 }
 
+/** A stream's events as `readStream` reads them; a stream never written has none. */
+async function eventsOf(
+  store: EventStore,
+  streamId: string,
+  options?: ReadStreamOptions,
+): Promise<RecordedEvent[]> {
+  try {
+    return await store.readStream(streamId, options);
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) return [];
+    throw err;
+  }
+}
+
 /** Where to stop: after the event at `revision` of the stream, or after its last event at or before `position`. */
 export type UpTo = { revision: number } | { position: number };
 
@@ -41,18 +60,11 @@ export async function readState<S, E extends DomainEvent>(
   options: { upTo?: UpTo } = {},
 ): Promise<StreamState<S>> {
   const { upTo } = options;
-  let recorded: RecordedEvent[];
-  try {
-    recorded = await store.readStream(
-      streamId,
-      upTo && 'revision' in upTo ? { maxCount: upTo.revision + 1 } : undefined,
-    );
-  } catch (err) {
-    if (err instanceof StreamNotFoundError) {
-      return { state: decider.initialState, revision: -1, position: 0, events: [] };
-    }
-    throw err;
-  }
+  let recorded = await eventsOf(
+    store,
+    streamId,
+    upTo && 'revision' in upTo ? { maxCount: upTo.revision + 1 } : undefined,
+  );
   if (upTo && 'position' in upTo) recorded = recorded.filter((e) => e.position <= upTo.position);
   const last = recorded[recorded.length - 1];
   return {
@@ -92,13 +104,7 @@ export function createStatesAsOf<S, E extends DomainEvent>(
     async asOf(streamId, position) {
       const hit = kept.get(streamId);
       const from = hit && hit.position <= position ? hit : none;
-      let recorded: RecordedEvent[];
-      try {
-        recorded = await store.readStream(streamId, { fromRevision: from.revision + 1 });
-      } catch (err) {
-        if (!(err instanceof StreamNotFoundError)) throw err;
-        recorded = [];
-      }
+      const recorded = await eventsOf(store, streamId, { fromRevision: from.revision + 1 });
       let folded = from;
       // A stream's positions grow with its revisions: the first event past `position` ends the fold.
       for (const e of recorded) {
