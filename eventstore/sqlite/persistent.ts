@@ -18,7 +18,7 @@ import {
 import { type Consumer, GroupRuntime, type GroupSettings } from './group-runtime.ts';
 import type { Log } from './log.ts';
 import type { Reads } from './reads.ts';
-import { type Row, toRecorded } from './rows.ts';
+import { limitSql, type Row, toRecorded, withinLimit } from './rows.ts';
 
 const DEFAULT_MAX_RETRY = 10;
 const DEFAULT_MESSAGE_TIMEOUT_MS = 30_000;
@@ -119,11 +119,11 @@ async function listParkedMessages(
     .stmt(
       `SELECT e.position, e.stream_id, e.revision, e.event_id, e.type, e.data, e.metadata, e.recorded_at, p.reason, p.parked_at
        FROM psub_parked p JOIN events e ON e.position = p.position
-      WHERE p.grp = ? AND p.replaying = 0 ORDER BY p.parked_at, p.position LIMIT ?`,
+      WHERE p.grp = ? AND p.replaying = 0 ORDER BY p.parked_at, p.position${limitSql(opts.maxCount)}`,
       true,
     )
-    .all(group, opts.maxCount ?? -1) as unknown as Array<[...Row, string, string]>;
-  return rows.map((r) => ({
+    .all(group) as unknown as Array<[...Row, string, string]>;
+  return withinLimit(rows, opts.maxCount).map((r) => ({
     event: toRecorded(r.slice(0, 8) as Row),
     reason: r[8],
     parkedAt: r[9],

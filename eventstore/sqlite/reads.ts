@@ -8,7 +8,7 @@ import {
   type SubscriptionStart,
 } from '../port.ts';
 import type { Log } from './log.ts';
-import { COLUMNS, filterSql, prefixUpperBound, type Row, toRecorded } from './rows.ts';
+import { COLUMNS, filterSql, limitSql, prefixUpperBound, type Row, toRecorded, withinLimit } from './rows.ts';
 
 /** Rows scanned per query by a filtered subscription, so one sparse filter never blocks the loop for long. */
 const SCAN_WINDOW = 20_000;
@@ -34,20 +34,21 @@ async function readStream(
 ): Promise<RecordedEvent[]> {
   log.ensureOpen();
   const backwards = opts.direction === 'backwards';
-  const limit = opts.maxCount ?? -1;
-  const rows = (backwards
+  const limit = limitSql(opts.maxCount);
+  const found = (backwards
     ? log
         .stmt(
-          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC${limit}`,
           true,
         )
-        .all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER, limit)
+        .all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER)
     : log
         .stmt(
-          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`,
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision${limit}`,
           true,
         )
-        .all(streamId, opts.fromRevision ?? 0, limit)) as unknown as Row[];
+        .all(streamId, opts.fromRevision ?? 0)) as unknown as Row[];
+  const rows = withinLimit(found, opts.maxCount);
   if (rows.length === 0 && lastRevision(log, streamId) === undefined) throw new StreamNotFoundError(streamId);
   return rows.map(toRecorded);
 }
@@ -55,18 +56,22 @@ async function readStream(
 function readAllSync(log: Log, opts: ReadAllOptions & { upTo?: number }): Row[] {
   log.ensureOpen();
   const f = filterSql(opts.filter);
-  const limit = opts.maxCount ?? -1;
-  if (opts.direction === 'backwards') {
-    return log
-      .stmt(`SELECT ${COLUMNS} FROM events WHERE position < ?${f.sql} ORDER BY position DESC LIMIT ?`, true)
-      .all(opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params, limit) as unknown as Row[];
-  }
-  return log
-    .stmt(
-      `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position LIMIT ?`,
-      true,
-    )
-    .all(opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params, limit) as unknown as Row[];
+  const limit = limitSql(opts.maxCount);
+  const rows =
+    opts.direction === 'backwards'
+      ? log
+          .stmt(
+            `SELECT ${COLUMNS} FROM events WHERE position < ?${f.sql} ORDER BY position DESC${limit}`,
+            true,
+          )
+          .all(opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params)
+      : log
+          .stmt(
+            `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position${limit}`,
+            true,
+          )
+          .all(opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params);
+  return withinLimit(rows as unknown as Row[], opts.maxCount);
 }
 
 function headSync(log: Log, filter?: EventFilter): number {
@@ -126,12 +131,13 @@ function indexedPrefixes(
     const bound = Math.min(gap, INDEXED_READ_LIMIT);
     let events = 0;
     for (const prefix of prefixes) {
+      const wanted = bound - events;
       const row = log
         .stmt(
-          'SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? LIMIT ?)',
+          `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ?${limitSql(wanted)})`,
         )
-        .get(prefix, prefixUpperBound(prefix), bound - events) as { n: number };
-      events += row.n;
+        .get(prefix, prefixUpperBound(prefix)) as { n: number };
+      events += Math.min(row.n, wanted);
       if (events >= bound) break;
     }
     route.indexed = events < bound;
@@ -148,9 +154,9 @@ function readPrefixesIndexed(
   max: number,
 ): Row[] {
   const one = `SELECT ${COLUMNS} FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ? AND position <= ?`;
-  const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position LIMIT ?`;
+  const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position${limitSql(max)}`;
   const params = prefixes.flatMap((p) => [p, prefixUpperBound(p), after, upTo]);
-  return log.stmt(sql, true).all(...params, max) as unknown as Row[];
+  return withinLimit(log.stmt(sql, true).all(...params) as unknown as Row[], max);
 }
 
 /**

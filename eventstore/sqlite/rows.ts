@@ -83,6 +83,23 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
 }
 
 /**
+ * A read's row limit as SQL text, written into the statement rather than bound. SQLite plans with the
+ * value of a bound `LIMIT ?`, so such a statement is prepared again at every execution (a third of a
+ * short stream read's cost; README, "Benchmarks"). The limit is rounded up to a power of two, so a
+ * query keeps a few statements whatever its callers ask, and `withinLimit` trims the rows to the count
+ * asked. A negative or missing limit is none, as SQLite takes `LIMIT -1`.
+ */
+export function limitSql(max: number | undefined): string {
+  if (max === undefined || !(max >= 0) || max > 2 ** 31) return '';
+  return max === 0 ? ' LIMIT 0' : ` LIMIT ${2 ** Math.ceil(Math.log2(max))}`;
+}
+
+/** The first `max` rows of a read made with `limitSql(max)`. */
+export function withinLimit<T>(rows: T[], max: number | undefined): T[] {
+  return max !== undefined && max >= 0 && rows.length > max ? rows.slice(0, max) : rows;
+}
+
+/**
  * The least string greater than every string starting with `prefix`, in SQLite's BINARY order, for a
  * printable ASCII prefix (the only kind it is used for): the last character plus one.
  */
