@@ -2,6 +2,8 @@
 FROM node:24-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# Two malloc arenas for the process's threads, not eight per core (docs/read-side.md, "Memory").
+ENV MALLOC_ARENA_MAX=2
 # A young generation of 2 x 16 MB instead of up to 128 MB under load (docs/read-side.md, "Memory").
 COPY package.json package-lock.json ./
 # The image brings Node 24, so the `node` devDependency (which puts Node 24 on PATH for npm scripts on

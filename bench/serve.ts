@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { npmStartArgs } from '../test/support/npm-start.ts';
+import { npmStartArgs, npmStartEnv } from '../test/support/npm-start.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -41,6 +41,7 @@ export async function serve(dir: string, env: Record<string, string> = {}): Prom
       PDS_DATA_DIR: dir,
       PDS_SANDBOX: '0',
       LOG_LEVEL: 'warn',
+      ...npmStartEnv(),
       ...benchThreads(),
       ...env,
     },

@@ -9,6 +9,7 @@ import test from 'ava';
 import { parse } from 'yaml';
 import { ROLES } from '../cli/compose.ts';
 import { CONFIG_VARIABLES, parseConfig } from '../cli/config.ts';
+import { npmStartEnv } from './support/npm-start.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -137,16 +138,20 @@ test('the image holds every folder the program imports', async (t) => {
   for (const folder of folders) t.true(copied.has(folder), `the Dockerfile copies ${folder}/`);
 });
 
-test("npm start, the pds bin, the image's command and each compose role run Node with the same V8 flags", async (t) => {
+test("npm start, the pds bin, the image's command and each compose role run Node with the same V8 flags and malloc arenas", async (t) => {
   const pkg = JSON.parse(await readFile(`${ROOT}package.json`, 'utf8')) as { scripts: { start: string } };
-  const startFlags = /^exec node ((?:--\S+ )*)cli\/pds\.ts /.exec(pkg.scripts.start)?.[1].trim().split(' ');
+  const startFlags = /exec node ((?:--\S+ )*)cli\/pds\.ts /.exec(pkg.scripts.start)?.[1].trim().split(' ');
   const shebang = (await readFile(`${ROOT}cli/pds.ts`, 'utf8')).split('\n')[0];
   const dockerfile = await readFile(`${ROOT}Dockerfile`, 'utf8');
   const image = JSON.parse(/^CMD (\[.+\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
   // The young generation's bound is most of a serving process's memory: a default the role threads
   // lower (docs/read-side.md, "Memory"). NODE_OPTIONS cannot carry it, nor may it override theirs.
   t.deepEqual(startFlags, ['--scavenger-max-new-space-capacity-mb=8']);
-  t.is(shebang, `#!/usr/bin/env -S node ${startFlags?.join(' ')}`);
+  // glibc gives each thread that allocates an arena of its own, up to eight per core, which a process
+  // of four threads under load holds resident; two suffice on the cores the service uses (docs/read-side.md).
+  t.deepEqual(npmStartEnv(), { MALLOC_ARENA_MAX: '2' }, 'npm start, unless the environment sets it');
+  t.is(shebang, `#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node ${startFlags?.join(' ')}`);
+  t.regex(dockerfile, /^ENV MALLOC_ARENA_MAX=2$/m, 'the image, and so every compose role');
   const flagsOf = (command: string[] | undefined) => command?.slice(1, command.indexOf('cli/pds.ts'));
   t.deepEqual(flagsOf(image), startFlags, 'the image');
   const { services } = await compose();

@@ -15,7 +15,7 @@ import { sandboxApiKey } from '../cli/sandbox/seed.ts';
 import { DEFAULT_SANDBOX_SEED } from '../cli/sandbox/sizes.ts';
 import type { PartnerKind } from '../domain/partner.ts';
 import { killChild, serveChild } from './support/child-service.ts';
-import { npmStartArgs } from './support/npm-start.ts';
+import { npmStartArgs, npmStartEnv } from './support/npm-start.ts';
 
 const SECRET_HEX = '5a'.repeat(32);
 const SECRET = createSecretKey(Buffer.from(SECRET_HEX, 'hex'));
@@ -29,7 +29,13 @@ async function start(t: ExecutionContext, dataDir: string, waitFor?: RegExp) {
   const child = await serveChild(
     t,
     dataDir,
-    { PDS_SECRET_KEY: SECRET_HEX, PDS_SANDBOX: '1', PDS_SANDBOX_SIZE: '2', LOG_LEVEL: 'info' },
+    {
+      PDS_SECRET_KEY: SECRET_HEX,
+      PDS_SANDBOX: '1',
+      PDS_SANDBOX_SIZE: '2',
+      LOG_LEVEL: 'info',
+      ...npmStartEnv(),
+    },
     npmStartArgs(),
   );
   const readyMs = performance.now() - began;

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { npmStartArgs } from '../support/npm-start.ts';
+import { npmStartArgs, npmStartEnv } from '../support/npm-start.ts';
 import { sleep, targetFromEnv } from './http.ts';
 import { registerSuite } from './suite.ts';
 
@@ -36,6 +36,7 @@ async function start(): Promise<void> {
       PDS_DATA_DIR: dataDir,
       PDS_SANDBOX: '0',
       LOG_LEVEL: 'warn',
+      ...npmStartEnv(),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
