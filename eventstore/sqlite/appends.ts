@@ -15,7 +15,7 @@ import {
 import type { JournalRun } from './journal.ts';
 import type { GroupCommit, Log } from './log.ts';
 import type { Reads } from './reads.ts';
-import { COLUMNS, limitSql, validateEvents, validateStreamId, withinLimit } from './rows.ts';
+import { COLUMNS, limitedRows, validateEvents, validateStreamId } from './rows.ts';
 
 /**
  * Group commit: the appends requested together share one transaction, each inside its own
@@ -85,14 +85,11 @@ function idempotentResult(
   if (first.stream_id !== streamId) {
     throw new InvalidEventError(`event id ${ids[0]} is already stored in another stream`);
   }
-  const rows = withinLimit(
-    ctx.log
-      .stmt(
-        `SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision${limitSql(ids.length)}`,
-        true,
-      )
-      .all(streamId, first.revision) as unknown as Array<[string, number]>,
+  const rows = limitedRows<[string, number]>(
+    ctx.log,
+    'SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision',
     ids.length,
+    [streamId, first.revision],
   );
   const matches = rows.length === ids.length && rows.every((r, i) => r[0] === ids[i]);
   const before = first.revision - 1;

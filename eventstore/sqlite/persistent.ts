@@ -18,7 +18,7 @@ import {
 import { type Consumer, GroupRuntime, type GroupSettings } from './group-runtime.ts';
 import type { Log } from './log.ts';
 import type { Reads } from './reads.ts';
-import { limitSql, type Row, toRecorded, withinLimit } from './rows.ts';
+import { limitedRows, type Row, toRecorded } from './rows.ts';
 
 const DEFAULT_MAX_RETRY = 10;
 const DEFAULT_MESSAGE_TIMEOUT_MS = 30_000;
@@ -115,15 +115,15 @@ async function listParkedMessages(
   opts: { maxCount?: number } = {},
 ): Promise<ParkedMessage[]> {
   loadGroup(ctx, group);
-  const rows = ctx.log
-    .stmt(
-      `SELECT e.position, e.stream_id, e.revision, e.event_id, e.type, e.data, e.metadata, e.recorded_at, p.reason, p.parked_at
+  const rows = limitedRows<[...Row, string, string]>(
+    ctx.log,
+    `SELECT e.position, e.stream_id, e.revision, e.event_id, e.type, e.data, e.metadata, e.recorded_at, p.reason, p.parked_at
        FROM psub_parked p JOIN events e ON e.position = p.position
-      WHERE p.grp = ? AND p.replaying = 0 ORDER BY p.parked_at, p.position${limitSql(opts.maxCount)}`,
-      true,
-    )
-    .all(group) as unknown as Array<[...Row, string, string]>;
-  return withinLimit(rows, opts.maxCount).map((r) => ({
+      WHERE p.grp = ? AND p.replaying = 0 ORDER BY p.parked_at, p.position`,
+    opts.maxCount,
+    [group],
+  );
+  return rows.map((r) => ({
     event: toRecorded(r.slice(0, 8) as Row),
     reason: r[8],
     parkedAt: r[9],

@@ -8,7 +8,7 @@ import {
   type SubscriptionStart,
 } from '../port.ts';
 import type { Log } from './log.ts';
-import { COLUMNS, filterSql, limitSql, prefixUpperBound, type Row, toRecorded, withinLimit } from './rows.ts';
+import { COLUMNS, filterSql, limitedRows, limitSql, prefixUpperBound, type Row, toRecorded } from './rows.ts';
 
 /** Rows scanned per query by a filtered subscription, so one sparse filter never blocks the loop for long. */
 const SCAN_WINDOW = 20_000;
@@ -33,22 +33,20 @@ async function readStream(
   opts: ReadStreamOptions = {},
 ): Promise<RecordedEvent[]> {
   log.ensureOpen();
-  const backwards = opts.direction === 'backwards';
-  const limit = limitSql(opts.maxCount);
-  const found = (backwards
-    ? log
-        .stmt(
-          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC${limit}`,
-          true,
+  const rows =
+    opts.direction === 'backwards'
+      ? limitedRows<Row>(
+          log,
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC`,
+          opts.maxCount,
+          [streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER],
         )
-        .all(streamId, opts.fromRevision ?? Number.MAX_SAFE_INTEGER)
-    : log
-        .stmt(
-          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision${limit}`,
-          true,
-        )
-        .all(streamId, opts.fromRevision ?? 0)) as unknown as Row[];
-  const rows = withinLimit(found, opts.maxCount);
+      : limitedRows<Row>(
+          log,
+          `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`,
+          opts.maxCount,
+          [streamId, opts.fromRevision ?? 0],
+        );
   if (rows.length === 0 && lastRevision(log, streamId) === undefined) throw new StreamNotFoundError(streamId);
   return rows.map(toRecorded);
 }
@@ -56,22 +54,19 @@ async function readStream(
 function readAllSync(log: Log, opts: ReadAllOptions & { upTo?: number }): Row[] {
   log.ensureOpen();
   const f = filterSql(opts.filter);
-  const limit = limitSql(opts.maxCount);
-  const rows =
-    opts.direction === 'backwards'
-      ? log
-          .stmt(
-            `SELECT ${COLUMNS} FROM events WHERE position < ?${f.sql} ORDER BY position DESC${limit}`,
-            true,
-          )
-          .all(opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params)
-      : log
-          .stmt(
-            `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position${limit}`,
-            true,
-          )
-          .all(opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params);
-  return withinLimit(rows as unknown as Row[], opts.maxCount);
+  return opts.direction === 'backwards'
+    ? limitedRows<Row>(
+        log,
+        `SELECT ${COLUMNS} FROM events WHERE position < ?${f.sql} ORDER BY position DESC`,
+        opts.maxCount,
+        [opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params],
+      )
+    : limitedRows<Row>(
+        log,
+        `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position`,
+        opts.maxCount,
+        [opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params],
+      );
 }
 
 function headSync(log: Log, filter?: EventFilter): number {
@@ -154,9 +149,9 @@ function readPrefixesIndexed(
   max: number,
 ): Row[] {
   const one = `SELECT ${COLUMNS} FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ? AND position <= ?`;
-  const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position${limitSql(max)}`;
+  const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position`;
   const params = prefixes.flatMap((p) => [p, prefixUpperBound(p), after, upTo]);
-  return withinLimit(log.stmt(sql, true).all(...params) as unknown as Row[], max);
+  return limitedRows<Row>(log, sql, max, params);
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../port.ts';
+import type { Log } from './log.ts';
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -97,6 +98,16 @@ export function limitSql(max: number | undefined): string {
 /** The first `max` rows of a read made with `limitSql(max)`. */
 export function withinLimit<T>(rows: T[], max: number | undefined): T[] {
   return max !== undefined && max >= 0 && rows.length > max ? rows.slice(0, max) : rows;
+}
+
+/** The first `max` rows (as arrays) that `sql`, with `limitSql(max)` written after it, reads. */
+export function limitedRows<T extends unknown[]>(
+  log: Pick<Log, 'stmt'>,
+  sql: string,
+  max: number | undefined,
+  params: SQLInputValue[],
+): T[] {
+  return withinLimit(log.stmt(`${sql}${limitSql(max)}`, true).all(...params) as unknown as T[], max);
 }
 
 /**
