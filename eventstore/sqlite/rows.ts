@@ -2,7 +2,7 @@
  * The embedded event store's table of events (docs/architecture.md): its schema, a row as read, and
  * what every part of the adapter checks or builds from rows.
  */
-import type { SQLInputValue } from 'node:sqlite';
+import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import {
   type EventFilter,
   type EventMetadata,
@@ -10,7 +10,6 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../port.ts';
-import type { Log } from './log.ts';
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -102,7 +101,7 @@ export function withinLimit<T>(rows: T[], max: number | undefined): T[] {
 
 /** The first `max` rows (as arrays) that `sql`, with `limitSql(max)` written after it, reads. */
 export function limitedRows<T extends unknown[]>(
-  log: Pick<Log, 'stmt'>,
+  log: { stmt(sql: string, arrays: boolean): StatementSync },
   sql: string,
   max: number | undefined,
   params: SQLInputValue[],
