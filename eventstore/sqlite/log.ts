@@ -5,15 +5,19 @@
  * channel named after the file, sent once the commit is visible; at another process's, through a
  * file-system watch on the WAL.
  */
-import { closeSync, type FSWatcher, fdatasyncSync, mkdirSync, openSync, watch } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { BroadcastChannel } from 'node:worker_threads';
 import { EventStoreUnavailableError } from '../port.ts';
 import { Journal, type JournalRun } from './journal.ts';
 import { isBusy, SCHEMA } from './rows.ts';
+import { watchWal } from './wal-watch.ts';
 
-/** How long after a WAL write of another process its readers look again, for a commit published late. */
+/**
+ * How long after a WAL write of another process its readers look again (for a commit published late),
+ * and how long the WAL watch stays closed after it reported a write (eventstore/sqlite/wal-watch.ts).
+ */
 const WAL_RECHECK_MS = 20;
 /** How often the checkpointing connection (`checkpoints: 'background'`) copies the WAL into the file, after appends. */
 const CHECKPOINT_EVERY_MS = 100;
@@ -132,8 +136,6 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   const appended = createSignal();
   const journal = new Journal();
   const head = { cached: undefined as number | undefined, stale: true };
-  let watcher: FSWatcher | undefined;
-  let readers = 0;
   // Another thread's connection to this file announces its commits here. Unlike the WAL watch, the
   // message is sent after the commit is visible: the watch fires at the write of the WAL, which can
   // come before the commit is published, so a reader woken by it may find nothing new yet.
@@ -156,15 +158,6 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
     unannounced = [];
     if (!closed) channel?.postMessage(runs);
   };
-  // A WAL write of another process is looked at again a little later, when its commit is published.
-  let recheck: NodeJS.Timeout | undefined;
-  const recheckLater = (): void => {
-    recheck ??= setTimeout(() => {
-      recheck = undefined;
-      head.stale = true;
-      appended.fireSoon();
-    }, WAL_RECHECK_MS).unref();
-  };
 
   const checkpointer =
     options.checkpoints === 'background' && path !== ':memory:' ? backgroundCheckpoints(db, path) : undefined;
@@ -172,6 +165,16 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   const ensureOpen = (): void => {
     if (closed) throw new EventStoreUnavailableError('event store is closed');
   };
+
+  // Another process's appends: a write of the WAL (eventstore/sqlite/wal-watch.ts).
+  const walWatch =
+    path === ':memory:'
+      ? undefined
+      : watchWal(path, WAL_RECHECK_MS, () => {
+          head.stale = true;
+          appended.fireSoon();
+          checkpointer?.moved();
+        });
 
   return {
     db,
@@ -220,32 +223,11 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
     },
     journal,
     head,
-    headTrusted: () => !head.stale && (watcher !== undefined || path === ':memory:'),
-    retainWatcher() {
-      readers += 1;
-      if (watcher || path === ':memory:') return;
-      const walName = `${basename(path)}-wal`;
-      try {
-        watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
-          if (file !== walName) return;
-          // Possibly another process's append: the cached head must be read again.
-          head.stale = true;
-          appended.fireSoon();
-          recheckLater();
-          checkpointer?.moved();
-        });
-        watcher.on('error', () => {});
-      } catch {
-        watcher = undefined; // same-process appends still wake subscribers
-      }
-    },
+    headTrusted: () => !head.stale && (walWatch === undefined || walWatch.active),
+    retainWatcher: () => walWatch?.retain(),
     releaseWatcher() {
-      readers -= 1;
-      if (readers === 0 && watcher) {
-        watcher.close();
-        watcher = undefined;
-        head.stale = true; // nobody tells of other processes' appends any more
-      }
+      // Once nobody listens for other processes' appends, the cached head is read again each time.
+      if (walWatch?.release() === false) head.stale = true;
     },
     close() {
       if (closed) return;
@@ -254,9 +236,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       closed = true;
       checkpointer?.stop();
       channel?.close();
-      clearTimeout(recheck);
-      watcher?.close();
-      watcher = undefined;
+      walWatch?.close();
       db.close();
     },
   };
