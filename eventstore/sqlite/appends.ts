@@ -2,6 +2,7 @@
  * Appends to the embedded event store: optimistic concurrency on the stream's revision, EventStoreDB's
  * idempotency for repeated event ids, and group commit (docs/operations.md, "Threads").
  */
+import { LRUCache } from 'lru-cache';
 import { bindContext } from '../bind-context.ts';
 import {
   type AppendOptions,
@@ -37,10 +38,19 @@ const APPEND_SAVEPOINT = 'pds_append';
 /** What an append did: its answer, and when it wrote, the events' stream and types (for the journal). */
 type AppendWork = () => { result: AppendResult; wrote: boolean; streamId?: string; types?: string[] };
 
+/** Streams whose last committed revision through this connection is kept (`AppendContext.committed`). */
+const COMMITTED_STREAMS = 10_000;
+
 interface AppendContext {
   log: Log;
   groupCommit: GroupCommit;
   lastRevision(streamId: string): number | undefined;
+  /**
+   * The revision each recent stream had when this connection last committed to it: that revision
+   * exists for good (the log is append-only and a stream's revisions have no gaps), so an append
+   * expecting it, or any earlier one, needs no read of the stream's last revision (see `append`).
+   */
+  committed: LRUCache<string, number>;
   /** The appends of this turn, committed together at its end (undefined: none yet). */
   group: Array<{ work: AppendWork; resolve(r: AppendResult): void; reject(e: unknown): void }> | undefined;
 }
@@ -123,26 +133,40 @@ async function append(
   const payloads = events.map((e) => [JSON.stringify(e.data), JSON.stringify(e.metadata)]);
   const recordedAt = ctx.log.now().toISOString();
   return inGroup(ctx, () => {
-    const actual = ctx.lastRevision(streamId);
+    // An expected revision known to exist (or no stream at all) is checked by the insert itself: the
+    // (stream_id, revision) index refuses the next revision once the stream has moved past it. Other
+    // expectations read the stream's last revision first (docs/operations.md, "Threads").
+    const unread =
+      expected === 'no_stream' ||
+      (typeof expected === 'number' && expected <= (ctx.committed.get(streamId) ?? -1));
+    const actual = unread ? (expected === 'no_stream' ? undefined : expected) : ctx.lastRevision(streamId);
     try {
-      checkExpected(streamId, expected, actual);
+      if (!unread) checkExpected(streamId, expected, actual);
       return insertEvents(ctx, streamId, actual, events, ids, payloads, recordedAt);
     } catch (error) {
       // A repeat of a stored append fails one way or the other: its expected revision has passed, or
       // its ids are taken. Only then is it looked for, instead of a query per append.
-      if (!(error instanceof WrongExpectedVersionError || isEventIdTaken(error))) throw error;
+      const revisionTaken = isRevisionTaken(error);
+      if (!(error instanceof WrongExpectedVersionError || isEventIdTaken(error) || revisionTaken))
+        throw error;
       ctx.log.db.exec(`ROLLBACK TO ${APPEND_SAVEPOINT}`);
       const again = idempotentResult(ctx, streamId, ids, expected);
       if (again) return { result: again, wrote: false };
+      if (revisionTaken) {
+        throw new WrongExpectedVersionError(streamId, expected, ctx.lastRevision(streamId) ?? 'no_stream');
+      }
       throw error;
     }
   });
 }
 
-/** The UNIQUE constraint on event ids refused an insert (SQLITE_CONSTRAINT_UNIQUE). */
-const isEventIdTaken = (error: unknown): boolean =>
-  (error as { errcode?: number }).errcode === 2067 &&
-  String((error as Error).message).includes('events.event_id');
+/** A UNIQUE constraint refused an insert (SQLITE_CONSTRAINT_UNIQUE), its message naming `columns`. */
+const isTaken = (error: unknown, columns: string): boolean =>
+  (error as { errcode?: number }).errcode === 2067 && String((error as Error).message).includes(columns);
+/** The UNIQUE constraint on event ids refused an insert. */
+const isEventIdTaken = (error: unknown): boolean => isTaken(error, 'events.event_id');
+/** The UNIQUE constraint on a stream's revisions refused an insert: the stream has moved on. */
+const isRevisionTaken = (error: unknown): boolean => isTaken(error, 'events.stream_id, events.revision');
 
 /** Inserts one append's events after revision `actual`. */
 function insertEvents(
@@ -230,6 +254,7 @@ function commitGroup(ctx: AppendContext): void {
       const last = value.result.position;
       const types = value.types ?? [];
       const run = { first: last - types.length + 1, last, streamId: value.streamId ?? '', types };
+      ctx.committed.set(run.streamId, value.result.nextExpectedRevision);
       ctx.log.journal.record(run.first, run.last, run.streamId, run.types);
       runs.push(run);
       if (ctx.log.head.cached !== undefined) {
@@ -246,6 +271,12 @@ export function createAppends(
   reads: Pick<Reads, 'lastRevision'>,
   groupCommit: GroupCommit = 'callback',
 ) {
-  const ctx: AppendContext = { log, groupCommit, lastRevision: reads.lastRevision, group: undefined };
+  const ctx: AppendContext = {
+    log,
+    groupCommit,
+    lastRevision: reads.lastRevision,
+    committed: new LRUCache({ max: COMMITTED_STREAMS }),
+    group: undefined,
+  };
   return bindContext(ctx, { append });
 }
