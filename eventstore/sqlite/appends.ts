@@ -144,8 +144,8 @@ async function append(
       if (!unread) checkExpected(streamId, expected, actual);
       return insertEvents(ctx, streamId, actual, events, ids, payloads, recordedAt);
     } catch (error) {
-      // A repeat of a stored append fails one way or the other: its expected revision has passed, or
-      // its ids are taken. Only then is it looked for, instead of a query per append.
+      // A repeat of a stored append fails one way or another: its expected revision has passed, its
+      // revision is taken, or its ids are. Only then is it looked for, instead of a query per append.
       const revisionTaken = isRevisionTaken(error);
       if (!(error instanceof WrongExpectedVersionError || isEventIdTaken(error) || revisionTaken))
         throw error;

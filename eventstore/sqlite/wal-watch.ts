@@ -20,7 +20,7 @@ export interface WalWatch {
   retain(): void;
   /** A reader stops waiting; returns false once none waits (other processes' appends go unheard). */
   release(): boolean;
-  /** Whether other processes' appends are heard of: a reader waits and the directory can be watched. */
+  /** Whether other processes' appends are heard of: a reader waits and the file system lets us watch. */
   readonly active: boolean;
   close(): void;
 }
