@@ -108,7 +108,10 @@ async function startReceiver() {
 
 /** A `call` of the platform and admin APIs at `base` with the operator token; throws on a non-2xx. */
 function caller(base: string, token: string) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  // Idle sockets are closed before the service closes them (its keep-alive timeout, 5 s, cli/compose.ts):
+  // a request sent on a socket the service was closing failed a run with ECONNRESET, once in about 50.
+  // With a timeout set, Node's agent also keeps a second's margin under the service's Keep-Alive hint.
+  const agent = new Agent({ keepAlive: true, maxSockets: 32, timeout: 4_000 });
   const call = async (method: string, url: string, body?: unknown) => {
     const res = await got(`${base}${url}`, {
       method: method as 'POST',
