@@ -136,10 +136,9 @@ async function append(
     // An expected revision known to exist (or no stream at all) is checked by the insert itself: the
     // (stream_id, revision) index refuses the next revision once the stream has moved past it. Other
     // expectations read the stream's last revision first (docs/operations.md, "Threads").
-    const unread =
-      expected === 'no_stream' ||
-      (typeof expected === 'number' && expected <= (ctx.committed.get(streamId) ?? -1));
-    const actual = unread ? (expected === 'no_stream' ? undefined : expected) : ctx.lastRevision(streamId);
+    const known = typeof expected === 'number' && expected <= (ctx.committed.get(streamId) ?? -1);
+    const unread = known || expected === 'no_stream';
+    const actual = known ? expected : unread ? undefined : ctx.lastRevision(streamId);
     try {
       if (!unread) checkExpected(streamId, expected, actual);
       return insertEvents(ctx, streamId, actual, events, ids, payloads, recordedAt);

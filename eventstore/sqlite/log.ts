@@ -136,6 +136,12 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   const appended = createSignal();
   const journal = new Journal();
   const head = { cached: undefined as number | undefined, stale: true };
+  /** Another connection appended: the head is read again, readers wake, the checkpointer has work. */
+  const otherAppended = (): void => {
+    head.stale = true;
+    appended.fireSoon();
+    checkpointer?.moved();
+  };
   // Another thread's connection to this file announces its commits here. Unlike the WAL watch, the
   // message is sent after the commit is visible: the watch fires at the write of the WAL, which can
   // come before the commit is published, so a reader woken by it may find nothing new yet.
@@ -145,9 +151,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       for (const run of (message as { data: JournalRun[] }).data) {
         journal.record(run.first, run.last, run.streamId, run.types);
       }
-      head.stale = true;
-      appended.fireSoon();
-      checkpointer?.moved();
+      otherAppended();
     };
     channel.unref();
   }
@@ -167,14 +171,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   };
 
   // Another process's appends: a write of the WAL (eventstore/sqlite/wal-watch.ts).
-  const walWatch =
-    path === ':memory:'
-      ? undefined
-      : watchWal(path, WAL_RECHECK_MS, () => {
-          head.stale = true;
-          appended.fireSoon();
-          checkpointer?.moved();
-        });
+  const walWatch = path === ':memory:' ? undefined : watchWal(path, WAL_RECHECK_MS, otherAppended);
 
   return {
     db,
