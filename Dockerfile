@@ -4,7 +4,6 @@ WORKDIR /app
 ENV NODE_ENV=production
 # Two malloc arenas for the process's threads, not eight per core (docs/read-side.md, "Memory").
 ENV MALLOC_ARENA_MAX=2
-# A young generation of 2 x 16 MB instead of up to 128 MB under load (docs/read-side.md, "Memory").
 COPY package.json package-lock.json ./
 # The image brings Node 24, so the `node` devDependency (which puts Node 24 on PATH for npm scripts on
 # machines with an older Node) is not needed here, nor are the other dev tools: Node runs the .ts files
@@ -24,4 +23,6 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "--scavenger-max-new-space-capacity-mb=8", "cli/pds.ts", "serve", "--role", "all"]
+# A young generation of 2 x 16 MB instead of up to 128 MB under load, and V8 helper threads one per
+# core beyond the first instead of four (docs/read-side.md, "Memory"; docs/operations.md, "Threads").
+CMD ["node", "--scavenger-max-new-space-capacity-mb=8", "--v8-pool-size=0", "cli/pds.ts", "serve", "--role", "all"]

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --scavenger-max-new-space-capacity-mb=8
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --scavenger-max-new-space-capacity-mb=8 --v8-pool-size=0
 /**
  * `pds`: turns on Node's on-disk compile cache, then runs the program (`cli/program.ts`). The cache
  * keeps every module's type-stripped source and V8 code, so a restart does not strip and compile them

@@ -2,14 +2,17 @@
  * `docker-compose.yml` and the `Dockerfile`, read as files (no Docker engine needed): both engines, the
  * three roles with healthchecks, and only configuration variables the service knows.
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { parse } from 'yaml';
 import { ROLES } from '../cli/compose.ts';
 import { CONFIG_VARIABLES, parseConfig } from '../cli/config.ts';
-import { npmStartEnv } from './support/npm-start.ts';
+import { npmStartArgs, npmStartEnv } from './support/npm-start.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -146,7 +149,10 @@ test("npm start, the pds bin, the image's command and each compose role run Node
   const image = JSON.parse(/^CMD (\[.+\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
   // The young generation's bound is most of a serving process's memory: a default the role threads
   // lower (docs/read-side.md, "Memory"). NODE_OPTIONS cannot carry it, nor may it override theirs.
-  t.deepEqual(startFlags, ['--scavenger-max-new-space-capacity-mb=8']);
+  // V8's helper threads (concurrent GC, compilation): Node's default is four whatever the machine; `0`
+  // sizes them to the cores beyond the first, so a busy thread's GC does not take the API's core
+  // (docs/operations.md, "Threads").
+  t.deepEqual(startFlags, ['--scavenger-max-new-space-capacity-mb=8', '--v8-pool-size=0']);
   // glibc gives each thread that allocates an arena of its own, up to eight per core, which a process
   // of four threads under load holds resident; two suffice on the cores the service uses (docs/read-side.md).
   t.deepEqual(npmStartEnv(), { MALLOC_ARENA_MAX: '2' }, 'npm start, unless the environment sets it');
@@ -158,4 +164,30 @@ test("npm start, the pds bin, the image's command and each compose role run Node
   for (const role of ['api', 'projector', 'dispatcher'])
     t.deepEqual(flagsOf(services[role].command), startFlags, role);
   t.notRegex(dockerfile, /NODE_OPTIONS|max-semi-space-size/, "nothing overrides the threads' own limits");
+});
+
+test("npm start's V8 flags give one V8 helper thread per core beyond the first, at least one", (t) => {
+  // Linux names V8's helper threads `V8Worker` in /proc; elsewhere there is nothing to count.
+  if (!existsSync('/proc/self/task')) {
+    t.log('no /proc/self/task on this system: V8Worker threads cannot be counted');
+    t.pass();
+    return;
+  }
+  const flags = npmStartArgs().slice(0, npmStartArgs().indexOf('cli/pds.ts'));
+  const count = `const fs = require('node:fs');
+    console.log(fs.readdirSync('/proc/self/task').filter((t) => fs.readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'V8Worker').length)`;
+  const helpers = Number(execFileSync(process.execPath, [...flags, '-e', count], { encoding: 'utf8' }));
+  // Node's default is four (this machine has two cores; CI's may have more).
+  t.is(helpers, Math.max(1, availableParallelism() - 1));
+});
+
+test('npm run bench has the V8 flags of npm start, since the api bench serves in the bench process', async (t) => {
+  const pkg = JSON.parse(await readFile(`${ROOT}package.json`, 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const flagsOf = (script: string, entry: string) =>
+    new RegExp(`node ((?:--\\S+ )*)${entry.replace('.', '\\.')}`).exec(script)?.[1].trim().split(' ');
+  const startFlags = flagsOf(pkg.scripts.start, 'cli/pds.ts');
+  t.truthy(startFlags);
+  t.deepEqual(flagsOf(pkg.scripts.bench, 'bench/run.ts'), ['--expose-gc', ...(startFlags ?? [])]);
 });
