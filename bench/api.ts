@@ -17,7 +17,8 @@
  *   a plain loop of the same raw append with no HTTP, for scale.
  *
  * The service runs as `npm start` does, its dispatcher and its projector on threads of their own
- * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread). Each HTTP
+ * (`PDS_BENCH_DISPATCHER_THREAD=0`, `PDS_BENCH_PROJECTOR_THREAD=0`: on the API's thread), with its V8
+ * flags (`npm run bench` passes `npm start`'s, test/compose-file.test.ts keeps them the same). Each HTTP
  * figure comes from one autocannon run after a warm-up of a second (excluded; bench/api-service.ts),
  * in the process that serves, as the baseline does: both share the same two cores with the load
  * generator.
