@@ -1,14 +1,15 @@
 /** The projection gauges in `/metrics`: their values, and one projector status per scrape. */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { Registry } from 'prom-client';
 import { registerGauges } from '../cli/read-side.ts';
+import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { createProjector, type Projection } from '../projections/projector.ts';
 import { openSqliteReadStore } from '../projections/sqlite/read-store.ts';
+import { rawEvent } from './support/raw-events.ts';
 
 const counted: Projection = {
   name: 'counted',
@@ -22,20 +23,7 @@ const counted: Projection = {
   },
 };
 
-const append = (store: Awaited<ReturnType<typeof openSqliteEventStore>>, i: number) =>
-  store.append(`thing-${i % 3}`, [
-    {
-      type: 'Counted',
-      data: { i },
-      metadata: {
-        correlation_id: randomUUID(),
-        causation_id: null,
-        actor: { type: 'system', id: 'test' },
-        occurred_at: '2026-01-01T00:00:00.000Z',
-        schema_version: 1,
-      },
-    },
-  ]);
+const append = (store: EventStore, i: number) => store.append(`thing-${i % 3}`, [rawEvent('Counted', { i })]);
 
 test('a scrape reads every projection gauge from one projector status', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pds-gauges-'));
