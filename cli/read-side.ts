@@ -77,8 +77,8 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
 
 /**
  * One `status()` for all the calls made while it runs. The registry collects its gauges together, and
- * each status reads the log after every projection's checkpoint (up to 10,001 events each, parsed) to
- * count its lag: four gauges made that four reads per scrape (docs/operations.md, "Projections").
+ * each status asks the log for every projection's lag: four gauges made that four per scrape
+ * (docs/operations.md, "Projections").
  */
 function sharedStatus(projector: Pick<Projector, 'status'>): Projector['status'] {
   let running: ReturnType<Projector['status']> | undefined;

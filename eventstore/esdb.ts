@@ -50,6 +50,9 @@ export function createEsdbEventStore(connectionString: string, options: EsdbOpti
     readStream: streams.readStream,
     readAll: streams.readAll,
     headPosition: streams.headPosition,
+    // The server keeps no count: the events are read (the filter applied by the server) and counted.
+    countAll: async ({ after, filter, max }) =>
+      (await streams.readAll({ after, filter, maxCount: max })).length,
     subscribeToAll,
     ...persistent,
     async close() {

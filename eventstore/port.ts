@@ -99,6 +99,15 @@ export interface ReadAllOptions {
   filter?: EventFilter;
 }
 
+/** What `countAll` counts: events after a position, matching a filter, up to a bound. */
+export interface CountAllOptions {
+  /** Exclusive: events with position > `after`. */
+  after: number;
+  filter?: EventFilter;
+  /** The count stops here: a lag shown as "more than this" costs no more than this. */
+  max: number;
+}
+
 /** Where a subscription starts: the beginning, the current end, or after a checkpointed position. */
 export type SubscriptionStart = 'start' | 'end' | { after: number };
 
@@ -198,6 +207,11 @@ export interface EventStore {
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Position of the last event in `$all` (0 when empty), optionally of the events matching a filter. */
   headPosition(filter?: EventFilter): Promise<number>;
+  /**
+   * How many events of `$all` after a position match a filter, at most `max`: a projection's lag
+   * (docs/operations.md, "Projections"), without reading the events themselves where the store can.
+   */
+  countAll(options: CountAllOptions): Promise<number>;
 
   subscribeToAll(options: CatchUpSubscriptionOptions, handlers: CatchUpHandlers): CatchUpSubscription;
 

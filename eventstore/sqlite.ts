@@ -42,6 +42,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     readStream: reads.readStream,
     readAll: async (opts = {}) => reads.readAllSync(opts).map(toRecorded),
     headPosition: async (filter) => reads.headSync(filter),
+    countAll: async (opts) => reads.countSync(opts),
     subscribeToAll: (opts, handlers) => subscribeToAll(log, reads, opts, handlers),
     createPersistentSubscription: persistent.createPersistentSubscription,
     updatePersistentSubscription: persistent.updatePersistentSubscription,

@@ -1,5 +1,6 @@
 import { bindContext } from '../bind-context.ts';
 import {
+  type CountAllOptions,
   type EventFilter,
   type ReadAllOptions,
   type ReadStreamOptions,
@@ -67,6 +68,15 @@ function readAllSync(log: Log, opts: ReadAllOptions & { upTo?: number }): Row[] 
         opts.maxCount,
         [opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params],
       );
+}
+
+/** `countAll`: counted by SQLite, the rows neither fetched nor parsed. */
+function countSync(log: Log, opts: CountAllOptions): number {
+  log.ensureOpen();
+  const f = filterSql(opts.filter);
+  const sql = `SELECT count(*) FROM (SELECT 1 FROM events WHERE position > ?${f.sql} ORDER BY position${limitSql(opts.max)})`;
+  const [count] = log.stmt(sql, true).get(opts.after, ...f.params) as unknown as [number];
+  return Math.min(count, Math.max(0, opts.max));
 }
 
 function headSync(log: Log, filter?: EventFilter): number {
@@ -190,5 +200,13 @@ function startPosition(log: Log, from: SubscriptionStart | undefined): number {
 export type Reads = ReturnType<typeof createReads>;
 
 export function createReads(log: Log) {
-  return bindContext(log, { lastRevision, readStream, readAllSync, headSync, nextChunk, startPosition });
+  return bindContext(log, {
+    lastRevision,
+    readStream,
+    readAllSync,
+    headSync,
+    countSync,
+    nextChunk,
+    startPosition,
+  });
 }

@@ -410,6 +410,23 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
     }),
   );
 
+  test(name('countAll counts the matching events after a position, up to its bound'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const counted = `${p}Counted`;
+      const before = await store.headPosition();
+      const first = await store.append(`${p}-cart-1`, [ev(counted), ev('B'), ev(counted)]);
+      await store.append(`${p}-store-1`, [ev(counted)]);
+      const last = await store.append(`${p}-cart-2`, [ev('B'), ev(counted)]);
+      const carts = { streamPrefixes: [`${p}-cart-`] };
+      t.is(await store.countAll({ after: before, filter: carts, max: 100 }), 5);
+      t.is(await store.countAll({ after: first.position, filter: carts, max: 100 }), 2);
+      t.is(await store.countAll({ after: before, filter: carts, max: 3 }), 3);
+      t.is(await store.countAll({ after: last.position, filter: carts, max: 100 }), 0);
+      t.is(await store.countAll({ after: before, filter: { eventTypes: [counted] }, max: 100 }), 4);
+      t.is(await store.countAll({ after: before, filter: { streamPrefixes: [`${p}-none`] }, max: 100 }), 0);
+    }),
+  );
+
   // ---- concurrency -----------------------------------------------------------------------------
 
   test(name('concurrent writers at one expected revision: exactly one wins'), (t) =>

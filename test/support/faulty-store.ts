@@ -169,6 +169,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
     readStream: (s, o) => inner.readStream(s, o),
     readAll: (o) => inner.readAll(o),
     headPosition: (f) => inner.headPosition(f),
+    countAll: (o) => inner.countAll(o),
     subscribeToAll,
     createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
