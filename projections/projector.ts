@@ -263,8 +263,8 @@ async function startLive(ctx: ProjectorContext, r: Running): Promise<void> {
 
 /**
  * The events after the checkpoint (counted up to 10,001: "more than 10,000") and the age of the
- * oldest. Asked at every metrics scrape, so only the oldest event is read (docs/operations.md,
- * "Projections"); reading the 10,001 took most of a first start's catch-up.
+ * oldest. Asked at every metrics scrape, so the store counts them and only the oldest is read: the
+ * 10,001 read and parsed at each scrape had slowed a first start (docs/operations.md, "Projections").
  */
 async function lag(ctx: ProjectorContext, r: Running): Promise<{ events: number; seconds: number }> {
   const after = r.checkpoint;
