@@ -167,7 +167,10 @@ test("npm start, the pds bin, the image's command and each compose role run Node
 });
 
 /** `npm start`'s flags to `node`, before the program. */
-const startNodeFlags = () => npmStartArgs().slice(0, npmStartArgs().indexOf('cli/pds.ts'));
+function startNodeFlags(): string[] {
+  const args = npmStartArgs();
+  return args.slice(0, args.indexOf('cli/pds.ts'));
+}
 
 test("npm start's V8 flags give one V8 helper thread per core beyond the first, at least one", (t) => {
   // Linux names V8's helper threads `V8Worker` in /proc; elsewhere there is nothing to count.
