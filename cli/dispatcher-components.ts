@@ -205,7 +205,14 @@ export function webhookDispatcher(
       tracker.start();
       w.start();
       await Promise.all([tracker.caughtUp, w.caughtUp]);
-      fanOut = createFanOut({ store: ctx.eventStore, clock, tracker, logger, supervisor: ctx.supervisor });
+      fanOut = createFanOut({
+        store: ctx.eventStore,
+        clock,
+        tracker,
+        deliveries: w,
+        logger,
+        supervisor: ctx.supervisor,
+      });
       await fanOut.start();
       restored = true;
       logger.info(

@@ -13,7 +13,7 @@ import * as delivery from '../domain/webhook-delivery.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
 import { type EventStore, WrongExpectedVersionError } from '../eventstore/port.ts';
 import { attemptFields, type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
-import type { WebhookSender } from '../webhooks/send.ts';
+import type { WebhookChannel, WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
 import { DISPATCHER_ACTOR } from './fan-out.ts';
 import type { Limiter } from './limiter.ts';
@@ -136,10 +136,7 @@ export async function attempt(
   sub: webhooks.WebhookSubscription,
 ): Promise<void> {
   const channel = ctx.sender.open(sub);
-  // The slot covers the request only: recording its result does not hold up the next request.
   await ctx.limiter.acquire(sub.webhook_id);
-  let started: delivery.Delivery;
-  let result: DeliveryResult;
   try {
     await decideOnQueue(
       ctx,
@@ -153,9 +150,31 @@ export async function attempt(
       },
       d.delivery_id,
     );
+  } catch (err) {
+    ctx.limiter.release(sub.webhook_id);
+    throw err;
+  }
+  await sendStarted(ctx, queue, d, sub, channel);
+}
+
+/**
+ * Sends the attempt of `d` this worker started (holding one of the subscription's slots, released
+ * once the answer is in) over the subscription's `channel`, and records its result.
+ */
+export async function sendStarted(
+  ctx: AttemptContext,
+  queue: Queue,
+  d: delivery.Delivery,
+  sub: webhooks.WebhookSubscription,
+  channel: WebhookChannel,
+): Promise<void> {
+  let started: delivery.Delivery;
+  let result: DeliveryResult;
+  try {
     started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
     result = await channel.send({ webhookId: d.delivery_id, attempt: started.attempts, body: d.body });
   } finally {
+    // The slot covers the request only: recording its result does not hold up the next request.
     ctx.limiter.release(sub.webhook_id);
   }
   const attemptNo = started.attempts;
@@ -223,4 +242,23 @@ export async function workHead(
   }
   await attempt(ctx, queue, d, sub);
   return 'next';
+}
+
+/** Works the queue's head until it waits for a later time, the queue is empty, or the worker stops. */
+export async function workHeads(
+  ctx: AttemptContext,
+  queue: Queue,
+  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  stopped: () => boolean,
+): Promise<void> {
+  for (let step = 0; step < 10_000 && !stopped(); step++) {
+    const d = delivery.head(queue.state);
+    if (!d) return;
+    try {
+      if ((await workHead(ctx, queue, d, subscriptions)) === 'wait') return;
+    } catch (err) {
+      if (err instanceof StaleQueue) continue;
+      throw err;
+    }
+  }
 }

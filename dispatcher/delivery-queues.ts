@@ -4,10 +4,10 @@
  * (`webhookdelivery-<webhook_id>_<cart_uuid>`) with the delivery queue's decider. A queue whose
  * deliveries are all settled leaves the set; a redelivery of one of them reads its stream again.
  */
-import { domainEventOf } from '../application/read-state.ts';
+import { domainEventOf, eventsOf } from '../application/read-state.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
-import { type EventStore, type RecordedEvent, StreamNotFoundError } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Doc } from '../projections/read-store.ts';
 
 export interface Queue {
@@ -163,20 +163,45 @@ export class DeliveryQueues {
 
   /** Reads the queue's whole stream again (a redelivery of a settled delivery, or a conflict). */
   async reload(queue: Queue): Promise<void> {
-    let recorded: RecordedEvent[];
-    try {
-      recorded = await this.store.readStream(queue.stream);
-    } catch (err) {
-      if (err instanceof StreamNotFoundError) recorded = [];
-      else throw err;
+    this.rebuild(queue, await eventsOf(this.store, queue.stream));
+    this.onChanged(queue.stream);
+  }
+
+  /** The queue held for `stream`, or one folded from its `recorded` stream (not held yet). */
+  heldOr(stream: string, recorded: RecordedEvent[]): Queue {
+    const held = this.held.get(stream);
+    if (held) return held;
+    const queue = emptyQueue(stream, 0);
+    this.rebuild(queue, recorded);
+    return queue;
+  }
+
+  /**
+   * Applies what this worker appended (`own`, the last at `position`) right after the queue's whole
+   * stream as it read it (`recorded`), with `correlationId`: the state as stored, unless the log has
+   * handed it over already.
+   */
+  recordOwnAfterRead(
+    queue: Queue,
+    recorded: RecordedEvent[],
+    own: { events: delivery.WebhookDeliveryEvent[]; position: number; correlationId: string },
+  ): void {
+    const first = recorded.length;
+    if (queue.revision < first - 1) this.rebuild(queue, recorded);
+    for (const e of own.events) {
+      if (e.type === 'WebhookDeliveryScheduled') queue.correlation.set(e.data.delivery_id, own.correlationId);
     }
+    this.recordOwn(queue, own.events, first, own.position);
+  }
+
+  /** The queue as its whole stream `recorded` folds, settled deliveries forgotten. */
+  private rebuild(queue: Queue, recorded: RecordedEvent[]): void {
     queue.state = delivery.decider.initialState;
     queue.revision = -1;
     queue.position = 0;
     queue.correlation.clear();
     for (const e of recorded) this.evolve(queue, e, false);
     this.prune(queue);
-    this.onChanged(queue.stream);
   }
 
   /** Keeps the queue in the working set while it holds an unsettled delivery (and while it is worked). */

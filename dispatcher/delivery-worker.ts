@@ -42,11 +42,13 @@ import {
   type AttemptContext,
   type DeliveryWorkerStats,
   emptyStats,
-  StaleQueue,
-  workHead,
+  sendStarted,
+  workHeads,
 } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
+import type { ScheduleRequest } from './fan-out.ts';
 import { createLimiter } from './limiter.ts';
+import { type StartedAttempt, scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
@@ -97,6 +99,11 @@ export interface DeliveryWorkerOptions {
 export interface DeliveryWorker {
   /** Restores the working set and subscribes after its checkpoint. */
   start(): void;
+  /**
+   * Schedules a delivery the fan-out owes, and starts its first attempt at once when the queue
+   * allows it (dispatcher/schedule-delivery.ts). Answers whether it was written (not found scheduled).
+   */
+  schedule(request: ScheduleRequest): Promise<boolean>;
   /** Resolves when every delivery event that existed at start is applied (timers restored). */
   readonly caughtUp: Promise<void>;
   /** Queues held (the working set: queues with a delivery neither delivered nor parked). */
@@ -227,30 +234,25 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /** Queue work in progress: a graceful stop lets it finish, so no attempt is left without its result. */
   const working = new Set<Promise<void>>();
-  function work(stream: string): Promise<void> {
-    const run = workQueue(stream);
+  function work(stream: string, started?: StartedAttempt): Promise<void> {
+    const run = workQueue(stream, started);
     working.add(run);
     void run.finally(() => working.delete(run));
     return run;
   }
 
-  /** Works the queue's head until it waits for a later time or the queue is empty. */
-  async function workQueue(stream: string): Promise<void> {
-    const queue = queues.held.get(stream);
-    if (!queue || queue.busy || stopped) return;
+  /**
+   * Works the queue's head until it waits for a later time or the queue is empty; first sends the
+   * attempt `started` with the delivery's scheduling, which left the queue busy.
+   */
+  async function workQueue(stream: string, started?: StartedAttempt): Promise<void> {
+    const queue = started?.queue ?? queues.held.get(stream);
+    if (!queue || (!started && (queue.busy || stopped))) return;
     queue.busy = true;
     let retryAt: Date | undefined;
     try {
-      for (let step = 0; step < 10_000 && !stopped; step++) {
-        const d = delivery.head(queue.state);
-        if (!d) break;
-        try {
-          if ((await workHead(ctx, queue, d, tracker)) === 'wait') break;
-        } catch (err) {
-          if (err instanceof StaleQueue) continue;
-          throw err;
-        }
-      }
+      if (started) await sendStarted(ctx, queue, started.delivery, started.sub, started.channel);
+      await workHeads(ctx, queue, tracker, () => stopped);
     } catch (err) {
       if (!stopped) {
         stats.errors += 1;
@@ -273,6 +275,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       started = true;
       // A failure rejects `caughtUp`, which the component reports.
       follower.start().catch(() => {});
+    },
+    async schedule(request) {
+      const outcome = await scheduleOnQueue(ctx, tracker, request, restored && !stopped);
+      if (!outcome.written) return false;
+      if (outcome.started) void work(request.stream, outcome.started);
+      else reschedule(outcome.queue);
+      return true;
     },
     caughtUp,
     queues: () => queues.held.size,

@@ -11,7 +11,7 @@
  * buffer). The queue also orders by the cart event's revision, whatever the write order.
  */
 import type { Logger } from 'pino';
-import { createCommandHandler } from '../application/command-handler.ts';
+import type { CommandMetadata } from '../application/command-handler.ts';
 import { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
@@ -33,10 +33,28 @@ export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher
 /** Handler attempts before a message is handed back to the group (which retries it, then parks it). */
 const HANDLER_ATTEMPTS = 5;
 
+export type ScheduleDeliveryCommand = Extract<delivery.WebhookDeliveryCommand, { type: 'ScheduleDelivery' }>;
+
+export interface ScheduleRequest {
+  /** The (subscription, cart) queue's stream. */
+  stream: string;
+  command: ScheduleDeliveryCommand;
+  /** The cart event's correlation, that event as the cause. */
+  metadata: CommandMetadata;
+}
+
+/** Where the fan-out hands each delivery it owes: the delivery worker (dispatcher/schedule-delivery.ts). */
+export interface DeliveryScheduling {
+  /** Answers whether the delivery was written (not found scheduled already). */
+  schedule(request: ScheduleRequest): Promise<boolean>;
+}
+
 export interface FanOutOptions {
   store: EventStore;
   clock: Clock;
   tracker: SubscriptionTracker;
+  /** Schedules each delivery owed (and starts its first attempt when it can): the delivery worker. */
+  deliveries: DeliveryScheduling;
   logger?: Logger;
   registry?: EventRegistry;
   group?: string;
@@ -61,11 +79,10 @@ export interface FanOut {
 }
 
 export function createFanOut(options: FanOutOptions): FanOut {
-  const { store, clock, tracker, logger } = options;
+  const { store, clock, tracker, deliveries, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const group = options.group ?? FAN_OUT_GROUP;
   const stats: FanOutStats = { events: 0, scheduled: 0, errors: 0 };
-  const commands = createCommandHandler(store, registry);
   const renderWebhook = createWebhookRenderer(store, registry);
   /** The last handling queued per cart stream: the next event of that cart waits for it. */
   const chains = new Map<string, Promise<void>>();
@@ -96,10 +113,9 @@ export function createFanOut(options: FanOutOptions): FanOut {
       // (a message handed out again after a crash or a store restart) is found and nothing is
       // written. EventStoreDB's event-id check alone is not enough: it only remembers recent ids
       // when no revision is expected (docs/webhooks.md, "Order, isolation, durability").
-      const written = await commands.handle(
-        delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
-        delivery.decider,
-        {
+      const written = await deliveries.schedule({
+        stream: delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
+        command: {
           type: 'ScheduleDelivery',
           delivery_id: delivery.deliveryId(subscription.webhook_id, event.id),
           webhook_id: subscription.webhook_id,
@@ -113,8 +129,8 @@ export function createFanOut(options: FanOutOptions): FanOut {
           at,
         },
         metadata,
-      );
-      if (written.events.length > 0) stats.scheduled += 1;
+      });
+      if (written) stats.scheduled += 1;
     }
   }
 

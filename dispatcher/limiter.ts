@@ -5,6 +5,8 @@
  */
 export interface Limiter {
   acquire(key: string): Promise<void>;
+  /** Takes a slot only if one is free now; answers whether it did. (While one is free, nobody waits.) */
+  tryAcquire(key: string): boolean;
   release(key: string): void;
 }
 
@@ -23,6 +25,12 @@ export function createLimiter(max: number): Limiter {
         list.push(resolve);
         waiting.set(key, list);
       });
+    },
+    tryAcquire(key) {
+      const n = active.get(key) ?? 0;
+      if (n >= max) return false;
+      active.set(key, n + 1);
+      return true;
     },
     release(key) {
       const next = waiting.get(key)?.shift();

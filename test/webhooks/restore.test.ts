@@ -12,104 +12,16 @@ import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { createCommandHandler } from '../../application/command-handler.ts';
 import { GUARD } from '../../application/durable-follower.ts';
-import { loadConfig } from '../../cli/config.ts';
-import { createDeliveryWorker, DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
-import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
-import { type Clock, manualClock } from '../../domain/clock.ts';
+import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
+import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
-import type { EventStore } from '../../eventstore/port.ts';
-import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { addItem, checkOut, createCart, createWebhook, seedCatalog } from '../support/cart-world.ts';
+import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
 import { startService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
 const FILTER = { streamPrefixes: [delivery.STREAM_PREFIX] };
-
-/** Waits until `count` delivery attempts are recorded (in one queue, when given). */
-async function attempts(store: EventStore, count: number, stream?: string): Promise<void> {
-  for (let i = 0; ; i++) {
-    const recorded = stream
-      ? await store.readStream(stream)
-      : await store.readAll({ filter: { eventTypes: ['WebhookDeliveryAttempted'] } });
-    const events = recorded.filter((e) => e.type === 'WebhookDeliveryAttempted');
-    if (events.length >= count) return;
-    if (i > 250) throw new Error(`${events.length} of ${count} attempts recorded`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** A store wrapper counting the events handed to subscriptions and the streams read; deliveries can be held. */
-function observe(store: EventStore) {
-  const counted = { events: 0, streamReads: 0 };
-  let gate: Promise<void> = Promise.resolve();
-  let open: () => void = () => {};
-  let arrived = Promise.withResolvers<void>();
-  const observed: EventStore = Object.create(store);
-  observed.subscribeToAll = (options, handlers) =>
-    store.subscribeToAll(options, {
-      ...handlers,
-      async onEvents(batch) {
-        arrived.resolve();
-        await gate;
-        counted.events += batch.length;
-        return handlers.onEvents(batch);
-      },
-    });
-  observed.readStream = (streamId, options) => {
-    counted.streamReads += 1;
-    return store.readStream(streamId, options);
-  };
-  const hold = () => {
-    arrived = Promise.withResolvers<void>();
-    gate = new Promise((r) => {
-      open = r;
-    });
-  };
-  return {
-    store: observed,
-    counted,
-    hold,
-    /** Resolves once a batch waits at the gate. */
-    held: () => arrived.promise,
-    /** Lets the batch at the gate through and holds the next one. */
-    step() {
-      const previous = open;
-      hold();
-      previous();
-    },
-    release: () => open(),
-  };
-}
-
-/** A delivery worker alone on a service's data (as the dispatcher process would run it). */
-async function workerOn(t: ExecutionContext, dataDir: string, clock: Clock, env: Record<string, string>) {
-  const config = await loadConfig({ PDS_DATA_DIR: dataDir, ...env });
-  const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
-  const readStore = openSqliteReadStore(path.join(dataDir, 'dispatcher.db'));
-  t.teardown(async () => {
-    await readStore.close();
-    await store.close();
-  });
-  const o = observe(store);
-  const tracker = createSubscriptionTracker({ store });
-  tracker.start();
-  await tracker.caughtUp;
-  t.teardown(() => tracker.stop());
-  const worker = createDeliveryWorker({
-    store: o.store,
-    readStore,
-    clock,
-    tracker,
-    secretKey: config.secretKey,
-    allowPrivate: config.allowPrivateWebhookUrls,
-    timeoutMs: 5_000,
-    scheduleMs: config.webhookRetryScheduleMs,
-  });
-  t.teardown(() => worker.stop());
-  return { ...o, worker, store, readStore };
-}
 
 async function tempDataDir(t: ExecutionContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-webhooks-restore-'));
@@ -212,26 +124,8 @@ test('a queue that left the working set ahead of the log (a reload found the nex
   const stream = delivery.streamId(hook.id, cartUuid);
   const commands = createCommandHandler(store, eventRegistry);
   const schedule = (revision: number) => {
-    const at = clock.now().toISOString();
-    const sourceEventId = randomUUID();
-    return commands.handle(
-      stream,
-      delivery.decider,
-      {
-        type: 'ScheduleDelivery',
-        delivery_id: delivery.deliveryId(hook.id, sourceEventId),
-        webhook_id: hook.id,
-        event_kind: 'cart_status_updated',
-        cart_uuid: cartUuid,
-        store_id: 1,
-        source_event_id: sourceEventId,
-        source_revision: revision,
-        source_position: revision + 1,
-        body: JSON.stringify({ revision }),
-        at,
-      },
-      { correlationId: randomUUID(), causationId: null, actor: { type: 'system', id: 'test' }, at },
-    );
+    const { command, metadata } = scheduleRequest(hook.id, cartUuid, revision, clock);
+    return commands.handle(stream, delivery.decider, command, { ...metadata, causationId: null });
   };
 
   // The worker is handed the first delivery only; the second is in the stream before it sends.

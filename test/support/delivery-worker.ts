@@ -1,0 +1,154 @@
+/**
+ * A delivery worker alone on a service's data, as the dispatcher process runs it, with a store wrapper
+ * that counts and can hold what the store hands it, and the scheduling requests the fan-out makes.
+ */
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import type { ExecutionContext } from 'ava';
+import { loadConfig } from '../../cli/config.ts';
+import { createDeliveryWorker, type DeliveryWorkerOptions } from '../../dispatcher/delivery-worker.ts';
+import type { ScheduleRequest } from '../../dispatcher/fan-out.ts';
+import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
+import type { Clock } from '../../domain/clock.ts';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import type { EventStore } from '../../eventstore/port.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+
+/** Waits until `count` delivery attempts are recorded (in one queue, when given). */
+export async function attempts(store: EventStore, count: number, stream?: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const recorded = stream
+      ? await store.readStream(stream)
+      : await store.readAll({ filter: { eventTypes: ['WebhookDeliveryAttempted'] } });
+    const events = recorded.filter((e) => e.type === 'WebhookDeliveryAttempted');
+    if (events.length >= count) return;
+    if (i > 250) throw new Error(`${events.length} of ${count} attempts recorded`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * A store wrapper counting the events handed to subscriptions and the streams read, noting the event
+ * types of each append by stream; deliveries can be held.
+ */
+export function observe(store: EventStore) {
+  const counted = { events: 0, streamReads: 0 };
+  const appends = new Map<string, string[][]>();
+  let gate: Promise<void> = Promise.resolve();
+  let open: () => void = () => {};
+  let arrived = Promise.withResolvers<void>();
+  const observed: EventStore = Object.create(store);
+  observed.subscribeToAll = (options, handlers) =>
+    store.subscribeToAll(options, {
+      ...handlers,
+      async onEvents(batch) {
+        arrived.resolve();
+        await gate;
+        counted.events += batch.length;
+        return handlers.onEvents(batch);
+      },
+    });
+  observed.readStream = (streamId, options) => {
+    counted.streamReads += 1;
+    return store.readStream(streamId, options);
+  };
+  observed.append = async (streamId, events, options) => {
+    const result = await store.append(streamId, events, options);
+    appends.set(streamId, [...(appends.get(streamId) ?? []), events.map((e) => e.type)]);
+    return result;
+  };
+  const hold = () => {
+    arrived = Promise.withResolvers<void>();
+    gate = new Promise((r) => {
+      open = r;
+    });
+  };
+  return {
+    store: observed,
+    counted,
+    /** The event types of each append that succeeded, by stream. */
+    appendsTo: (streamId: string) => appends.get(streamId) ?? [],
+    hold,
+    /** Resolves once a batch waits at the gate. */
+    held: () => arrived.promise,
+    /** Lets the batch at the gate through and holds the next one. */
+    step() {
+      const previous = open;
+      hold();
+      previous();
+    },
+    release: () => open(),
+  };
+}
+
+/** A delivery worker alone on a service's data (as the dispatcher process would run it). */
+export async function workerOn(
+  t: ExecutionContext,
+  dataDir: string,
+  clock: Clock,
+  env: Record<string, string>,
+  options: Pick<DeliveryWorkerOptions, 'perSubscriptionConcurrency' | 'leaseMs'> = {},
+) {
+  const config = await loadConfig({ PDS_DATA_DIR: dataDir, ...env });
+  const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
+  const readStore = openSqliteReadStore(path.join(dataDir, 'dispatcher.db'));
+  t.teardown(async () => {
+    await readStore.close();
+    await store.close();
+  });
+  const o = observe(store);
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  t.teardown(() => tracker.stop());
+  const worker = createDeliveryWorker({
+    store: o.store,
+    readStore,
+    clock,
+    tracker,
+    secretKey: config.secretKey,
+    allowPrivate: config.allowPrivateWebhookUrls,
+    timeoutMs: 5_000,
+    scheduleMs: config.webhookRetryScheduleMs,
+    ...options,
+  });
+  t.teardown(() => worker.stop());
+  return { ...o, worker, store, readStore };
+}
+
+/**
+ * What the fan-out asks of the worker for the cart event at `revision` of `cartUuid`, owed to
+ * subscription `webhookId`: a body naming the revision, so a receiver can tell the order.
+ */
+export function scheduleRequest(
+  webhookId: string,
+  cartUuid: string,
+  revision: number,
+  clock: Clock,
+): ScheduleRequest {
+  const at = clock.now().toISOString();
+  const sourceEventId = randomUUID();
+  return {
+    stream: delivery.streamId(webhookId, cartUuid),
+    command: {
+      type: 'ScheduleDelivery',
+      delivery_id: delivery.deliveryId(webhookId, sourceEventId),
+      webhook_id: webhookId,
+      event_kind: 'cart_status_updated',
+      cart_uuid: cartUuid,
+      store_id: 1,
+      source_event_id: sourceEventId,
+      source_revision: revision,
+      source_position: revision + 1,
+      body: JSON.stringify({ revision }),
+      at,
+    },
+    metadata: {
+      correlationId: randomUUID(),
+      causationId: sourceEventId,
+      actor: { type: 'system', id: 'test' },
+      at,
+    },
+  };
+}
