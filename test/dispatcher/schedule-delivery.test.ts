@@ -14,8 +14,8 @@ import { toNewEvents } from '../../application/command-handler.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
-import { createWebhook, seedCatalog } from '../support/cart-world.ts';
-import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
+import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
+import { attempts, observe, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
 import { startService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
@@ -161,5 +161,42 @@ test('an attempt started with its scheduling whose sender died is recorded inter
       [STARTED, undefined],
       [ATTEMPTED, 'delivered'],
     ],
+  );
+});
+
+test('a cart’s status moves on a running service: two appends per webhook, none refused', async (t) => {
+  let observed: ReturnType<typeof observe> | undefined;
+  const s = await startService(t, {
+    wrapStore: (inner) => {
+      observed = observe(inner);
+      return observed.store;
+    },
+  });
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  const hook = await createWebhook(s, receiver.url, [1]);
+  const cart = await createCart(s, 1);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  await receiver.waitFor(1);
+  const moves = ['preparing', 'ready_for_pickup', 'finished'];
+  for (const [i, status] of moves.entries()) {
+    await move(s, cart, status);
+    await receiver.waitFor(i + 2);
+  }
+  const o = observed as ReturnType<typeof observe>;
+  const stream = delivery.streamId(hook.id, cart.uuid);
+  await attempts(o.store, 4, stream);
+  t.deepEqual(
+    o.appendsTo(stream),
+    Array(4)
+      .fill([[SCHEDULED, STARTED], [ATTEMPTED]])
+      .flat(),
+  );
+  // The fan-out once decided on its own last write to the queue, which the worker had moved on since.
+  t.deepEqual(o.refused, []);
+  t.deepEqual(
+    receiver.received.map((r) => r.body.cart.status),
+    ['verification', ...moves],
   );
 });

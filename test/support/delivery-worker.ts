@@ -53,10 +53,18 @@ export function observe(store: EventStore) {
     counted.streamReads += 1;
     return store.readStream(streamId, options);
   };
+  /** Appends the store refused (a wrong expected revision…), as `<types> <error name>`. */
+  const refused: string[] = [];
   observed.append = async (streamId, events, options) => {
-    const result = await store.append(streamId, events, options);
-    appends.set(streamId, [...(appends.get(streamId) ?? []), events.map((e) => e.type)]);
-    return result;
+    const types = events.map((e) => e.type);
+    try {
+      const result = await store.append(streamId, events, options);
+      appends.set(streamId, [...(appends.get(streamId) ?? []), types]);
+      return result;
+    } catch (err) {
+      refused.push(`${types.join(',')} ${(err as Error).name}`);
+      throw err;
+    }
   };
   const hold = () => {
     arrived = Promise.withResolvers<void>();
@@ -69,6 +77,7 @@ export function observe(store: EventStore) {
     counted,
     /** The event types of each append that succeeded, by stream. */
     appendsTo: (streamId: string) => appends.get(streamId) ?? [],
+    refused,
     hold,
     /** Resolves once a batch waits at the gate. */
     held: () => arrived.promise,
