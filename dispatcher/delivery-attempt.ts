@@ -61,29 +61,98 @@ export interface AttemptContext {
 /** The queue changed under us (another dispatcher, or an operator): reloaded, decide again. */
 export class StaleQueue extends Error {}
 
-/** Decides `command` on the queue as this worker holds it and appends with its expected revision. */
+/** An attempt this worker started, with another event of its queue in the same append: sent next. */
+export interface StartedAttempt {
+  queue: Queue;
+  delivery: delivery.Delivery;
+  sub: webhooks.WebhookSubscription;
+  channel: WebhookChannel;
+}
+
+/** The start of a queue's head, to append with what precedes it (`headStart`); it holds a slot. */
+export interface HeadStart {
+  events: delivery.WebhookDeliveryEvent[];
+  deliveryId: string;
+  sub: webhooks.WebhookSubscription;
+  channel: WebhookChannel;
+}
+
+/**
+ * The start of the head of `state` (a queue as the events being decided leave it), to go in the same
+ * append, when that head is due and not in flight, its subscription enabled, its channel opens and one
+ * of its slots is free (taken here: the caller releases it if the append fails); otherwise the worker
+ * starts it as any other attempt, once it can.
+ */
+export function headStart(
+  ctx: AttemptContext,
+  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  state: delivery.DeliveryQueueState,
+  at: string,
+): HeadStart | undefined {
+  const next = delivery.head(state);
+  if (!next || next.in_flight) return undefined;
+  if (next.next_attempt_at !== null && Date.parse(next.next_attempt_at) > Date.parse(at)) return undefined;
+  const sub = subscriptions.current(next.webhook_id);
+  if (!sub || sub.removed || !sub.enabled) return undefined;
+  let channel: WebhookChannel;
+  try {
+    channel = ctx.sender.open(sub);
+  } catch {
+    return undefined; // the worker's own attempt meets the same error, and reports it
+  }
+  if (!ctx.limiter.tryAcquire(sub.webhook_id)) return undefined;
+  const command = {
+    type: 'StartAttempt' as const,
+    delivery_id: next.delivery_id,
+    lease_ms: ctx.leaseMs,
+    dispatcher_id: ctx.dispatcherId,
+    at,
+  };
+  try {
+    return { events: delivery.decider.decide(command, state), deliveryId: next.delivery_id, sub, channel };
+  } catch (err) {
+    ctx.limiter.release(sub.webhook_id);
+    if (err instanceof DomainError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Decides `command` on the queue as this worker holds it and appends with its expected revision;
+ * with `startNext`, also the start of the queue's head as the command leaves it, when it answers one
+ * (answered, to be sent).
+ */
 export async function decideOnQueue(
   ctx: AttemptContext,
   queue: Queue,
   command: delivery.WebhookDeliveryCommand,
   deliveryId: string,
-): Promise<void> {
+  startNext?: (after: delivery.DeliveryQueueState) => HeadStart | undefined,
+): Promise<HeadStart | undefined> {
   const events = delivery.decider.decide(command, queue.state);
-  if (events.length === 0) return;
-  const toAppend = toNewEvents(ctx.registry, events, {
-    correlationId: queue.correlation.get(deliveryId) ?? deliveryId,
+  if (events.length === 0) return undefined;
+  const next = startNext?.(events.reduce(delivery.decider.evolve, queue.state));
+  const metadata = (id: string) => ({
+    correlationId: queue.correlation.get(id) ?? id,
     causationId: null,
     actor: DISPATCHER_ACTOR,
     at: command.at,
   });
+  const all = [...events, ...(next?.events ?? [])];
+  const toAppend = [
+    ...toNewEvents(ctx.registry, events, metadata(deliveryId)),
+    ...(next ? toNewEvents(ctx.registry, next.events, metadata(next.deliveryId)) : []),
+  ];
   try {
     const result = await ctx.store.append(queue.stream, toAppend, {
       expectedRevision: queue.revision < 0 ? 'no_stream' : queue.revision,
     });
-    for (const e of events) if (e.type === 'WebhookDeliveryParked') ctx.stats.parked += 1;
-    const first = result.nextExpectedRevision - events.length + 1;
-    ctx.queues.recordOwn(queue, events, first, result.position);
+    for (const e of all) if (e.type === 'WebhookDeliveryParked') ctx.stats.parked += 1;
+    const first = result.nextExpectedRevision - all.length + 1;
+    ctx.queues.recordOwn(queue, all, first, result.position);
+    return next;
   } catch (err) {
+    if (next) ctx.limiter.release(next.sub.webhook_id);
     if (err instanceof WrongExpectedVersionError) {
       await ctx.queues.reload(queue);
       throw new StaleQueue(`${queue.stream} changed`);
@@ -128,13 +197,18 @@ async function disableSubscription(ctx: AttemptContext, webhookId: string): Prom
   }
 }
 
-/** Starts, sends and records one attempt of the queue's head `d` to subscription `sub`. */
+/**
+ * Starts, sends and records one attempt of the queue's head `d` to subscription `sub`; answers the
+ * next delivery's attempt when its start went with this one's result (`sendStarted`).
+ */
 export async function attempt(
   ctx: AttemptContext,
   queue: Queue,
   d: delivery.Delivery,
   sub: webhooks.WebhookSubscription,
-): Promise<void> {
+  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  stopped: () => boolean,
+): Promise<StartedAttempt | undefined> {
   const channel = ctx.sender.open(sub);
   await ctx.limiter.acquire(sub.webhook_id);
   try {
@@ -154,30 +228,31 @@ export async function attempt(
     ctx.limiter.release(sub.webhook_id);
     throw err;
   }
-  await sendStarted(ctx, queue, d, sub, channel);
+  const started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
+  return sendStarted(ctx, { queue, delivery: started, sub, channel }, subscriptions, stopped);
 }
 
 /**
- * Sends the attempt of `d` this worker started (holding one of the subscription's slots, released
- * once the answer is in) over the subscription's `channel`, and records its result.
+ * Sends an attempt this worker started (holding one of the subscription's slots, released once the
+ * answer is in) and records its result. A delivered webhook's result goes with the start of the
+ * queue's next delivery when that one can leave at once (`headStart`), unless the worker stops: that
+ * attempt is answered, to be sent next (docs/webhooks.md, "Order, isolation, durability").
  */
 export async function sendStarted(
   ctx: AttemptContext,
-  queue: Queue,
-  d: delivery.Delivery,
-  sub: webhooks.WebhookSubscription,
-  channel: WebhookChannel,
-): Promise<void> {
-  let started: delivery.Delivery;
+  started: StartedAttempt,
+  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  stopped: () => boolean,
+): Promise<StartedAttempt | undefined> {
+  const { queue, delivery: d, sub } = started;
   let result: DeliveryResult;
   try {
-    started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
-    result = await channel.send({ webhookId: d.delivery_id, attempt: started.attempts, body: d.body });
+    result = await started.channel.send({ webhookId: d.delivery_id, attempt: d.attempts, body: d.body });
   } finally {
     // The slot covers the request only: recording its result does not hold up the next request.
     ctx.limiter.release(sub.webhook_id);
   }
-  const attemptNo = started.attempts;
+  const attemptNo = d.attempts;
   ctx.stats.attempts[result.outcome] += 1;
   ctx.onAttempt?.({ webhookId: sub.webhook_id, outcome: result.outcome, durationMs: result.durationMs });
   const command: delivery.WebhookDeliveryCommand = {
@@ -185,14 +260,19 @@ export async function sendStarted(
     delivery_id: d.delivery_id,
     attempt: attemptNo,
     ...attemptFields(result),
-    ...plan(ctx, started, result),
+    ...plan(ctx, d, result),
     at: ctx.now().toISOString(),
   };
+  const startNext = (after: delivery.DeliveryQueueState) =>
+    result.outcome === 'delivered' && !stopped()
+      ? headStart(ctx, subscriptions, after, command.at)
+      : undefined;
   // The fan-out appends to the same queue (the cart's next event): on a conflict the queue is
   // reloaded and the result recorded again, as long as the attempt is still ours and in flight.
+  let next: HeadStart | undefined;
   for (let tries = 1; ; tries++) {
     try {
-      await decideOnQueue(ctx, queue, command, d.delivery_id);
+      next = await decideOnQueue(ctx, queue, command, d.delivery_id, startNext);
       break;
     } catch (err) {
       const current = delivery.findDelivery(queue.state, d.delivery_id);
@@ -201,19 +281,28 @@ export async function sendStarted(
     }
   }
   if (result.outcome === 'gone') await disableSubscription(ctx, sub.webhook_id);
+  return next && startedOf(queue, next);
+}
+
+/** The attempt `start` began, as its queue now holds it. */
+export function startedOf(queue: Queue, start: HeadStart): StartedAttempt {
+  const d = delivery.findDelivery(queue.state, start.deliveryId) as delivery.Delivery;
+  return { queue, delivery: d, sub: start.sub, channel: start.channel };
 }
 
 /**
  * Does what the queue's head delivery `d` needs now: records an attempt whose lease ran out as
  * interrupted, parks it when its subscription is gone or disabled, or attempts it when it is due.
- * `wait` when nothing is due yet (an attempt in flight, or a retry time ahead).
+ * `wait` when nothing is due yet (an attempt in flight, or a retry time ahead); the next delivery's
+ * attempt when it was started with this one's result.
  */
 export async function workHead(
   ctx: AttemptContext,
   queue: Queue,
   d: delivery.Delivery,
   subscriptions: Pick<SubscriptionTracker, 'current'>,
-): Promise<'wait' | 'next'> {
+  stopped: () => boolean,
+): Promise<'wait' | 'next' | StartedAttempt> {
   const at = ctx.now();
   if (d.in_flight) {
     if (Date.parse(d.in_flight.lease_until) > at.getTime()) return 'wait';
@@ -240,23 +329,35 @@ export async function workHead(
     );
     return 'next';
   }
-  await attempt(ctx, queue, d, sub);
-  return 'next';
+  return (await attempt(ctx, queue, d, sub, subscriptions, stopped)) ?? 'next';
 }
 
-/** Works the queue's head until it waits for a later time, the queue is empty, or the worker stops. */
+/**
+ * Works the queue's head until it waits for a later time, the queue is empty, or the worker stops;
+ * first sends `started`, an attempt begun with the delivery's scheduling. An attempt already started
+ * is sent even when the worker stops, so that none is left without its result.
+ */
 export async function workHeads(
   ctx: AttemptContext,
   queue: Queue,
   subscriptions: Pick<SubscriptionTracker, 'current'>,
   stopped: () => boolean,
+  started?: StartedAttempt,
 ): Promise<void> {
-  for (let step = 0; step < 10_000 && !stopped(); step++) {
-    const d = delivery.head(queue.state);
-    if (!d) return;
+  let next = started;
+  for (let step = 0; step < 10_000; step++) {
     try {
-      if ((await workHead(ctx, queue, d, subscriptions)) === 'wait') return;
+      if (next) {
+        next = await sendStarted(ctx, next, subscriptions, stopped);
+        continue;
+      }
+      const d = delivery.head(queue.state);
+      if (!d || stopped()) return;
+      const done = await workHead(ctx, queue, d, subscriptions, stopped);
+      if (done === 'wait') return;
+      if (done !== 'next') next = done;
     } catch (err) {
+      next = undefined;
       if (err instanceof StaleQueue) continue;
       throw err;
     }

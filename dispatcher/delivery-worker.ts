@@ -11,7 +11,8 @@
  * are all settled leaves the working set; a redelivery of one of them reloads its stream.
  *
  * Per attempt: `WebhookDeliveryAttemptStarted` is appended with the queue's expected revision (so of
- * several dispatchers exactly one sends), the request is signed afresh over the stored body and sent
+ * several dispatchers exactly one sends; an idle queue's first one with the scheduling itself,
+ * `schedule-delivery.ts`), the request is signed afresh over the stored body and sent
  * (`webhooks/send.ts`, which keeps the secrets out of what it returns), and the result is appended: delivered; 410 → parked and the subscription disabled;
  * 429/503 with `Retry-After` → retried then (clamped); anything else → retried on the schedule with
  * jitter, parked after the last attempt. An attempt whose result never came (the process died) is
@@ -42,13 +43,13 @@ import {
   type AttemptContext,
   type DeliveryWorkerStats,
   emptyStats,
-  sendStarted,
+  type StartedAttempt,
   workHeads,
 } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out.ts';
 import { createLimiter } from './limiter.ts';
-import { type StartedAttempt, scheduleOnQueue } from './schedule-delivery.ts';
+import { scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
@@ -251,8 +252,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     queue.busy = true;
     let retryAt: Date | undefined;
     try {
-      if (started) await sendStarted(ctx, queue, started.delivery, started.sub, started.channel);
-      await workHeads(ctx, queue, tracker, () => stopped);
+      await workHeads(ctx, queue, tracker, () => stopped, started);
     } catch (err) {
       if (!stopped) {
         stats.errors += 1;

@@ -1,7 +1,8 @@
 /**
  * Scheduling a delivery (dispatcher/schedule-delivery.ts, docs/webhooks.md): on an idle queue the
  * first attempt starts in the append that schedules it; behind an attempt in flight, or with every
- * slot of the subscription taken, the delivery is only scheduled and started as any other attempt;
+ * slot of the subscription taken, the delivery is only scheduled, and its attempt starts in the
+ * append of the delivered result before it (not of a failed one), or alone once a slot frees;
  * a repeated request writes nothing, even once the delivery is settled and out of the working set;
  * and an attempt started with its scheduling whose sender died is recorded interrupted and sent again.
  */
@@ -63,7 +64,7 @@ test('on an idle queue, the first attempt starts in the append that schedules th
   t.is(receiver.received[0].headers['x-service-delivery-attempt'], '1');
 });
 
-test('behind an attempt in flight, a delivery is only scheduled, and sent after that attempt’s result, in order', async (t) => {
+test('behind an attempt in flight, a delivery is only scheduled; it starts in the append of that attempt’s result and is sent next, in order', async (t) => {
   const receiver = await startReceiver(t);
   receiver.script({ status: 200, delayMs: 400 });
   const { worker, store, appendsTo, hookId, clock } = await workerWithSubscription(t, receiver);
@@ -80,10 +81,36 @@ test('behind an attempt in flight, a delivery is only scheduled, and sent after 
   t.deepEqual(appendsTo(first.stream), [
     [SCHEDULED, STARTED],
     [SCHEDULED],
-    [ATTEMPTED],
-    [STARTED],
+    [ATTEMPTED, STARTED],
     [ATTEMPTED],
   ]);
+  const [, , , , started] = await store.readStream(first.stream);
+  t.like(started.data, { delivery_id: second.command.delivery_id, attempt: 1 });
+  t.is(started.metadata.correlation_id, second.metadata.correlationId, 'the second delivery’s correlation');
+});
+
+test('a failed attempt’s result starts nothing: the next delivery of the queue waits for the retry', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.script({ status: 500, delayMs: 300 });
+  const { worker, store, appendsTo, hookId, clock } = await workerWithSubscription(t, receiver);
+  const cart = randomUUID();
+  const first = scheduleRequest(hookId, cart, 1, clock);
+  const second = scheduleRequest(hookId, cart, 2, clock);
+
+  await worker.schedule(first);
+  await receiver.waitFor(1);
+  await worker.schedule(second);
+  await attempts(store, 1, first.stream);
+  await worker.settle();
+  t.deepEqual(appendsTo(first.stream), [[SCHEDULED, STARTED], [SCHEDULED], [ATTEMPTED]]);
+  t.is(receiver.received.length, 1);
+
+  clock.advance(2 * 3_600_000); // past the retry (1 h, and its jitter)
+  await worker.tick();
+  await receiver.waitFor(3);
+  await attempts(store, 3, first.stream);
+  t.deepEqual(revisionsOf(receiver), [1, 1, 2]);
+  t.deepEqual(appendsTo(first.stream).slice(3), [[STARTED], [ATTEMPTED, STARTED], [ATTEMPTED]]);
 });
 
 test('with every slot of the subscription taken, a delivery is only scheduled, and started once a slot frees', async (t) => {
