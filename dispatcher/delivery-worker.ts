@@ -11,9 +11,10 @@
  * are all settled leaves the working set; a redelivery of one of them reloads its stream.
  *
  * Per attempt: `WebhookDeliveryAttemptStarted` is appended with the queue's expected revision (so of
- * several dispatchers exactly one sends; an idle queue's first one with the scheduling itself,
- * `schedule-delivery.ts`), the request is signed afresh over the stored body and sent
- * (`webhooks/send.ts`, which keeps the secrets out of what it returns), and the result is appended: delivered; 410 → parked and the subscription disabled;
+ * several dispatchers exactly one sends; in the append of the delivery's scheduling, or of the
+ * previous delivery's result, when it can leave at once: `headStart`), the request is signed afresh
+ * over the stored body and sent (`webhooks/send.ts`, which keeps the secrets out of what it returns),
+ * and the result is appended: delivered; 410 → parked and the subscription disabled;
  * 429/503 with `Retry-After` → retried then (clamped); anything else → retried on the schedule with
  * jitter, parked after the last attempt. An attempt whose result never came (the process died) is
  * recorded as `interrupted` when its lease runs out, and retried at once: at-least-once, with the same
