@@ -11,7 +11,7 @@ import { DomainError } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
-import { type EventStore, WrongExpectedVersionError } from '../eventstore/port.ts';
+import { type AppendResult, type EventStore, WrongExpectedVersionError } from '../eventstore/port.ts';
 import { attemptFields, type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
 import type { WebhookChannel, WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
@@ -143,14 +143,11 @@ export async function decideOnQueue(
     ...toNewEvents(ctx.registry, events, metadata(deliveryId)),
     ...(next ? toNewEvents(ctx.registry, next.events, metadata(next.deliveryId)) : []),
   ];
+  let result: AppendResult;
   try {
-    const result = await ctx.store.append(queue.stream, toAppend, {
+    result = await ctx.store.append(queue.stream, toAppend, {
       expectedRevision: queue.revision < 0 ? 'no_stream' : queue.revision,
     });
-    for (const e of all) if (e.type === 'WebhookDeliveryParked') ctx.stats.parked += 1;
-    const first = result.nextExpectedRevision - all.length + 1;
-    ctx.queues.recordOwn(queue, all, first, result.position);
-    return next;
   } catch (err) {
     if (next) ctx.limiter.release(next.sub.webhook_id);
     if (err instanceof WrongExpectedVersionError) {
@@ -159,6 +156,9 @@ export async function decideOnQueue(
     }
     throw err;
   }
+  for (const e of all) if (e.type === 'WebhookDeliveryParked') ctx.stats.parked += 1;
+  ctx.queues.recordOwn(queue, all, result.nextExpectedRevision - all.length + 1, result.position);
+  return next;
 }
 
 /** What follows a failed attempt: the next attempt's time, or a park after the last. */

@@ -11,7 +11,7 @@
 import { toNewEvents } from '../application/command-handler.ts';
 import { readState } from '../application/read-state.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
-import { WrongExpectedVersionError } from '../eventstore/port.ts';
+import { type AppendResult, WrongExpectedVersionError } from '../eventstore/port.ts';
 import { type AttemptContext, headStart, type StartedAttempt, startedOf } from './delivery-attempt.ts';
 import type { Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out.ts';
@@ -49,25 +49,15 @@ export async function scheduleOnQueue(
     const events = [...scheduled, ...(start?.events ?? [])];
     // A start carries its own delivery's correlation: the new one's, or that of an earlier one held.
     const correlationId = (start && queue.correlation.get(start.deliveryId)) ?? metadata.correlationId;
+    const toAppend = [
+      ...toNewEvents(ctx.registry, scheduled, metadata),
+      ...toNewEvents(ctx.registry, start?.events ?? [], { ...metadata, correlationId, causationId: null }),
+    ];
+    let result: AppendResult;
     try {
-      const result = await ctx.store.append(
-        stream,
-        [
-          ...toNewEvents(ctx.registry, scheduled, metadata),
-          ...toNewEvents(ctx.registry, start?.events ?? [], {
-            ...metadata,
-            correlationId,
-            causationId: null,
-          }),
-        ],
-        { expectedRevision: stored.revision < 0 ? 'no_stream' : stored.revision },
-      );
-      ctx.queues.recordOwnAfterRead(queue, stored.events, {
-        events,
-        position: result.position,
-        correlationId: metadata.correlationId,
+      result = await ctx.store.append(stream, toAppend, {
+        expectedRevision: stored.revision < 0 ? 'no_stream' : stored.revision,
       });
-      ctx.queues.keepOrDrop(queue);
     } catch (err) {
       if (start) {
         ctx.limiter.release(start.sub.webhook_id);
@@ -77,6 +67,12 @@ export async function scheduleOnQueue(
       if (err instanceof WrongExpectedVersionError && tries < CONFLICT_TRIES) continue;
       throw err;
     }
+    ctx.queues.recordOwnAfterRead(queue, stored.events, {
+      events,
+      position: result.position,
+      correlationId: metadata.correlationId,
+    });
+    ctx.queues.keepOrDrop(queue);
     return { written: true, queue, started: start && startedOf(queue, start) };
   }
 }
