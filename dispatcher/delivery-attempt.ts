@@ -181,20 +181,29 @@ export function plan(
 }
 
 /** A receiver answered 410 Gone: its subscription is disabled (docs/webhooks.md). */
-async function disableSubscription(ctx: AttemptContext, webhookId: string): Promise<void> {
+async function disableSubscription(
+  ctx: AttemptContext,
+  webhookId: string,
+  subscriptions: Pick<SubscriptionTracker, 'ready'>,
+): Promise<void> {
   const at = ctx.now().toISOString();
+  let position: number;
   try {
-    await ctx.commands.handle(
+    ({ position } = await ctx.commands.handle(
       webhooks.streamId(webhookId),
       webhooks.decider,
       { type: 'DisableWebhookSubscription', reason: 'receiver_gone', at },
       { correlationId: randomUUID(), causationId: null, actor: DISPATCHER_ACTOR, at },
-    );
+    ));
     ctx.logger?.warn({ webhook_id: webhookId }, 'receiver answered 410 Gone: webhook subscription disabled');
   } catch (err) {
     // Removed or disabled meanwhile: nothing left to do.
     if (!(err instanceof DomainError)) throw err;
+    return;
   }
+  // The queue's next delivery is worked right after: it must find the subscription disabled, not
+  // the tracker's view from before the disable (docs/webhooks.md, "Outcomes and retries").
+  await subscriptions.ready(position);
 }
 
 /**
@@ -206,7 +215,7 @@ export async function attempt(
   queue: Queue,
   d: delivery.Delivery,
   sub: webhooks.WebhookSubscription,
-  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
 ): Promise<StartedAttempt | undefined> {
   const channel = ctx.sender.open(sub);
@@ -241,7 +250,7 @@ export async function attempt(
 export async function sendStarted(
   ctx: AttemptContext,
   started: StartedAttempt,
-  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
 ): Promise<StartedAttempt | undefined> {
   const { queue, delivery: d, sub } = started;
@@ -280,7 +289,7 @@ export async function sendStarted(
       if (!(err instanceof StaleQueue) || !stillOurs || tries >= 20) throw err;
     }
   }
-  if (result.outcome === 'gone') await disableSubscription(ctx, sub.webhook_id);
+  if (result.outcome === 'gone') await disableSubscription(ctx, sub.webhook_id, subscriptions);
   return next && startedOf(queue, next);
 }
 
@@ -300,7 +309,7 @@ export async function workHead(
   ctx: AttemptContext,
   queue: Queue,
   d: delivery.Delivery,
-  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
 ): Promise<'wait' | 'next' | StartedAttempt> {
   const at = ctx.now();
@@ -340,7 +349,7 @@ export async function workHead(
 export async function workHeads(
   ctx: AttemptContext,
   queue: Queue,
-  subscriptions: Pick<SubscriptionTracker, 'current'>,
+  subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
   started?: StartedAttempt,
 ): Promise<void> {

@@ -182,6 +182,28 @@ test('410 Gone parks the delivery and disables the subscription; later events ar
   );
 });
 
+test('410 Gone while the cart’s next delivery waits behind it: that one is parked, not sent', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const gone = await startReceiver(t);
+  gone.script({ status: 410, delayMs: 300 });
+  await createWebhook(s, gone.url, [1]);
+  const cart = await checkedOutCart(s);
+  await gone.waitFor(1); // answered 410 in 300 ms
+  await move(s, cart, 'preparing');
+  let parked: RecordedEvent[] = [];
+  for (let i = 0; i < 250 && parked.length < 2; i++) {
+    parked = (await deliveryEvents(s)).filter((e) => e.type === 'WebhookDeliveryParked');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  t.deepEqual(
+    parked.map((e) => (e.data as { reason: string }).reason),
+    ['receiver_gone', 'subscription_disabled'],
+  );
+  await idle(s, 300);
+  t.is(gone.received.length, 1, 'nothing more to a receiver that answered 410');
+});
+
 test('429 and 503 with Retry-After wait as long as the receiver asks, not the schedule', async (t) => {
   const clock = manualClock(new Date());
   const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,5s,5s,5s' } });
