@@ -35,7 +35,7 @@ export interface StreamState<S> {
 }
 
 /** A stream's events as `readStream` reads them; a stream never written has none. */
-export async function eventsOf(
+async function eventsOf(
   store: EventStore,
   streamId: string,
   options?: ReadStreamOptions,

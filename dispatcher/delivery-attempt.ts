@@ -11,7 +11,12 @@ import { DomainError } from '../domain/decider.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
-import { type AppendResult, type EventStore, WrongExpectedVersionError } from '../eventstore/port.ts';
+import {
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+  WrongExpectedVersionError,
+} from '../eventstore/port.ts';
 import { attemptFields, type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
 import type { WebhookChannel, WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
@@ -118,6 +123,27 @@ export function headStart(
 }
 
 /**
+ * Appends to a queue's stream at its revision (-1: none yet); the slot of a head's `start` going with
+ * the events is given back when the append fails.
+ */
+export async function appendWithStart(
+  ctx: AttemptContext,
+  stream: string,
+  events: NewEvent[],
+  revision: number,
+  start: HeadStart | undefined,
+): Promise<AppendResult> {
+  try {
+    return await ctx.store.append(stream, events, {
+      expectedRevision: revision < 0 ? 'no_stream' : revision,
+    });
+  } catch (err) {
+    if (start) ctx.limiter.release(start.sub.webhook_id);
+    throw err;
+  }
+}
+
+/**
  * Decides `command` on the queue as this worker holds it and appends with its expected revision;
  * with `startNext`, also the start of the queue's head as the command leaves it, when it answers one
  * (answered, to be sent).
@@ -145,11 +171,8 @@ export async function decideOnQueue(
   ];
   let result: AppendResult;
   try {
-    result = await ctx.store.append(queue.stream, toAppend, {
-      expectedRevision: queue.revision < 0 ? 'no_stream' : queue.revision,
-    });
+    result = await appendWithStart(ctx, queue.stream, toAppend, queue.revision, next);
   } catch (err) {
-    if (next) ctx.limiter.release(next.sub.webhook_id);
     if (err instanceof WrongExpectedVersionError) {
       await ctx.queues.reload(queue);
       throw new StaleQueue(`${queue.stream} changed`);

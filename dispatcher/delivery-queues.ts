@@ -4,11 +4,14 @@
  * (`webhookdelivery-<webhook_id>_<cart_uuid>`) with the delivery queue's decider. A queue whose
  * deliveries are all settled leaves the set; a redelivery of one of them reads its stream again.
  */
-import { domainEventOf, eventsOf } from '../application/read-state.ts';
+import { domainEventOf, readState, type StreamState } from '../application/read-state.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Doc } from '../projections/read-store.ts';
+
+/** A queue's whole stream as read and folded (`readState`). */
+export type StoredQueue = StreamState<delivery.DeliveryQueueState>;
 
 export interface Queue {
   stream: string;
@@ -163,44 +166,43 @@ export class DeliveryQueues {
 
   /** Reads the queue's whole stream again (a redelivery of a settled delivery, or a conflict). */
   async reload(queue: Queue): Promise<void> {
-    this.rebuild(queue, await eventsOf(this.store, queue.stream));
+    this.adopt(queue, await readState(this.store, this.registry, queue.stream, delivery.decider));
     this.onChanged(queue.stream);
   }
 
-  /** The queue held for `stream`, or one folded from its `recorded` stream (not held yet). */
-  heldOr(stream: string, recorded: RecordedEvent[]): Queue {
+  /** The queue held for `stream`, or one as its whole stream was read and folded (not held yet). */
+  heldOr(stream: string, stored: StoredQueue): Queue {
     const held = this.held.get(stream);
     if (held) return held;
     const queue = emptyQueue(stream, 0);
-    this.rebuild(queue, recorded);
+    this.adopt(queue, stored);
     return queue;
   }
 
   /**
    * Applies what this worker appended (`own`, the last at `position`) right after the queue's whole
-   * stream as it read it (`recorded`), with `correlationId`: the state as stored, unless the log has
+   * stream as it read it (`stored`), with `correlationId`: the state as stored, unless the log has
    * handed it over already.
    */
   recordOwnAfterRead(
     queue: Queue,
-    recorded: RecordedEvent[],
+    stored: StoredQueue,
     own: { events: delivery.WebhookDeliveryEvent[]; position: number; correlationId: string },
   ): void {
-    const first = recorded.length;
-    if (queue.revision < first - 1) this.rebuild(queue, recorded);
+    if (queue.revision < stored.revision) this.adopt(queue, stored);
     for (const e of own.events) {
       if (e.type === 'WebhookDeliveryScheduled') queue.correlation.set(e.data.delivery_id, own.correlationId);
     }
-    this.recordOwn(queue, own.events, first, own.position);
+    this.recordOwn(queue, own.events, stored.revision + 1, own.position);
   }
 
-  /** The queue as its whole stream `recorded` folds, settled deliveries forgotten. */
-  private rebuild(queue: Queue, recorded: RecordedEvent[]): void {
-    queue.state = delivery.decider.initialState;
-    queue.revision = -1;
-    queue.position = 0;
+  /** Takes the queue's whole stream as read and folded, settled deliveries forgotten. */
+  private adopt(queue: Queue, stored: StoredQueue): void {
+    queue.state = stored.state;
+    queue.revision = stored.revision;
+    queue.position = stored.position;
     queue.correlation.clear();
-    for (const e of recorded) this.evolve(queue, e, false);
+    for (const e of stored.events) noteCorrelation(queue, e);
     this.prune(queue);
   }
 
@@ -231,19 +233,14 @@ export class DeliveryQueues {
     return { depth, oldestScheduledAt: oldest };
   }
 
-  /** Applies one event; `pruneAfter` false while replaying a whole stream (a redelivery may follow a park). */
-  private evolve(queue: Queue, event: RecordedEvent, pruneAfter = true): void {
+  /** Applies one event of the log. */
+  private evolve(queue: Queue, event: RecordedEvent): void {
     const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(this.registry, event);
     queue.state = delivery.decider.evolve(queue.state, domainEvent);
     queue.revision = event.revision;
     queue.position = event.position;
-    if (event.type === 'WebhookDeliveryScheduled') {
-      queue.correlation.set(
-        (event.data as { delivery_id: string }).delivery_id,
-        event.metadata.correlation_id,
-      );
-    }
-    if (pruneAfter) this.prune(queue);
+    noteCorrelation(queue, event);
+    this.prune(queue);
   }
 
   /** Forgets settled deliveries: only the head and what follows it matter to the worker. */
@@ -252,6 +249,12 @@ export class DeliveryQueues {
     for (const d of queue.state.deliveries) if (settled(d)) queue.correlation.delete(d.delivery_id);
     queue.state = { exists: true, deliveries: queue.state.deliveries.filter((d) => !settled(d)) };
   }
+}
+
+/** A scheduling's correlation id, carried into its delivery's attempts. */
+function noteCorrelation(queue: Queue, event: RecordedEvent): void {
+  if (event.type !== 'WebhookDeliveryScheduled') return;
+  queue.correlation.set((event.data as { delivery_id: string }).delivery_id, event.metadata.correlation_id);
 }
 
 /**

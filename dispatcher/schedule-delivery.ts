@@ -12,7 +12,13 @@ import { toNewEvents } from '../application/command-handler.ts';
 import { readState } from '../application/read-state.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import { type AppendResult, WrongExpectedVersionError } from '../eventstore/port.ts';
-import { type AttemptContext, headStart, type StartedAttempt, startedOf } from './delivery-attempt.ts';
+import {
+  type AttemptContext,
+  appendWithStart,
+  headStart,
+  type StartedAttempt,
+  startedOf,
+} from './delivery-attempt.ts';
 import type { Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
@@ -39,7 +45,7 @@ export async function scheduleOnQueue(
     const stored = await readState(ctx.store, ctx.registry, stream, delivery.decider);
     const scheduled = delivery.decider.decide(command, stored.state);
     if (scheduled.length === 0) return { written: false };
-    const queue = ctx.queues.heldOr(stream, stored.events);
+    const queue = ctx.queues.heldOr(stream, stored);
     const after = scheduled.reduce(delivery.decider.evolve, stored.state);
     const start = mayStart && !queue.busy ? headStart(ctx, subscriptions, after, command.at) : undefined;
     if (start) {
@@ -55,19 +61,16 @@ export async function scheduleOnQueue(
     ];
     let result: AppendResult;
     try {
-      result = await ctx.store.append(stream, toAppend, {
-        expectedRevision: stored.revision < 0 ? 'no_stream' : stored.revision,
-      });
+      result = await appendWithStart(ctx, stream, toAppend, stored.revision, start);
     } catch (err) {
       if (start) {
-        ctx.limiter.release(start.sub.webhook_id);
         queue.busy = false;
         ctx.queues.keepOrDrop(queue);
       }
       if (err instanceof WrongExpectedVersionError && tries < CONFLICT_TRIES) continue;
       throw err;
     }
-    ctx.queues.recordOwnAfterRead(queue, stored.events, {
+    ctx.queues.recordOwnAfterRead(queue, stored, {
       events,
       position: result.position,
       correlationId: metadata.correlationId,
