@@ -20,7 +20,7 @@ import { generateApiKey } from '../application/credentials.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
-import { type AppState, createRouter, HttpProblem } from './http.ts';
+import { type AppState, createRouter, HttpProblem, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
@@ -238,10 +238,11 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
 /** The admin router: operator token, JSON bodies, idempotent POSTs, problem answers. */
 export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   const router = createRouter({ prefix: ADMIN_BASE });
-  router.use(operatorAuth(deps.operatorToken));
-  router.use(writeErrors);
-  router.use(jsonBody());
-  router.use(
+  useEach(
+    router,
+    operatorAuth(deps.operatorToken),
+    writeErrors,
+    jsonBody(),
     idempotency({
       store: deps.store,
       clock: deps.clock,

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import type Router from '@koa/router';
 import type { RouterOptions } from '@koa/router';
 import type Koa from 'koa';
+import type compose from 'koa-compose';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { MetricsSources } from './metrics-sources.ts';
@@ -87,6 +88,17 @@ export function routesOf(router: Router<AppState>): Koa.Middleware<AppState> {
   };
   // Names its router as `routes()` does, for what lists the app's routes (test/hostile/coverage.test.ts).
   return Object.assign(prefixedRoutes, { router });
+}
+
+/**
+ * A router's shared middleware (authentication, body parsing, …) as one `router.use` layer. The
+ * router tests every layer's pattern against each request under its prefix and composes the matched
+ * layers anew for it, so four `use` layers cost four pattern tests and a four-deep chain per request;
+ * composed here, once, they cost one (docs/architecture.md, "Where a change goes").
+ */
+export function useEach(router: Router<AppState>, ...middleware: Koa.Middleware<AppState>[]): void {
+  const composeAll = require('koa-compose') as typeof compose;
+  router.use(composeAll(middleware));
 }
 
 // ---------------------------------------------------------------------------------------------

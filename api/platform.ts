@@ -22,7 +22,7 @@ import type { Weight } from '../domain/schemas.ts';
 import * as special from '../domain/special.ts';
 import * as store from '../domain/store.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { type AppContext, type AppState, createRouter, HttpProblem } from './http.ts';
+import { type AppContext, type AppState, createRouter, HttpProblem, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
@@ -48,10 +48,11 @@ const cartLineParams = z.object({ uuid: pathUuid, menu_product_id: pathId });
 
 export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   const router = createRouter({ prefix: PLATFORM_BASE });
-  router.use(operatorAuth(deps.operatorToken));
-  router.use(writeErrors);
-  router.use(jsonBody());
-  router.use(
+  useEach(
+    router,
+    operatorAuth(deps.operatorToken),
+    writeErrors,
+    jsonBody(),
     idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }),
   );
   const writes = platformWrites(deps);

@@ -12,6 +12,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   type Readiness,
   routesOf,
+  useEach,
 } from '../api/http.ts';
 import { createLogger } from '../cli/logger.ts';
 
@@ -363,4 +364,47 @@ test('routesOf consults a router only for paths under its prefix, in any letter 
   // A path that merely begins with the prefix's letters is not under it.
   t.deepEqual(await get('/thingsx/9').then((r) => [r.status, r.consulted]), [404, []]);
   t.deepEqual(await get('/elsewhere').then((r) => [r.status, r.consulted]), [404, []]);
+});
+
+test("useEach runs a router's shared middleware in order, as one layer, only for its routes", async (t) => {
+  const app = createHttpApp({
+    logger: createLogger('warn', { write: () => {} }),
+    registry: createMetricsRegistry(),
+    readiness: createReadiness({ timeoutMs: 200 }),
+    role: 'all',
+  });
+  const ran: string[] = [];
+  const step = (name: string) => async (_ctx: unknown, next: () => Promise<unknown>) => {
+    ran.push(`${name} in`);
+    await next();
+    ran.push(`${name} out`);
+  };
+  const router = new Router<AppState>({ prefix: '/things' });
+  useEach(router, step('auth'), step('errors'), async (ctx, next) => {
+    if (ctx.get('X-Stop') === 'yes') throw httpProblem(401, 'unauthorized', 'stopped before the route');
+    await next();
+  });
+  router.get('/:id', (ctx) => {
+    ran.push(`route ${ctx.params.id}`);
+    ctx.body = { id: ctx.params.id };
+  });
+  app.use(routesOf(router));
+  const server = createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  // One layer ahead of the route: the router tests one pattern and composes two layers per request.
+  t.is(router.stack.filter((layer) => layer.methods.length === 0).length, 1);
+  t.is((await fetch(`${base}/things/3`)).status, 200);
+  t.deepEqual(ran, ['auth in', 'errors in', 'route 3', 'errors out', 'auth out']);
+  ran.length = 0;
+  const refused = await fetch(`${base}/things/4`, { headers: { 'X-Stop': 'yes' } });
+  t.is(refused.status, 401);
+  t.like(await json(refused), { code: 'unauthorized' });
+  t.deepEqual(ran, ['auth in', 'errors in']);
+  ran.length = 0;
+  // No route of the router matches: none of its shared middleware runs, as with `router.use`.
+  t.is((await fetch(`${base}/things/4/more`)).status, 404);
+  t.deepEqual(ran, []);
 });
