@@ -323,13 +323,17 @@ test('the logger censors authorization headers, tokens, secrets and keys', (t) =
   t.true(text.includes('https://example.com'));
 });
 
-test('routesOf consults a router only for paths under its prefix, in any letter case', async (t) => {
-  const app = createHttpApp({
+/** An app of the shared middleware alone, logging nothing, for routers a test mounts itself. */
+const quietApp = () =>
+  createHttpApp({
     logger: createLogger('warn', { write: () => {} }),
     registry: createMetricsRegistry(),
     readiness: createReadiness({ timeoutMs: 200 }),
     role: 'all',
   });
+
+test('routesOf consults a router only for paths under its prefix, in any letter case', async (t) => {
+  const app = quietApp();
   const consulted: string[] = [];
   for (const prefix of ['/things', '/other']) {
     const router = new Router<AppState>({ prefix });
@@ -367,12 +371,7 @@ test('routesOf consults a router only for paths under its prefix, in any letter 
 });
 
 test("useEach runs a router's shared middleware in order, as one layer, only for its routes", async (t) => {
-  const app = createHttpApp({
-    logger: createLogger('warn', { write: () => {} }),
-    registry: createMetricsRegistry(),
-    readiness: createReadiness({ timeoutMs: 200 }),
-    role: 'all',
-  });
+  const app = quietApp();
   const ran: string[] = [];
   const step = (name: string) => async (_ctx: unknown, next: () => Promise<unknown>) => {
     ran.push(`${name} in`);
