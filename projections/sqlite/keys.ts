@@ -77,7 +77,13 @@ export function entriesOf(fields: readonly string[], doc: Doc): SQLInputValue[][
   let entries: SQLInputValue[][] = [[]];
   for (const field of fields) {
     const direct = field.includes('.') ? undefined : (doc as Record<string, unknown>)[field];
-    const values = direct !== undefined && !Array.isArray(direct) ? [direct] : pathValues(doc, field);
+    if (direct !== undefined && !Array.isArray(direct)) {
+      // One value, the common case: each entry (each its own array) gains the same key in place.
+      const key = toKey(direct);
+      for (const entry of entries) entry.push(key);
+      continue;
+    }
+    const values = pathValues(doc, field);
     const keys = new Map<string, SQLInputValue>();
     for (const v of values) {
       const k = toKey(v);
