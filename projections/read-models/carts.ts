@@ -1,11 +1,13 @@
 /**
- * Read model `carts`: one document per cart, the partner cart record (docs/partner-api.md, "Records")
- * exactly as `toPartnerCart` renders it, plus private fields (prefixed `_`, stripped before a partner
- * sees the record) that the partner queries filter and index on.
+ * Read model `carts`: one document per cart, holding the folded cart state and the fields the partner
+ * queries filter, sort and index on (the private ones prefixed `_`). The partner cart record
+ * (docs/partner-api.md, "Records") is rendered from the state by `toPartnerCart` as it is read: kept
+ * beside the state, it doubled every document the projector writes and reads back (docs/read-side.md,
+ * "Projections and checkpoints").
  *
- * Denormalized names follow their sources: a store rename re-renders the store's carts (`store_name`),
- * a brand rename re-renders the carts holding that brand (`products[].brand`). The projection keeps
- * the names it needs in two private lookup collections, so it never reads another read model.
+ * Denormalized names follow their sources: a store rename rewrites the store's carts (`store_name`),
+ * a brand rename the carts holding that brand (their lines' `brand`). The projection keeps the names
+ * it needs in two private lookup collections, so it never reads another read model.
  *
  * Deterministic (docs/read-side.md): every time comes from event data; nothing reads the clock.
  */
@@ -28,23 +30,28 @@ export const CART_BRAND_NAMES = 'carts_brand_names';
 
 export type PartnerCart = ReturnType<typeof cart.toPartnerCart>;
 
-/** The stored document: the partner record plus what the queries and re-rendering need. */
-export type CartDoc = Doc &
-  PartnerCart & {
-    /** The cart uuid. */
-    _id: string;
-    /** The folded domain state, with line brand names kept current, so the record can be re-rendered. */
-    _state: cart.Cart;
-    /** ISO 8601 UTC (the record's `created_at` is `YYYY-MM-DD HH:MM:SS`, not fit for range filters). */
-    _created_at: string;
-    /** ISO 8601 UTC. */
-    _updated_at: string;
-    /** `source.partner_id`: the partner whose channel created the cart, if any. */
-    _partner_id: string | null;
-    /** The brands on its lines, sorted, without duplicates. */
-    _brand_ids: number[];
-    _abandoned: boolean;
-  };
+/** The stored document: the folded state, and what the queries filter, sort and index on. */
+export type CartDoc = Doc & {
+  /** The cart uuid. */
+  _id: string;
+  /** The record's `id`: the global position of the cart's first event. */
+  id: number;
+  store_id: number;
+  status: cart.CartStatus;
+  /** The store's current name, the record's `store_name`. */
+  store_name: string;
+  /** The folded domain state, with line brand names kept current: the record is rendered from it. */
+  _state: cart.Cart;
+  /** ISO 8601 UTC (the record's `created_at` is `YYYY-MM-DD HH:MM:SS`, not fit for range filters). */
+  _created_at: string;
+  /** ISO 8601 UTC. */
+  _updated_at: string;
+  /** `source.partner_id`: the partner whose channel created the cart, if any. */
+  _partner_id: string | null;
+  /** The brands on its lines, sorted, without duplicates. */
+  _brand_ids: number[];
+  _abandoned: boolean;
+};
 
 type NameDoc = Doc & { _id: number; name: string };
 
@@ -108,8 +115,8 @@ function withBrandName(state: cart.Cart, brandId: number, name: string): cart.Ca
 }
 
 /**
- * What `apply` writes: the folded state and what the record needs; `finalize` renders the record once
- * per cart per batch (a cart gets ~20 events, and rendering prices every line).
+ * What `apply` writes: the folded state and what the record needs; `finalize` derives the query fields
+ * once per cart per batch (a cart gets ~20 events).
  */
 function draft(uuid: string, state: cart.Cart, id: number, storeName: string): CartDoc {
   return { _id: uuid, _state: state, id, store_name: storeName } as CartDoc;
@@ -118,7 +125,10 @@ function draft(uuid: string, state: cart.Cart, id: number, storeName: string): C
 function render(uuid: string, state: cart.Cart, id: number, storeName: string): CartDoc {
   return {
     _id: uuid,
-    ...cart.toPartnerCart(state, { id, store_name: storeName }),
+    id,
+    store_id: state.store_id,
+    status: state.status,
+    store_name: storeName,
     _state: state,
     _created_at: iso(state.created_at),
     _updated_at: iso(state.updated_at),
@@ -193,7 +203,7 @@ const idOf = (streamId: string, prefix: string) => Number(streamId.slice(prefix.
 
 export const cartsProjection: Projection = {
   name: 'carts',
-  version: 1,
+  version: 2,
   finalize(collection, doc) {
     if (collection !== CARTS) return doc;
     const d = doc as CartDoc;
@@ -289,12 +299,9 @@ export function cartsQuery(
   };
 }
 
-/** The partner record: the document without `_id` and the private fields. */
-export function toCartRecord(doc: CartDoc): PartnerCart {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(doc)) if (!k.startsWith('_')) out[k] = v;
-  return out as PartnerCart;
-}
+/** The partner record, rendered from the document's state. */
+export const toCartRecord = (doc: CartDoc): PartnerCart =>
+  cart.toPartnerCart(doc._state, { id: doc.id, store_name: doc.store_name });
 
 /** One page of carts in `id` order, and the cursor of the next page (null on the last one). */
 export async function findCarts(

@@ -9,6 +9,8 @@ import { brandApi } from '../../api/partner/brand.ts';
 import { brandFeedApi } from '../../api/partner/brand-feed.ts';
 import type { PartnerPrincipal } from '../../api/partner/common.ts';
 import type { PartnerApi, PartnerDeps } from '../../api/partner/routes.ts';
+import * as cart from '../../domain/cart.ts';
+import { fold } from '../../domain/decider.ts';
 import { CARTS, cartIndexes } from '../../projections/read-models/carts.ts';
 import { MENU_PRODUCTS, menuProductIndexes } from '../../projections/read-models/catalog/menu-products.ts';
 import { PRODUCTS, productIndexes } from '../../projections/read-models/catalog/products.ts';
@@ -21,6 +23,17 @@ import { openSqliteReadStore, type SqliteCollection } from '../../projections/sq
 const BRANDS = 50;
 const SLACK = 3;
 const LIMIT = 20;
+
+/** A cart's state for the fixture's documents (created, nothing in it). */
+const emptyCart = fold(cart.decider, [
+  cart.events.CartCreated({
+    cart_uuid: '00000000-0000-4000-8000-000000000000',
+    store_id: 1,
+    source: { channel: 'headless', partner_id: null },
+    user_id: null,
+    created_at: '2026-01-01T00:00:00.000Z',
+  }),
+]);
 
 async function world() {
   const store = openSqliteReadStore(':memory:');
@@ -100,6 +113,9 @@ async function world() {
     range(10000).map((i) => ({
       _id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
       id: i,
+      store_name: '',
+      // The page renders each record from the state; what it holds does not matter to the plan.
+      _state: emptyCart,
       store_id: (i % 2000) + 1,
       _partner_id: `partner-${i % 20}`,
       _brand_ids: [brandOf(i)],
