@@ -411,6 +411,14 @@ test('each cart is stored as its state and query fields, renders the partner car
   t.deepEqual(one && withoutPosition(one), stored(expectedB(w.idB, { kiva: 'Kiva' })).doc);
 });
 
+test('a version 1 document (the record stored beside the state), served while version 2 is built, renders the same record', (t) => {
+  const expected = expectedA(4, { store: 'Green Leaf Downtown', kiva: 'Kiva' });
+  const { doc, record } = stored(expected);
+  const versionOne = { ...expected, _position: 9 } as unknown as CartDoc;
+  t.deepEqual(toCartRecord(versionOne), record);
+  t.deepEqual(toCartRecord(doc), record);
+});
+
 test('a store rename and a brand rename propagate to the carts that show them, live and in order', async (t) => {
   const w = await world(t);
   const readStore = openSqliteReadStore(':memory:');
