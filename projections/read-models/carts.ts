@@ -115,14 +115,15 @@ function withBrandName(state: cart.Cart, brandId: number, name: string): cart.Ca
 }
 
 /**
- * What `apply` writes: the folded state and what the record needs; `finalize` derives the query fields
- * once per cart per batch (a cart gets ~20 events).
+ * What `apply` writes: the folded state, the record's id and store name; `finalize` derives the query
+ * fields once per cart per batch (`documentOf`; a cart gets ~20 events).
  */
 function draft(uuid: string, state: cart.Cart, id: number, storeName: string): CartDoc {
   return { _id: uuid, _state: state, id, store_name: storeName } as CartDoc;
 }
 
-function render(uuid: string, state: cart.Cart, id: number, storeName: string): CartDoc {
+/** The stored document of a cart: its state and the fields the queries filter, sort and index on. */
+function documentOf(uuid: string, state: cart.Cart, id: number, storeName: string): CartDoc {
   return {
     _id: uuid,
     id,
@@ -154,7 +155,7 @@ function applyCartEvent(event: RecordedEvent, tx: ProjectionTx): void {
     tx.put(CARTS, draft(uuid, state, event.position, storeName));
     return;
   }
-  if (!current) return; // no CartCreated before it: nothing to render
+  if (!current) return; // no CartCreated before it: nothing to apply it to
   let state = cart.decider.evolve(current._state, e);
   if (!state.exists) return;
   if (e.type === 'CartItemAdded') {
@@ -166,9 +167,9 @@ function applyCartEvent(event: RecordedEvent, tx: ProjectionTx): void {
 }
 
 /**
- * Records a name and says whether carts may need re-rendering: the name is new or changed, or this
+ * Records a name and says whether carts may need rewriting: the name is new or changed, or this
  * is a replay (then the carts' writes may not have landed before the crash although the lookup's did;
- * re-rendering is harmless, since carts that reflect the event drop the write).
+ * rewriting is harmless, since carts that reflect the event drop the write).
  */
 function recordName(tx: ProjectionTx, collection: string, id: number, name: string): boolean {
   const known = tx.get<NameDoc>(collection, id);
@@ -207,7 +208,7 @@ export const cartsProjection: Projection = {
   finalize(collection, doc) {
     if (collection !== CARTS) return doc;
     const d = doc as CartDoc;
-    return { ...render(d._id, d._state, d.id, d.store_name), _position: doc._position };
+    return { ...documentOf(d._id, d._state, d.id, d.store_name), _position: doc._position };
   },
   collections: { [CARTS]: cartIndexes, [CART_STORE_NAMES]: [], [CART_BRAND_NAMES]: [] },
   filter: { streamPrefixes: [CART_PREFIX, STORE_PREFIX, BRAND_PREFIX] },
