@@ -295,9 +295,11 @@ export async function sendStarted(
     ...plan(ctx, d, result),
     at: ctx.now().toISOString(),
   };
-  const startNext = (after: delivery.DeliveryQueueState) =>
-    result.outcome === 'delivered' && !stopped()
-      ? headStart(ctx, subscriptions, after, command.at)
+  // Only a delivered result starts the next delivery: otherwise the queue is not even folded for it.
+  const startNext =
+    result.outcome === 'delivered'
+      ? (after: delivery.DeliveryQueueState) =>
+          stopped() ? undefined : headStart(ctx, subscriptions, after, command.at)
       : undefined;
   // The fan-out appends to the same queue (the cart's next event): on a conflict the queue is
   // reloaded and the result recorded again, as long as the attempt is still ours and in flight.

@@ -46,8 +46,10 @@ export async function scheduleOnQueue(
     const scheduled = delivery.decider.decide(command, stored.state);
     if (scheduled.length === 0) return { written: false };
     const queue = ctx.queues.heldOr(stream, stored);
-    const after = scheduled.reduce(delivery.decider.evolve, stored.state);
-    const start = mayStart && !queue.busy ? headStart(ctx, subscriptions, after, command.at) : undefined;
+    const start =
+      mayStart && !queue.busy
+        ? headStart(ctx, subscriptions, scheduled.reduce(delivery.decider.evolve, stored.state), command.at)
+        : undefined;
     if (start) {
       queue.busy = true;
       ctx.queues.keepOrDrop(queue);
