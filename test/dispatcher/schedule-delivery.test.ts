@@ -45,6 +45,15 @@ async function workerWithSubscription(
   return { ...on, hookId: hook.id, clock };
 }
 
+/** `workerWithSubscription`, and the requests of two deliveries of one cart (revisions 1 and 2). */
+async function twoDeliveriesOfOneCart(t: ExecutionContext, receiver: Receiver) {
+  const on = await workerWithSubscription(t, receiver);
+  const cart = randomUUID();
+  const first = scheduleRequest(on.hookId, cart, 1, on.clock);
+  const second = scheduleRequest(on.hookId, cart, 2, on.clock);
+  return { ...on, first, second };
+}
+
 const revisionsOf = (r: Receiver) => r.received.map((x) => x.body.revision);
 
 test('on an idle queue, the first attempt starts in the append that schedules the delivery', async (t) => {
@@ -67,10 +76,7 @@ test('on an idle queue, the first attempt starts in the append that schedules th
 test('behind an attempt in flight, a delivery is only scheduled; it starts in the append of that attempt’s result and is sent next, in order', async (t) => {
   const receiver = await startReceiver(t);
   receiver.script({ status: 200, delayMs: 400 });
-  const { worker, store, appendsTo, hookId, clock } = await workerWithSubscription(t, receiver);
-  const cart = randomUUID();
-  const first = scheduleRequest(hookId, cart, 1, clock);
-  const second = scheduleRequest(hookId, cart, 2, clock);
+  const { worker, store, appendsTo, first, second } = await twoDeliveriesOfOneCart(t, receiver);
 
   await worker.schedule(first);
   await receiver.waitFor(1); // its answer takes 400 ms
@@ -92,10 +98,7 @@ test('behind an attempt in flight, a delivery is only scheduled; it starts in th
 test('a failed attempt’s result starts nothing: the next delivery of the queue waits for the retry', async (t) => {
   const receiver = await startReceiver(t);
   receiver.script({ status: 500, delayMs: 300 });
-  const { worker, store, appendsTo, hookId, clock } = await workerWithSubscription(t, receiver);
-  const cart = randomUUID();
-  const first = scheduleRequest(hookId, cart, 1, clock);
-  const second = scheduleRequest(hookId, cart, 2, clock);
+  const { worker, store, appendsTo, clock, first, second } = await twoDeliveriesOfOneCart(t, receiver);
 
   await worker.schedule(first);
   await receiver.waitFor(1);
