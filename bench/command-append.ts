@@ -3,14 +3,13 @@
  * appending the raw event to the service's own store, and raw appends in a loop.
  */
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import Koa from 'koa';
 import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { BIG_STORE, CONNECTIONS, listen, load, round, type Served, type WarmLoad } from './api-service.ts';
+import { startCheckpointer } from './checkpointer.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
 import type { LoadOptions } from './load.ts';
@@ -25,17 +24,12 @@ const rawItemAdded = (data: unknown, at: string) => toNewEvent({ type: 'CartItem
  */
 async function bareStore(file: string, options: EventStoreOptions) {
   const es = await openSqliteEventStore(file, options);
-  if (options.checkpoints !== 'elsewhere') return { es, close: () => es.close() };
-  const checkpointer = new Worker(new URL('./checkpointer-thread.ts', import.meta.url), {
-    workerData: { file },
-  });
-  await once(checkpointer, 'message');
+  const checkpointer = options.checkpoints === 'elsewhere' ? await startCheckpointer(file) : undefined;
   return {
     es,
     async close() {
       await es.close();
-      checkpointer.postMessage('stop');
-      await once(checkpointer, 'exit');
+      await checkpointer?.stop();
     },
   };
 }
