@@ -1,7 +1,8 @@
 /**
- * A worker thread that only checkpoints an embedded store file (`checkpoints: 'background'`): the bare
- * append route of `command.append` gets the arrangement the service's API thread has, its WAL copied
- * into the file on another thread (eventstore/sqlite/log.ts).
+ * A worker thread that only checkpoints an embedded store file (`checkpoints: 'background'`), started by
+ * `startCheckpointer` (bench/checkpointer.ts): `command.append`'s bare append route and `webhook.e2e`'s
+ * draining dispatcher get the arrangement the service's API and dispatcher threads have, their WAL
+ * copied into the file on another thread (eventstore/sqlite/log.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
