@@ -34,8 +34,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { Agent, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import got from 'got';
@@ -44,20 +43,18 @@ import { createService } from '../cli/compose.ts';
 import { loadConfig } from '../cli/config.ts';
 import { createLogger } from '../cli/logger.ts';
 import { eventStoreOptionsOf } from '../cli/store-options.ts';
-import { deliverOnce } from '../webhooks/deliver.ts';
-import { webhookHeaders } from '../webhooks/signing.ts';
 import { startCheckpointer } from './checkpointer.ts';
 import type { BenchLine } from './eventstore.ts';
 import { type Load, startLoadElsewhere } from './load.ts';
 import { rssPeakMbOf, serve } from './serve.ts';
+import { cpuSince, rawPosts, sendOnly } from './webhook-baselines.ts';
+import { type Receiver, startReceiver } from './webhook-receiver.ts';
 
 const P = '/platform/v1';
 const RATE_PER_S = 200;
 /** Overridable for profiling one phase (e.g. `PDS_BENCH_BURST_CHANGES=3 node --cpu-prof bench/run.ts webhook`). */
 const LATENCY_CHANGES = Number(process.env.PDS_BENCH_LATENCY_CHANGES ?? 2_000);
 const BURST_CHANGES = Number(process.env.PDS_BENCH_BURST_CHANGES ?? 1_500);
-/** The dispatcher's default per-subscription concurrency (dispatcher/delivery-worker.ts). */
-const CONCURRENCY = 8;
 const MOVES = ['preparing', 'ready_for_pickup', 'finished'];
 const REPETITIONS = 3;
 /** The partner API load of the fourth repetition: a page of the store's menu, this many connections. */
@@ -74,51 +71,6 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 const round = (n: number, digits = 2) => Number(n.toFixed(digits));
-
-/** A receiver that notes when each (cart, status) body arrived. */
-async function startReceiver() {
-  const arrivals = new Map<string, number>();
-  let count = 0;
-  let lastBody = '';
-  const waiters: Array<{ n: number; resolve: () => void }> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = performance.now();
-      lastBody = Buffer.concat(chunks).toString('utf8');
-      const body = JSON.parse(lastBody);
-      const key = body.cart?.uuid ? `${body.cart.uuid}:${body.cart.status}` : `raw:${count}`;
-      if (!arrivals.has(key)) arrivals.set(key, at);
-      count += 1;
-      for (const w of [...waiters]) if (count >= w.n) w.resolve();
-      res.writeHead(200).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-  return {
-    url,
-    arrivals,
-    count: () => count,
-    /** The text of the last body received. */
-    lastBody: () => lastBody,
-    waitFor(n: number, timeoutMs = 120_000): Promise<void> {
-      if (count >= n) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`receiver got ${count} of ${n}`)), timeoutMs);
-        waiters.push({
-          n,
-          resolve: () => {
-            clearTimeout(timer);
-            resolve();
-          },
-        });
-      });
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** A `call` of the platform and admin APIs at `base` with the operator token; throws on a non-2xx. */
 function caller(base: string, token: string) {
@@ -192,7 +144,6 @@ async function startPds(dir: string, role: 'api' | 'dispatcher') {
 }
 
 type Pds = Awaited<ReturnType<typeof startPds>>;
-type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 type Call = Pds['call'];
 
 /** The partner API's menu pages as paths, once all `STORE_MENU` menu products can be read with `key`. */
@@ -361,12 +312,6 @@ async function latencyRun(
   return { figures, load };
 }
 
-/** This thread's CPU time (user and system) since `from`, in microseconds. */
-const cpuSince = (from: NodeJS.CpuUsage): number => {
-  const used = process.threadCpuUsage(from);
-  return used.user + used.system;
-};
-
 /**
  * A backlog of status changes written by an `api` process, drained by a `dispatcher` process on the
  * same data: deliveries/s from the first receipt to the last, and from the dispatcher's readiness to
@@ -403,61 +348,6 @@ async function drainBacklog(dir: string, receiver: Receiver, pds: { running: Pds
     perSFromReady: total / ((last - ready) / 1000),
     cpuUsPerDelivery: cpuUs / total,
   };
-}
-
-/**
- * `total` POSTs by `CONCURRENCY` loops, each signing the body anew (a fresh webhook id and time) and
- * sending it with `post`; timed, and this thread's CPU counted, from the first request to the
- * receiver's last receipt.
- */
-async function postLoop(
-  receiver: Receiver,
-  secret: string,
-  body: string,
-  total: number,
-  post: (headers: Record<string, string>) => Promise<unknown>,
-): Promise<{ perS: number; cpuUsPerPost: number }> {
-  const before = receiver.count();
-  const start = performance.now();
-  const cpu = process.threadCpuUsage();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < total) {
-        next += 1;
-        const headers = webhookHeaders({
-          authToken: 'bench',
-          secret,
-          webhookId: randomUUID(),
-          attempt: 1,
-          body,
-          now: new Date(),
-        });
-        await post(headers);
-      }
-    }),
-  );
-  await receiver.waitFor(before + total);
-  return { perS: total / ((performance.now() - start) / 1000), cpuUsPerPost: cpuSince(cpu) / total };
-}
-
-/** The baseline: a raw signed-POST loop, same receiver, same concurrency, fresh connections. */
-function rawPosts(receiver: Receiver, secret: string, body: string, total: number) {
-  const rawAgent = new Agent({ keepAlive: false });
-  return postLoop(receiver, secret, body, total, (headers) =>
-    got.post(receiver.url, { body, headers, agent: { http: rawAgent }, retry: { limit: 0 } }),
-  );
-}
-
-/**
- * The dispatcher's send path alone (`deliverOnce`: the URL check, the pinned lookup, the timeout, the
- * excerpt of the answer) in the same loop: what the dispatcher's durable bookkeeping costs is the
- * difference between this and the drain.
- */
-function sendOnly(receiver: Receiver, secret: string, body: string, total: number) {
-  return postLoop(receiver, secret, body, total, (headers) =>
-    deliverOnce({ url: receiver.url, body, headers, timeoutMs: 10_000, allowPrivate: true }),
-  );
 }
 
 /** Min, median and max. */
@@ -501,8 +391,8 @@ export async function benchWebhooks(): Promise<BenchLine[]> {
     const burst = await drainBacklog(dir, receiver, pds);
     // The baselines post a body the dispatcher delivered (a cart's, as rendered for partners).
     const body = receiver.lastBody();
-    const raw = await rawPosts(receiver, secret, body, burst.total);
-    const send = await sendOnly(receiver, secret, body, burst.total);
+    const raw = await rawPosts(receiver, { secret, body, total: burst.total });
+    const send = await sendOnly(receiver, { secret, body, total: burst.total });
 
     const p50 = spread(runs.map((r) => r.p50_ms));
     const p99 = spread(runs.map((r) => r.p99_ms));

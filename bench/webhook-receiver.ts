@@ -1,0 +1,53 @@
+/**
+ * `webhook.e2e`'s receiver (bench/webhook.ts): an HTTP server on this thread that answers every POST
+ * 200 and notes when each (cart, status) body first arrived.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A receiver that notes when each (cart, status) body arrived. */
+export async function startReceiver() {
+  const arrivals = new Map<string, number>();
+  let count = 0;
+  let lastBody = '';
+  const waiters: Array<{ n: number; resolve: () => void }> = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      lastBody = Buffer.concat(chunks).toString('utf8');
+      const body = JSON.parse(lastBody);
+      const key = body.cart?.uuid ? `${body.cart.uuid}:${body.cart.status}` : `raw:${count}`;
+      if (!arrivals.has(key)) arrivals.set(key, at);
+      count += 1;
+      for (const w of [...waiters]) if (count >= w.n) w.resolve();
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  return {
+    url,
+    arrivals,
+    count: () => count,
+    /** The text of the last body received. */
+    lastBody: () => lastBody,
+    waitFor(n: number, timeoutMs = 120_000): Promise<void> {
+      if (count >= n) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`receiver got ${count} of ${n}`)), timeoutMs);
+        waiters.push({
+          n,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
