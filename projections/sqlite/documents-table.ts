@@ -28,7 +28,7 @@ import { entriesOf, isEmptyArrayKey } from './keys.ts';
 import { matcherOf } from './matcher.ts';
 import { sortOrder } from './order.ts';
 import { orderedWalk, type PlanTable, ranged } from './plans.ts';
-import { column, equals, type IndexMeta, q } from './sql.ts';
+import { column, type IndexMeta, q } from './sql.ts';
 import { observed, rows, type Statements } from './statements.ts';
 import { decodeEntries, decodeParsed, encodeEntries, entryText, type StoredKeys } from './stored-keys.ts';
 
@@ -329,10 +329,7 @@ export class DocumentsTable implements PlanTable {
   }
 
   private assertUnique(index: IndexMeta, entry: SQLInputValue[]): void {
-    const params: SQLInputValue[] = [];
-    const where = entry.map((v, i) => equals(column(i), v, params));
-    const sql = `SELECT _id FROM ${q(index.table)} WHERE ${where.join(' AND ')} LIMIT 1`;
-    if (this.statements.get(sql).get(...params)) {
+    if (this.statements.get(entrySql(index).find).get(...entry)) {
       throw new Error(
         `duplicate key ${JSON.stringify(entry)} in unique index ${walkFields(index).join(',')}`,
       );
@@ -346,25 +343,29 @@ export class DocumentsTable implements PlanTable {
   }
 }
 
-/** The statements that add and remove one entry of an index: `k0 … kn-1` and `_id`. */
+/** The statements that add, remove and find one entry of an index: `k0 … kn-1` (and `_id`). */
 interface EntrySql {
   insert: string;
   remove: string;
+  /** A document holding the key, if any (a unique index's check). */
+  find: string;
 }
 const entrySqls = new WeakMap<IndexMeta, EntrySql>();
 
 /**
- * An index's entry statements, built once per index: the projector adds and removes entries at most
- * writes, and building the SQL at each one was about an eighth of its index work per cart event
- * (README, "Benchmarks").
+ * An index's entry statements, built once per index: the projector adds and removes entries (and
+ * checks a unique index's) at most writes, and building the SQL at each one was about an eighth of its
+ * index work per cart event (README, "Benchmarks").
  */
 function entrySql(index: IndexMeta): EntrySql {
   let sql = entrySqls.get(index);
   if (!sql) {
     const cols = walkFields(index).map((_, i) => column(i));
+    const key = cols.map((c) => `${c} = ?`).join(' AND ');
     sql = {
       insert: `INSERT OR IGNORE INTO ${q(index.table)} (${[...cols, '_id'].join(', ')}) VALUES (${[...cols, '_id'].map(() => '?').join(', ')})`,
-      remove: `DELETE FROM ${q(index.table)} WHERE ${cols.map((c) => `${c} = ?`).join(' AND ')} AND _id = ?`,
+      remove: `DELETE FROM ${q(index.table)} WHERE ${key} AND _id = ?`,
+      find: `SELECT _id FROM ${q(index.table)} WHERE ${key} LIMIT 1`,
     };
     entrySqls.set(index, sql);
   }
