@@ -11,7 +11,8 @@
  * batches costs one commit, not one each (on SQLite a commit rewrites every page it touches, and the
  * documents are spread over the file by their random ids), and a crash only means that the events
  * after the last commit are applied again. The checkpoint also moves past other streams' events the
- * subscription read through (`onProgress`).
+ * subscription read through (`onProgress`), and past the owner's own appends it reflects already
+ * (`known`), which the embedded store need not read back.
  *
  * At start it reads the checkpoint and every document (`restore`), then subscribes after the
  * checkpoint. Without a checkpoint, or with one of another `version` (the documents' shape changed),
@@ -64,6 +65,10 @@ export interface DurableFollowerOptions<D extends Doc> {
   restore(doc: D): void;
   /** Applies a batch in order, calling `changed` for every item it changed. */
   apply(events: RecordedEvent[]): Promise<void> | void;
+  /** Whether the owner reflects already the events of `streamId` up to `position` (`follower.ts`). */
+  known?(streamId: string, position: number): boolean;
+  /** The log was read through `position` with nothing handed to `apply` since the last batch. */
+  passed?(position: number): void;
   /** The document to store for a changed item, or null when it left the working set. */
   save(key: string): D | null;
   /** Paces resubscriptions after a drop and reports this follower's health. */
@@ -285,6 +290,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     filter,
     maxBatchSize,
     supervisor: options.supervisor,
+    known: options.known,
     async apply(batch) {
       applying = true;
       try {
@@ -304,6 +310,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
     onProgress(position) {
       if (position <= appliedPosition) return;
       appliedPosition = position;
+      options.passed?.(position);
       commitSoon();
     },
   });

@@ -24,6 +24,11 @@ export interface FollowerOptions {
   /** Largest batch handed to `apply`. */
   maxBatchSize?: number;
   /**
+   * Whether the owner reflects already the events of `streamId` up to `position` (its own appends):
+   * the store may then pass over them, telling `onProgress` (docs/read-side.md, "Own appends").
+   */
+  known?(streamId: string, position: number): boolean;
+  /**
    * Applies a batch in order; the next waits for it. A rejection ends the subscription: the follower
    * subscribes again after the last batch applied, and hands this batch again.
    */
@@ -91,7 +96,12 @@ export function createFollower(options: FollowerOptions): Follower {
 
   function subscribe(position: number): void {
     const current = store.subscribeToAll(
-      { from: position > 0 ? { after: position } : 'start', filter, maxBatchSize: options.maxBatchSize },
+      {
+        from: position > 0 ? { after: position } : 'start',
+        filter,
+        maxBatchSize: options.maxBatchSize,
+        known: options.known,
+      },
       handlers,
     );
     subscription = current;

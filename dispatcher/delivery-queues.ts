@@ -103,7 +103,18 @@ export class DeliveryQueues {
     };
   }
 
-  /** The log has handed over every event up to `position`. */
+  /**
+   * Whether the events of `stream` up to `position` are applied already: the queue held, or dropped
+   * ahead of the log, reflects its stream up to a later position. Every event this worker appends is
+   * applied as its append returns (`recordOwn`), so the log need not hand it over again
+   * (docs/read-side.md, "Own appends").
+   */
+  knows(stream: string, position: number): boolean {
+    const reflected = this.held.get(stream)?.position ?? this.droppedAhead.get(stream)?.position;
+    return reflected !== undefined && reflected >= position;
+  }
+
+  /** The log has handed over every event up to `position`, or passed over them (`knows`). */
   followedTo(position: number): void {
     this.followed = position;
     for (const [stream, gone] of this.droppedAhead) {

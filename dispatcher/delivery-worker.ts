@@ -190,6 +190,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       if (restored) startDue();
     },
     save: (stream) => queues.save(stream),
+    known: (stream, position) => queues.knows(stream, position),
+    passed: (position) => queues.followedTo(position),
   });
   const queues = new DeliveryQueues({
     store,

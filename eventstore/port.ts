@@ -116,6 +116,13 @@ export interface CatchUpSubscriptionOptions {
   filter?: EventFilter;
   /** Largest batch handed to `onEvents` at once. */
   maxBatchSize?: number;
+  /**
+   * Whether the subscriber reflects already the events of `streamId` up to `position` (its own
+   * appends, applied as they returned). An adapter that knows an append's stream and positions
+   * without reading it (the embedded store's journal) may pass over such events without delivering
+   * them, telling `onProgress` instead (docs/read-side.md, "Own appends"); another delivers them.
+   */
+  known?(streamId: string, position: number): boolean;
 }
 
 export interface CatchUpHandlers {

@@ -41,6 +41,67 @@ test("another thread's runs may arrive after later ones of this thread: a positi
   t.true(j.skips(2, 3, { streamPrefixes: ['webhook'] }));
 });
 
+test('passes over the runs of a matching stream that the reader reflects already, only those', (t) => {
+  const j = new Journal();
+  j.record(1, 2, 'webhookdelivery-a', ['WebhookDeliveryScheduled', 'WebhookDeliveryAttemptStarted']);
+  j.record(3, 3, 'webhookdelivery-b', ['WebhookDeliveryScheduled']);
+  const filter = { streamPrefixes: ['webhookdelivery-'] };
+  const reflected = new Map([['webhookdelivery-a', 2]]);
+  const reflects = (stream: string, position: number) => (reflected.get(stream) ?? 0) >= position;
+  t.true(j.skips(0, 2, filter, reflects), "the reader's own append");
+  t.false(j.skips(0, 3, filter, reflects), 'position 3 is wanted');
+  reflected.set('webhookdelivery-a', 1);
+  t.false(j.skips(0, 2, filter, reflects), 'the reader reflects the run only up to position 1');
+  reflected.set('webhookdelivery-b', 3);
+  reflected.set('webhookdelivery-a', 2);
+  t.true(j.skips(0, 3, filter, reflects));
+  t.false(j.skips(0, 4, filter, reflects), 'position 4 is not known');
+});
+
+test('a subscription passes over what its reader reflects, telling its progress, and receives the rest', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-journal-'));
+  const store = await openSqliteEventStore(path.join(dir, 'events.db'));
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const own = new Map<string, number>();
+  const seen: string[] = [];
+  const progress: number[] = [];
+  const sub = store.subscribeToAll(
+    {
+      from: 'start',
+      filter: { streamPrefixes: ['wanted-'] },
+      known: (stream, position) => (own.get(stream) ?? 0) >= position,
+    },
+    {
+      onEvents(events) {
+        seen.push(...events.map((e) => `${e.streamId}@${e.revision}`));
+      },
+      onProgress(position) {
+        progress.push(position);
+      },
+    },
+  );
+  await sub.caughtUp;
+  const waitFor = async (done: () => boolean) => {
+    const deadline = Date.now() + 5_000;
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  };
+  // The reader's own append, applied as it returns: passed over, its position told.
+  const mine = await store.append('wanted-1', [event('Wanted'), event('Wanted')]);
+  own.set('wanted-1', mine.position);
+  await waitFor(() => progress.includes(mine.position));
+  t.deepEqual(seen, []);
+  t.deepEqual(progress, [mine.position]);
+  // Another append to the same stream, which the reader does not reflect: received.
+  await store.append('wanted-1', [event('Wanted')]);
+  await store.append('wanted-2', [event('Wanted')]);
+  await waitFor(() => seen.length >= 2);
+  t.deepEqual(seen, ['wanted-1@2', 'wanted-2@0']);
+  await sub.stop();
+});
+
 test("a filtered subscription still receives what another connection appends between this one's", async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-journal-'));
   const file = path.join(dir, 'events.db');

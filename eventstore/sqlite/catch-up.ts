@@ -35,7 +35,7 @@ export function subscribeToAll(
     let yieldedAt = performance.now();
     try {
       while (!stopped) {
-        const { rows, reached } = nextChunk(position, opts.filter, maxBatch, route);
+        const { rows, reached } = nextChunk(position, opts.filter, maxBatch, route, opts.known);
         if (rows.length > 0) {
           const events = rows.map(toRecorded);
           await handlers.onEvents(events);

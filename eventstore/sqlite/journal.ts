@@ -35,16 +35,22 @@ export class Journal {
   }
 
   /**
-   * True only when every event in `(after, upTo]` is known and none matches `filter`; false when one
-   * may match or a position in between is in no run.
+   * True only when every event in `(after, upTo]` is known and none is wanted: none matches `filter`,
+   * or the reader reflects it already (`reflects`, its own appends); false when one may be wanted or a
+   * position in between is in no run.
    */
-  skips(after: number, upTo: number, filter: EventFilter): boolean {
+  skips(
+    after: number,
+    upTo: number,
+    filter: EventFilter,
+    reflects?: (streamId: string, position: number) => boolean,
+  ): boolean {
     let need = upTo; // the highest position not yet found in a run
     for (let i = this.#runs.length - 1; i >= 0 && need > after; i--) {
       const run = this.#runs[i];
       if (run.first > need) continue;
       if (run.last < need) return false;
-      if (matches(run, filter)) return false;
+      if (matches(run, filter) && !reflects?.(run.streamId, run.last)) return false;
       need = run.first - 1;
     }
     return need <= after;

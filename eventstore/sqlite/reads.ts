@@ -1,5 +1,6 @@
 import { bindContext } from '../bind-context.ts';
 import {
+  type CatchUpSubscriptionOptions,
   type CountAllOptions,
   type EventFilter,
   type ReadAllOptions,
@@ -175,11 +176,13 @@ function nextChunk(
   filter: EventFilter | undefined,
   max: number,
   route: ReadRoute = {},
+  known?: CatchUpSubscriptionOptions['known'],
 ): { rows: Row[]; reached: number } {
   const head = headSync(log);
   if (head <= after) return { rows: [], reached: after };
-  // Only this process's appends since `after`, none of them wanted: nothing to read.
-  if (filter && log.journal.skips(after, head, filter)) return { rows: [], reached: head };
+  // Only this process's appends since `after`, none of them wanted (not of the filter, or known to
+  // the reader already): nothing to read.
+  if (filter && log.journal.skips(after, head, filter, known)) return { rows: [], reached: head };
   const prefixes = indexedPrefixes(log, filter, after, head, route);
   if (prefixes) {
     const rows = readPrefixesIndexed(log, prefixes, after, head, max);

@@ -29,11 +29,13 @@ export async function attempts(store: EventStore, count: number, stream?: string
 }
 
 /**
- * A store wrapper counting the events handed to subscriptions and the streams read, noting the event
+ * A store wrapper counting (and typing) the events handed to subscriptions and the streams read, noting the event
  * types of each append by stream; deliveries can be held.
  */
 export function observe(store: EventStore) {
   const counted = { events: 0, streamReads: 0 };
+  /** The type of every event handed to a subscription, in order. */
+  const handed: string[] = [];
   const appends = new Map<string, string[][]>();
   let gate: Promise<void> = Promise.resolve();
   let open: () => void = () => {};
@@ -46,6 +48,7 @@ export function observe(store: EventStore) {
         arrived.resolve();
         await gate;
         counted.events += batch.length;
+        handed.push(...batch.map((e) => e.type));
         return handlers.onEvents(batch);
       },
     });
@@ -75,6 +78,7 @@ export function observe(store: EventStore) {
   return {
     store: observed,
     counted,
+    handed,
     /** The event types of each append that succeeded, by stream. */
     appendsTo: (streamId: string) => appends.get(streamId) ?? [],
     refused,

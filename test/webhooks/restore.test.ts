@@ -153,3 +153,49 @@ test('a queue that left the working set ahead of the log (a reload found the nex
   const events = await store.readStream(stream);
   t.is(events.filter((e) => e.type === 'WebhookDeliveryAttemptStarted').length, 2);
 });
+
+test("the embedded store does not hand the delivery worker back its own appends, only others', and its checkpoint still moves past them", async (t) => {
+  const dataDir = await tempDataDir(t);
+  const clock = manualClock(new Date());
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
+  const receiver = await startReceiver(t);
+  const s = await startService(t, { dataDir, clock, env });
+  await seedCatalog(s);
+  const hook = await createWebhook(s, receiver.url, [1]);
+  await s.service.stop();
+
+  const { worker, store, readStore, handed } = await workerOn(t, dataDir, clock, env);
+  worker.start();
+  await worker.caughtUp;
+  const before = handed.length;
+  // Scheduled as the fan-out does: each delivery's scheduling and start in one append, then its result.
+  for (let i = 0; i < 3; i++) t.true(await worker.schedule(scheduleRequest(hook.id, randomUUID(), 1, clock)));
+  await receiver.waitFor(3);
+  await attempts(store, 3);
+  await worker.settle();
+  t.deepEqual(handed.slice(before), [], 'its own appends are applied as they return, not read back');
+  t.is(worker.queues(), 0);
+
+  // A delivery scheduled by another writer (another dispatcher's fan-out): handed over and sent. Its
+  // result is not handed back; its start may be, when the log is read again between the start's
+  // commit and the worker applying it (the worker then finds it applied already).
+  const cartUuid = randomUUID();
+  const { command, metadata } = scheduleRequest(hook.id, cartUuid, 1, clock);
+  await createCommandHandler(store, eventRegistry).handle(
+    delivery.streamId(hook.id, cartUuid),
+    delivery.decider,
+    command,
+    { ...metadata, causationId: null },
+  );
+  await receiver.waitFor(4);
+  await attempts(store, 4);
+  await worker.settle();
+  const others = handed.slice(before).filter((type) => type !== 'WebhookDeliveryAttemptStarted');
+  t.deepEqual(others, ['WebhookDeliveryScheduled'], "the other writer's scheduling, not the result");
+  t.is(receiver.received.length, 4);
+
+  // The checkpoint stored at stop is the last delivery event: a restart reads none of them again.
+  await worker.stop();
+  const head = await store.headPosition(FILTER);
+  t.is((await readStore.getCheckpoint(DELIVERY_FOLLOWER.name))?.position, head);
+});
