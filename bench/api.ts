@@ -51,10 +51,10 @@ async function readBenches(
   seeded: Awaited<ReturnType<typeof seed>>['seeded'],
   bare: Load,
 ): Promise<BenchLine[]> {
-  const { base, storeKey, brandKey } = served;
+  const { base, storeKey, storeAuthorizations, brandAuthorizations } = served;
   const lines: BenchLine[] = [];
   const one = await load(`${base}/partner/store/v1/menu_products/${5_000_000 + 4_242}`, {
-    headers: { authorization: `Bearer ${storeKey}` },
+    authorizations: storeAuthorizations,
   });
   lines.push({
     name: 'api.menu_product',
@@ -78,7 +78,7 @@ async function readBenches(
   const pagePaths = [`/partner/store/v1/menu_products?limit=20`];
   if (typeof firstCursor === 'string')
     pagePaths.push(`/partner/store/v1/menu_products?limit=20&cursor=${firstCursor}`);
-  const page = await load(base, { headers: { authorization: `Bearer ${storeKey}` }, paths: pagePaths });
+  const page = await load(base, { authorizations: storeAuthorizations, paths: pagePaths });
   lines.push({
     name: 'api.menu_products_page',
     ...page,
@@ -92,7 +92,7 @@ async function readBenches(
 
   const zips = ['80202', '80301', '80903', '81501', '80525', '81003'];
   const radius = await load(base, {
-    headers: { authorization: `Bearer ${brandKey}` },
+    authorizations: brandAuthorizations,
     paths: zips.map((z) => `/partner/brand/v1/products?zipcode=${z}&radius=100&limit=20`),
   });
   lines.push({

@@ -23,6 +23,11 @@ export interface LoadOptions {
   /** Seconds; a running load (`startLoad`) is stopped earlier by `stop()`. */
   durationS: number;
   headers?: Record<string, string>;
+  /**
+   * `Authorization` values taken in turn, request by request: the keys of several partners, so that no
+   * partner's rate limit (100,000 requests a minute at most) caps a run.
+   */
+  authorizations?: string[];
   /** Request paths taken in turn (each request the next one), with `bodies` likewise. */
   paths?: string[];
   method?: string;
@@ -54,7 +59,7 @@ export function startLoad(
   const sampler = setInterval(() => {
     rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
   }, 100);
-  const { paths, bodies } = options;
+  const { paths, bodies, authorizations } = options;
   let settle: (r: autocannon.Result) => void = () => {};
   let fail: (e: unknown) => void = () => {};
   const finished = new Promise<autocannon.Result>((resolve, reject) => {
@@ -68,20 +73,29 @@ export function startLoad(
       duration: options.durationS,
       headers: options.headers,
       method: (options.method ?? 'GET') as 'GET',
-      requests: paths
-        ? [
-            {
-              setupRequest(req) {
-                const n = next();
-                return {
-                  ...req,
-                  path: paths[n % paths.length],
-                  ...(bodies ? { body: bodies[n % bodies.length] } : {}),
-                };
+      requests:
+        paths || authorizations
+          ? [
+              {
+                setupRequest(req) {
+                  const n = next();
+                  return {
+                    ...req,
+                    ...(paths ? { path: paths[n % paths.length] } : {}),
+                    ...(bodies ? { body: bodies[n % bodies.length] } : {}),
+                    ...(authorizations
+                      ? {
+                          headers: {
+                            ...req.headers,
+                            authorization: authorizations[n % authorizations.length],
+                          },
+                        }
+                      : {}),
+                  };
+                },
               },
-            },
-          ]
-        : undefined,
+            ]
+          : undefined,
     },
     (err, result) => (err ? fail(err) : settle(result)),
   );
