@@ -29,6 +29,19 @@ async function tempDataDir(t: ExecutionContext): Promise<string> {
   return dir;
 }
 
+/** A service's data with one webhook subscription to a receiver of this test, the service stopped. */
+async function subscribedData(t: ExecutionContext) {
+  const dataDir = await tempDataDir(t);
+  const clock = manualClock(new Date());
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
+  const receiver = await startReceiver(t);
+  const s = await startService(t, { dataDir, clock, env });
+  await seedCatalog(s);
+  const hook = await createWebhook(s, receiver.url, [1]);
+  await s.service.stop();
+  return { dataDir, clock, env, receiver, hook };
+}
+
 test('a restarted delivery worker reads only the events after its checkpoint, holds only pending queues, and still redelivers an old webhook', async (t) => {
   const dataDir = await tempDataDir(t);
   const clock = manualClock(new Date());
@@ -107,14 +120,7 @@ test('a restarted delivery worker reads only the events after its checkpoint, ho
 });
 
 test('a queue that left the working set ahead of the log (a reload found the next delivery and sent it) is not worked again when the log catches up', async (t) => {
-  const dataDir = await tempDataDir(t);
-  const clock = manualClock(new Date());
-  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
-  const receiver = await startReceiver(t);
-  const s = await startService(t, { dataDir, clock, env });
-  await seedCatalog(s);
-  const hook = await createWebhook(s, receiver.url, [1]);
-  await s.service.stop();
+  const { dataDir, clock, env, receiver, hook } = await subscribedData(t);
 
   const { worker, store, counted, hold, held, step, release } = await workerOn(t, dataDir, clock, env);
   t.teardown(release);
@@ -155,14 +161,7 @@ test('a queue that left the working set ahead of the log (a reload found the nex
 });
 
 test("the embedded store does not hand the delivery worker back its own appends, only others', and its checkpoint still moves past them", async (t) => {
-  const dataDir = await tempDataDir(t);
-  const clock = manualClock(new Date());
-  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
-  const receiver = await startReceiver(t);
-  const s = await startService(t, { dataDir, clock, env });
-  await seedCatalog(s);
-  const hook = await createWebhook(s, receiver.url, [1]);
-  await s.service.stop();
+  const { dataDir, clock, env, receiver, hook } = await subscribedData(t);
 
   const { worker, store, readStore, handed } = await workerOn(t, dataDir, clock, env);
   worker.start();
