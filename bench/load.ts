@@ -38,6 +38,23 @@ export interface LoadOptions {
 
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
+/** Request `n` of a run: its path, body and `Authorization`, each taken in turn from its list when given. */
+function nth(
+  req: autocannon.Request,
+  n: number,
+  { paths, bodies, authorizations }: LoadOptions,
+): autocannon.Request {
+  const headers = authorizations
+    ? { ...req.headers, authorization: authorizations[n % authorizations.length] }
+    : req.headers;
+  return {
+    ...req,
+    ...(paths ? { path: paths[n % paths.length] } : {}),
+    ...(bodies ? { body: bodies[n % bodies.length] } : {}),
+    headers,
+  };
+}
+
 /**
  * How long a held load runs before what it is held for is measured: the connections are open and the
  * server's code is warm (as the api bench's warm-up second), and the generator's own start-up is over.
@@ -74,27 +91,8 @@ export function startLoad(
       headers: options.headers,
       method: (options.method ?? 'GET') as 'GET',
       requests:
-        paths || authorizations
-          ? [
-              {
-                setupRequest(req) {
-                  const n = next();
-                  return {
-                    ...req,
-                    ...(paths ? { path: paths[n % paths.length] } : {}),
-                    ...(bodies ? { body: bodies[n % bodies.length] } : {}),
-                    ...(authorizations
-                      ? {
-                          headers: {
-                            ...req.headers,
-                            authorization: authorizations[n % authorizations.length],
-                          },
-                        }
-                      : {}),
-                  };
-                },
-              },
-            ]
+        paths || bodies || authorizations
+          ? [{ setupRequest: (req) => nth(req, next(), options) }]
           : undefined,
     },
     (err, result) => (err ? fail(err) : settle(result)),
