@@ -180,19 +180,17 @@ export async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<t
     const brandPartner = seeded.partners.find((p) => p.kind === 'brand');
     if (!brandPartner?.api_key) throw new Error('the sandbox has no brand key');
     await admin('PATCH', `/admin/v1/partners/${brandPartner.partner_id}`, { rate_limit_per_minute: 100_000 });
+    const newKey = async (name: string, scope: object): Promise<string> =>
+      (await admin('POST', '/admin/v1/partners', { name, ...scope, rate_limit_per_minute: 100_000 })).api_key;
     const storeKeys: string[] = [];
     const brandKeys = [brandPartner.api_key];
     for (let i = 1; i <= PARTNER_KEYS; i++) {
-      const partner = (kind: string, ids: object) =>
-        admin('POST', '/admin/v1/partners', {
-          name: `Bench ${kind} ${i}`,
-          kind,
-          ...ids,
-          rate_limit_per_minute: 100_000,
-        });
-      storeKeys.push((await partner('store_operator', { store_ids: [BIG_STORE] })).api_key);
-      if (i < PARTNER_KEYS)
-        brandKeys.push((await partner('brand', { brand_ids: brandPartner.brand_ids })).api_key);
+      storeKeys.push(await newKey(`Bench store ${i}`, { kind: 'store_operator', store_ids: [BIG_STORE] }));
+      if (i < PARTNER_KEYS) {
+        brandKeys.push(
+          await newKey(`Bench brand ${i}`, { kind: 'brand', brand_ids: brandPartner.brand_ids }),
+        );
+      }
     }
     const storeKey = storeKeys[0];
     for (;;) {
