@@ -66,6 +66,20 @@ export function toPortPosition(position: Position | undefined): number {
   );
 }
 
+/**
+ * The port position a server checkpoint covers: every event at or before it was considered. The server
+ * sends a live checkpoint at the position of the event that completed its interval (commit == prepare),
+ * and a catch-up one at the start of the page it reads next, (the next record's position, 0), which
+ * that record's own event lies beyond: for such a bound the last covered port position is one less.
+ * Undefined for a position it does not know (-1) or before the first event.
+ */
+export function checkpointBound(position: Position): number | undefined {
+  const { commit, prepare } = position;
+  if (commit >= NO_POSITION || prepare >= NO_POSITION) return undefined;
+  const bound = commit <= prepare ? commit : commit - 1n;
+  return bound > 0n ? Number(bound) : undefined;
+}
+
 export function compare(a: Position, b: Position): number {
   if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
   if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
@@ -214,14 +228,18 @@ export function visible(event: { streamId: string; type: string }, filter: Event
   return !isSystem(event) && matches(event, filter);
 }
 
-export function serverFilter(filter: EventFilter | undefined): Filter {
-  if (!filter) return excludeSystemEvents();
+/** What a subscription's filter also carries: the callback the server's checkpoints are handed to. */
+export type CheckpointReached = NonNullable<Filter['checkpointReached']>;
+
+export function serverFilter(filter: EventFilter | undefined, checkpointReached?: CheckpointReached): Filter {
+  const options = checkpointReached ? { checkpointReached } : {};
+  if (!filter) return excludeSystemEvents(options);
   if ('streamPrefixes' in filter) {
     return filter.streamPrefixes.length > 0
-      ? streamNameFilter({ prefixes: filter.streamPrefixes })
-      : streamNameFilter({ regex: MATCH_NOTHING });
+      ? streamNameFilter({ prefixes: filter.streamPrefixes, ...options })
+      : streamNameFilter({ regex: MATCH_NOTHING, ...options });
   }
-  if (filter.eventTypes.length === 0) return eventTypeFilter({ regex: MATCH_NOTHING });
+  if (filter.eventTypes.length === 0) return eventTypeFilter({ regex: MATCH_NOTHING, ...options });
   const names = filter.eventTypes.map((t) => t.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&'));
-  return eventTypeFilter({ regex: `^(?:${names.join('|')})$` });
+  return eventTypeFilter({ regex: `^(?:${names.join('|')})$`, ...options });
 }

@@ -1,0 +1,102 @@
+/**
+ * The replies an EventStoreDB server sends on the Read call, as gRPC messages (the client's generated
+ * classes), and a client whose Read calls they answer: everything above the wire is the client's own
+ * code (its `subscribeToAll`, its `Subscription` stream) and the adapter's.
+ */
+import { PassThrough } from 'node:stream';
+import { EventStoreDBClient } from '@eventstore/db-client';
+import sharedPb from '@eventstore/db-client/generated/shared_pb.js';
+import streamsPb from '@eventstore/db-client/generated/streams_pb.js';
+import type { RecordedEvent } from '../../eventstore/port.ts';
+
+const { ReadResp } = streamsPb;
+export type Reply = InstanceType<typeof ReadResp>;
+export type ReadRequest = InstanceType<typeof streamsPb.ReadReq>;
+
+/** The server's `created` counts 100 ns ticks since the Unix epoch. */
+const TICKS_PER_MS = 10_000n;
+
+/** An event as the server sends it: self-committing, commit and prepare both its log position. */
+export function eventReply(
+  event: Pick<RecordedEvent, 'id' | 'streamId' | 'type' | 'revision' | 'position'> &
+    Partial<Pick<RecordedEvent, 'data' | 'metadata' | 'recordedAt'>>,
+): Reply {
+  const record = new ReadResp.ReadEvent.RecordedEvent();
+  const id = new sharedPb.UUID();
+  id.setString(event.id);
+  const stream = new sharedPb.StreamIdentifier();
+  stream.setStreamName(Buffer.from(event.streamId));
+  record.setId(id);
+  record.setStreamIdentifier(stream);
+  record.setStreamRevision(String(event.revision));
+  record.setCommitPosition(String(event.position));
+  record.setPreparePosition(String(event.position));
+  const metadata = record.getMetadataMap();
+  metadata.set('type', event.type);
+  metadata.set('content-type', 'application/json');
+  metadata.set(
+    'created',
+    String(BigInt(Date.parse(event.recordedAt ?? '2026-01-01T00:00:00Z')) * TICKS_PER_MS),
+  );
+  record.setData(Buffer.from(JSON.stringify(event.data ?? {})));
+  record.setCustomMetadata(Buffer.from(JSON.stringify(event.metadata ?? {})));
+  const read = new ReadResp.ReadEvent();
+  read.setEvent(record);
+  return new ReadResp().setEvent(read);
+}
+
+/** A checkpoint: live ones at an event's own position, catch-up ones at (the next record, 0). */
+export function checkpointReply(commit: bigint | number, prepare: bigint | number): Reply {
+  const c = new ReadResp.Checkpoint();
+  c.setCommitPosition(String(commit));
+  c.setPreparePosition(String(prepare));
+  return new ReadResp().setCheckpoint(c);
+}
+
+export const caughtUpReply = (): Reply => new ReadResp().setCaughtUp(new ReadResp.CaughtUp());
+export const confirmationReply = (): Reply =>
+  new ReadResp().setConfirmation(new ReadResp.SubscriptionConfirmation().setSubscriptionId('s'));
+
+/** A Read call's reply stream, as the client's gRPC stub returns it; `cancel` is the client's unsubscribe. */
+export class Replies extends PassThrough {
+  readonly #onCancel: () => void;
+  constructor(onCancel: () => void = () => {}) {
+    super({ objectMode: true });
+    this.#onCancel = onCancel;
+  }
+  cancel(): void {
+    this.#onCancel();
+    this.destroy();
+  }
+  /** Writes a reply, waiting while the client holds the stream back. */
+  async send(reply: Reply): Promise<void> {
+    if (this.destroyed) return;
+    if (!this.write(reply)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.off('close', done);
+          this.off('drain', done);
+          resolve();
+        };
+        this.once('drain', done);
+        this.once('close', done);
+      });
+    }
+  }
+}
+
+interface Internals {
+  GRPCStreamCreator(
+    service: unknown,
+    name: string,
+    creator: (grpc: { read(request: ReadRequest): Replies }) => Replies,
+  ): () => Promise<Replies>;
+}
+
+/** A client whose Read calls `answer` serves: everything else is the client's own code. */
+export function clientAnswering(answer: (request: ReadRequest) => Replies): EventStoreDBClient {
+  const client = EventStoreDBClient.connectionString('esdb://127.0.0.1:1?tls=false');
+  (client as unknown as Internals).GRPCStreamCreator = (_service, _name, creator) => async () =>
+    creator({ read: answer });
+  return client;
+}
