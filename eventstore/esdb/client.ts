@@ -18,6 +18,8 @@ export const CHECKPOINT_AFTER_MS = 250;
  * default, `defaultDeadline` in the connection string), which bounds only the gRPC call itself.
  */
 export const APPEND_TIMEOUT_MS = 15_000;
+/** The longest a filtered `headPosition` searches back from the end of `$all` (see read-all.ts). */
+export const HEAD_SEARCH_MS = 10_000;
 /** Raw `$all` page bounds: system events (projection links, metadata) sit between ours. */
 export const PAGE_MIN = 128;
 export const PAGE_MAX = 2_048;

@@ -85,15 +85,25 @@ interface ClientInternals {
   ): [NonNullable<ReadArgs[1]>, NonNullable<ReadArgs[2]>];
 }
 
-/** Sends a filtered read; the stream yields what the client's `readAll` yields and errors as it does. */
+/**
+ * Sends a filtered read; the stream yields what the client's `readAll` yields and errors as it does.
+ * No deadline by default, as the client's readAll: a read streams for as long as it has events to
+ * send. `deadlineMs` bounds the call (the server gives up with DEADLINE_EXCEEDED).
+ */
 export function readFiltered(
   client: EventStoreDBClient,
   request: ReadRequest,
+  deadlineMs?: number,
 ): AsyncIterable<AllStreamResolvedEvent> {
   const internals = client as unknown as ClientInternals;
-  // No deadline, as the client's readAll: a read streams for as long as it has events to send.
   const create = internals.GRPCStreamCreator(StreamsClient, 'readAll', (grpc) =>
-    grpc.read(request, ...internals.callArguments({}, { deadline: Number.POSITIVE_INFINITY })),
+    grpc.read(
+      request,
+      ...internals.callArguments(
+        {},
+        { deadline: deadlineMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + deadlineMs },
+      ),
+    ),
   );
   return new ReadStream<AllStreamResolvedEvent>(create, convertGrpcEvent, {});
 }

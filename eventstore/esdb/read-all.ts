@@ -1,8 +1,14 @@
 /** Reads of `$all`: raw pages, server-filtered pages, and the port's `readAll` and `headPosition` on them. */
 import type { AllStreamResolvedEvent, ReadPosition } from '@eventstore/db-client';
 import { BACKWARDS, END, type EventStoreDBClient, FORWARDS, START } from '@eventstore/db-client';
-import { type EventFilter, EventStoreError, type ReadAllOptions, type RecordedEvent } from '../port.ts';
-import { type AllRecord, PAGE_MAX, PAGE_MIN } from './client.ts';
+import {
+  type EventFilter,
+  EventStoreError,
+  EventStoreUnavailableError,
+  type ReadAllOptions,
+  type RecordedEvent,
+} from '../port.ts';
+import { type AllRecord, HEAD_SEARCH_MS, PAGE_MAX, PAGE_MIN, withTimeout } from './client.ts';
 import { mapError } from './errors.ts';
 import { filteredReadRequest, readFiltered } from './filtered-read.ts';
 import { describe, isBeyond, positionOf, serverFilter, toRecorded, visible } from './translate.ts';
@@ -17,7 +23,7 @@ export function pageSizeOf(filtered: boolean, wanted: number, fromCursor: boolea
   return Math.min(Math.max(wanted + 1, PAGE_MIN), PAGE_MAX);
 }
 
-export function createAllReads(client: EventStoreDBClient) {
+export function createAllReads(client: EventStoreDBClient, headSearchMs = HEAD_SEARCH_MS) {
   /** One raw page of `$all`, system events included; `count` says whether the page was full. */
   function readRaw(from: ReadPosition, forwards: boolean, maxCount: number) {
     return collectPage(
@@ -26,10 +32,15 @@ export function createAllReads(client: EventStoreDBClient) {
   }
 
   /** One page of the events of `$all` that the server matched against the filter. */
-  function readMatching(filter: EventFilter, from: ReadPosition, forwards: boolean, maxCount: number) {
-    return collectPage(
-      readFiltered(client, filteredReadRequest({ filter: serverFilter(filter), forwards, from, maxCount })),
-    );
+  function readMatching(
+    filter: EventFilter,
+    from: ReadPosition,
+    forwards: boolean,
+    maxCount: number,
+    deadlineMs?: number,
+  ) {
+    const request = filteredReadRequest({ filter: serverFilter(filter), forwards, from, maxCount });
+    return collectPage(readFiltered(client, request, deadlineMs));
   }
 
   async function collectPage(read: AsyncIterable<AllStreamResolvedEvent>) {
@@ -46,7 +57,8 @@ export function createAllReads(client: EventStoreDBClient) {
     return { events, count };
   }
 
-  async function readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+  /** `deadlineMs` bounds each filtered page's call (see `headPosition`). */
+  async function readAll(options: ReadAllOptions = {}, deadlineMs?: number): Promise<RecordedEvent[]> {
     const forwards = (options.direction ?? 'forwards') === 'forwards';
     const limit = options.maxCount ?? Number.POSITIVE_INFINITY;
     const { filter } = options;
@@ -57,7 +69,7 @@ export function createAllReads(client: EventStoreDBClient) {
       const pageSize = pageSizeOf(filter !== undefined, limit - out.length, cursor !== undefined);
       const from = cursor ?? (forwards ? START : END);
       const page = filter
-        ? await readMatching(filter, from, forwards, pageSize)
+        ? await readMatching(filter, from, forwards, pageSize, deadlineMs)
         : await readRaw(from, forwards, pageSize);
       // Pages start at the cursor's own record (inclusive forwards): keep only what lies beyond it.
       const start = cursor;
@@ -75,9 +87,23 @@ export function createAllReads(client: EventStoreDBClient) {
     return out;
   }
 
-  /** Filtered, one backwards read of one matching event from the end, whatever lies after it. */
+  /**
+   * The last event's position, of the filter's events if one is given. Unfiltered it is one event read
+   * from the end. Filtered, the server walks back from the end until it meets a match, however far
+   * back that lies. Either is bounded (HEAD_SEARCH_MS; the filtered call by its gRPC deadline too, so
+   * the server stops walking) and then refused as unavailable: a caller never waits on a walk of the
+   * whole log, nor on a connection that does not answer (docs/operations.md, "EventStoreDB").
+   */
   async function headPosition(filter?: EventFilter): Promise<number> {
-    const [last] = await readAll({ direction: 'backwards', maxCount: 1, filter });
+    const read = readAll({ direction: 'backwards', maxCount: 1, filter }, headSearchMs);
+    const [last] = await withTimeout(
+      read,
+      headSearchMs,
+      () =>
+        new EventStoreUnavailableError(
+          `the last event of $all${filter ? ' matching the filter' : ''} was not found within ${headSearchMs} ms`,
+        ),
+    );
     return last ? last.position : 0;
   }
 

@@ -28,13 +28,15 @@ import { toBigInt, toEsdbExpected, toEventData, toRecorded, validateStreamId } f
 export interface StreamsOptions {
   /** Bound on one append, whatever it waits for (see APPEND_TIMEOUT_MS). */
   appendTimeoutMs?: number;
+  /** Bound on a filtered `headPosition`'s search back from the end (see HEAD_SEARCH_MS). */
+  headSearchMs?: number;
 }
 
 export function createStreams(client: EventStoreDBClient, options: StreamsOptions = {}) {
   const appendTimeoutMs = options.appendTimeoutMs ?? APPEND_TIMEOUT_MS;
   /** Appends not settled yet: `settle()` waits for them before the client is disposed. */
   const appending = new Set<Promise<unknown>>();
-  const all = createAllReads(client);
+  const all = createAllReads(client, options.headSearchMs);
 
   async function append(
     streamId: string,

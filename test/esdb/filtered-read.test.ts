@@ -21,6 +21,7 @@ import { pageSizeOf } from '../../eventstore/esdb/read-all.ts';
 import { serverFilter } from '../../eventstore/esdb/translate.ts';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
 import { EventStoreUnavailableError } from '../../eventstore/port.ts';
+import { silentPeer } from '../support/silent-peer.ts';
 
 /** Port 1 on loopback: nothing listens, so a call fails at once with UNAVAILABLE. */
 const NOWHERE = 'esdb://127.0.0.1:1?tls=false';
@@ -190,4 +191,20 @@ test('page sizes: a filtered read asks for what it needs, an unfiltered one for 
   t.is(pageSizeOf(true, Number.POSITIVE_INFINITY, false), PAGE_MAX);
   t.is(pageSizeOf(false, 1, false), PAGE_MIN);
   t.is(pageSizeOf(false, 5_000, true), PAGE_MAX);
+});
+
+test('headPosition is bounded: against a server that never answers it ends unavailable, filtered or not', async (t) => {
+  const port = await silentPeer(t);
+  const store = createEsdbEventStore(`esdb://127.0.0.1:${port}?tls=false&defaultDeadline=3000`, {
+    headSearchMs: 200,
+  });
+  t.teardown(() => store.close());
+  await t.throwsAsync(store.headPosition({ streamPrefixes: ['webhooksub-'] }), {
+    instanceOf: EventStoreUnavailableError,
+    message: 'the last event of $all matching the filter was not found within 200 ms',
+  });
+  await t.throwsAsync(store.headPosition(), {
+    instanceOf: EventStoreUnavailableError,
+    message: 'the last event of $all was not found within 200 ms',
+  });
 });
