@@ -62,7 +62,10 @@ export interface Follower {
   position(): number;
   /** Resolves once everything up to `position` is applied; rejects after `timeoutMs`. */
   waitFor(position: number, timeoutMs?: number): Promise<void>;
-  /** Resolves once everything of the filter up to the store's head now is applied. */
+  /**
+   * Resolves once everything of the filter up to the store's head now is applied; the follower's
+   * position is then at least that head.
+   */
   settle(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -86,12 +89,13 @@ export function createFollower(options: FollowerOptions): Follower {
       await options.apply(batch);
       progress.applied(batch[batch.length - 1].position);
     },
-    ...(options.onProgress && {
-      onProgress: async (reached: number) => {
-        await options.onProgress?.(reached);
-        progress.applied(reached);
-      },
-    }),
+    // Every follower takes the store's progress past other events, whether or not its owner stores it:
+    // a follower of rare streams then knows it has seen the log up to near its head, and `settle`
+    // searches only the stretch after that (docs/read-side.md, "Progress past other streams' events").
+    async onProgress(reached: number) {
+      await options.onProgress?.(reached);
+      progress.applied(reached);
+    },
   };
 
   function subscribe(position: number): void {
@@ -147,6 +151,25 @@ export function createFollower(options: FollowerOptions): Follower {
     subscribe(position);
   }
 
+  /**
+   * Waits until everything of the filter up to the log's head now is applied, then says the follower
+   * has seen the log up to that head. It reads the head (one event) and searches forward for a match
+   * only after the follower's own position, never back from the end: a search back for the last match
+   * of a rare filter walks the whole log (docs/read-side.md, "Progress past other streams' events").
+   */
+  async function settle(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const head = await store.headPosition();
+    while (progress.position < head) {
+      const [next] = await store.readAll({ after: progress.position, filter, maxCount: 1 });
+      if (!next || next.position > head) {
+        progress.applied(head);
+        return;
+      }
+      await progress.waitFor(next.position, Math.max(0, deadline - Date.now()));
+    }
+  }
+
   return {
     start(position = 0) {
       if (subscription || stopped) return;
@@ -157,9 +180,7 @@ export function createFollower(options: FollowerOptions): Follower {
     done: ended.promise,
     position: () => progress.position,
     waitFor: (position, timeoutMs = DEFAULT_WAIT_MS) => progress.waitFor(position, timeoutMs),
-    async settle(timeoutMs = DEFAULT_WAIT_MS) {
-      await progress.waitFor(await store.headPosition(filter), timeoutMs);
-    },
+    settle: (timeoutMs = DEFAULT_WAIT_MS) => settle(timeoutMs),
     async stop() {
       stopped = true;
       health.stopped();

@@ -10,8 +10,11 @@
  * lives in another process. Subscriptions are few and change rarely, so every version is kept.
  *
  * `ready(position)` makes the view complete up to `position`: when the follower has not read the log
- * that far yet, it reads the head of the subscription streams (which, asked after the cart event
- * exists, covers every subscription event before it) and waits until that head is applied.
+ * that far yet, it settles (`follower.ts`): it reads the log's head, which, asked after the cart event
+ * exists, lies at or past it, and waits until every subscription event up to that head is applied. The
+ * follower is then at that head, so the cart events before it need nothing more; and it moves on with
+ * the log's progress between subscription events, so a settle searches only a short stretch, never
+ * the history (docs/read-side.md, "Progress past other streams' events").
  */
 import { createFollower } from '../application/follower.ts';
 import { domainEventOf } from '../application/read-state.ts';
@@ -57,7 +60,6 @@ export function createSubscriptionTracker(options: {
   const { store } = options;
   const registry = options.registry ?? eventRegistry;
   const versions = new Map<string, Version[]>();
-  let verified = 0;
   const follower = createFollower({
     name: 'webhook subscription tracker',
     store,
@@ -92,9 +94,8 @@ export function createSubscriptionTracker(options: {
     caughtUp: follower.caughtUp,
     async ready(position, timeoutMs = 10_000) {
       // The follower read the log through `position` already (its filter's progress): nothing to ask.
-      if (position <= verified || position <= follower.position()) return;
+      if (position <= follower.position()) return;
       await follower.settle(timeoutMs);
-      verified = Math.max(verified, position);
     },
     covering(storeId, kind, position) {
       const out: webhooks.WebhookSubscription[] = [];
