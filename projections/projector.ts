@@ -26,7 +26,9 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createFollower, type Follower, type FollowerOptions } from '../application/follower.ts';
 import type { Supervisor } from '../application/supervisor.ts';
+import type { Clock } from '../domain/clock.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
+import { ProjectionLags } from './lag.ts';
 import type { Projection, ProjectionStatus, RebuildProgress } from './projection.ts';
 import type { Checkpoint, ReadStore } from './read-store.ts';
 import { applyBatch, type Collections, type CommitWork } from './unit-of-work.ts';
@@ -49,6 +51,8 @@ export interface ProjectorOptions {
   supervisor?: Supervisor;
   /** Told of rebuilds (a version change at start, a finished rebuild) and of dropped shadows. */
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** Times the lag gauges' reads of the log's head (at most one an interval: projections/lag.ts). */
+  clock?: Clock;
 }
 
 export interface Projector {
@@ -262,20 +266,6 @@ async function startLive(ctx: ProjectorContext, r: Running): Promise<void> {
 }
 
 /**
- * The events after the checkpoint (counted up to 10,001: "more than 10,000") and the age of the
- * oldest. Asked at every metrics scrape, so the store counts them and only the oldest is read: the
- * 10,001 read and parsed at each scrape had slowed a first start (docs/operations.md, "Projections").
- */
-async function lag(ctx: ProjectorContext, r: Running): Promise<{ events: number; seconds: number }> {
-  const after = r.checkpoint;
-  const filter = r.projection.filter;
-  const [oldest] = await ctx.store.readAll({ after, maxCount: 1, filter });
-  if (!oldest) return { events: 0, seconds: 0 };
-  const events = await ctx.store.countAll({ after, filter, max: 10_001 });
-  return { events, seconds: Math.max(0, (Date.now() - Date.parse(oldest.recordedAt)) / 1000) };
-}
-
-/**
  * Rebuilds a projection into fresh copies while its live ones serve, then switches over: the live
  * projection pauses, the copy drains what it still lacks, and the copies and their checkpoint are
  * promoted in one step. Resolves when the copies are live.
@@ -291,7 +281,9 @@ function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
     const key = `${name}#rebuild`;
     await ctx.readStore.setCheckpoint(key, { position: 0, events: 0, updated_at: new Date().toISOString() });
     const startedAt = Date.now();
-    const target = await ctx.store.headPosition(r.projection.filter);
+    // The log's head, one event read: the copy's checkpoint follows the log's progress up to it, and
+    // a search back for the filter's last event could walk the whole log.
+    const target = await ctx.store.headPosition();
     const progress: RebuildProgress = {
       started_at: new Date(startedAt).toISOString(),
       events_done: 0,
@@ -383,6 +375,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     supervisor: options.supervisor,
   };
   const { readStore } = ctx;
+  const lags = new ProjectionLags(ctx.store, { clock: options.clock });
   const running = new Map<string, Running>();
   let resolveCaughtUp!: () => void;
   const caughtUp = new Promise<void>((r) => {
@@ -432,7 +425,11 @@ export function createProjector(options: ProjectorOptions): Projector {
     async status() {
       const out: ProjectionStatus[] = [];
       for (const r of running.values()) {
-        const l = await lag(ctx, r);
+        const l = await lags.of({
+          name: r.projection.name,
+          filter: r.projection.filter,
+          checkpoint: r.checkpoint,
+        });
         out.push({
           name: r.projection.name,
           state: r.state,
