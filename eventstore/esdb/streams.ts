@@ -54,8 +54,10 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     const expectedRevision = toEsdbExpected(expected);
     const proposed = events.map(toEventData);
     if (proposed.length === 0) return checkOnly(streamId, expected);
-    const write = withTimeout(appendOnce(streamId, proposed, expectedRevision), appendTimeoutMs, () =>
-      appendTimedOut(streamId, appendTimeoutMs),
+    const write = withTimeout(
+      appendOnce(streamId, proposed, expected, expectedRevision),
+      appendTimeoutMs,
+      () => appendTimedOut(streamId, appendTimeoutMs),
     );
     appending.add(write);
     try {
@@ -70,6 +72,7 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
   async function appendOnce(
     streamId: string,
     proposed: JSONEventData[],
+    expected: ExpectedRevision,
     expectedRevision: AppendExpectedRevision,
   ): Promise<AppendResult> {
     // The client's unary Append, not its appendToStream: that one takes the batch-append stream whenever
@@ -80,6 +83,13 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
       expectedRevision,
       batchAppendSize: 0, // required by the option type, read only by the batch path
     });
+    // A client made with throwOnAppendFailure=false answers a wrong expected version as `success:
+    // false` with the stream's revision (-1: no stream). connect() refuses that option; should such an
+    // answer come anyway, it is the refusal it stands for, never a write.
+    if (!result.success) {
+      const actual = result.nextExpectedRevision < 0n ? 'no_stream' : Number(result.nextExpectedRevision);
+      throw new WrongExpectedVersionError(streamId, expected, actual);
+    }
     // An idempotent re-append gets no position from the server: report the original write's.
     const position = result.position
       ? Number(result.position.commit)
