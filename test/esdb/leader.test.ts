@@ -83,6 +83,20 @@ for (const [how, connection] of Object.entries(connections)) {
   });
 }
 
+test('reads started together on the follower are each refused once, then all served by the leader', async (t) => {
+  const cluster = await clusterFor(t);
+  for (let i = 0; i < 20; i++) await cluster.log.append(`brand-${i}`, [event()]);
+  await cluster.lag();
+  const store = processOn(t, cluster.connectionString('follower'));
+  const read = await Promise.all(Array.from({ length: 20 }, (_, i) => store.readStream(`brand-${i}`)));
+  t.deepEqual(
+    read.map((events) => events.length),
+    Array.from({ length: 20 }, () => 1),
+  );
+  t.like(cluster.follower.served, { reads: 0, refused: 20 });
+  t.like(cluster.leader.served, { reads: 20 });
+});
+
 test('two api replicas on a lagging follower decide on the stream as written: no needless conflict', async (t) => {
   const cluster = await clusterFor(t);
   const one = createCommandHandler(processOn(t, cluster.connectionString('follower')), eventRegistry);
