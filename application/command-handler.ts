@@ -208,11 +208,15 @@ export function createCommandHandler(store: EventStore, registry: EventRegistry)
           expectedRevision: current.revision === -1 ? 'no_stream' : current.revision,
         });
         const state = events.reduce(decider.evolve, current.state);
-        // A new stream's first position is not in the append's answer (positions need not be contiguous).
+        // A new stream's first position: the append's own answer when it wrote one event. A longer
+        // first append answers its last event's position (positions need not be contiguous), so its
+        // first event is read back, from what the append wrote (docs/operations.md, "EventStoreDB").
         const firstPosition =
           current.revision >= 0
             ? current.firstPosition
-            : (await store.readStream(streamId, { maxCount: 1 }))[0].position;
+            : toAppend.length === 1
+              ? result.position
+              : (await store.readStream(streamId, { maxCount: 1 }))[0].position;
         remember(streamId, {
           decider,
           state,

@@ -26,7 +26,14 @@
  * event's own position is read from its stream before it is handed over (esdb/persistent.ts).
  *
  * Appends use the client's unary Append call, each bounded by a timeout (esdb/streams.ts); close() lets
- * the appends under way settle before it disposes of the client.
+ * the appends under way settle before it disposes of the client. A connection string with
+ * `throwOnAppendFailure=false` is refused (esdb/client.ts): the client would answer a conflict as a
+ * success.
+ *
+ * Leader. Stream reads ask for the leader (`requires-leader`): each is one a decision rests on, and a
+ * follower may not hold the last writes. A follower refuses them naming the leader, the client moves its
+ * connection there and the read is made again (esdb/streams.ts). `$all` reads and catch-up
+ * subscriptions may be served by any node (docs/operations.md, "EventStoreDB").
  */
 
 import { createCatchUp } from './esdb/catch-up.ts';

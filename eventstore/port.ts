@@ -208,7 +208,10 @@ export interface EventStore {
   readonly kind: 'sqlite' | 'esdb';
 
   append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
-  /** Throws `StreamNotFoundError` when the stream holds no event. */
+  /**
+   * The stream as written: what a decision rests on, so a replicated store reads it where the writes
+   * are (EventStoreDB: the leader). Throws `StreamNotFoundError` when the stream holds no event.
+   */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** One page of `$all`; call again with the last position to continue. */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;

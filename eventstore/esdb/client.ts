@@ -52,16 +52,30 @@ export const handlerScope = new AsyncLocalStorage<object>();
 
 // ---- connection ------------------------------------------------------------------------------------
 
-/** The 6.x client only knows the `esdb` schemes; KurrentDB's names mean the same connection strings. */
+/**
+ * The 6.x client only knows the `esdb` schemes; KurrentDB's names mean the same connection strings.
+ * `throwOnAppendFailure=false` is refused: with it the client answers an append refused for its
+ * expected revision as a success, and a conflict would pass for a write (docs/operations.md,
+ * "EventStoreDB").
+ */
 export function connect(connectionString: string): EventStoreDBClient {
   const normalized = connectionString.replace(/^(?:kurrentdb|kurrent)(\+discover)?:\/\//, 'esdb$1://');
+  let client: EventStoreDBClient;
   try {
-    return EventStoreDBClient.connectionString(normalized);
+    client = EventStoreDBClient.connectionString(normalized);
   } catch (err) {
     throw new EventStoreError(`invalid EventStoreDB connection string: ${(err as Error).message}`, {
       cause: err,
     });
   }
+  // What the client's appends read (its dist/streams/appendToStream/append.js); protected in its types.
+  if (!(client as unknown as { throwOnAppendFailure: boolean }).throwOnAppendFailure) {
+    throw new EventStoreError(
+      'invalid EventStoreDB connection string: throwOnAppendFailure=false is not supported (the client ' +
+        'would report an append refused for its expected revision as written); remove the option',
+    );
+  }
+  return client;
 }
 
 // ---- small helpers ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import {
   END,
   type EventStoreDBClient,
   FORWARDS,
+  NotLeaderError,
   START,
   StreamDeletedError,
 } from '@eventstore/db-client';
@@ -12,6 +13,7 @@ import { append as unaryAppend } from '@eventstore/db-client/dist/streams/append
 import {
   type AppendOptions,
   type AppendResult,
+  type Direction,
   EventStoreError,
   type ExpectedRevision,
   type NewEvent,
@@ -32,6 +34,12 @@ export interface StreamsOptions {
   headSearchMs?: number;
 }
 
+/**
+ * Tries of a stream read refused by a follower: the first one moves the client to the leader the
+ * refusal names; one more covers a leader that changed meanwhile.
+ */
+const LEADER_TRIES = 3;
+
 export function createStreams(client: EventStoreDBClient, options: StreamsOptions = {}) {
   const appendTimeoutMs = options.appendTimeoutMs ?? APPEND_TIMEOUT_MS;
   /** Appends not settled yet: `settle()` waits for them before the client is disposed. */
@@ -48,8 +56,10 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     const expectedRevision = toEsdbExpected(expected);
     const proposed = events.map(toEventData);
     if (proposed.length === 0) return checkOnly(streamId, expected);
-    const write = withTimeout(appendOnce(streamId, proposed, expectedRevision), appendTimeoutMs, () =>
-      appendTimedOut(streamId, appendTimeoutMs),
+    const write = withTimeout(
+      appendOnce(streamId, proposed, expected, expectedRevision),
+      appendTimeoutMs,
+      () => appendTimedOut(streamId, appendTimeoutMs),
     );
     appending.add(write);
     try {
@@ -64,6 +74,7 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
   async function appendOnce(
     streamId: string,
     proposed: JSONEventData[],
+    expected: ExpectedRevision,
     expectedRevision: AppendExpectedRevision,
   ): Promise<AppendResult> {
     // The client's unary Append, not its appendToStream: that one takes the batch-append stream whenever
@@ -74,6 +85,13 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
       expectedRevision,
       batchAppendSize: 0, // required by the option type, read only by the batch path
     });
+    // A client made with throwOnAppendFailure=false answers a wrong expected version as `success:
+    // false` with the stream's revision (-1: no stream). connect() refuses that option; should such an
+    // answer come anyway, it is the refusal it stands for, never a write.
+    if (!result.success) {
+      const actual = result.nextExpectedRevision < 0n ? 'no_stream' : Number(result.nextExpectedRevision);
+      throw new WrongExpectedVersionError(streamId, expected, actual);
+    }
     // An idempotent re-append gets no position from the server: report the original write's.
     const position = result.position
       ? Number(result.position.commit)
@@ -108,6 +126,12 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     return event;
   }
 
+  /**
+   * A stream read asks for the leader (`requires-leader`): every stream read here is one a decision or
+   * an answer rests on (docs/operations.md, "EventStoreDB"), and a follower may not hold the last
+   * writes yet. A follower refuses it with NotLeader naming the leader; the client then moves its whole
+   * connection there, and the read is made again.
+   */
   async function readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const direction = options.direction ?? 'forwards';
     const maxCount = options.maxCount ?? Number.MAX_SAFE_INTEGER;
@@ -118,20 +142,37 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
         : direction === 'forwards'
           ? START
           : END;
-    const out: RecordedEvent[] = [];
-    try {
-      const read = client.readStream(streamId, {
-        direction: direction === 'forwards' ? FORWARDS : BACKWARDS,
-        fromRevision,
-        maxCount,
-      });
-      for await (const resolved of read) {
-        if (resolved.event) out.push(toRecorded(resolved.event));
+    for (let tries = 1; ; tries++) {
+      try {
+        return await readFromLeader(streamId, direction, fromRevision, maxCount);
+      } catch (err) {
+        if (err instanceof NotLeaderError && tries < LEADER_TRIES) {
+          // The client moves to the leader in its own handler of the error: let it run first.
+          await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
+        // The port has no deletion: a stream deleted by other means reads as absent.
+        if (err instanceof StreamDeletedError) throw new StreamNotFoundError(streamId);
+        throw mapError(err, { streamId });
       }
-    } catch (err) {
-      // The port has no deletion: a stream deleted by other means reads as absent.
-      if (err instanceof StreamDeletedError) throw new StreamNotFoundError(streamId);
-      throw mapError(err, { streamId });
+    }
+  }
+
+  async function readFromLeader(
+    streamId: string,
+    direction: Direction,
+    fromRevision: bigint | typeof START | typeof END,
+    maxCount: number,
+  ): Promise<RecordedEvent[]> {
+    const out: RecordedEvent[] = [];
+    const read = client.readStream(streamId, {
+      direction: direction === 'forwards' ? FORWARDS : BACKWARDS,
+      fromRevision,
+      maxCount,
+      requiresLeader: true,
+    });
+    for await (const resolved of read) {
+      if (resolved.event) out.push(toRecorded(resolved.event));
     }
     return out;
   }

@@ -1,8 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { EventStoreDBClient } from '@eventstore/db-client';
 import test from 'ava';
 import type { StartedTestContainer } from 'testcontainers';
+import { createStreams } from '../../eventstore/esdb/streams.ts';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
-import type { EventStore, NewEvent, PersistentMessage } from '../../eventstore/port.ts';
+import {
+  type EventStore,
+  type NewEvent,
+  type PersistentMessage,
+  WrongExpectedVersionError,
+} from '../../eventstore/port.ts';
 import { composeService, containerRuntimeProblem } from '../support/containers.ts';
 import { eventStoreContract } from './eventstore.ts';
 
@@ -140,6 +147,30 @@ if (problem !== undefined) {
     t.deepEqual(
       after.map((e) => e.streamId),
       [`${p}-common-0`, `${p}-common-0`, `${p}-common-0`],
+    );
+  });
+
+  test('esdb: the server’s wrong expected version, answered as success:false by such a client, is refused', async (t) => {
+    const { url: connection } = engine();
+    // connect() refuses throwOnAppendFailure=false; the adapter's appends still never take its answer for a write.
+    const client = EventStoreDBClient.connectionString(
+      `${connection}${connection.includes('?') ? '&' : '?'}throwOnAppendFailure=false`,
+    );
+    t.teardown(() => client.dispose());
+    const streams = createStreams(client);
+    const p = prefix();
+    await streams.append(`${p}-s`, [event('A'), event('B')]);
+    const stale = await t.throwsAsync(streams.append(`${p}-s`, [event('C')], { expectedRevision: 0 }), {
+      instanceOf: WrongExpectedVersionError,
+    });
+    t.like(stale, { expected: 0, actual: 1 });
+    const missing = await t.throwsAsync(streams.append(`${p}-m`, [event('A')], { expectedRevision: 2 }), {
+      instanceOf: WrongExpectedVersionError,
+    });
+    t.like(missing, { expected: 2, actual: 'no_stream' });
+    t.deepEqual(
+      (await streams.readStream(`${p}-s`)).map((e) => e.type),
+      ['A', 'B'],
     );
   });
 }

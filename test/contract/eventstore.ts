@@ -113,6 +113,27 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
       }),
   );
 
+  // What the command handler rests on: a new stream's one-event append answers its first position, and
+  // a decision in another process reads what was written, however its client chose its node (with
+  // EventStoreDB, `PDS_TEST_ESDB_URL` may name a cluster with `nodePreference=follower`).
+  test(
+    name('another process reads a new stream at once, its first event at the position the append answered'),
+    (t) =>
+      withStore(t, async ({ store, reopen }, p) => {
+        const written = await store.append(`${p}-s`, [ev('A')], { expectedRevision: 'no_stream' });
+        const other = await reopen();
+        const [first, ...rest] = await other.readStream(`${p}-s`);
+        t.deepEqual(rest, []);
+        t.is(first.position, written.position);
+        const next = await other.append(`${p}-s`, [ev('B')], { expectedRevision: first.revision });
+        t.is(next.nextExpectedRevision, 1);
+        t.is(
+          (await other.readStream(`${p}-s`, { direction: 'backwards', maxCount: 1 }))[0].position,
+          next.position,
+        );
+      }),
+  );
+
   test(
     name('an event without an id gets a version 7 UUID: its first 48 bits are the time, in milliseconds'),
     (t) =>

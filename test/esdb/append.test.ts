@@ -2,16 +2,28 @@
  * Appends of the EventStoreDB adapter (eventstore/esdb/streams.ts) with the real client and no
  * server: they take the client's unary Append call (never the batch-append stream), end unavailable
  * when nothing answers, within their own timeout when the peer never replies, and close() waits for
- * them before it disposes of the client. AVA fails the file on any unhandled rejection.
+ * them before it disposes of the client. A client that would answer a wrong expected version as a
+ * success (`throwOnAppendFailure=false`) is refused, and such an answer, from the cluster double's
+ * leader (test/support/esdb-cluster.ts), is the refusal it stands for. AVA fails the file on any
+ * unhandled rejection.
  */
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { UnavailableError } from '@eventstore/db-client';
+import { EventStoreDBClient, UnavailableError } from '@eventstore/db-client';
+import { append as unaryAppend } from '@eventstore/db-client/dist/streams/appendToStream/append.js';
 import { StreamsClient } from '@eventstore/db-client/generated/streams_grpc_pb.js';
 import test, { type ExecutionContext } from 'ava';
 import { withTimeout } from '../../eventstore/esdb/client.ts';
+import { createStreams } from '../../eventstore/esdb/streams.ts';
+import { toEventData } from '../../eventstore/esdb/translate.ts';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
-import { EventStoreUnavailableError, type NewEvent } from '../../eventstore/port.ts';
+import {
+  EventStoreError,
+  EventStoreUnavailableError,
+  type NewEvent,
+  WrongExpectedVersionError,
+} from '../../eventstore/port.ts';
+import { startClusterDouble } from '../support/esdb-cluster.ts';
 
 /** Port 1 on loopback: nothing listens, so a call fails at once with UNAVAILABLE. */
 const NOWHERE = 'esdb://127.0.0.1:1?tls=false';
@@ -123,4 +135,47 @@ test('close() lets the appends under way settle before it disposes of the client
   order.push('closed');
   await appending;
   t.deepEqual(order, ['append failed: EventStoreUnavailableError', 'closed']);
+});
+
+test('a connection string with throwOnAppendFailure=false is refused, naming the option, not the password', async (t) => {
+  for (const url of [
+    'esdb://admin:s3cret@127.0.0.1:1?tls=false&throwOnAppendFailure=false',
+    'kurrentdb://127.0.0.1:1,127.0.0.1:2?nodePreference=follower&throw_on_append_failure=false',
+  ]) {
+    const err = t.throws(() => createEsdbEventStore(url), {
+      instanceOf: EventStoreError,
+      message: /throwOnAppendFailure=false is not supported/,
+    });
+    t.false(err?.message.includes('s3cret'), url);
+  }
+  // The client's default, or said outright: taken.
+  await createEsdbEventStore('esdb://127.0.0.1:1?tls=false&throwOnAppendFailure=true').close();
+});
+
+test('a wrong expected version answered as success:false is a WrongExpectedVersionError, never a write', async (t) => {
+  const cluster = await startClusterDouble();
+  t.teardown(() => cluster.close());
+  // Made as connect() would refuse to: the client then answers the server's refusal as `success: false`.
+  const client = EventStoreDBClient.connectionString(
+    `esdb://127.0.0.1:${cluster.leader.port}?tls=false&throwOnAppendFailure=false`,
+  );
+  t.teardown(() => client.dispose());
+  await cluster.log.append('cart-1', [event(), event()]);
+  const raw = await unaryAppend.call(client, 'cart-1', [toEventData(event())], {
+    expectedRevision: 'no_stream',
+    batchAppendSize: 0,
+  });
+  t.deepEqual(raw, { success: false, nextExpectedRevision: 1n, position: undefined });
+
+  const streams = createStreams(client);
+  const stale = await t.throwsAsync(streams.append('cart-1', [event()], { expectedRevision: 0 }), {
+    instanceOf: WrongExpectedVersionError,
+  });
+  t.like(stale, { streamId: 'cart-1', expected: 0, actual: 1 });
+  const missing = await t.throwsAsync(streams.append('cart-2', [event()], { expectedRevision: 3 }), {
+    instanceOf: WrongExpectedVersionError,
+  });
+  t.like(missing, { streamId: 'cart-2', expected: 3, actual: 'no_stream' });
+  t.is((await cluster.log.readStream('cart-1')).length, 2);
+  t.is(await cluster.log.headPosition({ streamPrefixes: ['cart-2'] }), 0);
 });
