@@ -8,7 +8,6 @@
  * unhandled rejection.
  */
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { EventStoreDBClient, UnavailableError } from '@eventstore/db-client';
 import { append as unaryAppend } from '@eventstore/db-client/dist/streams/appendToStream/append.js';
 import { StreamsClient } from '@eventstore/db-client/generated/streams_grpc_pb.js';
@@ -24,6 +23,7 @@ import {
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
 import { startClusterDouble } from '../support/esdb-cluster.ts';
+import { silentPeer } from '../support/silent-peer.ts';
 
 /** Port 1 on loopback: nothing listens, so a call fails at once with UNAVAILABLE. */
 const NOWHERE = 'esdb://127.0.0.1:1?tls=false';
@@ -41,19 +41,9 @@ const event = (): NewEvent => ({
   },
 });
 
-/** A peer that accepts TCP connections and never answers: the gRPC call waits for its handshake. */
-async function silentPeer(t: ExecutionContext): Promise<string> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy();
-    server.close();
-  });
-  const { port } = server.address() as net.AddressInfo;
+/** A peer that never answers: the gRPC call waits for its handshake. */
+async function silentServer(t: ExecutionContext): Promise<string> {
+  const port = await silentPeer(t);
   // The client's own call deadline, longer than the append timeouts below, ends the call afterwards.
   return `esdb://127.0.0.1:${port}?tls=false&defaultDeadline=3000`;
 }
@@ -111,7 +101,7 @@ test.serial(
 );
 
 test('an append nobody answers ends unavailable at its own timeout, saying it may have been written', async (t) => {
-  const store = createEsdbEventStore(await silentPeer(t), { appendTimeoutMs: 200 });
+  const store = createEsdbEventStore(await silentServer(t), { appendTimeoutMs: 200 });
   t.teardown(() => store.close());
   const started = Date.now();
   await t.throwsAsync(store.append('cart-1', [event()], { expectedRevision: 3 }), {
@@ -123,7 +113,7 @@ test('an append nobody answers ends unavailable at its own timeout, saying it ma
 });
 
 test('close() lets the appends under way settle before it disposes of the client', async (t) => {
-  const store = createEsdbEventStore(await silentPeer(t), { appendTimeoutMs: 300 });
+  const store = createEsdbEventStore(await silentServer(t), { appendTimeoutMs: 300 });
   const order: string[] = [];
   const appending = store.append('cart-1', [event()]).then(
     () => order.push('append resolved'),

@@ -39,6 +39,7 @@ import {
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { eventReply } from './esdb-replies.ts';
 
 // The gRPC runtime the client itself loads, resolved from its own package.
 const grpc = createRequire(import.meta.resolve('@eventstore/db-client'))('@grpc/grpc-js') as typeof GrpcJs;
@@ -195,7 +196,7 @@ export async function startClusterDouble(): Promise<ClusterDouble> {
     const chosen = forwards
       ? events.filter((e) => e.revision >= (from ?? 0))
       : events.filter((e) => from === undefined || e.revision <= from).reverse();
-    for (const e of chosen.slice(0, count)) call.write(readEvent(e));
+    for (const e of chosen.slice(0, count)) call.write(eventReply(e));
     call.end();
   }
 
@@ -293,30 +294,4 @@ function newEvent(message: InstanceType<typeof streamsPb.AppendReq.ProposedMessa
     data: json(message.getData_asU8()),
     metadata: json(message.getCustomMetadata_asU8()) as EventMetadata,
   };
-}
-
-/** A recorded event as a 23.10+ server sends it on a stream read: with its own position. */
-function readEvent(e: RecordedEvent) {
-  const record = new ReadResp.ReadEvent.RecordedEvent();
-  const id = new sharedPb.UUID();
-  id.setString(e.id);
-  const stream = new sharedPb.StreamIdentifier();
-  stream.setStreamName(Buffer.from(e.streamId));
-  record.setId(id);
-  record.setStreamIdentifier(stream);
-  record.setStreamRevision(String(e.revision));
-  record.setCommitPosition(String(e.position));
-  record.setPreparePosition(String(e.position));
-  const metadata = record.getMetadataMap();
-  metadata.set('type', e.type);
-  metadata.set('content-type', 'application/json');
-  metadata.set('created', String(BigInt(Date.parse(e.recordedAt)) * 10_000n)); // 100 ns ticks
-  record.setData(Buffer.from(JSON.stringify(e.data)));
-  record.setCustomMetadata(Buffer.from(JSON.stringify(e.metadata)));
-  const event = new ReadResp.ReadEvent();
-  event.setEvent(record);
-  event.setCommitPosition(String(e.position));
-  const reply = new ReadResp();
-  reply.setEvent(event);
-  return reply;
 }

@@ -16,7 +16,7 @@ export type ReadRequest = InstanceType<typeof streamsPb.ReadReq>;
 /** The server's `created` counts 100 ns ticks since the Unix epoch. */
 const TICKS_PER_MS = 10_000n;
 
-/** An event as the server sends it: self-committing, commit and prepare both its log position. */
+/** An event as a 23.10+ server sends it: self-committing, commit and prepare both its log position. */
 export function eventReply(
   event: Pick<RecordedEvent, 'id' | 'streamId' | 'type' | 'revision' | 'position'> &
     Partial<Pick<RecordedEvent, 'data' | 'metadata' | 'recordedAt'>>,
@@ -42,6 +42,7 @@ export function eventReply(
   record.setCustomMetadata(Buffer.from(JSON.stringify(event.metadata ?? {})));
   const read = new ReadResp.ReadEvent();
   read.setEvent(record);
+  read.setCommitPosition(String(event.position));
   return new ReadResp().setEvent(read);
 }
 
