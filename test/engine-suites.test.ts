@@ -18,6 +18,7 @@ const AVA = path.join(ROOT, 'node_modules/ava/entrypoints/cli.js');
 const ENGINE_SUITES = [
   'test/contract/eventstore-esdb.test.ts',
   'test/contract/read-store-mongo.test.ts',
+  'test/engine-restart.test.ts',
 ];
 const DEPLOYMENT_SUITE = 'test/e2e/deployment.test.ts';
 /** Each engine suite, and what it reports missing when it has no engine here. */
@@ -30,6 +31,7 @@ const MISSING = [
     'MongoDB contract',
     'no MongoDB: PDS_TEST_MONGO_URL is not set and PDS_TEST_CONTAINERS=0 turns containers off',
   ],
+  ['engines restarted under traffic', 'no containers to restart: PDS_TEST_CONTAINERS=0 turns containers off'],
 ];
 
 /** Runs node with `args` in the repository, with only `env`; answers its exit code and output. */
