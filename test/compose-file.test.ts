@@ -47,10 +47,19 @@ test('EventStoreDB from the vendor-documented image, insecure dev mode, no proje
   t.regex(text(es.healthcheck?.test), /health\/live/);
 });
 
-test('the EventStoreDB contract test runs the image of the compose file, named nowhere else', async (t) => {
-  const source = await readFile(`${ROOT}test/contract/eventstore-esdb.test.ts`, 'utf8');
-  t.regex(source, /composeService\('eventstore'\)/);
-  t.notRegex(source, /eventstore(db-ee)?:\d/);
+test('the engine suites run the images of the compose file, named nowhere else', async (t) => {
+  const containers = await readFile(`${ROOT}test/support/containers.ts`, 'utf8');
+  t.regex(containers, /composeService\('eventstore'\)/);
+  t.regex(containers, /composeService\('mongo'\)/);
+  for (const file of [
+    'test/support/containers.ts',
+    'test/contract/eventstore-esdb.test.ts',
+    'test/contract/read-store-mongo.test.ts',
+    'test/engine-restart.test.ts',
+  ]) {
+    const source = await readFile(`${ROOT}${file}`, 'utf8');
+    t.notRegex(source, /eventstore(db-ee)?:\d|mongo:\d/, file);
+  }
 });
 
 test('MongoDB runs as a replica set that its healthcheck initiates', async (t) => {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventStoreDBClient } from '@eventstore/db-client';
 import test from 'ava';
-import type { StartedTestContainer } from 'testcontainers';
 import { createStreams } from '../../eventstore/esdb/streams.ts';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
 import {
@@ -10,54 +9,39 @@ import {
   type PersistentMessage,
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
-import { composeService, containerRuntimeProblem } from '../support/containers.ts';
+import { ENGINE_STARTUP_MS } from '../support/containers.ts';
+import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { eventStoreContract } from './eventstore.ts';
 
 /**
- * The EventStoreDB adapter runs the shared contract against `PDS_TEST_ESDB_URL` when it is set, or else
- * against a throwaway container of the image docker-compose.yml names when a container runtime
- * answers. With neither, the suite is reported as skipped. All tests share one engine and one store
- * (the contract gives each test its own stream prefix), closed after the last test: no test disposes
- * of a client while others append on it. `reopen` opens a store of its own, as a restarted process.
+ * The EventStoreDB adapter runs the shared contract against the EventStoreDB every engine suite finds
+ * the same way (`test/support/engines.ts`): `PDS_TEST_ESDB_URL` when it is set, or else a throwaway
+ * container of the image and settings docker-compose.yml names, its data on disk as there, when a
+ * container runtime answers. With neither, the suite is reported as skipped, or as failed under
+ * `PDS_REQUIRE_ENGINES=1`. All tests share one engine and one store (the contract gives each test its
+ * own stream prefix), closed after the last test: no test disposes of a client while others append on
+ * it. `reopen` opens a store of its own, as a restarted process.
  */
-const HTTP_PORT = 2113;
-const STARTUP_MS = 10 * 60_000;
+const access = await engineAccess('eventstore');
 
-const configuredUrl = process.env.PDS_TEST_ESDB_URL;
-const problem = configuredUrl ? undefined : await containerRuntimeProblem();
-
-if (problem !== undefined) {
-  const reason = `PDS_TEST_ESDB_URL is not set and no container runtime is available (${problem})`;
-  console.log(`EventStoreDB contract skipped: ${reason}`);
-  test.skip(`EventStoreDB contract: skipped — ${reason}`, () => {});
+if (access.missing !== undefined) {
+  reportMissingEngine(test, 'EventStoreDB contract', access.missing);
 } else {
-  let url = configuredUrl;
-  let container: StartedTestContainer | undefined;
+  let url: string | undefined;
+  let running: Engine | undefined;
   let shared: EventStore | undefined;
 
   test.before(async (t) => {
-    if (!url) {
-      // Pulling the image can take minutes on a cold machine.
-      t.timeout(STARTUP_MS);
-      const { GenericContainer, Wait } = await import('testcontainers');
-      const { image, environment } = await composeService('eventstore');
-      container = await new GenericContainer(image)
-        .withEnvironment({ ...environment, EVENTSTORE_MEM_DB: 'true' })
-        .withExposedPorts(HTTP_PORT)
-        .withWaitStrategy(
-          Wait.forHttp('/health/live', HTTP_PORT).forStatusCodeMatching((s) => s >= 200 && s < 300),
-        )
-        .withStartupTimeout(STARTUP_MS)
-        .start();
-      url = `esdb://${container.getHost()}:${container.getMappedPort(HTTP_PORT)}?tls=false`;
-    }
+    t.timeout(ENGINE_STARTUP_MS);
+    running = await access.start();
+    url = running.url;
     shared = createEsdbEventStore(url);
   });
 
   // Only after the last test: every test shares the engine and the store.
   test.after.always(async () => {
     await shared?.close();
-    await container?.stop();
+    await running?.stop();
   });
 
   function engine(): { url: string; store: EventStore } {

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import { Query } from 'mingo';
 import { MongoClient, MongoServerError } from 'mongodb';
-import type { StartedTestContainer } from 'testcontainers';
 import { manualClock } from '../../domain/clock.ts';
 import { compareValues } from '../../projections/documents.ts';
 import {
@@ -23,23 +22,20 @@ import {
   type SortSpec,
   totalSort,
 } from '../../projections/read-store.ts';
-import { containerRuntimeProblem } from '../support/containers.ts';
+import { ENGINE_STARTUP_MS, type EngineContainer, startMongoStandalone } from '../support/containers.ts';
+import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { readStoreContract } from './read-store.ts';
 
 /**
  * The MongoDB adapter runs the shared contract, and its own cases (live-name pointers, retired
- * collections, stores written before pointers), against `PDS_TEST_MONGO_URL` when it is set (a
- * replica set: the store needs transactions), or else against a throwaway one-node replica set in a
- * container (the image docker-compose.yml uses) when a container runtime answers. With neither, those
- * are reported as skipped. All tests share one server; each test gets its own database (dropped
- * afterwards) and its own client. The cases above that line need no server.
+ * collections, stores written before pointers), against the MongoDB every engine suite finds the same
+ * way (`test/support/engines.ts`): `PDS_TEST_MONGO_URL` when it is set (a replica set: the store needs
+ * transactions), or else a throwaway one-node replica set in a container of docker-compose.yml's image
+ * and command, reached through its replica-set URL as the service reaches it, when a container runtime
+ * answers. With neither, those are reported as skipped, or as failed under `PDS_REQUIRE_ENGINES=1`.
+ * All tests share one server; each test gets its own database (dropped afterwards) and its own client.
+ * The cases above that line need no server.
  */
-const IMAGE = 'mongo:8';
-const PORT = 27017;
-const STARTUP_MS = 10 * 60_000;
-/** Checks of the replica set's election after `rs.initiate()`, half a second apart. */
-const PRIMARY_CHECKS = 120;
-
 // ---- without a server ------------------------------------------------------------------------------
 
 test('MongoDB: an unreachable server is a clear error without the credentials', async (t) => {
@@ -189,8 +185,7 @@ test('MongoDB: live names are read once per TTL, by one fetch at a time, and a n
 
 // ---- on a server -----------------------------------------------------------------------------------
 
-const configuredUrl = process.env.PDS_TEST_MONGO_URL;
-const problem = configuredUrl ? undefined : await containerRuntimeProblem();
+const access = await engineAccess('mongo');
 
 /** A checkpoint for these tests. */
 const at = (position: number, version?: string): Checkpoint => ({
@@ -210,53 +205,22 @@ async function seed(c: Collection, docs: readonly Doc[]): Promise<void> {
   );
 }
 
-/** Runs `mongosh --eval` in the container and returns what it printed. */
-async function mongosh(container: StartedTestContainer, script: string): Promise<string> {
-  const result = await container.exec(['mongosh', '--quiet', '--eval', script]);
-  if (result.exitCode !== 0) throw new Error(`mongosh failed: ${result.output}`);
-  return result.stdout.trim();
-}
-
-if (problem !== undefined) {
-  const reason = `PDS_TEST_MONGO_URL is not set and no container runtime is available (${problem})`;
-  console.log(`MongoDB contract skipped: ${reason}`);
-  test.skip(`MongoDB contract: skipped — ${reason}`, () => {});
+if (access.missing !== undefined) {
+  reportMissingEngine(test, 'MongoDB contract', access.missing);
 } else {
-  let url = configuredUrl;
-  const containers: StartedTestContainer[] = [];
-
-  async function startMongo(args: string[]): Promise<StartedTestContainer> {
-    const { GenericContainer, Wait } = await import('testcontainers');
-    const container = await new GenericContainer(IMAGE)
-      .withCommand(args)
-      .withExposedPorts(PORT)
-      .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
-      .withStartupTimeout(STARTUP_MS)
-      .start();
-    containers.push(container);
-    return container;
-  }
-
-  const urlOf = (c: StartedTestContainer) =>
-    `mongodb://${c.getHost()}:${c.getMappedPort(PORT)}/?directConnection=true`;
+  let url: string | undefined;
+  let running: Engine | undefined;
+  const containers: EngineContainer[] = [];
 
   test.before(async (t) => {
-    if (url) return;
-    // Pulling the image can take minutes on a cold machine.
-    t.timeout(STARTUP_MS);
-    // A one-node replica set, as docker-compose.yml runs: the store needs transactions.
-    const container = await startMongo(['--replSet', 'rs0', '--bind_ip_all']);
-    await mongosh(container, "rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: '127.0.0.1:27017' }] })");
-    for (let i = 0; ; i++) {
-      if ((await mongosh(container, 'db.hello().isWritablePrimary')) === 'true') break;
-      if (i >= PRIMARY_CHECKS) throw new Error('the one-node replica set elected no primary');
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    url = urlOf(container);
+    t.timeout(ENGINE_STARTUP_MS);
+    running = await access.start();
+    url = running.url;
   });
 
   // Only after the last test: every test shares the server.
   test.after.always(async () => {
+    await running?.stop();
     for (const c of containers) await c.stop();
   });
 
@@ -419,11 +383,12 @@ if (problem !== undefined) {
     t.deepEqual(await third.getCheckpoint('pb'), at(2));
   });
 
-  if (!configuredUrl) {
+  if (access.source === 'container') {
     test('MongoDB: a standalone server is refused at start, saying how to make it a replica set', async (t) => {
-      t.timeout(STARTUP_MS);
-      const standalone = await startMongo(['--bind_ip_all']);
-      const err = await t.throwsAsync(createMongoReadStore(urlOf(standalone)), {
+      t.timeout(ENGINE_STARTUP_MS);
+      const standalone = await startMongoStandalone();
+      containers.push(standalone);
+      const err = await t.throwsAsync(createMongoReadStore(standalone.url), {
         instanceOf: ReadStoreUnavailableError,
       });
       t.regex(err?.message ?? '', /is a standalone server: .*transaction.*--replSet rs0.*rs\.initiate\(\)/);

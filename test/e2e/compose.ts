@@ -4,11 +4,13 @@
  * touches a developer's `pds` volumes), with a fresh operator token and secret key unless the
  * environment gives them, private webhook URLs allowed (the suite's receiver runs on this host) and
  * short retries; runs test/e2e/deployment.test.ts against the first api replica; and always takes the
- * stack down with its volumes. Without docker, its compose plugin or a daemon it says why and exits 0.
+ * stack down with its volumes. Without docker, its compose plugin or a daemon it says why and exits 0,
+ * or under `PDS_REQUIRE_ENGINES=1` (CI's engines job, README "Engine suites") exits 1.
  */
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { enginesRequired, REQUIRE_ENGINES } from '../support/engines.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const AVA = fileURLToPath(new URL('../../node_modules/ava/entrypoints/cli.js', import.meta.url));
@@ -53,7 +55,12 @@ function run(what: string, command: string, args: string[], env: NodeJS.ProcessE
 }
 
 function main(): number {
+  const required = enginesRequired();
   const reason = skipReason();
+  if (reason && required) {
+    console.error(`e2e:compose: cannot run, and ${REQUIRE_ENGINES}=1 requires it: ${reason}`);
+    return 1;
+  }
   if (reason) {
     console.log(`e2e:compose: skipped: ${reason}`);
     return 0;
