@@ -106,6 +106,7 @@ test('the test job runs what .ci/run runs: Chromium installed when absent, npm c
   t.regex(chromium, /browser tests will be skipped/);
   t.true(jobCommands.indexOf(chromium) < jobCommands.indexOf('npm test'), 'before npm test');
   t.false(requiresEngines(job, stepRunning(job, 'npm test')), 'the plain job skips the engine suites');
+  t.is(job.env?.PDS_TEST_CONTAINERS, '0', 'and starts no containers, though the runner has Docker');
 });
 
 test('the engines job: a Docker host (ubuntu-latest, no job container), npm test and npm run e2e:compose under PDS_REQUIRE_ENGINES=1', async (t) => {
