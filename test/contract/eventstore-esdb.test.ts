@@ -1,8 +1,20 @@
 import { randomUUID } from 'node:crypto';
+import {
+  eventTypeFilter,
+  PINNED,
+  persistentSubscriptionToAllSettingsFromDefaults,
+  START,
+} from '@eventstore/db-client';
 import test from 'ava';
 import type { StartedTestContainer } from 'testcontainers';
+import { connect } from '../../eventstore/esdb/client.ts';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
-import type { EventStore, NewEvent, PersistentMessage } from '../../eventstore/port.ts';
+import {
+  type EventStore,
+  MAX_RETRY_COUNT,
+  type NewEvent,
+  type PersistentMessage,
+} from '../../eventstore/port.ts';
 import { composeService, containerRuntimeProblem } from '../support/containers.ts';
 import { eventStoreContract } from './eventstore.ts';
 
@@ -141,5 +153,42 @@ if (problem !== undefined) {
       after.map((e) => e.streamId),
       [`${p}-common-0`, `${p}-common-0`, `${p}-common-0`],
     );
+  });
+
+  test('esdb: a group made with other settings (the client’s defaults) reports them outdated, and an update sets them', async (t) => {
+    const { url: connection, store } = engine();
+    const p = prefix();
+    const group = `${p}-g`;
+    // As an earlier version could have made it: round robin, checkpoints after 2 s and 10 messages.
+    const client = connect(connection);
+    t.teardown(() => client.dispose());
+    await client.createPersistentSubscriptionToAll(
+      group,
+      persistentSubscriptionToAllSettingsFromDefaults({ startFrom: START }),
+      { filter: eventTypeFilter({ prefixes: [`${p}Kept`] }) },
+    );
+    const before = await store.getPersistentSubscriptionInfo(group);
+    t.deepEqual(before.outdated.sort(), ['checkPointAfter', 'checkPointLowerBound', 'consumerStrategyName']);
+    t.is(before.settings.maxRetryCount, 10);
+    await store.updatePersistentSubscription(group, { maxRetryCount: MAX_RETRY_COUNT });
+    const after = await store.getPersistentSubscriptionInfo(group);
+    t.deepEqual(after.outdated, []);
+    t.is(after.settings.maxRetryCount, MAX_RETRY_COUNT);
+    t.is((await client.getPersistentSubscriptionToAllInfo(group)).settings.consumerStrategyName, PINNED);
+    // The filter, which the server does not report, is kept by the update.
+    await store.append(`${p}-a`, [event(`${p}Dropped`), event(`${p}Kept`)]);
+    const received: PersistentMessage[] = [];
+    const consumer = store.subscribeToPersistent(group, async (m) => {
+      received.push(m);
+      await m.ack();
+    });
+    for (let i = 0; i < 200 && received.length < 1; i++) await delay(25);
+    await delay(200);
+    t.deepEqual(
+      received.map((m) => m.event.type),
+      [`${p}Kept`],
+    );
+    await consumer.stop();
+    await store.deletePersistentSubscription(group);
   });
 }

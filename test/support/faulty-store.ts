@@ -175,6 +175,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
     getPersistentSubscriptionInfo: (g) => inner.getPersistentSubscriptionInfo(g),
+    listPersistentSubscriptions: () => inner.listPersistentSubscriptions(),
     subscribeToPersistent,
     listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
     replayParkedMessages: (g) => inner.replayParkedMessages(g),
