@@ -1,53 +1,37 @@
 /**
  * Fan-out (docs/webhooks.md): a persistent subscription group on the event store receives every
- * `CartStatusChanged` (checkout included) and `CartAbandoned`. For each, and each enabled subscription
- * that covered the cart's store and the event kind at that event's position, it schedules a durable
- * delivery in the (subscription, cart) queue with a stable id, then acknowledges. A crash before the
- * ack redelivers the message; scheduling is idempotent (the delivery id is derived from subscription
- * and event, and decided on the queue as stored), so nothing is lost and nothing is owed twice.
+ * `CartStatusChanged` (checkout included) and `CartAbandoned`. For each, it schedules the deliveries
+ * the event owes (`fan-out-schedule.ts`), then acknowledges. A crash before the ack redelivers the
+ * message; scheduling is idempotent (the delivery id is derived from subscription and event, and
+ * decided on the queue as stored), so nothing is lost and nothing is owed twice. The group is found,
+ * updated or made at start (`fan-out-group.ts`).
  *
  * Events of one cart are handled one after another, in the order the group hands them out, so a
  * queue receives its deliveries in cart order; other carts proceed concurrently (the consumer's
  * buffer). The queue also orders by the cart event's revision, whatever the write order.
  */
 import type { Logger } from 'pino';
-import type { CommandMetadata } from '../application/command-handler.ts';
 import { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import { eventRegistry } from '../domain/index.ts';
-import * as delivery from '../domain/webhook-delivery.ts';
-import {
-  type Actor,
-  type EventStore,
-  type PersistentConsumer,
-  type PersistentMessage,
-  PersistentSubscriptionExistsError,
+import type {
+  EventStore,
+  PersistentConsumer,
+  PersistentMessage,
+  PersistentSubscriptionInfo,
+  RecordedEvent,
 } from '../eventstore/port.ts';
-import { createWebhookRenderer, webhookKindOf } from '../webhooks/body.ts';
+import { FAN_OUT_DEFINITION, FAN_OUT_GROUP } from '../webhooks/fan-out-group.ts';
+import { type FanOutGroupSettings, prepareFanOutGroup, retireGroups } from './fan-out-group.ts';
+import { createOwedDeliveries, type DeliveryScheduling } from './fan-out-schedule.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
-export const FAN_OUT_GROUP = 'webhook-fan-out';
-export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher' };
+/** The group's settings: checked at every start and updated in place when they differ. */
+const GROUP_SETTINGS: FanOutGroupSettings = { maxRetryCount: 10, messageTimeoutMs: 30_000 };
 
 /** Handler attempts before a message is handed back to the group (which retries it, then parks it). */
 const HANDLER_ATTEMPTS = 5;
-
-export type ScheduleDeliveryCommand = Extract<delivery.WebhookDeliveryCommand, { type: 'ScheduleDelivery' }>;
-
-export interface ScheduleRequest {
-  /** The (subscription, cart) queue's stream. */
-  stream: string;
-  command: ScheduleDeliveryCommand;
-  /** The cart event's correlation, that event as the cause. */
-  metadata: CommandMetadata;
-}
-
-/** Where the fan-out hands each delivery it owes: the delivery worker (dispatcher/schedule-delivery.ts). */
-export interface DeliveryScheduling {
-  /** Answers whether the delivery was written (not found scheduled already). */
-  schedule(request: ScheduleRequest): Promise<boolean>;
-}
 
 export interface FanOutOptions {
   store: EventStore;
@@ -57,6 +41,7 @@ export interface FanOutOptions {
   deliveries: DeliveryScheduling;
   logger?: Logger;
   registry?: EventRegistry;
+  /** The base of the group's name (`webhook-fan-out`); the name carries the group's definition. */
   group?: string;
   /** Messages handled at once (different carts). */
   bufferSize?: number;
@@ -81,58 +66,18 @@ export interface FanOut {
 export function createFanOut(options: FanOutOptions): FanOut {
   const { store, clock, tracker, deliveries, logger } = options;
   const registry = options.registry ?? eventRegistry;
-  const group = options.group ?? FAN_OUT_GROUP;
+  const base = options.group ?? FAN_OUT_GROUP;
+  let group = '';
   const stats: FanOutStats = { events: 0, scheduled: 0, errors: 0 };
-  const renderWebhook = createWebhookRenderer(store, registry);
+  const scheduleOwed = createOwedDeliveries({ store, registry, clock, tracker, deliveries });
   /** The last handling queued per cart stream: the next event of that cart waits for it. */
   const chains = new Map<string, Promise<void>>();
   let consumer: PersistentConsumer | undefined;
   let retry: NodeJS.Timeout | undefined;
+  /** Groups of other definitions being drained of their parked messages, then deleted. */
+  let retiring: Promise<void> | undefined;
   let stopped = false;
   const health = (options.supervisor ?? new Supervisor()).watch('webhook fan-out');
-
-  async function schedule(message: PersistentMessage): Promise<void> {
-    const event = message.event;
-    const kind = webhookKindOf(event.type);
-    if (!kind || !event.streamId.startsWith('cart-')) return;
-    await tracker.ready(event.position);
-    if (!tracker.any()) return; // nobody subscribes to anything: no need to render
-    const rendered = await renderWebhook(event);
-    const owed = tracker.covering(rendered.store_id, kind, event.position);
-    if (owed.length === 0) return;
-    const body = JSON.stringify(rendered.body);
-    const at = clock.now().toISOString();
-    const metadata = {
-      correlationId: event.metadata.correlation_id,
-      causationId: event.id,
-      actor: DISPATCHER_ACTOR,
-      at,
-    };
-    for (const subscription of owed) {
-      // Decided on the queue as stored and appended with its revision: a delivery scheduled before
-      // (a message handed out again after a crash or a store restart) is found and nothing is
-      // written. EventStoreDB's event-id check alone is not enough: it only remembers recent ids
-      // when no revision is expected (docs/webhooks.md, "Order, isolation, durability").
-      const written = await deliveries.schedule({
-        stream: delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
-        command: {
-          type: 'ScheduleDelivery',
-          delivery_id: delivery.deliveryId(subscription.webhook_id, event.id),
-          webhook_id: subscription.webhook_id,
-          event_kind: kind,
-          cart_uuid: rendered.cart_uuid,
-          store_id: rendered.store_id,
-          source_event_id: event.id,
-          source_revision: event.revision,
-          source_position: event.position,
-          body,
-          at,
-        },
-        metadata,
-      });
-      if (written) stats.scheduled += 1;
-    }
-  }
 
   /** One cart's events one after another, other carts' beside them. */
   function receive(message: PersistentMessage): Promise<void> {
@@ -168,7 +113,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
     for (let attempt = 1; ; attempt++) {
       if (stopped) return; // not acked: the group hands it out again
       try {
-        await schedule(message);
+        stats.scheduled += await scheduleOwed(message.event);
         await message.ack();
         stats.events += 1;
         return;
@@ -185,25 +130,72 @@ export function createFanOut(options: FanOutOptions): FanOut {
     }
   }
 
+  /** A parked message of a retired group, handled as the group would hand it out; answers whether it was. */
+  function handleParked(event: RecordedEvent): Promise<boolean> {
+    const { promise, resolve } = Promise.withResolvers<boolean>();
+    const message: PersistentMessage = {
+      event,
+      retryCount: 0,
+      ack: async () => resolve(true),
+      nack: async () => resolve(false),
+    };
+    receive(message).then(
+      () => resolve(false),
+      () => resolve(false),
+    );
+    return promise;
+  }
+
+  /** Pauses still running, woken at once by stop(). */
+  const sleeping = new Set<() => void>();
+  function sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        sleeping.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      sleeping.add(wake);
+    });
+  }
+
+  /** Retires the groups of other definitions, trying again after a pause while the store fails. */
+  async function retire(retired: PersistentSubscriptionInfo[]): Promise<void> {
+    for (let failures = 0; !stopped; failures++) {
+      try {
+        await retireGroups(store, retired, handleParked, logger);
+        return;
+      } catch (err) {
+        const pauseMs = Math.min(30_000, 200 * 2 ** failures);
+        logger?.warn({ err, pauseMs }, 'retiring a webhook fan-out group failed; trying again');
+        await sleep(pauseMs);
+      }
+    }
+  }
+
   return {
     async start() {
-      try {
-        await store.createPersistentSubscription(group, {
-          from: 'start',
-          filter: { eventTypes: ['CartStatusChanged', 'CartAbandoned'] },
-        });
-      } catch (err) {
-        if (!(err instanceof PersistentSubscriptionExistsError)) throw err;
-      }
+      const prepared = await prepareFanOutGroup({
+        store,
+        base,
+        definition: FAN_OUT_DEFINITION,
+        settings: GROUP_SETTINGS,
+        logger,
+      });
+      group = prepared.group;
       consume();
+      if (prepared.retired.length > 0) retiring = retire(prepared.retired);
     },
     stats: () => ({ ...stats }),
     async stop() {
       stopped = true;
       health.stopped();
       clearTimeout(retry);
+      for (const wake of [...sleeping]) wake();
       await consumer?.stop().catch(() => {});
       await Promise.allSettled([...chains.values()]);
+      await retiring;
     },
   };
 }

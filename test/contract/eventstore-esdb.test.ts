@@ -16,6 +16,7 @@ import {
   type PersistentMessage,
 } from '../../eventstore/port.ts';
 import { composeService, containerRuntimeProblem } from '../support/containers.ts';
+import { migrationScenario } from '../support/fan-out-migration.ts';
 import { eventStoreContract } from './eventstore.ts';
 
 /**
@@ -190,5 +191,9 @@ if (problem !== undefined) {
     );
     await consumer.stop();
     await store.deletePersistentSubscription(group);
+  });
+
+  test('esdb: the fan-out meets its group of an earlier definition: made after its checkpoint, its parked message handled, then deleted', async (t) => {
+    await migrationScenario(t, engine().store, prefix());
   });
 }
