@@ -92,6 +92,13 @@ async function standaloneFanOut(
   return { fanOut };
 }
 
+const fanOutFrom = async (s: TestService) => {
+  const res = await s.call('GET', '/admin/v1/webhook-fan-out');
+  if (res.status !== 200) throw new Error(`GET /admin/v1/webhook-fan-out answered ${res.status}`);
+  // biome-ignore lint/suspicious/noExplicitAny: checked field by field
+  return (await res.json()) as { fan_out: Record<string, any> };
+};
+
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
@@ -148,6 +155,18 @@ test('a cart event whose fan-out keeps failing is never parked: tried again far 
   t.is(info.parkedCount, 0, 'nothing parked');
   t.deepEqual(await store.listParkedMessages('webhook-fan-out'), []);
   t.is((await scheduledFor(store, preparing)).length, 0, 'the later move waits behind the poisoned checkout');
+  // The api process, which runs no dispatcher, sees it too: the group's oldest pending cart event.
+  t.like((await fanOutFrom(api)).fan_out, {
+    group: 'webhook-fan-out',
+    state: 'behind',
+    oldest_pending: {
+      event_id: checkout.id,
+      stream_id: `cart-${poisoned.uuid}`,
+      age_seconds: Math.round(recorded),
+    },
+    parked: 0,
+    behind_after_seconds: 300,
+  });
 
   poison.cure();
   await ticking(dispatcher, async () => {
@@ -167,6 +186,10 @@ test('a cart event whose fan-out keeps failing is never parked: tried again far 
   t.is(await metric(dispatcher, 'pds_webhook_fan_out_retrying'), 0);
   t.is(await metric(dispatcher, 'pds_webhook_fan_out_retrying_oldest_seconds'), 0);
   t.regex(dispatcher.logs(), /webhook fan-out of a cart event succeeded after failures/);
+  await until('the group checkpointed past the cart', async () => {
+    const { fan_out } = await fanOutFrom(api);
+    return fan_out.state === 'current' && fan_out.oldest_pending === null;
+  });
 });
 
 test('a message held past the group’s timeout is handed out again: the copies join the handling under way, so they take no place from other carts and schedule nothing twice', async (t) => {
