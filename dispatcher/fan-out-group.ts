@@ -68,6 +68,14 @@ export async function prepareFanOutGroup(options: FanOutGroupOptions): Promise<P
   const ours = (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(base, g.group));
   const current = ours.find((g) => g.group === group);
   const retired = ours.filter((g) => g.group !== group);
+  if (retired.length > 0) {
+    logger?.warn(
+      { group, retiring: retired.map((g) => ({ group: g.group, parked: g.parkedCount })) },
+      current
+        ? 'webhook fan-out group of another definition found beside this one: it is deleted once its parked messages are handled'
+        : 'webhook fan-out group of another definition found: a group of this one is made after its checkpoint, and the other is deleted once its parked messages are handled',
+    );
+  }
   if (current) {
     const changed = changedSettings(current, settings);
     if (Object.keys(changed).length > 0) {
@@ -81,14 +89,7 @@ export async function prepareFanOutGroup(options: FanOutGroupOptions): Promise<P
     retired.length === 0 ? definition.from : { after: Math.min(...retired.map((g) => resumeAfter(g))) };
   try {
     await store.createPersistentSubscription(group, { from, filter: definition.filter, ...settings });
-    if (retired.length > 0) {
-      logger?.warn(
-        { group, from, retiring: retired.map((g) => ({ group: g.group, parked: g.parkedCount })) },
-        'webhook fan-out group of another definition found: a group of this one is made after its checkpoint, and the other is deleted once its parked messages are handled',
-      );
-    } else {
-      logger?.info({ group, from }, 'webhook fan-out group created');
-    }
+    logger?.info({ group, from }, 'webhook fan-out group created');
   } catch (err) {
     // Another dispatcher made it meanwhile.
     if (!(err instanceof PersistentSubscriptionExistsError)) throw err;

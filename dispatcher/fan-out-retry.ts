@@ -34,9 +34,11 @@ export function retryPause(n: number, pacing: RetryPacing = {}): number {
 export function createPauses(clock: Clock) {
   const scheduler = createScheduler(clock);
   const waiting = new Map<string, () => void>();
+  let woken = false;
   return {
-    /** Resolves after `ms` on the clock, or at `wakeAll()`. One pause per key at a time. */
+    /** Resolves after `ms` on the clock, or at `wakeAll()` (at once after it). One pause per key at a time. */
     pause(key: string, ms: number): Promise<void> {
+      if (woken) return Promise.resolve();
       return new Promise((resolve) => {
         const wake = () => {
           waiting.delete(key);
@@ -49,6 +51,7 @@ export function createPauses(clock: Clock) {
     tick: () => scheduler.tick(),
     /** Ends every pause at once (the fan-out is stopping). */
     wakeAll(): void {
+      woken = true;
       scheduler.stop();
       for (const wake of [...waiting.values()]) wake();
     },
