@@ -1,7 +1,7 @@
 /**
  * Admin API (`/admin/v1`, operator token): partners and their API keys. A cart's audit, webhook
- * subscriptions and their deliveries join this router from their own modules; projections have a
- * router of their own.
+ * subscriptions and their deliveries, and the webhook fan-out's progress join this router from their
+ * own modules; projections have a router of their own.
  */
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
@@ -19,6 +19,7 @@ import type { CommandHandler } from '../application/command-handler.ts';
 import { generateApiKey } from '../application/credentials.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
+import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import { type AppState, createRouter, HttpProblem, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
@@ -256,5 +257,6 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   auditRoutes(router, deps);
   webhookRoutes(router, deps);
   webhookDeliveryRoutes(router, deps);
+  webhookFanOutRoutes(router, deps);
   return router;
 }

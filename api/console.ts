@@ -34,6 +34,7 @@ const ASSETS = new StaticAssets('/console', {
   'admin.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'overview.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'projections.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'fan-out.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'health.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'charts.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'webhooks.js': { dir: OWN_DIR, type: JAVASCRIPT },

@@ -13,7 +13,7 @@ import { type Clock, systemClock } from '../domain/clock.ts';
 import { openReadStore } from '../projections/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
-import type { Component } from './compose.ts';
+import type { Component, ServiceContext } from './compose.ts';
 
 /** What the dispatcher's components build for each other (and find of the read side's, in role `all`). */
 export interface DispatcherShared {
@@ -199,13 +199,7 @@ export function webhookDispatcher(
           this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000));
         },
       });
-      let restored = false;
-      ctx.readiness.add('webhook_deliveries_restored', () => restored);
-      const started = Date.now();
-      tracker.start();
-      w.start();
-      await Promise.all([tracker.caughtUp, w.caughtUp]);
-      fanOut = createFanOut({
+      const f = createFanOut({
         store: ctx.eventStore,
         clock,
         tracker,
@@ -213,7 +207,16 @@ export function webhookDispatcher(
         logger,
         supervisor: ctx.supervisor,
       });
-      await fanOut.start();
+      fanOut = f;
+      timers.ticks.push(() => f.tick());
+      fanOutGauges(f, clock, ctx);
+      let restored = false;
+      ctx.readiness.add('webhook_deliveries_restored', () => restored);
+      const started = Date.now();
+      tracker.start();
+      w.start();
+      await Promise.all([tracker.caughtUp, w.caughtUp]);
+      await f.start();
       restored = true;
       logger.info(
         { ms: Date.now() - started, pending: w.pending().depth, resumed_after: w.resumed().position },
@@ -226,6 +229,30 @@ export function webhookDispatcher(
       await tracker?.stop();
     },
   };
+}
+
+/**
+ * What the fan-out is trying again: it never parks a cart event, so one that keeps failing shows here,
+ * by its age (docs/operations.md, "The fan-out's group").
+ */
+function fanOutGauges(fanOut: FanOut, clock: Clock, ctx: Pick<ServiceContext, 'registry'>): void {
+  new Gauge({
+    name: 'pds_webhook_fan_out_retrying',
+    help: 'cart events whose webhook fan-out failed and is being tried again (never parked)',
+    registers: [ctx.registry],
+    collect() {
+      this.set(fanOut.retrying().events);
+    },
+  });
+  new Gauge({
+    name: 'pds_webhook_fan_out_retrying_oldest_seconds',
+    help: 'age of the oldest cart event whose webhook fan-out is being tried again, since it was recorded (0 when none)',
+    registers: [ctx.registry],
+    collect() {
+      const oldest = fanOut.retrying().oldestRecordedAt;
+      this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000));
+    },
+  });
 }
 
 /** The dispatcher's components: its working state, the abandonment timer and the webhook dispatcher. */

@@ -20,7 +20,7 @@ import {
 import { attemptFields, type DeliveryResult, isLastAttempt, nextAttemptDelay } from '../webhooks/deliver.ts';
 import type { WebhookChannel, WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
-import { DISPATCHER_ACTOR } from './fan-out.ts';
+import { DISPATCHER_ACTOR } from './fan-out-schedule.ts';
 import type { Limiter } from './limiter.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 

@@ -48,7 +48,7 @@ import {
   workHeads,
 } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
-import type { ScheduleRequest } from './fan-out.ts';
+import type { ScheduleRequest } from './fan-out-schedule.ts';
 import { createLimiter } from './limiter.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';

@@ -20,7 +20,7 @@ import {
   startedOf,
 } from './delivery-attempt.ts';
 import type { Queue } from './delivery-queues.ts';
-import type { ScheduleRequest } from './fan-out.ts';
+import type { ScheduleRequest } from './fan-out-schedule.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export type ScheduleOutcome =

@@ -160,7 +160,10 @@ export interface PersistentSubscriptionSettings {
   /** Where the group starts reading when it is created. Defaults to 'start' (EventStoreDB's own default is 'end'). */
   from?: SubscriptionStart;
   filter?: EventFilter;
-  /** A message nacked with `retry` (or timed out) more than this many times is parked. */
+  /**
+   * A message nacked with `retry` (or timed out) more than this many times is parked. At most
+   * `MAX_RETRY_COUNT`, which a group that must never park asks for.
+   */
   maxRetryCount?: number;
   /** A message not acked or nacked within this time is redelivered (counts as a retry). */
   messageTimeoutMs?: number;
@@ -194,9 +197,20 @@ export interface ParkedMessage {
   parkedAt: string;
 }
 
+/** The largest `maxRetryCount`: EventStoreDB keeps a group's retry count and its bound as 32-bit integers. */
+export const MAX_RETRY_COUNT = 2_147_483_647;
+
 export interface PersistentSubscriptionInfo {
   group: string;
+  /** The filter only where the store reports it: EventStoreDB does not. */
   settings: Required<Omit<PersistentSubscriptionSettings, 'filter'>> & { filter?: EventFilter };
+  /**
+   * The settings the adapter chooses itself (EventStoreDB: the consumer strategy, checkpointing, buffers)
+   * that differ on this group from those it creates groups with now, by name: an earlier version made
+   * the group. `updatePersistentSubscription` sets them as it would create them. Empty on the embedded
+   * store, which has no others.
+   */
+  outdated: string[];
   /** Every event at or before this position has been acked, skipped or parked. */
   lastCheckpointedPosition: number | undefined;
   parkedCount: number;
@@ -227,13 +241,20 @@ export interface EventStore {
 
   /** Creates a persistent subscription group on `$all`. Throws `PersistentSubscriptionExistsError`. */
   createPersistentSubscription(group: string, settings?: PersistentSubscriptionSettings): Promise<void>;
-  /** Changes retry and timeout settings of a group. Throws `PersistentSubscriptionNotFoundError`. */
+  /**
+   * Changes retry and timeout settings of a group, and sets the adapter's own settings as it creates
+   * groups now (`outdated` in its info); its start and filter cannot change. Its consumers may be
+   * dropped (EventStoreDB restarts the group) and join again; its checkpoint is kept. Throws
+   * `PersistentSubscriptionNotFoundError`.
+   */
   updatePersistentSubscription(
     group: string,
     settings: Pick<PersistentSubscriptionSettings, 'maxRetryCount' | 'messageTimeoutMs'>,
   ): Promise<void>;
   deletePersistentSubscription(group: string): Promise<void>;
   getPersistentSubscriptionInfo(group: string): Promise<PersistentSubscriptionInfo>;
+  /** Every persistent subscription group on `$all`, by name. */
+  listPersistentSubscriptions(): Promise<PersistentSubscriptionInfo[]>;
   /**
    * Joins a group as one consumer. Several consumers of one group (in this or other processes)
    * share its messages; each message is delivered to one of them at a time, at least once.

@@ -48,6 +48,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     updatePersistentSubscription: persistent.updatePersistentSubscription,
     deletePersistentSubscription: persistent.deletePersistentSubscription,
     getPersistentSubscriptionInfo: persistent.getPersistentSubscriptionInfo,
+    listPersistentSubscriptions: persistent.listPersistentSubscriptions,
     subscribeToPersistent: persistent.subscribeToPersistent,
     listParkedMessages: persistent.listParkedMessages,
     replayParkedMessages: persistent.replayParkedMessages,

@@ -415,3 +415,24 @@ test('pds webhooks deliveries, redeliver, recover, test-send: exit codes', async
     EXIT.unauthorized,
   );
 });
+
+test('pds webhooks fan-out: the group’s progress as a table and as JSON; exit 1 while no dispatcher has made it', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-cli-fan-out-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const api = await startService(t, { role: 'api', dataDir, env: { PDS_READ_STORE: 'memory' } });
+  const absent = await pds(api, ['webhooks', 'fan-out']);
+  t.is(absent.code, EXIT.failed);
+  t.regex(absent.stdout, /state\s+absent/);
+  t.regex(absent.stderr, /the webhook fan-out is absent: no dispatcher has made the group yet/);
+
+  await startService(t, { role: 'dispatcher', dataDir });
+  const table = await pds(api, ['webhooks', 'fan-out']);
+  t.is(table.code, EXIT.ok, table.stderr);
+  t.regex(table.stdout, /group\s+webhook-fan-out/);
+  t.regex(table.stdout, /state\s+current/);
+  t.regex(table.stdout, /behind after \(s\)\s+300/);
+  const json = await pds(api, ['webhooks', 'fan-out', '--json']);
+  t.is(json.code, EXIT.ok);
+  const answer = (await (await api.call('GET', '/admin/v1/webhook-fan-out')).json()) as Json;
+  t.deepEqual(JSON.parse(json.stdout), answer);
+});

@@ -75,7 +75,7 @@ const titles = [
   'a partner is registered and its key shown once, with a copy button',
   "a partner's key is rotated (the new one shown once, the old one refused), revoked and issued again; its rate limit changed",
   'a receiver is subscribed (its signing secret shown once), sent a test event, its parked delivery recovered, its secret rotated, its stores and events changed, disabled and enabled',
-  "a subscription's health over the last hour and day is drawn as charts, with its totals and oldest queued delivery, in the overview and the webhooks view",
+  "a subscription's health over the last hour and day is drawn as charts, with its totals and oldest queued delivery, in the overview (beside the webhook fan-out's progress) and the webhooks view",
 ];
 if (missing) {
   console.log(`console-browser.test.ts: skipped: ${missing}`);
@@ -463,6 +463,13 @@ if (missing) {
       (await card.locator('.plot').first().getAttribute('aria-label')) ?? '',
       /Last hour: 2 delivered, 1 failed attempts, 1 parked/,
     );
+    // The fan-out's progress (GET /admin/v1/webhook-fan-out): every cart event handled, nothing parked.
+    const fanOut = page.locator('dl[data-fan-out="current"]');
+    await fanOut.waitFor();
+    const fanOutText = await fanOut.innerText();
+    t.regex(fanOutText, /Group\s+webhook-fan-out/);
+    t.regex(fanOutText, /State\s+current/);
+    t.regex(fanOutText, /Parked\s+0/);
     t.deepEqual(
       await accessibilityProblems(page),
       [],

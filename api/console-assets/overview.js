@@ -1,7 +1,9 @@
-// The overview: every projection's state, checkpoint, lag and rebuild (projections.js), and every
-// webhook subscription's health over the last hour or day (health.js).
+// The overview: every projection's state, checkpoint, lag and rebuild (projections.js), the webhook
+// fan-out's progress (fan-out.js), and every webhook subscription's health over the last hour or day
+// (health.js).
 import { useState } from 'preact/hooks';
 import { html, useAdminRead } from './admin.js';
+import { FanOut } from './fan-out.js';
 import { Health, WindowChoice } from './health.js';
 import { Projections } from './projections.js';
 
@@ -35,5 +37,6 @@ function WebhookHealth({ token, onUnauthorized }) {
 export function Overview({ token, onUnauthorized }) {
   return html`
     <${Projections} token=${token} onUnauthorized=${onUnauthorized} />
+    <${FanOut} token=${token} onUnauthorized=${onUnauthorized} />
     <${WebhookHealth} token=${token} onUnauthorized=${onUnauthorized} />`;
 }

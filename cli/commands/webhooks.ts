@@ -12,6 +12,8 @@
  *   pds webhooks redeliver <delivery_id>
  *   pds webhooks recover <id> --since <iso date-time>
  *   pds webhooks test-send <id> [--event cart_status_updated|cart_abandoned]
+ *   pds webhooks health <id> [--window 1h|24h]
+ *   pds webhooks fan-out
  *
  * Each prints a table, or the API's answer with `--json`. `create` and `rotate-secret` print the
  * signing secret: it is shown this once. `--auth-token-file` keeps the token out of the shell history
@@ -20,7 +22,8 @@
  * `deliveries` lists newest first, `--limit` of them (default 50, fetched in pages of at most 500);
  * `--json` prints {deliveries, next_cursor}, and `--cursor` continues from a `next_cursor`.
  * `test-send` sends one signed sample request now and prints how the receiver answered; it exits with
- * 1 when the request was not delivered (the result is printed all the same).
+ * 1 when the request was not delivered (the result is printed all the same). `fan-out` says how far
+ * the webhook fan-out has got, and exits with 1 when it is behind (or no dispatcher has started).
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
@@ -30,6 +33,7 @@ import { CliError, createAdminClient, EXIT, fetchAll, table } from '../client.ts
 import { idList, oneOrMoreOf, printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
 import { registerDeliveryCommands } from './webhook-deliveries.ts';
+import { fanOutCommand } from './webhook-fan-out.ts';
 
 const BASE = '/admin/v1/webhooks';
 
@@ -110,7 +114,7 @@ export function registerWebhooks(program: Command): void {
   const webhooks = program
     .command('webhooks')
     .description(
-      'webhook subscriptions: create, list, show, update, enable, disable, rotate-secret, delete; deliveries, redeliver, recover, test-send',
+      'webhook subscriptions: create, list, show, update, enable, disable, rotate-secret, delete; deliveries, redeliver, recover, test-send, health; the fan-out',
     );
   createCommand(webhooks);
   listCommand(webhooks);
@@ -120,6 +124,7 @@ export function registerWebhooks(program: Command): void {
   rotateSecretCommand(webhooks);
   deleteCommand(webhooks);
   registerDeliveryCommands(webhooks);
+  fanOutCommand(webhooks);
 }
 
 function createCommand(webhooks: Command): void {

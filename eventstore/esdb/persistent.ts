@@ -1,4 +1,5 @@
 import type {
+  PersistentSubscriptionToAllInfo,
   PersistentSubscriptionToAllResolvedEvent,
   PersistentSubscriptionToAllSettings,
   Position,
@@ -20,6 +21,7 @@ import {
   type PersistentConsumerOptions,
   type PersistentMessage,
   type PersistentSubscriptionInfo,
+  PersistentSubscriptionNotFoundError,
   type PersistentSubscriptionSettings,
 } from '../port.ts';
 import {
@@ -53,6 +55,32 @@ interface PersistentContext {
   running: Running;
 }
 
+/**
+ * The settings this adapter creates groups with, beyond the port's (start, retries, timeout): the
+ * client's defaults but for these. Pinned: a stream's events go to the same consumer while it is
+ * connected, so consumers that handle one stream's events in order (the webhook fan-out, per cart)
+ * keep that order. A group whose settings differ (made by an earlier version) reports them as
+ * `outdated`, and an update sets them again.
+ */
+const {
+  startFrom: _s,
+  maxRetryCount: _r,
+  messageTimeout: _t,
+  ...OWN_SETTINGS
+} = persistentSubscriptionToAllSettingsFromDefaults({
+  resolveLinkTos: false,
+  extraStatistics: false,
+  checkPointAfter: CHECKPOINT_AFTER_MS,
+  checkPointLowerBound: 1,
+  consumerStrategyName: PINNED,
+});
+type OwnSetting = keyof typeof OWN_SETTINGS;
+
+/** The adapter's own settings that differ on a group from those it creates groups with. */
+export function outdatedSettings(settings: PersistentSubscriptionToAllSettings): string[] {
+  return (Object.keys(OWN_SETTINGS) as OwnSetting[]).filter((name) => settings[name] !== OWN_SETTINGS[name]);
+}
+
 async function createPersistentSubscription(
   ctx: PersistentContext,
   group: string,
@@ -62,19 +90,13 @@ async function createPersistentSubscription(
   try {
     await ctx.client.createPersistentSubscriptionToAll(
       group,
-      persistentSubscriptionToAllSettingsFromDefaults({
+      {
+        ...OWN_SETTINGS,
         // A position start is inclusive on the server; consumers skip the event at it (see below).
         startFrom: from === 'start' ? START : from === 'end' ? END : positionOf(from.after),
-        resolveLinkTos: false,
-        extraStatistics: false,
         maxRetryCount: settings.maxRetryCount ?? DEFAULT_MAX_RETRY,
         messageTimeout: settings.messageTimeoutMs ?? DEFAULT_MESSAGE_TIMEOUT_MS,
-        checkPointAfter: CHECKPOINT_AFTER_MS,
-        checkPointLowerBound: 1,
-        // Pinned: a stream's events go to the same consumer while it is connected, so consumers that
-        // handle one stream's events in order (the webhook fan-out, per cart) keep that order.
-        consumerStrategyName: PINNED,
-      }),
+      },
       { filter: serverFilter(settings.filter) },
     );
   } catch (err) {
@@ -88,10 +110,12 @@ async function updatePersistentSubscription(
   settings: Pick<PersistentSubscriptionSettings, 'maxRetryCount' | 'messageTimeoutMs'>,
 ): Promise<void> {
   try {
-    // The server replaces all settings at once: start from the current ones.
+    // The server replaces all settings at once (and restarts the group, dropping its consumers; its
+    // filter and checkpoint are kept): start from the current ones.
     const current = (await ctx.client.getPersistentSubscriptionToAllInfo(group)).settings;
     const next: PersistentSubscriptionToAllSettings = {
       ...current,
+      ...OWN_SETTINGS,
       startFrom: current.startFrom ?? START,
       maxRetryCount: settings.maxRetryCount ?? current.maxRetryCount,
       messageTimeout: settings.messageTimeoutMs ?? current.messageTimeout,
@@ -110,31 +134,48 @@ async function deletePersistentSubscription(ctx: PersistentContext, group: strin
   }
 }
 
+/** The port's view of a group as the server reports it. */
+function infoOf(info: PersistentSubscriptionToAllInfo): PersistentSubscriptionInfo {
+  const checkpoint = info.stats.lastCheckpointedEventPosition;
+  return {
+    group: info.groupName,
+    // The server does not report a group's filter, so `filter` stays absent.
+    settings: {
+      from: startOf(info.settings.startFrom),
+      maxRetryCount: info.settings.maxRetryCount,
+      messageTimeoutMs: info.settings.messageTimeout,
+    },
+    outdated: outdatedSettings(info.settings),
+    // A bound rather than an event: its commit half is what positions compare by.
+    lastCheckpointedPosition:
+      checkpoint && checkpoint.commit > 0n && checkpoint.commit < NO_POSITION
+        ? Number(checkpoint.commit)
+        : undefined,
+    parkedCount: Number(info.stats.parkedMessageCount),
+    connections: info.connections.length,
+  };
+}
+
 async function getPersistentSubscriptionInfo(
   ctx: PersistentContext,
   group: string,
 ): Promise<PersistentSubscriptionInfo> {
   try {
-    const info = await ctx.client.getPersistentSubscriptionToAllInfo(group);
-    const checkpoint = info.stats.lastCheckpointedEventPosition;
-    return {
-      group: info.groupName,
-      // The server does not report a group's filter, so `filter` stays absent.
-      settings: {
-        from: startOf(info.settings.startFrom),
-        maxRetryCount: info.settings.maxRetryCount,
-        messageTimeoutMs: info.settings.messageTimeout,
-      },
-      // A bound rather than an event: its commit half is what positions compare by.
-      lastCheckpointedPosition:
-        checkpoint && checkpoint.commit > 0n && checkpoint.commit < NO_POSITION
-          ? Number(checkpoint.commit)
-          : undefined,
-      parkedCount: Number(info.stats.parkedMessageCount),
-      connections: info.connections.length,
-    };
+    return infoOf(await ctx.client.getPersistentSubscriptionToAllInfo(group));
   } catch (err) {
     throw mapError(err, { group });
+  }
+}
+
+async function listPersistentSubscriptions(ctx: PersistentContext): Promise<PersistentSubscriptionInfo[]> {
+  try {
+    const infos = await ctx.client.listPersistentSubscriptionsToAll();
+    return infos.map(infoOf).sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+  } catch (err) {
+    const mapped = mapError(err, { group: '$all' });
+    // A server that never had a group on `$all` answers that there is none (its PersistentSubscriptionService).
+    if (mapped instanceof PersistentSubscriptionNotFoundError) return [];
+    throw mapped;
   }
 }
 
@@ -322,6 +363,7 @@ export function createPersistent(client: EventStoreDBClient, running: Running) {
     updatePersistentSubscription,
     deletePersistentSubscription,
     getPersistentSubscriptionInfo,
+    listPersistentSubscriptions,
     subscribeToPersistent,
     listParkedMessages,
     replayParkedMessages,

@@ -73,7 +73,11 @@ async function updatePersistentSubscription(
   settings: Pick<PersistentSubscriptionSettings, 'maxRetryCount' | 'messageTimeoutMs'>,
 ): Promise<void> {
   const current = loadGroup(ctx, group);
-  const next = { ...current.settings, ...settings };
+  const next = {
+    ...current.settings,
+    ...(settings.maxRetryCount === undefined ? {} : { maxRetryCount: settings.maxRetryCount }),
+    ...(settings.messageTimeoutMs === undefined ? {} : { messageTimeoutMs: settings.messageTimeoutMs }),
+  };
   ctx.log.stmt('UPDATE psub_groups SET settings = ? WHERE name = ?').run(JSON.stringify(next), group);
   const runtime = ctx.groups.get(group);
   if (runtime) runtime.settings = next;
@@ -103,10 +107,17 @@ async function getPersistentSubscriptionInfo(
   return {
     group,
     settings: g.settings,
+    outdated: [],
     lastCheckpointedPosition: g.checkpoint > 0 ? g.checkpoint : undefined,
     parkedCount: parked.n,
     connections: ctx.groups.get(group)?.consumers.length ?? 0,
   };
+}
+
+async function listPersistentSubscriptions(ctx: GroupsContext): Promise<PersistentSubscriptionInfo[]> {
+  ctx.log.ensureOpen();
+  const names = ctx.log.stmt('SELECT name FROM psub_groups ORDER BY name').all() as Array<{ name: string }>;
+  return Promise.all(names.map(({ name }) => getPersistentSubscriptionInfo(ctx, name)));
 }
 
 async function listParkedMessages(
@@ -193,6 +204,7 @@ export function createPersistentSubscriptions(log: Log, reads: Reads) {
     updatePersistentSubscription,
     deletePersistentSubscription,
     getPersistentSubscriptionInfo,
+    listPersistentSubscriptions,
     listParkedMessages,
     replayParkedMessages,
     subscribeToPersistent,

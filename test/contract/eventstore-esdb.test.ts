@@ -1,16 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import { EventStoreDBClient } from '@eventstore/db-client';
+import {
+  EventStoreDBClient,
+  eventTypeFilter,
+  PINNED,
+  persistentSubscriptionToAllSettingsFromDefaults,
+  START,
+} from '@eventstore/db-client';
 import test from 'ava';
+import { connect } from '../../eventstore/esdb/client.ts';
 import { createStreams } from '../../eventstore/esdb/streams.ts';
 import { createEsdbEventStore } from '../../eventstore/esdb.ts';
 import {
   type EventStore,
+  MAX_RETRY_COUNT,
   type NewEvent,
   type PersistentMessage,
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
 import { ENGINE_STARTUP_MS } from '../support/containers.ts';
 import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
+import { migrationScenario } from '../support/fan-out-migration.ts';
 import { eventStoreContract } from './eventstore.ts';
 
 /**
@@ -156,5 +165,46 @@ if (access.missing !== undefined) {
       (await streams.readStream(`${p}-s`)).map((e) => e.type),
       ['A', 'B'],
     );
+  });
+
+  test('esdb: a group made with other settings (the client’s defaults) reports them outdated, and an update sets them', async (t) => {
+    const { url: connection, store } = engine();
+    const p = prefix();
+    const group = `${p}-g`;
+    // As an earlier version could have made it: round robin, checkpoints after 2 s and 10 messages.
+    const client = connect(connection);
+    t.teardown(() => client.dispose());
+    await client.createPersistentSubscriptionToAll(
+      group,
+      persistentSubscriptionToAllSettingsFromDefaults({ startFrom: START }),
+      { filter: eventTypeFilter({ prefixes: [`${p}Kept`] }) },
+    );
+    const before = await store.getPersistentSubscriptionInfo(group);
+    t.deepEqual(before.outdated.sort(), ['checkPointAfter', 'checkPointLowerBound', 'consumerStrategyName']);
+    t.is(before.settings.maxRetryCount, 10);
+    await store.updatePersistentSubscription(group, { maxRetryCount: MAX_RETRY_COUNT });
+    const after = await store.getPersistentSubscriptionInfo(group);
+    t.deepEqual(after.outdated, []);
+    t.is(after.settings.maxRetryCount, MAX_RETRY_COUNT);
+    t.is((await client.getPersistentSubscriptionToAllInfo(group)).settings.consumerStrategyName, PINNED);
+    // The filter, which the server does not report, is kept by the update.
+    await store.append(`${p}-a`, [event(`${p}Dropped`), event(`${p}Kept`)]);
+    const received: PersistentMessage[] = [];
+    const consumer = store.subscribeToPersistent(group, async (m) => {
+      received.push(m);
+      await m.ack();
+    });
+    for (let i = 0; i < 200 && received.length < 1; i++) await delay(25);
+    await delay(200);
+    t.deepEqual(
+      received.map((m) => m.event.type),
+      [`${p}Kept`],
+    );
+    await consumer.stop();
+    await store.deletePersistentSubscription(group);
+  });
+
+  test('esdb: the fan-out meets its group of an earlier definition: made after its checkpoint, its parked message handled, then deleted', async (t) => {
+    await migrationScenario(t, engine().store, prefix());
   });
 }

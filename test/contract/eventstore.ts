@@ -8,6 +8,7 @@ import type { ExecutionContext, TestFn } from 'ava';
 import {
   type EventMetadata,
   type EventStore,
+  MAX_RETRY_COUNT,
   type NewEvent,
   type PersistentMessage,
   PersistentSubscriptionExistsError,
@@ -1017,6 +1018,70 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
         instanceOf: PersistentSubscriptionNotFoundError,
       });
     }),
+  );
+
+  test(name('every group on $all is listed with its settings; a deleted one is not'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.createPersistentSubscription(`${p}-b`, { maxRetryCount: 3, messageTimeoutMs: 5_000 });
+      const a = await store.append(`${p}-a`, [ev('A')]);
+      await store.createPersistentSubscription(`${p}-a`, {
+        from: { after: a.position },
+        filter: { streamPrefixes: [p] },
+      });
+      // The EventStoreDB run shares its engine: other tests' groups are listed too.
+      const ours = async () =>
+        (await store.listPersistentSubscriptions()).filter((g) => g.group.startsWith(p));
+      const listed = await ours();
+      t.deepEqual(
+        listed.map((g) => g.group),
+        [`${p}-a`, `${p}-b`],
+      );
+      t.like(listed[0], { settings: { from: { after: a.position } }, parkedCount: 0, outdated: [] });
+      t.like(listed[1], { settings: { from: 'start', maxRetryCount: 3, messageTimeoutMs: 5_000 } });
+      await store.deletePersistentSubscription(`${p}-a`);
+      t.deepEqual(
+        (await ours()).map((g) => g.group),
+        [`${p}-b`],
+      );
+      await store.deletePersistentSubscription(`${p}-b`);
+    }),
+  );
+
+  test(
+    name(
+      'an update to the largest retry count keeps the checkpoint; the adapter’s own settings stay current',
+    ),
+    (t) =>
+      withStore(t, async ({ store }, p) => {
+        const group = `${p}-g`;
+        await store.append(`${p}-a`, [ev('A'), ev('B')]);
+        await store.createPersistentSubscription(group, {
+          maxRetryCount: 10,
+          filter: { streamPrefixes: [p] },
+        });
+        t.deepEqual((await store.getPersistentSubscriptionInfo(group)).outdated, []);
+        const first = collect(store, group, (m) => m.ack());
+        await eventually(t, () => first.received.length === 2, 'both');
+        const last = first.received[1].event.position;
+        for (let i = 0; i < 200; i++) {
+          if (((await store.getPersistentSubscriptionInfo(group)).lastCheckpointedPosition ?? 0) >= last)
+            break;
+          await delay(25);
+        }
+        await first.consumer.stop();
+        await store.updatePersistentSubscription(group, { maxRetryCount: MAX_RETRY_COUNT });
+        const info = await store.getPersistentSubscriptionInfo(group);
+        t.is(info.settings.maxRetryCount, MAX_RETRY_COUNT);
+        t.is(info.settings.messageTimeoutMs, 30_000, 'what the update left alone stays');
+        t.deepEqual(info.outdated, []);
+        t.true((info.lastCheckpointedPosition ?? 0) >= last, 'the checkpoint survives the update');
+        const second = collect(store, group, (m) => m.ack());
+        await store.append(`${p}-a`, [ev('C')]);
+        await eventually(t, () => second.received.length >= 1, 'the new event', 10_000);
+        await delay(100);
+        t.deepEqual(types(second.received), ['C'], 'nothing acknowledged before the update comes again');
+        await second.consumer.stop();
+      }),
   );
 
   test(name('a deleted group is gone and its consumers end'), (t) =>

@@ -252,6 +252,7 @@ export const adminRoutes: readonly RouteSpec[] = [
   spec('POST', `${A}/webhooks/:id/test`, 'operator', (w) => ({ id: [w.webhookId] }), {
     body: () => ({ event: 'cart_abandoned' }),
   }),
+  spec('GET', `${A}/webhook-fan-out`, 'operator'),
   spec('GET', `${A}/projections`, 'operator'),
   spec('POST', `${A}/projections/:name/rebuild`, 'operator', () => ({
     name: ['catalog', 'carts', 'webhook_deliveries'],

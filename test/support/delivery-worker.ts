@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { loadConfig } from '../../cli/config.ts';
 import { createDeliveryWorker, type DeliveryWorkerOptions } from '../../dispatcher/delivery-worker.ts';
-import type { ScheduleRequest } from '../../dispatcher/fan-out.ts';
+import type { ScheduleRequest } from '../../dispatcher/fan-out-schedule.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
 import type { Clock } from '../../domain/clock.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';

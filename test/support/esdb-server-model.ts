@@ -130,6 +130,7 @@ export function esdbServerModel(inner: EventStore): ModelledStore {
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
     getPersistentSubscriptionInfo: (g) => inner.getPersistentSubscriptionInfo(g),
+    listPersistentSubscriptions: () => inner.listPersistentSubscriptions(),
     subscribeToPersistent: (g, h, o) => inner.subscribeToPersistent(g, h, o),
     listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
     replayParkedMessages: (g) => inner.replayParkedMessages(g),

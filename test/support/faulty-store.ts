@@ -1,8 +1,10 @@
 /**
  * An event store that fails the way a real server does, around the embedded one: it drops catch-up
  * subscriptions and persistent consumers mid-stream, refuses appends as unavailable (before writing,
- * or after writing with the answer lost), and delays acknowledgements. Everything else passes through.
- * The supervisor, the followers and the dispatcher are tested through it (docs/operations.md, "Recovery").
+ * or after writing with the answer lost), fails the reads of a stream until told to stop, and delays
+ * acknowledgements. Its persistent consumers can run their handlers as the EventStoreDB adapter does
+ * (at most a buffer's worth at once). Everything else passes through. The supervisor, the followers
+ * and the dispatcher are tested through it (docs/operations.md, "Recovery").
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -17,6 +19,8 @@ import {
   type PersistentConsumer,
   type PersistentConsumerOptions,
   type PersistentMessage,
+  type ReadStreamOptions,
+  type RecordedEvent,
 } from '../../eventstore/port.ts';
 
 /** One open subscription or consumer the wrapper can drop. */
@@ -36,6 +40,19 @@ export interface FaultyStore extends EventStore {
    * moved on): an append that expects no exact revision no longer finds an earlier write of its ids.
    */
   forgetEventIds(): void;
+  /**
+   * Reads of `streamId` fail as unavailable until `cure()` (a poison: an event whose handling fails
+   * until a deploy or the store fixes it); `failed` counts them.
+   */
+  failReads(streamId: string): { readonly failed: number; cure(): void };
+  /**
+   * Persistent consumers run at most `n` handler calls at once, the others waiting in order: as the
+   * EventStoreDB adapter's consumer does (its buffer, eventstore/esdb/persistent.ts), where the
+   * embedded one bounds the messages not yet answered instead.
+   */
+  limitRunningHandlers(n: number): void;
+  /** How many times persistent consumers were handed the event with this id. */
+  handedOut(eventId: string): number;
   /** What was injected so far. */
   readonly injected: { drops: number; failedAppends: number };
 }
@@ -96,6 +113,35 @@ export function faultyStore(inner: EventStore): FaultyStore {
   let failing: { count: number; when: 'before' | 'after' } = { count: 0, when: 'before' };
   let ackDelayMs = 0;
   let forgetIds = false;
+  const poisoned = new Map<string, { failed: number }>();
+  let handlerLimit = Number.POSITIVE_INFINITY;
+  const handed = new Map<string, number>();
+
+  async function readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
+    const poison = poisoned.get(streamId);
+    if (poison) {
+      poison.failed += 1;
+      throw unavailable(`read of ${streamId} refused`);
+    }
+    return inner.readStream(streamId, options);
+  }
+
+  /** A handler that runs at most `handlerLimit` calls at once, the others queued in order. */
+  function limited(handler: (message: PersistentMessage) => Promise<void> | void) {
+    let running = 0;
+    const queue: Array<() => void> = [];
+    return async (message: PersistentMessage): Promise<void> => {
+      handed.set(message.event.id, (handed.get(message.event.id) ?? 0) + 1);
+      if (running >= handlerLimit) await new Promise<void>((resolve) => queue.push(resolve));
+      running += 1;
+      try {
+        await handler(message);
+      } finally {
+        running -= 1;
+        queue.shift()?.();
+      }
+    };
+  }
 
   async function append(
     streamId: string,
@@ -135,11 +181,8 @@ export function faultyStore(inner: EventStore): FaultyStore {
         await message.ack();
       },
     });
-    const consumer = inner.subscribeToPersistent(
-      group,
-      (message) => (dropped ? undefined : handler(delayed(message))),
-      options,
-    );
+    const run = limited((message) => (dropped ? undefined : handler(delayed(message))));
+    const consumer = inner.subscribeToPersistent(group, run, options);
     const ended = Promise.withResolvers<void>();
     ended.promise.catch(() => {});
     const self: Droppable = {
@@ -166,7 +209,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
   return {
     kind: inner.kind,
     append,
-    readStream: (s, o) => inner.readStream(s, o),
+    readStream,
     readAll: (o) => inner.readAll(o),
     headPosition: (f) => inner.headPosition(f),
     countAll: (o) => inner.countAll(o),
@@ -175,6 +218,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
     getPersistentSubscriptionInfo: (g) => inner.getPersistentSubscriptionInfo(g),
+    listPersistentSubscriptions: () => inner.listPersistentSubscriptions(),
     subscribeToPersistent,
     listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
     replayParkedMessages: (g) => inner.replayParkedMessages(g),
@@ -194,6 +238,20 @@ export function faultyStore(inner: EventStore): FaultyStore {
     forgetEventIds() {
       forgetIds = true;
     },
+    failReads(streamId) {
+      const poison = { failed: 0 };
+      poisoned.set(streamId, poison);
+      return {
+        get failed() {
+          return poison.failed;
+        },
+        cure: () => poisoned.delete(streamId),
+      };
+    },
+    limitRunningHandlers(n) {
+      handlerLimit = n;
+    },
+    handedOut: (eventId) => handed.get(eventId) ?? 0,
     injected,
   };
 }

@@ -1,0 +1,149 @@
+/**
+ * The fan-out's group at start (docs/operations.md, "The fan-out's group"): found among the groups on `$all`,
+ * its settings brought up to date in place, or made anew. A group's filter and start cannot change, so
+ * they are in its name (`webhooks/fan-out-group.ts`); a group of another definition of the fan-out
+ * (an earlier version's, or a later one's after a rollback) is migrated from:
+ *
+ * 1. the new group is created after the lowest point the others have handled everything up to (their
+ *    checkpoint), so nothing they acknowledged comes again in bulk and nothing they had not is lost
+ *    (scheduling is idempotent: the few handled after the checkpoint was written are found scheduled);
+ * 2. the messages parked in the others are handled through the fan-out (`retireGroups`), each read
+ *    again from its stream for its own position;
+ * 3. then the others are deleted. Their consumers (another dispatcher still running the other version)
+ *    lose the group and keep asking for it, and `/readyz` says so, until that dispatcher is replaced.
+ *
+ * Two dispatchers doing this at once find each other's group made or deleted, which is what they
+ * wanted. Anything the other group parks between steps 1 and 3 was not yet handled at the checkpoint
+ * the new group starts after, so the new group delivers it too.
+ */
+import type { Logger } from 'pino';
+import {
+  type EventStore,
+  PersistentSubscriptionExistsError,
+  type PersistentSubscriptionInfo,
+  PersistentSubscriptionNotFoundError,
+  type RecordedEvent,
+  StreamNotFoundError,
+} from '../eventstore/port.ts';
+import { type GroupDefinition, groupNameOf, isGroupOf, resumeAfter } from '../webhooks/fan-out-group.ts';
+
+/** What the fan-out asks of its group's settings. */
+export interface FanOutGroupSettings {
+  maxRetryCount: number;
+  messageTimeoutMs: number;
+}
+
+export interface FanOutGroupOptions {
+  store: EventStore;
+  /** The base of the group's name (`webhook-fan-out`). */
+  base: string;
+  definition: GroupDefinition;
+  settings: FanOutGroupSettings;
+  logger?: Logger;
+}
+
+export interface PreparedGroup {
+  /** The group of this definition, ready to be joined. */
+  group: string;
+  /** Messages parked in it (before it was set never to park, or by hand), to replay. */
+  parked: number;
+  /** Groups of other definitions: their parked messages are to be handled, then they are deleted. */
+  retired: PersistentSubscriptionInfo[];
+}
+
+/** Settings of `info` that differ from what the fan-out asks, as `name: [was, now]`. */
+function changedSettings(info: PersistentSubscriptionInfo, wanted: FanOutGroupSettings) {
+  const changed: Record<string, [unknown, unknown]> = {};
+  for (const name of ['maxRetryCount', 'messageTimeoutMs'] as const) {
+    if (info.settings[name] !== wanted[name]) changed[name] = [info.settings[name], wanted[name]];
+  }
+  for (const name of info.outdated) changed[name] = ['outdated', 'as the adapter makes groups now'];
+  return changed;
+}
+
+/** Finds, updates or makes the fan-out's group; says what else is to be retired. */
+export async function prepareFanOutGroup(options: FanOutGroupOptions): Promise<PreparedGroup> {
+  const { store, base, definition, settings, logger } = options;
+  const group = groupNameOf(base, definition);
+  const ours = (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(base, g.group));
+  const current = ours.find((g) => g.group === group);
+  const retired = ours.filter((g) => g.group !== group);
+  if (retired.length > 0) {
+    logger?.warn(
+      { group, retiring: retired.map((g) => ({ group: g.group, parked: g.parkedCount })) },
+      current
+        ? 'webhook fan-out group of another definition found beside this one: it is deleted once its parked messages are handled'
+        : 'webhook fan-out group of another definition found: a group of this one is made after its checkpoint, and the other is deleted once its parked messages are handled',
+    );
+  }
+  if (current) {
+    const changed = changedSettings(current, settings);
+    if (Object.keys(changed).length > 0) {
+      // EventStoreDB restarts the group: other dispatchers' consumers drop and join again.
+      await store.updatePersistentSubscription(group, settings);
+      logger?.info({ group, changed }, 'webhook fan-out group settings updated');
+    }
+    return { group, parked: current.parkedCount, retired };
+  }
+  const from =
+    retired.length === 0 ? definition.from : { after: Math.min(...retired.map((g) => resumeAfter(g))) };
+  try {
+    await store.createPersistentSubscription(group, { from, filter: definition.filter, ...settings });
+    logger?.info({ group, from }, 'webhook fan-out group created');
+  } catch (err) {
+    // Another dispatcher made it meanwhile.
+    if (!(err instanceof PersistentSubscriptionExistsError)) throw err;
+  }
+  return { group, parked: 0, retired };
+}
+
+/** The event a parked message stands for, read from its own stream (undefined when it is gone). */
+async function parkedEvent(store: EventStore, parked: RecordedEvent): Promise<RecordedEvent | undefined> {
+  try {
+    const [read] = await store.readStream(parked.streamId, { fromRevision: parked.revision, maxCount: 1 });
+    return read?.id === parked.id ? read : undefined;
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Hands every message parked in the retired groups to `handle`, then deletes those groups. `handle`
+ * answers whether the event was handled; when it was not (the fan-out is stopping), the groups are
+ * kept, for the next start to finish. Answers whether they are gone.
+ */
+export async function retireGroups(
+  store: EventStore,
+  retired: readonly PersistentSubscriptionInfo[],
+  handle: (event: RecordedEvent) => Promise<boolean>,
+  logger?: Logger,
+): Promise<boolean> {
+  for (const { group } of retired) {
+    let parked: RecordedEvent[] = [];
+    try {
+      parked = (await store.listParkedMessages(group)).map((m) => m.event);
+    } catch (err) {
+      if (!(err instanceof PersistentSubscriptionNotFoundError)) throw err;
+    }
+    for (const message of parked) {
+      const event = await parkedEvent(store, message);
+      if (!event) {
+        logger?.warn(
+          { group, event: message.id },
+          'a parked cart event is gone from its stream: nothing to send',
+        );
+        continue;
+      }
+      if (!(await handle(event))) return false;
+    }
+    try {
+      await store.deletePersistentSubscription(group);
+      logger?.info({ group, parked: parked.length }, 'webhook fan-out group of another definition deleted');
+    } catch (err) {
+      // Another dispatcher deleted it meanwhile.
+      if (!(err instanceof PersistentSubscriptionNotFoundError)) throw err;
+    }
+  }
+  return true;
+}

@@ -1,0 +1,91 @@
+/**
+ * What the fan-out does with one cart event (docs/webhooks.md, "Order, isolation, durability"): for
+ * each enabled subscription that covered the cart's store and the event kind at that event's
+ * position, it schedules a durable delivery in the (subscription, cart) queue with a stable id. A
+ * repeat (the message handed out again after a crash or a store restart) finds the delivery
+ * scheduled and writes nothing.
+ */
+import type { CommandMetadata } from '../application/command-handler.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import type { Actor, EventStore, RecordedEvent } from '../eventstore/port.ts';
+import { createWebhookRenderer, webhookKindOf } from '../webhooks/body.ts';
+import type { SubscriptionTracker } from './subscription-tracker.ts';
+
+export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher' };
+
+export type ScheduleDeliveryCommand = Extract<delivery.WebhookDeliveryCommand, { type: 'ScheduleDelivery' }>;
+
+export interface ScheduleRequest {
+  /** The (subscription, cart) queue's stream. */
+  stream: string;
+  command: ScheduleDeliveryCommand;
+  /** The cart event's correlation, that event as the cause. */
+  metadata: CommandMetadata;
+}
+
+/** Where the fan-out hands each delivery it owes: the delivery worker (dispatcher/schedule-delivery.ts). */
+export interface DeliveryScheduling {
+  /** Answers whether the delivery was written (not found scheduled already). */
+  schedule(request: ScheduleRequest): Promise<boolean>;
+}
+
+export interface OwedDeliveriesOptions {
+  store: EventStore;
+  registry: EventRegistry;
+  clock: Clock;
+  tracker: SubscriptionTracker;
+  deliveries: DeliveryScheduling;
+}
+
+/** Schedules the deliveries a cart event owes; answers how many were written (0 for a repeat). */
+export function createOwedDeliveries(
+  options: OwedDeliveriesOptions,
+): (event: RecordedEvent) => Promise<number> {
+  const { clock, tracker, deliveries } = options;
+  const renderWebhook = createWebhookRenderer(options.store, options.registry);
+  return async function scheduleOwed(event) {
+    const kind = webhookKindOf(event.type);
+    if (!kind || !event.streamId.startsWith('cart-')) return 0;
+    await tracker.ready(event.position);
+    if (!tracker.any()) return 0; // nobody subscribes to anything: no need to render
+    const rendered = await renderWebhook(event);
+    const owed = tracker.covering(rendered.store_id, kind, event.position);
+    if (owed.length === 0) return 0;
+    const body = JSON.stringify(rendered.body);
+    const at = clock.now().toISOString();
+    const metadata = {
+      correlationId: event.metadata.correlation_id,
+      causationId: event.id,
+      actor: DISPATCHER_ACTOR,
+      at,
+    };
+    let written = 0;
+    for (const subscription of owed) {
+      // Decided on the queue as stored and appended with its revision: a delivery scheduled before
+      // (a message handed out again after a crash or a store restart) is found and nothing is
+      // written. EventStoreDB's event-id check alone is not enough: it only remembers recent ids
+      // when no revision is expected (docs/webhooks.md, "Order, isolation, durability").
+      const scheduled = await deliveries.schedule({
+        stream: delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
+        command: {
+          type: 'ScheduleDelivery',
+          delivery_id: delivery.deliveryId(subscription.webhook_id, event.id),
+          webhook_id: subscription.webhook_id,
+          event_kind: kind,
+          cart_uuid: rendered.cart_uuid,
+          store_id: rendered.store_id,
+          source_event_id: event.id,
+          source_revision: event.revision,
+          source_position: event.position,
+          body,
+          at,
+        },
+        metadata,
+      });
+      if (scheduled) written += 1;
+    }
+    return written;
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * The fan-out's group at start (docs/operations.md, "The fan-out's group"): its name carries what cannot
+ * change (start and filter); its settings are updated in place; a group of another definition is
+ * migrated from, losing nothing and delivering nothing acknowledged again. On the embedded store; the
+ * migration runs on EventStoreDB too (test/contract/eventstore-esdb.test.ts).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { prepareFanOutGroup } from '../../dispatcher/fan-out-group.ts';
+import type { EventStore } from '../../eventstore/port.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import {
+  FAN_OUT_DEFINITION,
+  FAN_OUT_GROUP,
+  groupNameOf,
+  isGroupOf,
+  resumeAfter,
+} from '../../webhooks/fan-out-group.ts';
+import { checkedOut, createWebhook, idle, seedCatalog } from '../support/cart-world.ts';
+import { migrationScenario } from '../support/fan-out-migration.ts';
+import { rawEvent } from '../support/raw-events.ts';
+import { startService } from '../support/service.ts';
+import { startReceiver } from '../support/webhook-receiver.ts';
+
+async function openStore(t: ExecutionContext): Promise<EventStore> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-fan-out-group-'));
+  const store = await openSqliteEventStore(path.join(dir, 'events.db'));
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+test('the group is named by its definition: the first keeps the bare name, another carries its hash', (t) => {
+  t.is(groupNameOf(FAN_OUT_GROUP, FAN_OUT_DEFINITION), 'webhook-fan-out', 'the group the upgrade found');
+  const reordered = {
+    from: 'start' as const,
+    filter: { eventTypes: ['CartAbandoned', 'CartStatusChanged'] },
+  };
+  t.is(groupNameOf(FAN_OUT_GROUP, reordered), 'webhook-fan-out', 'the order of the types does not count');
+  const wider = {
+    from: 'start' as const,
+    filter: { eventTypes: ['CartStatusChanged', 'CartAbandoned', 'X'] },
+  };
+  const later = { ...FAN_OUT_DEFINITION, from: { after: 10 } };
+  t.regex(groupNameOf(FAN_OUT_GROUP, wider), /^webhook-fan-out-[0-9a-f]{8}$/);
+  t.regex(groupNameOf(FAN_OUT_GROUP, later), /^webhook-fan-out-[0-9a-f]{8}$/);
+  t.not(groupNameOf(FAN_OUT_GROUP, wider), groupNameOf(FAN_OUT_GROUP, later));
+  t.true(isGroupOf(FAN_OUT_GROUP, 'webhook-fan-out'));
+  t.true(isGroupOf(FAN_OUT_GROUP, groupNameOf(FAN_OUT_GROUP, wider)));
+  t.false(isGroupOf(FAN_OUT_GROUP, 'webhook-fan-out-again'));
+  t.false(isGroupOf(FAN_OUT_GROUP, 'webhook-fan-outs'));
+  t.is(resumeAfter({ lastCheckpointedPosition: 7, settings: later }), 7);
+  t.is(resumeAfter({ lastCheckpointedPosition: undefined, settings: later }), 10);
+  t.is(resumeAfter({ lastCheckpointedPosition: undefined, settings: FAN_OUT_DEFINITION }), 0);
+});
+
+test('a group with other settings is updated in place at start, keeping its checkpoint; one already right is left alone', async (t) => {
+  const store = await openStore(t);
+  // As the dispatcher before this check made it: the store's default retries.
+  await store.createPersistentSubscription('webhook-fan-out', { ...FAN_OUT_DEFINITION, maxRetryCount: 10 });
+  const { position } = await store.append('cart-1', [rawEvent('CartStatusChanged', {})]);
+  const consumer = store.subscribeToPersistent('webhook-fan-out', (m) => m.ack());
+  for (
+    let i = 0;
+    (await store.getPersistentSubscriptionInfo('webhook-fan-out')).lastCheckpointedPosition !== position;
+    i++
+  ) {
+    if (i > 250) t.fail('never checkpointed');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await consumer.stop();
+  const settings = { maxRetryCount: 1_000, messageTimeoutMs: 20_000 };
+  const prepared = await prepareFanOutGroup({
+    store,
+    base: FAN_OUT_GROUP,
+    definition: FAN_OUT_DEFINITION,
+    settings,
+  });
+  t.deepEqual(prepared, { group: 'webhook-fan-out', parked: 0, retired: [] });
+  t.like(await store.getPersistentSubscriptionInfo('webhook-fan-out'), {
+    settings,
+    lastCheckpointedPosition: position,
+  });
+
+  let updates = 0;
+  const counting: EventStore = Object.create(store);
+  counting.updatePersistentSubscription = async (group, s) => {
+    updates += 1;
+    await store.updatePersistentSubscription(group, s);
+  };
+  await prepareFanOutGroup({
+    store: counting,
+    base: FAN_OUT_GROUP,
+    definition: FAN_OUT_DEFINITION,
+    settings,
+  });
+  t.is(updates, 0, 'no update (which restarts an EventStoreDB group) when nothing differs');
+});
+
+test('a group of an earlier definition is migrated from at start: after its checkpoint, its parked message handled, then deleted', async (t) => {
+  await migrationScenario(t, await openStore(t), 'p1');
+});
+
+test('two dispatchers preparing at once both end with the one group', async (t) => {
+  const store = await openStore(t);
+  const earlier = { from: 'start' as const, filter: { eventTypes: ['CartStatusChanged'] } };
+  await store.createPersistentSubscription(groupNameOf(FAN_OUT_GROUP, earlier), earlier);
+  const options = {
+    store,
+    base: FAN_OUT_GROUP,
+    definition: FAN_OUT_DEFINITION,
+    settings: { maxRetryCount: 10, messageTimeoutMs: 30_000 },
+  };
+  const [a, b] = await Promise.all([prepareFanOutGroup(options), prepareFanOutGroup(options)]);
+  t.is(a.group, 'webhook-fan-out');
+  t.is(b.group, 'webhook-fan-out');
+  t.true(a.retired.length + b.retired.length >= 1);
+});
+
+test('a dispatcher that meets the group of another definition (a rollback) migrates: what that group handled is not sent again, what it parked is sent, and it is deleted', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-fan-out-group-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  // The platform and admin APIs alone: no dispatcher hands anything out yet.
+  const api = await startService(t, { role: 'api', dataDir, env: { PDS_READ_STORE: 'memory' } });
+  await seedCatalog(api);
+  const receiver = await startReceiver(t);
+  await createWebhook(api, receiver.url, [1]);
+  const handled = await checkedOut(api);
+  const parked = await checkedOut(api);
+
+  // The group a later version made: it handled the first checkout and parked the second.
+  const store = await api.openStore();
+  const later = 'webhook-fan-out-0badc0de';
+  await store.createPersistentSubscription(later, FAN_OUT_DEFINITION);
+  const consumer = store.subscribeToPersistent(later, (m) =>
+    m.event.streamId === `cart-${parked.uuid}` ? m.nack('park', 'poison') : m.ack(),
+  );
+  const last = await store.headPosition(FAN_OUT_DEFINITION.filter);
+  for (let i = 0; ; i++) {
+    if (((await store.getPersistentSubscriptionInfo(later)).lastCheckpointedPosition ?? 0) >= last) break;
+    if (i > 250) t.fail('the later group never checkpointed');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await consumer.stop();
+
+  const dispatcher = await startService(t, { role: 'dispatcher', dataDir });
+  const [sent] = await receiver.waitFor(1);
+  await idle(dispatcher, 500);
+  t.is(receiver.received.length, 1, 'what the other group handled is not sent again');
+  t.is(sent.body.cart.uuid, parked.uuid);
+  const groups = (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(FAN_OUT_GROUP, g.group));
+  t.deepEqual(
+    groups.map((g) => g.group),
+    ['webhook-fan-out'],
+  );
+  t.regex(dispatcher.logs(), /webhook fan-out group of another definition found/);
+  t.not(handled.uuid, parked.uuid);
+});

@@ -1,0 +1,129 @@
+/**
+ * A fan-out group of an earlier definition met at start (dispatcher/fan-out-group.ts), on any event
+ * store: the embedded one here, EventStoreDB in its contract run. Its own stream and event-type names
+ * (`p`), so a shared engine's other tests do not meet it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ExecutionContext } from 'ava';
+import { prepareFanOutGroup, retireGroups } from '../../dispatcher/fan-out-group.ts';
+import type { EventStore, NewEvent, PersistentMessage, RecordedEvent } from '../../eventstore/port.ts';
+import { type GroupDefinition, groupNameOf, isGroupOf } from '../../webhooks/fan-out-group.ts';
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function event(type: string, n: number): NewEvent {
+  return {
+    id: randomUUID(),
+    type,
+    data: { n },
+    metadata: {
+      correlation_id: randomUUID(),
+      causation_id: null,
+      actor: { type: 'platform', id: 'fan-out-migration' },
+      occurred_at: '2026-01-02T03:04:05.000Z',
+      schema_version: 1,
+    },
+  };
+}
+
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(20);
+  }
+}
+
+const numbers = (events: RecordedEvent[]) =>
+  events.map((e) => (e.data as { n: number }).n).sort((a, b) => a - b);
+
+/**
+ * The earlier definition's group acknowledged events 1 and 2, parked 3, and held 4 when its dispatcher
+ * stopped; 5 and 6 (of a type only the new definition reads) came after. At start the new group is made
+ * after the old one's checkpoint: it delivers 4, 5 and 6 (and 3 only if the old group's checkpoint had
+ * not passed it), never 1 or 2; the parked 3 is handled through the fan-out with its own position,
+ * and then the old group is gone.
+ */
+export async function migrationScenario(t: ExecutionContext, store: EventStore, p: string): Promise<void> {
+  const base = `${p}-fan-out`;
+  const earlier: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`] } };
+  const later: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`, `${p}Dropped`] } };
+  const oldGroup = groupNameOf(base, earlier);
+  const newGroup = groupNameOf(base, later);
+  t.not(oldGroup, newGroup);
+
+  for (let n = 1; n <= 4; n++) await store.append(`${p}-cart-${n}`, [event(`${p}Moved`, n)]);
+  await store.createPersistentSubscription(oldGroup, { ...earlier, maxRetryCount: 10 });
+  const held: PersistentMessage[] = [];
+  const consumer = store.subscribeToPersistent(oldGroup, async (m) => {
+    const n = (m.event.data as { n: number }).n;
+    if (n <= 2) await m.ack();
+    else if (n === 3) await m.nack('park', 'poison');
+    else held.push(m); // 4: neither acked nor nacked
+  });
+  await until('the old group parked 3 and holds 4', async () => {
+    return held.length === 1 && (await store.listParkedMessages(oldGroup)).length === 1;
+  });
+  const acked = (await store.readAll({ filter: { eventTypes: [`${p}Moved`] } }))[1].position;
+  await until('the old group checkpointed past 2', async () => {
+    return ((await store.getPersistentSubscriptionInfo(oldGroup)).lastCheckpointedPosition ?? 0) >= acked;
+  });
+  await consumer.stop();
+  await store.append(`${p}-cart-5`, [event(`${p}Moved`, 5)]);
+  await store.append(`${p}-cart-6`, [event(`${p}Dropped`, 6)]);
+
+  const prepared = await prepareFanOutGroup({
+    store,
+    base,
+    definition: later,
+    settings: { maxRetryCount: 100, messageTimeoutMs: 30_000 },
+  });
+  t.is(prepared.group, newGroup);
+  t.deepEqual(
+    prepared.retired.map((g) => g.group),
+    [oldGroup],
+  );
+  const info = await store.getPersistentSubscriptionInfo(newGroup);
+  t.like(info.settings, { maxRetryCount: 100, messageTimeoutMs: 30_000 });
+
+  const delivered: RecordedEvent[] = [];
+  const joined = store.subscribeToPersistent(newGroup, async (m) => {
+    delivered.push(m.event);
+    await m.ack();
+  });
+  await until(
+    'the new group delivered 4, 5 and 6',
+    () => numbers(delivered).filter((n) => n >= 4).length === 3,
+  );
+  await delay(200);
+  const again = numbers(delivered);
+  t.deepEqual(
+    again.filter((n) => n >= 4),
+    [4, 5, 6],
+    'nothing unacknowledged is lost, and the new definition reads its new type',
+  );
+  t.deepEqual(
+    again.filter((n) => n <= 2),
+    [],
+    'nothing acknowledged comes again',
+  );
+  await joined.stop();
+
+  const handled: RecordedEvent[] = [];
+  const retired = await retireGroups(store, prepared.retired, async (e) => {
+    handled.push(e);
+    return true;
+  });
+  t.true(retired);
+  const original = (await store.readStream(`${p}-cart-3`))[0];
+  t.deepEqual(
+    handled.map((e) => [e.id, e.position]),
+    [[original.id, original.position]],
+    'the parked message is handled with its own position',
+  );
+  t.deepEqual(
+    (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(base, g.group)).map((g) => g.group),
+    [newGroup],
+  );
+  await store.deletePersistentSubscription(newGroup);
+}
