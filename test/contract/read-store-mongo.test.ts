@@ -338,6 +338,20 @@ if (problem !== undefined) {
     t.deepEqual(ids(await readB.find({})), ['b-new']);
   });
 
+  test('MongoDB: ping answers, and a read the server cannot finish within its maxTimeMS is refused as unavailable', async (t) => {
+    const { open } = await database(t);
+    const store = await open({ readMaxTimeMs: 50 });
+    await store.ping?.();
+    const slow = await store.collection('slow');
+    await seed(slow, [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+    // Server-side JavaScript that sleeps on each document: the server stops at the read's maxTimeMS.
+    const err = await t.throwsAsync(slow.find({ $where: 'sleep(100) || true' }), {
+      instanceOf: ReadStoreUnavailableError,
+    });
+    t.true(err?.cause instanceof MongoServerError && err.cause.code === 50, String(err?.cause));
+    t.deepEqual(ids(await slow.find({})), [1, 2, 3], 'an ordinary read goes on');
+  });
+
   test('MongoDB: collections a promote replaced are dropped after the grace period, by the promoter or the next start', async (t) => {
     const { open, collectionNames } = await database(t);
     const clock = manualClock();
