@@ -11,6 +11,7 @@ import type Koa from 'koa';
 import type compose from 'koa-compose';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { ReadStoreUnavailableError } from '../projections/read-store.ts';
 import type { MetricsSources } from './metrics-sources.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
@@ -205,11 +206,26 @@ export function httpProblem(
 }
 
 /**
- * Maps anything thrown to a problem. Errors carrying an HTTP status (Koa's `ctx.throw`, http-errors)
- * keep it; their message is shown when exposable (4xx by default). Anything else is an opaque 500.
+ * How long a client is asked to wait when the read store can't be reached: a replica set elects a new
+ * primary within about 12 s, and each read meanwhile fails after the 5 s server selection time.
+ */
+export const READ_STORE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Maps anything thrown to a problem. The read store out of reach, whatever route read it, is a 503
+ * `read_store_unavailable` with `Retry-After` (docs/operations.md, "MongoDB"). Errors carrying an HTTP
+ * status (Koa's `ctx.throw`, http-errors) keep it; their message is shown when exposable (4xx by
+ * default). Anything else is an opaque 500.
  */
 function toProblem(error: unknown, requestId: string): HttpProblem {
   if (error instanceof HttpProblem) return error;
+  if (error instanceof ReadStoreUnavailableError) {
+    return new HttpProblem(503, {
+      code: 'read_store_unavailable',
+      detail: 'the read store is unavailable; retry after Retry-After seconds',
+      headers: { 'Retry-After': String(READ_STORE_RETRY_AFTER_SECONDS) },
+    });
+  }
   const internal = `The request could not be completed because of an internal error (request id ${requestId}).`;
   const e = error as {
     status?: unknown;
@@ -245,25 +261,45 @@ function sendProblem(ctx: AppContext, problem: HttpProblem): void {
 
 export type ReadinessCheck = () => boolean | Promise<boolean>;
 
+/**
+ * What a failing check means for the process's role (docs/operations.md, "Health"): `required`, the
+ * process cannot do what its role is for and must get no traffic (`/readyz` 503); `degraded`, it still
+ * serves, with less (a write path, the freshness of a read), and `/readyz` answers 200 naming it.
+ */
+export type CheckImpact = 'required' | 'degraded';
+
+export interface CheckOptions {
+  /** `required` unless said otherwise. */
+  impact?: CheckImpact;
+}
+
+/** One check of a group: whether it passes, alone (the group's impact) or with an impact of its own. */
+export type GroupCheck = boolean | { ok: boolean; impact: CheckImpact };
+
 export interface ReadinessReport {
+  /** No required check fails, and the process is not stopping. */
   ready: boolean;
   /** True once the process began to stop: never ready again. */
   stopping: boolean;
   checks: Record<string, 'ok' | 'failing'>;
-  /** Names of the failing checks. */
+  /** Names of the failing required checks: the process is not ready while there is one. */
   failing: string[];
+  /** Names of the failing checks that only degrade the role: the process stays ready. */
+  degraded: string[];
+  /** Each check's impact (a role thread passes them on to its parent). */
+  impacts: Record<string, CheckImpact>;
   /** Why a check threw or timed out, for logs only (may name internals). */
   errors: Record<string, string>;
 }
 
 export interface Readiness {
-  /** Registers a named check; the process is ready when every check returns true. */
-  add(name: string, check: ReadinessCheck): void;
+  /** Registers a named check; the process is ready when every required check returns true. */
+  add(name: string, check: ReadinessCheck, options?: CheckOptions): void;
   /**
    * Registers checks that come and go (one per subscription): `checks()` answers each one's name and
    * whether it passes; each is reported as `<name>:<its name>`.
    */
-  addEach(name: string, checks: () => Record<string, boolean>): void;
+  addEach(name: string, checks: () => Record<string, GroupCheck>, options?: CheckOptions): void;
   check(): Promise<ReadinessReport>;
   /** Reports not-ready from now on, so load balancers stop sending requests during shutdown. */
   markStopping(): void;
@@ -271,8 +307,8 @@ export interface Readiness {
 
 export function createReadiness(options: { timeoutMs?: number } = {}): Readiness {
   const timeoutMs = options.timeoutMs ?? 2_000;
-  const checks = new Map<string, ReadinessCheck>();
-  const groups = new Map<string, () => Record<string, boolean>>();
+  const checks = new Map<string, { check: ReadinessCheck; impact: CheckImpact }>();
+  const groups = new Map<string, { each: () => Record<string, GroupCheck>; impact: CheckImpact }>();
   let stopping = false;
 
   async function run(check: ReadinessCheck): Promise<{ ok: boolean; error?: string }> {
@@ -290,33 +326,46 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
   }
 
   return {
-    add(name, check) {
+    add(name, check, { impact = 'required' } = {}) {
       if (checks.has(name)) throw new Error(`readiness check ${name} is already registered`);
-      checks.set(name, check);
+      checks.set(name, { check, impact });
     },
-    addEach(name, each) {
+    addEach(name, each, { impact = 'required' } = {}) {
       if (groups.has(name)) throw new Error(`readiness checks ${name} are already registered`);
-      groups.set(name, each);
+      groups.set(name, { each, impact });
     },
     async check() {
       const names = [...checks.keys()];
-      const results = await Promise.all(names.map((name) => run(checks.get(name)!)));
-      const report: ReadinessReport = { ready: !stopping, stopping, checks: {}, failing: [], errors: {} };
-      names.forEach((name, i) => {
-        const { ok, error } = results[i];
+      const results = await Promise.all(names.map((name) => run(checks.get(name)!.check)));
+      const report: ReadinessReport = {
+        ready: !stopping,
+        stopping,
+        checks: {},
+        failing: [],
+        degraded: [],
+        impacts: {},
+        errors: {},
+      };
+      const record = (name: string, ok: boolean, impact: CheckImpact) => {
         report.checks[name] = ok ? 'ok' : 'failing';
-        if (!ok) {
+        report.impacts[name] = impact;
+        if (ok) return;
+        if (impact === 'degraded') {
+          report.degraded.push(name);
+        } else {
           report.ready = false;
           report.failing.push(name);
         }
+      };
+      names.forEach((name, i) => {
+        const { ok, error } = results[i];
+        record(name, ok, checks.get(name)!.impact);
         if (error) report.errors[name] = error;
       });
-      for (const [group, each] of groups) {
-        for (const [name, ok] of Object.entries(each())) {
-          report.checks[`${group}:${name}`] = ok ? 'ok' : 'failing';
-          if (ok) continue;
-          report.ready = false;
-          report.failing.push(`${group}:${name}`);
+      for (const [group, { each, impact }] of groups) {
+        for (const [name, state] of Object.entries(each())) {
+          if (typeof state === 'boolean') record(`${group}:${name}`, state, impact);
+          else record(`${group}:${name}`, state.ok, state.impact);
         }
       }
       return report;
@@ -466,11 +515,14 @@ export function createHttpApp(options: HttpAppOptions): App {
       ctx.state.log.warn({ errors: report.errors }, 'readiness check failed');
     }
     ctx.status = report.ready ? 200 : 503;
+    const degraded = report.degraded.length > 0;
     json(ctx, {
-      status: report.ready ? 'ready' : report.stopping ? 'stopping' : 'not_ready',
+      status: report.ready ? (degraded ? 'degraded' : 'ready') : report.stopping ? 'stopping' : 'not_ready',
       role,
       checks: report.checks,
+      // Every failing check, by what it means: `failing` keeps the process out of traffic, `degraded` not.
       ...(report.ready ? {} : { failing: report.failing }),
+      ...(degraded ? { degraded: report.degraded } : {}),
     });
   });
   ops.get('/metrics', async (ctx) => {
