@@ -10,8 +10,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Counter } from 'prom-client';
-import type { GroupCheck } from '../api/http.ts';
 import type { MetricsSnapshot } from '../api/metrics-sources.ts';
+import type { GroupCheck } from '../api/readiness.ts';
 import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import type { ResolvedConfig } from './config.ts';

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { CheckImpact, Readiness } from '../api/http.ts';
+import type { CheckImpact, Readiness } from '../api/readiness.ts';
 import { type SubscriptionHealth, Supervisor } from '../application/supervisor.ts';
 import type { Role } from './roles.ts';
 
