@@ -434,6 +434,34 @@ if (problem !== undefined) {
   });
 
   if (!configuredUrl) {
+    test('MongoDB: with the server gone, a read and a ping fail as unavailable within the selection time (5 s), not 30 s', async (t) => {
+      t.timeout(STARTUP_MS);
+      // A one-node replica set of its own, since this test takes it down.
+      const server = await startMongo(['--replSet', 'rs0', '--bind_ip_all']);
+      // Removed here, not by the hook after the last test: it will have exited by then.
+      containers.splice(containers.indexOf(server), 1);
+      t.teardown(() => server.stop().catch(() => undefined));
+      await mongosh(server, "rs.initiate({ _id: 'rs0', members: [{ _id: 0, host: '127.0.0.1:27017' }] })");
+      for (let i = 0; (await mongosh(server, 'db.hello().isWritablePrimary')) !== 'true'; i++) {
+        if (i >= PRIMARY_CHECKS) throw new Error('the one-node replica set elected no primary');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      const store = await createMongoReadStore(urlOf(server), { dbName: 'outage' });
+      t.teardown(() => store.close());
+      const carts = await store.collection('carts');
+      await seed(carts, [{ _id: 1 }]);
+      t.deepEqual(ids(await carts.find({})), [1]);
+      await store.ping?.();
+      // The server goes away: mongod shuts down, and its container with it (the exec's own answer is lost).
+      await server
+        .exec(['mongosh', '--quiet', '--eval', 'db.adminCommand({ shutdown: 1, force: true })'])
+        .catch(() => undefined);
+      const started = Date.now();
+      const err = await t.throwsAsync(carts.find({}), { instanceOf: ReadStoreUnavailableError });
+      t.true(Date.now() - started < 15_000, `failed after ${Date.now() - started} ms: ${err?.message}`);
+      await t.throwsAsync(store.ping?.() ?? Promise.resolve(), { instanceOf: ReadStoreUnavailableError });
+    });
+
     test('MongoDB: a standalone server is refused at start, saying how to make it a replica set', async (t) => {
       t.timeout(STARTUP_MS);
       const standalone = await startMongo(['--bind_ip_all']);
