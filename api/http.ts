@@ -11,7 +11,9 @@ import type Koa from 'koa';
 import type compose from 'koa-compose';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { ReadStoreUnavailableError } from '../projections/read-store.ts';
 import type { MetricsSources } from './metrics-sources.ts';
+import type { Readiness } from './readiness.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
@@ -205,11 +207,26 @@ export function httpProblem(
 }
 
 /**
- * Maps anything thrown to a problem. Errors carrying an HTTP status (Koa's `ctx.throw`, http-errors)
- * keep it; their message is shown when exposable (4xx by default). Anything else is an opaque 500.
+ * How long a client is asked to wait when the read store can't be reached: a replica set elects a new
+ * primary within about 12 s, and each read meanwhile fails after the 5 s server selection time.
+ */
+export const READ_STORE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Maps anything thrown to a problem. The read store out of reach, whatever route read it, is a 503
+ * `read_store_unavailable` with `Retry-After` (docs/operations.md, "MongoDB"). Errors carrying an HTTP
+ * status (Koa's `ctx.throw`, http-errors) keep it; their message is shown when exposable (4xx by
+ * default). Anything else is an opaque 500.
  */
 function toProblem(error: unknown, requestId: string): HttpProblem {
   if (error instanceof HttpProblem) return error;
+  if (error instanceof ReadStoreUnavailableError) {
+    return new HttpProblem(503, {
+      code: 'read_store_unavailable',
+      detail: 'the read store is unavailable; retry after Retry-After seconds',
+      headers: { 'Retry-After': String(READ_STORE_RETRY_AFTER_SECONDS) },
+    });
+  }
   const internal = `The request could not be completed because of an internal error (request id ${requestId}).`;
   const e = error as {
     status?: unknown;
@@ -241,91 +258,17 @@ function sendProblem(ctx: AppContext, problem: HttpProblem): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Readiness
+// Readiness (`readiness.ts`)
 
-export type ReadinessCheck = () => boolean | Promise<boolean>;
-
-export interface ReadinessReport {
-  ready: boolean;
-  /** True once the process began to stop: never ready again. */
-  stopping: boolean;
-  checks: Record<string, 'ok' | 'failing'>;
-  /** Names of the failing checks. */
-  failing: string[];
-  /** Why a check threw or timed out, for logs only (may name internals). */
-  errors: Record<string, string>;
-}
-
-export interface Readiness {
-  /** Registers a named check; the process is ready when every check returns true. */
-  add(name: string, check: ReadinessCheck): void;
-  /**
-   * Registers checks that come and go (one per subscription): `checks()` answers each one's name and
-   * whether it passes; each is reported as `<name>:<its name>`.
-   */
-  addEach(name: string, checks: () => Record<string, boolean>): void;
-  check(): Promise<ReadinessReport>;
-  /** Reports not-ready from now on, so load balancers stop sending requests during shutdown. */
-  markStopping(): void;
-}
-
-export function createReadiness(options: { timeoutMs?: number } = {}): Readiness {
-  const timeoutMs = options.timeoutMs ?? 2_000;
-  const checks = new Map<string, ReadinessCheck>();
-  const groups = new Map<string, () => Record<string, boolean>>();
-  let stopping = false;
-
-  async function run(check: ReadinessCheck): Promise<{ ok: boolean; error?: string }> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    });
-    try {
-      return { ok: (await Promise.race([Promise.resolve().then(check), timeout])) === true };
-    } catch (error) {
-      return { ok: false, error: error instanceof Error ? error.message : String(error) };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  return {
-    add(name, check) {
-      if (checks.has(name)) throw new Error(`readiness check ${name} is already registered`);
-      checks.set(name, check);
-    },
-    addEach(name, each) {
-      if (groups.has(name)) throw new Error(`readiness checks ${name} are already registered`);
-      groups.set(name, each);
-    },
-    async check() {
-      const names = [...checks.keys()];
-      const results = await Promise.all(names.map((name) => run(checks.get(name)!)));
-      const report: ReadinessReport = { ready: !stopping, stopping, checks: {}, failing: [], errors: {} };
-      names.forEach((name, i) => {
-        const { ok, error } = results[i];
-        report.checks[name] = ok ? 'ok' : 'failing';
-        if (!ok) {
-          report.ready = false;
-          report.failing.push(name);
-        }
-        if (error) report.errors[name] = error;
-      });
-      for (const [group, each] of groups) {
-        for (const [name, ok] of Object.entries(each())) {
-          report.checks[`${group}:${name}`] = ok ? 'ok' : 'failing';
-          if (ok) continue;
-          report.ready = false;
-          report.failing.push(`${group}:${name}`);
-        }
-      }
-      return report;
-    },
-    markStopping() {
-      stopping = true;
-    },
-  };
-}
+export {
+  type CheckImpact,
+  type CheckOptions,
+  createReadiness,
+  type GroupCheck,
+  type Readiness,
+  type ReadinessCheck,
+  type ReadinessReport,
+} from './readiness.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Metrics
@@ -466,11 +409,14 @@ export function createHttpApp(options: HttpAppOptions): App {
       ctx.state.log.warn({ errors: report.errors }, 'readiness check failed');
     }
     ctx.status = report.ready ? 200 : 503;
+    const degraded = report.degraded.length > 0;
     json(ctx, {
-      status: report.ready ? 'ready' : report.stopping ? 'stopping' : 'not_ready',
+      status: report.ready ? (degraded ? 'degraded' : 'ready') : report.stopping ? 'stopping' : 'not_ready',
       role,
       checks: report.checks,
+      // Every failing check, by what it means: `failing` keeps the process out of traffic, `degraded` not.
       ...(report.ready ? {} : { failing: report.failing }),
+      ...(degraded ? { degraded: report.degraded } : {}),
     });
   });
   ops.get('/metrics', async (ctx) => {

@@ -23,6 +23,8 @@ import { MetricsSources } from '../api/metrics-sources.ts';
 import type { Supervisor } from '../application/supervisor.ts';
 import { type EventStoreOptions, openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
+import type { OpenReadStoreOptions } from '../projections/index.ts';
+import type { ReadStore } from '../projections/read-store.ts';
 import { describeConfig, type ResolvedConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import type { ComponentRole, Role } from './roles.ts';
@@ -45,6 +47,8 @@ export interface ServiceContext {
   /** The Koa app; API components mount their routers here (a role thread has none: reading it throws). */
   readonly app: App;
   eventStore: EventStore;
+  /** Opens the read store a URL names (`PDS_READ_STORE`, `PDS_DISPATCHER_STORE`). */
+  openReadStore(url: string, options: OpenReadStoreOptions): Promise<ReadStore>;
   /** Keeps the process's log subscriptions alive and reports their health (`supervision.ts`). */
   supervisor: Supervisor;
 }
@@ -85,6 +89,13 @@ export interface ServiceOptions {
   eventStoreOptions?: EventStoreOptions;
   /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
   openEventStore?: (url: string, options: EventStoreOptions) => Promise<EventStore>;
+  /** Opens the read stores `PDS_READ_STORE` and `PDS_DISPATCHER_STORE` name (tests wrap them to inject faults). */
+  openReadStore?: (url: string, options: OpenReadStoreOptions) => Promise<ReadStore>;
+}
+
+/** `projections/index.ts`'s, loaded by the first component that opens a read store. */
+async function openReadStore(url: string, options: OpenReadStoreOptions): Promise<ReadStore> {
+  return (await import('../projections/index.ts')).openReadStore(url, options);
 }
 
 /**
@@ -182,7 +193,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
     if (!app) throw new Error(`this ${role} service serves no HTTP: none of its components may mount routes`);
     return app;
   };
-  const supervisor = createSupervisor(logger, readiness, registry);
+  const supervisor = createSupervisor(logger, readiness, registry, role);
   const listener = serves ? httpListener(config.port, options.stopTimeoutMs ?? 8_000) : undefined;
   const components = [...(options.components ?? []), ...(listener ? [listener] : [])].filter(
     (component) => role === 'all' || component.roles.includes(role),
@@ -237,6 +248,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
           return appOf();
         },
         eventStore,
+        openReadStore: options.openReadStore ?? openReadStore,
         supervisor,
       };
       for (const component of components) {

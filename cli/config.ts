@@ -10,6 +10,7 @@ import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { connectionFileIssues } from './connection-files.ts';
 import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
 import { readOrCreateSecret } from './secret-file.ts';
 
@@ -373,11 +374,20 @@ function fileIssue(variable: string, file: string, error: unknown): ConfigError 
 }
 
 /**
- * Parses the environment, creates the data dir, and reads (or generates on first start) the operator
- * token and, in embedded mode without `PDS_SECRET_KEY`, the secret key. Throws `ConfigError`.
+ * Parses the environment, checks the files the connection strings name (TLS certificates), creates
+ * the data dir, and reads (or generates on first start) the operator token and, in embedded mode
+ * without `PDS_SECRET_KEY`, the secret key. Throws `ConfigError`.
  */
 export async function loadConfig(env: Env): Promise<ResolvedConfig> {
   const config = parseConfig(env);
+  const unreadable = [
+    ...(await connectionFileIssues('PDS_EVENT_STORE', config.eventStoreUrl)),
+    ...(await connectionFileIssues('PDS_READ_STORE', config.readStoreUrl)),
+    ...(config.dispatcherStoreUrl === config.readStoreUrl
+      ? []
+      : await connectionFileIssues('PDS_DISPATCHER_STORE', config.dispatcherStoreUrl)),
+  ];
+  if (unreadable.length > 0) throw new ConfigError(unreadable);
   try {
     await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   } catch (error) {

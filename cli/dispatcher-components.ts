@@ -10,7 +10,6 @@ import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/deliver
 import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
 import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
-import { openReadStore } from '../projections/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
@@ -69,8 +68,16 @@ export function dispatcherState(shared: DispatcherShared): Component {
         shared.dispatcherStore = shared.readStore;
         return;
       }
-      own = await openReadStore(url, { cacheMiB: ctx.config.readStoreCacheMiB });
-      shared.dispatcherStore = own;
+      const store = await ctx.openReadStore(url, { cacheMiB: ctx.config.readStoreCacheMiB });
+      own = store;
+      shared.dispatcherStore = store;
+      // On a server (MongoDB), the dispatcher needs it reachable (docs/operations.md, "Health").
+      if (store.ping) {
+        ctx.readiness.add('dispatcher_store', async () => {
+          await store.ping?.();
+          return true;
+        });
+      }
       logOpened(own, ctx.logger, { store: 'dispatcher store', holds: 'its working state is' });
     },
     async stop() {

@@ -6,7 +6,6 @@
  */
 import { Gauge } from 'prom-client';
 import { allProjections } from '../projections/all.ts';
-import { openReadStore } from '../projections/index.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
@@ -41,10 +40,18 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
     async start(ctx) {
       // The thread that owns the file creates (or replaces) it; this one opens what it left.
       await options.openAfter;
-      const readStore = await openReadStore(ctx.config.readStoreUrl, {
+      const readStore = await ctx.openReadStore(ctx.config.readStoreUrl, {
         cacheMiB: ctx.config.readStoreCacheMiB,
       });
       shared.readStore = readStore;
+      // A store on a server (MongoDB) can be out of reach after the start: every role that reads it
+      // needs it (docs/operations.md, "Health").
+      if (readStore.ping) {
+        ctx.readiness.add('read_store', async () => {
+          await readStore.ping?.();
+          return true;
+        });
+      }
       if ((options.project ?? 'auto') === false || !owns(ctx)) return;
       logOpened(readStore, ctx.logger, { store: 'read store', holds: 'read models are' });
       projector = createProjector({
@@ -69,8 +76,12 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
       });
     },
     async stop() {
-      await projector?.stop();
-      await shared.readStore?.close();
+      try {
+        await projector?.stop();
+      } finally {
+        // Closed even when the projector could not save its progress (the read store out of reach).
+        await shared.readStore?.close();
+      }
     },
   };
 }

@@ -11,6 +11,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Counter } from 'prom-client';
 import type { MetricsSnapshot } from '../api/metrics-sources.ts';
+import type { GroupCheck } from '../api/readiness.ts';
 import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import type { ResolvedConfig } from './config.ts';
@@ -28,7 +29,7 @@ export type CallResult = { type: 'result'; id: number } & (
 /** What the thread tells its parent. */
 export type FromThread =
   | { type: 'started' }
-  | { type: 'readiness'; checks: Record<string, boolean> }
+  | { type: 'readiness'; checks: Record<string, GroupCheck> }
   | { type: 'metrics'; metrics: MetricsSnapshot }
   | CallResult;
 
@@ -103,7 +104,7 @@ export function roleThread(
   let ctx: ServiceContext | undefined;
   let worker: Worker | undefined;
   let started = false;
-  let checks: Record<string, boolean> = {};
+  let checks: Record<string, GroupCheck> = {};
   /** The thread's `pds_*` metrics as it last sent them: a scrape never waits for a busy thread. */
   let latestMetrics: MetricsSnapshot = [];
   let stopping = false;

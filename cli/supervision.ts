@@ -1,12 +1,25 @@
 /**
  * The process's supervisor of subscriptions (docs/operations.md, "Recovery"), wired to what operators
- * watch: each drop is logged, `/readyz` fails `subscription:<name>` while that one is down, and
- * `/metrics` counts drops and resubscriptions per subscription.
+ * watch: each drop is logged, `/readyz` names `subscription:<name>` while that one is down (failing or
+ * degraded, as the role needs it), and `/metrics` counts drops and resubscriptions per subscription.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Readiness } from '../api/http.ts';
+import type { CheckImpact, Readiness } from '../api/readiness.ts';
 import { type SubscriptionHealth, Supervisor } from '../application/supervisor.ts';
+import type { Role } from './roles.ts';
+
+/**
+ * What a subscription that is down means to a role (docs/operations.md, "Health"). An `api` process
+ * serves partner reads from the read store; its subscriptions (the write side's lookups and specials,
+ * and with a `memory` read store its own read models once caught up) only make writes answer 503 or
+ * reads staler while they are down, so a drop (any EventStoreDB blip) degrades it but does not take it
+ * out of the load balancer. The projector, the dispatcher and `all` (one machine's whole service) do
+ * their work through their subscriptions: a drop makes them unready.
+ */
+export function subscriptionImpact(role: Role): CheckImpact {
+  return role === 'api' ? 'degraded' : 'required';
+}
 
 /** `projection carts` → `projection_carts`: a name fit for a check and a label. */
 const slug = (name: string) =>
@@ -15,7 +28,12 @@ const slug = (name: string) =>
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
 
-export function createSupervisor(logger: Logger, readiness: Readiness, registry: Registry): Supervisor {
+export function createSupervisor(
+  logger: Logger,
+  readiness: Readiness,
+  registry: Registry,
+  role: Role,
+): Supervisor {
   const supervisor = new Supervisor({
     onDrop(name, err, delayMs) {
       logger.warn(
@@ -24,8 +42,10 @@ export function createSupervisor(logger: Logger, readiness: Readiness, registry:
       );
     },
   });
-  readiness.addEach('subscription', () =>
-    Object.fromEntries(supervisor.health().map((h) => [slug(h.name), h.state !== 'down'])),
+  readiness.addEach(
+    'subscription',
+    () => Object.fromEntries(supervisor.health().map((h) => [slug(h.name), h.state !== 'down'])),
+    { impact: subscriptionImpact(role) },
   );
   const each = (metric: Counter | Gauge, pick: (h: SubscriptionHealth) => number) => {
     metric.reset();

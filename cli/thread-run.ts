@@ -92,17 +92,20 @@ let reported = '';
 let readiness: NodeJS.Timeout | undefined;
 let lowered = false;
 async function reportReadiness(): Promise<void> {
-  const { checks } = await service.readiness.check();
-  const ok = Object.fromEntries(Object.entries(checks).map(([name, state]) => [name, state === 'ok']));
-  const text = JSON.stringify(ok);
+  const { checks, impacts } = await service.readiness.check();
+  // With each check's impact: the parent's `/readyz` weighs them as this thread's role does.
+  const states = Object.fromEntries(
+    Object.entries(checks).map(([name, state]) => [name, { ok: state === 'ok', impact: impacts[name] }]),
+  );
+  const text = JSON.stringify(states);
   if (text === reported) return;
   reported = text;
   // Lowered before the parent hears the thread is ready: its `/readyz` 200 finds the priority set.
-  if (program.niceIncrement && !lowered && Object.values(ok).every(Boolean)) {
+  if (program.niceIncrement && !lowered && Object.values(states).every((s) => s.ok)) {
     lowered = true;
     lowerPriority(program.niceIncrement);
   }
-  send({ type: 'readiness', checks: ok });
+  send({ type: 'readiness', checks: states });
 }
 
 /**

@@ -4,7 +4,15 @@
  * driver), through a dynamic import in `projections/index.ts`.
  */
 
-export { ReadStoreUnavailableError, transactionsProblem } from './mongo/connection.ts';
+export {
+  clientTimeouts,
+  connectionGuard,
+  DEFAULT_MONGO_TIMEOUTS,
+  DEFAULT_READ_MAX_TIME_MS,
+  type MongoTimeouts,
+  ReadStoreUnavailableError,
+  transactionsProblem,
+} from './mongo/connection.ts';
 export { type LiveNameCache, type LiveNames, liveNameCache } from './mongo/live-names.ts';
 export {
   createMongoReadStore,

@@ -134,7 +134,25 @@ export interface ReadStore {
    * limit refuses the whole commit (`DocumentTooLargeError`): nothing of it is applied.
    */
   commit(commit: Commit): Promise<void>;
+  /**
+   * Asks the server for an answer, within the store's bounded server selection time: resolves when it
+   * answers, rejects with `ReadStoreUnavailableError` when it cannot be reached. A store in the
+   * process (SQLite) leaves this out: it has no server to lose. `/readyz` asks it.
+   */
+  ping?(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The read store's server can't be reached, or can't serve as the read store (at connect time or
+ * later): a deployment problem, not the request's. HTTP answers it with 503 `read_store_unavailable`
+ * (docs/operations.md, "MongoDB").
+ */
+export class ReadStoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ReadStoreUnavailableError';
+  }
 }
 
 /** MongoDB's largest document: 16 MiB of BSON. */

@@ -487,6 +487,61 @@ test('a data dir that cannot be created is named', async (t) => {
   t.false(error.message.includes('\n'));
 });
 
+test('a TLS file a connection string names but this process cannot read stops the start, naming the variable', async (t) => {
+  const dir = await tempDir(t);
+  const missing = path.join(dir, 'certs', 'ca.crt');
+  const error = await t.throwsAsync(
+    loadConfig({
+      ...ESDB,
+      PDS_DATA_DIR: dir,
+      PDS_EVENT_STORE: `esdb://admin:esdb-password@eventstore:2113?tls=true&tlsCAFile=${encodeURIComponent(missing)}`,
+    }),
+    { instanceOf: ConfigError },
+  );
+  t.is(error?.message, `PDS_EVENT_STORE: tlsCAFile names ${missing}, which does not exist`);
+  t.false(error?.message.includes('esdb-password'));
+  t.false(error?.message.includes('\n'));
+
+  // The client's own spellings of the option; a directory; the read store's certificate files too.
+  await writeFile(path.join(dir, 'ca.crt'), '-----BEGIN CERTIFICATE-----\n');
+  for (const [env, message] of [
+    [
+      { PDS_EVENT_STORE: `esdb://eventstore:2113?tls=true&TLS_CA_FILE=${missing}` },
+      `PDS_EVENT_STORE: tlsCAFile names ${missing}, which does not exist`,
+    ],
+    [
+      { PDS_EVENT_STORE: `esdb://eventstore:2113?tls=true&tlsCAFile=${dir}` },
+      `PDS_EVENT_STORE: tlsCAFile names ${dir}, which is not a file`,
+    ],
+    [
+      { PDS_READ_STORE: `mongodb://mongo:27017/pds?replicaSet=rs0&tls=true&TLSCAFile=${missing}` },
+      `PDS_READ_STORE: tlsCAFile names ${missing}, which does not exist`,
+    ],
+    [
+      { PDS_DISPATCHER_STORE: `mongodb://mongo:27017/pds?tls=true&tlsCertificateKeyFile=${missing}` },
+      `PDS_DISPATCHER_STORE: tlsCertificateKeyFile names ${missing}, which does not exist`,
+    ],
+  ] as const) {
+    const e = await t.throwsAsync(loadConfig({ ...ESDB, PDS_DATA_DIR: dir, ...env }), {
+      instanceOf: ConfigError,
+    });
+    t.is(e?.message, message);
+  }
+});
+
+test('a TLS file that can be read passes, also as a path relative to the working directory', async (t) => {
+  const dir = await tempDir(t);
+  const ca = path.join(dir, 'ca.crt');
+  await writeFile(ca, '-----BEGIN CERTIFICATE-----\n');
+  const config = await loadConfig({
+    ...ESDB,
+    PDS_DATA_DIR: dir,
+    PDS_EVENT_STORE: `esdb://eventstore:2113?tls=true&tlsCAFile=${path.relative(process.cwd(), ca)}`,
+    PDS_READ_STORE: `mongodb://mongo:27017/pds?replicaSet=rs0&tls=true&tlsCAFile=${ca}`,
+  });
+  t.true(config.eventStoreUrl.endsWith('ca.crt'));
+});
+
 // ---------------------------------------------------------------------------------------------
 // describeConfig
 

@@ -15,6 +15,7 @@ import {
   useEach,
 } from '../api/http.ts';
 import { createLogger } from '../cli/logger.ts';
+import { ReadStoreUnavailableError } from '../projections/read-store.ts';
 
 type LogLine = Record<string, unknown>;
 
@@ -52,6 +53,9 @@ async function startApp(
     if (ctx.params.id === 'koa') ctx.throw(400, 'bad thing from ctx.throw');
     if (ctx.params.id === 'unavailable') ctx.throw(503, 'esdb at 10.0.0.5 is down');
     if (ctx.params.id === 'boom') throw new Error('database password is hunter2');
+    if (ctx.params.id === 'unreachable') {
+      throw new ReadStoreUnavailableError('MongoDB at mongodb://***@10.0.0.7:27017/pds is unavailable');
+    }
     ctx.body = { thing: { id: ctx.params.id } };
   });
   app.use(router.routes());
@@ -117,6 +121,61 @@ test('GET /readyz is 503 naming failing, throwing and hanging checks', async (t)
     failing: ['projections_caught_up', 'read_store', 'slow'],
   });
   t.true(lines.some((line) => line.msg === 'readiness check failed'));
+});
+
+test('GET /readyz stays 200 while only checks that degrade the role fail, naming them', async (t) => {
+  const { base } = await startApp(t, (readiness) => {
+    readiness.add('event_store', () => true);
+    readiness.add('lookups', () => false, { impact: 'degraded' });
+    readiness.addEach('subscription', () => ({ lookups: false, specials: true }), { impact: 'degraded' });
+  });
+  const response = await fetch(`${base}/readyz`);
+  t.is(response.status, 200);
+  t.deepEqual(await response.json(), {
+    status: 'degraded',
+    role: 'all',
+    checks: {
+      event_store: 'ok',
+      lookups: 'failing',
+      'subscription:lookups': 'failing',
+      'subscription:specials': 'ok',
+    },
+    degraded: ['lookups', 'subscription:lookups'],
+  });
+});
+
+test('GET /readyz is 503 when a required check fails beside degraded ones, naming each by what it means', async (t) => {
+  const { base, readiness } = await startApp(t, (r) => {
+    r.add('read_store', () => false);
+    r.add('lookups', () => false, { impact: 'degraded' });
+    // A group whose checks say their own impact (a role thread passing on its own).
+    r.addEach('projector', () => ({
+      'subscription:projection_carts': { ok: false, impact: 'required' },
+      'subscription:lookups': { ok: false, impact: 'degraded' },
+      projections_caught_up: true,
+    }));
+  });
+  const response = await fetch(`${base}/readyz`);
+  t.is(response.status, 503);
+  t.deepEqual(await response.json(), {
+    status: 'not_ready',
+    role: 'all',
+    checks: {
+      read_store: 'failing',
+      lookups: 'failing',
+      'projector:subscription:projection_carts': 'failing',
+      'projector:subscription:lookups': 'failing',
+      'projector:projections_caught_up': 'ok',
+    },
+    failing: ['read_store', 'projector:subscription:projection_carts'],
+    degraded: ['lookups', 'projector:subscription:lookups'],
+  });
+  t.like((await readiness.check()).impacts, {
+    read_store: 'required',
+    lookups: 'degraded',
+    'projector:projections_caught_up': 'required',
+    'projector:subscription:lookups': 'degraded',
+  });
 });
 
 test('readiness registry refuses a duplicate name, and reports stopping', async (t) => {
@@ -212,6 +271,17 @@ test('a Koa 5xx error keeps its status but not its message', async (t) => {
   t.like(JSON.parse(text), { code: 'unavailable', title: 'Service Unavailable' });
   t.false(text.includes('10.0.0.5'));
   t.true(lines.some((line) => line.msg === 'request failed'));
+});
+
+test('the read store out of reach, whatever route read it, is a 503 read_store_unavailable with Retry-After, its server not named', async (t) => {
+  const { base, lines } = await startApp(t);
+  const response = await fetch(`${base}/things/unreachable`);
+  const text = await response.text();
+  assertProblem(t, response, JSON.parse(text), 503);
+  t.like(JSON.parse(text), { code: 'read_store_unavailable', title: 'Service Unavailable' });
+  t.is(response.headers.get('retry-after'), '5');
+  t.false(text.includes('10.0.0.7'));
+  t.regex(JSON.stringify(lines.find((line) => line.msg === 'request failed')?.err), /10\.0\.0\.7/);
 });
 
 test('an unknown error is a 500 without stack or message, and is logged', async (t) => {

@@ -203,6 +203,24 @@ test('bad configuration: exit 1 and exactly one line on stderr naming the variab
   t.is(r.stdout(), '');
 });
 
+test('a PDS_EVENT_STORE naming a tlsCAFile that does not exist: exit 1 and one line naming the variable and the file', async (t) => {
+  const dir = await tempDir(t);
+  const ca = path.join(dir, 'eventstore-ca', 'ca.crt');
+  const r = run(t, {
+    PDS_DATA_DIR: dir,
+    PDS_EVENT_STORE: `esdb://admin:esdb-password@eventstore:2113?tls=true&tlsCAFile=${ca}`,
+    PDS_READ_STORE: 'mongodb://mongo:27017/pds?replicaSet=rs0',
+    PDS_OPERATOR_TOKEN: 'operator-token-0123456789',
+    PDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+  });
+  t.is(await exitWithin(r, 10_000), 1);
+  t.is(
+    r.stderr(),
+    `pds: configuration error: PDS_EVENT_STORE: tlsCAFile names ${ca}, which does not exist\n`,
+  );
+  t.is(r.stdout(), '');
+});
+
 test('an unknown role is a usage error: exit 2', async (t) => {
   const dir = await tempDir(t);
   const r = run(t, { PDS_DATA_DIR: dir }, ['--role', 'web']);

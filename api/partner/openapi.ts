@@ -251,15 +251,20 @@ function problemDescription(route: PartnerRoute, status: number): string {
       if (post) parts.push('the `Idempotency-Key` was already used for a different request');
       return `Unprocessable: ${parts.length ? parts.join('; or ') : 'the request cannot be processed'}.`;
     case 503:
-      return 'Temporarily unavailable: retry after `Retry-After` seconds.';
+      return post
+        ? 'Temporarily unavailable: the read store or the event store cannot be reached (`read_store_unavailable`, `event_store_unavailable`), or the write met contention (`contention`). Retry after `Retry-After` seconds.'
+        : 'Temporarily unavailable: the read store cannot be reached (`read_store_unavailable`). Retry after `Retry-After` seconds.';
     default:
       return `${STATUS_CODES[status] ?? 'Error'} (see \`code\` and \`detail\`).`;
   }
 }
 
-/** The problem statuses of a route, besides the shared 401, 403 and 429. */
+/**
+ * The problem statuses of a route, besides the shared 401, 403 and 429. Every route reads the read
+ * store, if only the key, so every route may answer 503 while it is out of reach.
+ */
 function problemStatuses(route: PartnerRoute): number[] {
-  const statuses = new Set(route.problems);
+  const statuses = new Set([...route.problems, 503]);
   if (route.query) statuses.add(400);
   if (route.params) statuses.add(404);
   if (route.body) statuses.add(422);

@@ -4,7 +4,8 @@
  *
  * `find` sorts by `totalSort` (so `_id` breaks ties) and turns an `after` cursor into a filter with
  * `afterFilter`, combined with the caller's filter through `$and`; `bulkWrite` is one ordered bulk
- * write: it stops at the first failing operation.
+ * write: it stops at the first failing operation. Every read carries `maxTimeMS`: a server that can't
+ * answer it in time refuses it, and the guard reports that as unavailable (docs/operations.md, "MongoDB").
  */
 import type { Collection as MongoCollection, Filter as MongoFilter, Sort } from 'mongodb';
 import {
@@ -24,11 +25,14 @@ type Target = () => Promise<MongoCollection<Doc>>;
 
 export class Handles {
   private readonly guard: Guard;
+  /** How long the server may work on one read. */
+  private readonly maxTimeMS: number;
   /** The physical collection behind every handle this store gave out (live: resolved at each use). */
   private readonly targets = new WeakMap<Collection, Target>();
 
-  constructor(guard: Guard) {
+  constructor(guard: Guard, readMaxTimeMs: number) {
     this.guard = guard;
+    this.maxTimeMS = readMaxTimeMs;
   }
 
   /** The target of a handle of this store; undefined for another store's. */
@@ -37,19 +41,24 @@ export class Handles {
   }
 
   create<T extends Doc>(name: string, target: Target): Collection<T> {
-    const { guard } = this;
+    const { guard, maxTimeMS } = this;
     const h: Collection<T> = {
       name,
       findOne: (filter) =>
         guard(async () => {
           // Lowest _id first, as the SQLite adapter answers, when several documents match.
-          const doc = await (await target()).findOne(filter as MongoFilter<Doc>, { sort: [['_id', 1]] });
+          const doc = await (await target()).findOne(filter as MongoFilter<Doc>, {
+            sort: [['_id', 1]],
+            maxTimeMS,
+          });
           return doc === null ? null : (plain(doc) as T);
         }),
       findByIds: (ids) =>
         guard(async () => {
           if (ids.length === 0) return [];
-          const docs = await (await target()).find({ _id: { $in: [...new Set(ids)] } }).toArray();
+          const docs = await (await target())
+            .find({ _id: { $in: [...new Set(ids)] } }, { maxTimeMS })
+            .toArray();
           return docs.map((d) => plain(d) as T);
         }),
       find: (filter: Filter, opts: FindOptions = {}) =>
@@ -62,12 +71,14 @@ export class Handles {
           const docs = await (await target())
             .find(query as MongoFilter<Doc>, {
               sort: sort as Sort,
+              maxTimeMS,
               ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
             })
             .toArray();
           return docs.map((d) => plain(d) as T);
         }),
-      count: (filter = {}) => guard(async () => (await target()).countDocuments(filter as MongoFilter<Doc>)),
+      count: (filter = {}) =>
+        guard(async () => (await target()).countDocuments(filter as MongoFilter<Doc>, { maxTimeMS })),
       bulkWrite: (ops) =>
         guard(async () => {
           if (ops.length === 0) return; // the driver refuses an empty batch

@@ -12,7 +12,14 @@ import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { Checkpoint, Collection, Commit, Doc, IndexSpec, ReadStore } from '../read-store.ts';
 import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
 import { ensureCollection, ensureIndexes, PhysicalCollections, shadowName } from './collections.ts';
-import { connect, connectionGuard, redact } from './connection.ts';
+import {
+  connect,
+  connectionGuard,
+  DEFAULT_MONGO_TIMEOUTS,
+  DEFAULT_READ_MAX_TIME_MS,
+  type MongoTimeouts,
+  redact,
+} from './connection.ts';
 import { Handles } from './handles.ts';
 import {
   LIVE,
@@ -36,6 +43,10 @@ export interface MongoReadStoreOptions {
   retiredGraceMs?: number;
   /** Times the pointer cache and the grace period (tests move it by hand). */
   clock?: Clock;
+  /** The client's timeouts where the URL does not set them (defaults: `DEFAULT_MONGO_TIMEOUTS`). */
+  timeouts?: Partial<MongoTimeouts>;
+  /** How long the server may work on one read (`maxTimeMS`; default `DEFAULT_READ_MAX_TIME_MS`). */
+  readMaxTimeMs?: number;
 }
 
 export const DEFAULT_LIVE_NAMES_TTL_MS = 1_000;
@@ -54,18 +65,22 @@ export async function createMongoReadStore(
   const where = redact(url);
   const clock = options.clock ?? systemClock;
   const graceMs = options.retiredGraceMs ?? DEFAULT_RETIRED_GRACE_MS;
-  const { client: mongo, db } = await connect(url, where, options.dbName);
+  const { client: mongo, db } = await connect(url, where, options.dbName, {
+    ...DEFAULT_MONGO_TIMEOUTS,
+    ...options.timeouts,
+  });
+  const maxTimeMS = options.readMaxTimeMs ?? DEFAULT_READ_MAX_TIME_MS;
   const pointers = db.collection<PointerDoc>(LIVE);
   const checkpoints = db.collection<CheckpointDoc>(CHECKPOINTS);
   const names = liveNameCache(
-    async () => namesOf(await pointers.findOne({ _id: POINTERS_ID })),
+    async () => namesOf(await pointers.findOne({ _id: POINTERS_ID }, { maxTimeMS })),
     clock,
     options.liveNamesTtlMs ?? DEFAULT_LIVE_NAMES_TTL_MS,
   );
   const retired = new RetiredCollections(db, pointers, clock, graceMs);
   const guard = connectionGuard(where);
   const physicalCollections = new PhysicalCollections(db);
-  const handles = new Handles(guard);
+  const handles = new Handles(guard, maxTimeMS);
   /** Shadows this store created and hasn't promoted or dropped: handle → logical and physical names. */
   const shadows = new WeakMap<Collection, { live: string; physical: string }>();
 
@@ -132,7 +147,7 @@ export async function createMongoReadStore(
       }),
     getCheckpoint: (name) =>
       guard(async () => {
-        const doc = await checkpoints.findOne({ _id: name });
+        const doc = await checkpoints.findOne({ _id: name }, { maxTimeMS });
         return doc ? checkpointFields(plain(doc) as Checkpoint) : undefined;
       }),
     setCheckpoint: (name, checkpoint) =>
@@ -142,6 +157,10 @@ export async function createMongoReadStore(
     commit: ({ writes, checkpoints: named = [] }: Commit) =>
       guard(() => commitWrites(mongo, checkpoints, (c) => handles.targetOf(c), writes, named)),
     dropRetired: () => guard(() => retired.drop()),
+    ping: () =>
+      guard(async () => {
+        await db.command({ ping: 1 });
+      }),
     close: async () => {
       retired.stop();
       await mongo.close();

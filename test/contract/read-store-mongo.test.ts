@@ -22,7 +22,12 @@ import {
   type SortSpec,
   totalSort,
 } from '../../projections/read-store.ts';
-import { ENGINE_STARTUP_MS, type EngineContainer, startMongoStandalone } from '../support/containers.ts';
+import {
+  ENGINE_STARTUP_MS,
+  type EngineContainer,
+  startMongoReplicaSet,
+  startMongoStandalone,
+} from '../support/containers.ts';
 import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { readStoreContract } from './read-store.ts';
 
@@ -302,6 +307,20 @@ if (access.missing !== undefined) {
     t.deepEqual(ids(await readB.find({})), ['b-new']);
   });
 
+  test('MongoDB: ping answers, and a read the server cannot finish within its maxTimeMS is refused as unavailable', async (t) => {
+    const { open } = await database(t);
+    const store = await open({ readMaxTimeMs: 50 });
+    await store.ping?.();
+    const slow = await store.collection('slow');
+    await seed(slow, [{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+    // Server-side JavaScript that sleeps on each document: the server stops at the read's maxTimeMS.
+    const err = await t.throwsAsync(slow.find({ $where: 'sleep(100) || true' }), {
+      instanceOf: ReadStoreUnavailableError,
+    });
+    t.true(err?.cause instanceof MongoServerError && err.cause.code === 50, String(err?.cause));
+    t.deepEqual(ids(await slow.find({})), [1, 2, 3], 'an ordinary read goes on');
+  });
+
   test('MongoDB: collections a promote replaced are dropped after the grace period, by the promoter or the next start', async (t) => {
     const { open, collectionNames } = await database(t);
     const clock = manualClock();
@@ -384,6 +403,35 @@ if (access.missing !== undefined) {
   });
 
   if (access.source === 'container') {
+    test('MongoDB: with the server gone, a read and a ping fail as unavailable within the selection time (5 s), not 30 s', async (t) => {
+      t.timeout(ENGINE_STARTUP_MS);
+      // A replica set of its own, since this test takes it down.
+      const server = await startMongoReplicaSet();
+      t.teardown(() => server.stop().catch(() => undefined));
+      const store = await createMongoReadStore(server.url, { dbName: 'outage' });
+      t.teardown(() => store.close());
+      const carts = await store.collection('carts');
+      await seed(carts, [{ _id: 1 }]);
+      t.deepEqual(ids(await carts.find({})), [1]);
+      await store.ping?.();
+      // The server goes away: mongod shuts down, and its container with it (the exec's own answer is lost).
+      const port = new URL(server.url).port;
+      await server.container
+        .exec([
+          'mongosh',
+          '--port',
+          port,
+          '--quiet',
+          '--eval',
+          'db.adminCommand({ shutdown: 1, force: true })',
+        ])
+        .catch(() => undefined);
+      const started = Date.now();
+      const err = await t.throwsAsync(carts.find({}), { instanceOf: ReadStoreUnavailableError });
+      t.true(Date.now() - started < 15_000, `failed after ${Date.now() - started} ms: ${err?.message}`);
+      await t.throwsAsync(store.ping?.() ?? Promise.resolve(), { instanceOf: ReadStoreUnavailableError });
+    });
+
     test('MongoDB: a standalone server is refused at start, saying how to make it a replica set', async (t) => {
       t.timeout(ENGINE_STARTUP_MS);
       const standalone = await startMongoStandalone();

@@ -31,6 +31,11 @@ interface Droppable {
 export interface FaultyStore extends EventStore {
   /** Ends every open subscription and consumer with an unavailable error; returns how many. */
   dropSubscriptions(): number;
+  /**
+   * While on, the server is out of reach (an outage, not a blip): every new subscription and consumer
+   * ends at once with an unavailable error, before any event. The open ones `dropSubscriptions` ends.
+   */
+  refuseSubscriptions(on: boolean): void;
   /** The next `count` appends fail as unavailable: `before` writing, or `after` (the answer is lost). */
   failAppends(count: number, when?: 'before' | 'after'): void;
   /** Acknowledgements of persistent messages wait this long first (0: none). */
@@ -58,6 +63,13 @@ export interface FaultyStore extends EventStore {
 }
 
 const unavailable = (what: string) => new EventStoreUnavailableError(`injected fault: ${what}`);
+
+/** What a subscription or consumer the server refused settles with: an unavailable error, nothing else. */
+function refused(): { done: Promise<void>; stop(): Promise<void> } {
+  const done = Promise.reject(unavailable('subscription refused: the server is out of reach'));
+  done.catch(() => {});
+  return { done, stop: async () => {} };
+}
 
 /** Wraps a subscription so that `drop` stops the inner one and ends this one with the error. */
 function droppableSubscription(
@@ -142,6 +154,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
       }
     };
   }
+  let refusing = false;
 
   async function append(
     streamId: string,
@@ -164,6 +177,8 @@ export function faultyStore(inner: EventStore): FaultyStore {
     options: CatchUpSubscriptionOptions,
     handlers: CatchUpHandlers,
   ): CatchUpSubscription {
+    if (refusing)
+      return { ...refused(), caughtUp: new Promise<void>(() => {}), lastPosition: () => undefined };
     return droppableSubscription((h) => inner.subscribeToAll(options, h), handlers, live);
   }
 
@@ -172,6 +187,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
     handler: (message: PersistentMessage) => Promise<void> | void,
     options?: PersistentConsumerOptions,
   ): PersistentConsumer {
+    if (refusing) return refused();
     let dropped = false;
     const delayed = (message: PersistentMessage): PersistentMessage => ({
       ...message,
@@ -228,6 +244,9 @@ export function faultyStore(inner: EventStore): FaultyStore {
       for (const d of all) d.drop(unavailable('subscription dropped'));
       injected.drops += all.length;
       return all.length;
+    },
+    refuseSubscriptions(on) {
+      refusing = on;
     },
     failAppends(count, when = 'before') {
       failing = { count, when };

@@ -22,6 +22,8 @@ import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { EventStoreOptions } from '../../eventstore/index.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import type { OpenReadStoreOptions } from '../../projections/index.ts';
+import type { ReadStore } from '../../projections/read-store.ts';
 import { validateResponse } from './openapi-validate.ts';
 
 /** A partner API answer: its status, headers and body (parsed JSON; null when empty). */
@@ -72,6 +74,8 @@ export async function startService(
     dataDir?: string;
     /** Wraps the service's event store (e.g. to inject faults: `faulty-store.ts`). */
     wrapStore?: (store: EventStore) => EventStore;
+    /** Wraps each read store the service opens, by its URL (e.g. `unreachable-read-store.ts`). */
+    wrapReadStore?: (store: ReadStore, url: string) => ReadStore | Promise<ReadStore>;
     /**
      * Role `all` with the dispatcher, the projector or both on these threads of their own (as
      * `npm start` runs them): real time only, and the threads log to stdout at warn
@@ -108,6 +112,13 @@ export async function startService(
       openEventStore: async (url: string, storeOptions: EventStoreOptions) => {
         const { openEventStore } = await import('../../eventstore/index.ts');
         return (options.wrapStore as (s: EventStore) => EventStore)(await openEventStore(url, storeOptions));
+      },
+    }),
+    ...(options.wrapReadStore && {
+      openReadStore: async (url: string, storeOptions: OpenReadStoreOptions) => {
+        const { openReadStore } = await import('../../projections/index.ts');
+        const wrap = options.wrapReadStore as (s: ReadStore, url: string) => ReadStore | Promise<ReadStore>;
+        return wrap(await openReadStore(url, storeOptions), url);
       },
     }),
   });
