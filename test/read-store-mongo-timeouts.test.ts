@@ -5,7 +5,6 @@
  * 30 s; a URL's own timeouts win over the defaults; and the driver's errors that mean "unreachable or
  * too slow" become ReadStoreUnavailableError, which HTTP answers with 503 (test/read-store-unavailable.test.ts).
  */
-import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import { MongoClient, MongoNetworkTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import {
@@ -15,21 +14,11 @@ import {
   DEFAULT_MONGO_TIMEOUTS,
   ReadStoreUnavailableError,
 } from '../projections/mongo-read-store.ts';
+import { silentPeer } from './support/silent-peer.ts';
 
-/** A peer that accepts TCP connections and never answers: the driver's handshake waits for its reply. */
-async function silentPeer(t: ExecutionContext): Promise<string> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy();
-    server.close();
-  });
-  const { port } = server.address() as net.AddressInfo;
-  return `mongodb://reader:s3cret@127.0.0.1:${port}/pds`;
+/** A MongoDB URL of a peer that accepts TCP connections and never answers: the driver's handshake waits. */
+async function silentServer(t: ExecutionContext): Promise<string> {
+  return `mongodb://reader:s3cret@127.0.0.1:${await silentPeer(t)}/pds`;
 }
 
 /** How long a promise took to settle, and its error. */
@@ -70,7 +59,7 @@ test('the defaults: 5 s to select a server and 5 s to connect, where the URL doe
 
 test('a silent MongoDB fails the start within the default selection time (5 s), not the driver’s 30 s', async (t) => {
   t.timeout(20_000);
-  const url = await silentPeer(t);
+  const url = await silentServer(t);
   const { error, ms } = await failure(createMongoReadStore(url));
   t.true(error instanceof ReadStoreUnavailableError, String(error));
   const message = (error as Error).message;
@@ -83,7 +72,7 @@ test('a silent MongoDB fails the start within the default selection time (5 s), 
 
 test('a URL’s own timeouts win over the store’s defaults', async (t) => {
   t.timeout(20_000);
-  const url = await silentPeer(t);
+  const url = await silentServer(t);
   const { error, ms } = await failure(
     createMongoReadStore(`${url}?serverSelectionTimeoutMS=300&connectTimeoutMS=300`, {
       timeouts: { serverSelectionTimeoutMS: 60_000, connectTimeoutMS: 60_000 },
@@ -98,7 +87,7 @@ test('the guard reports what the driver raises for an unreachable or too slow se
   t.timeout(20_000);
   const guard = connectionGuard('mongodb://***@mongo:27017/pds');
   // A real selection failure, as every operation raises once no server answers within the selection time.
-  const client = new MongoClient(await silentPeer(t), {
+  const client = new MongoClient(await silentServer(t), {
     serverSelectionTimeoutMS: 200,
     connectTimeoutMS: 200,
   });

@@ -16,6 +16,7 @@ import { eventRegistry } from '../domain/index.ts';
 import { EventStoreUnavailableError, type RecordedEvent } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
+import { standaloneFanOut } from './support/delivery-worker.ts';
 import { type FaultyStore, faultyStore } from './support/faulty-store.ts';
 import { META, rawEvent } from './support/raw-events.ts';
 import { startService } from './support/service.ts';
@@ -260,42 +261,9 @@ test('a cart event fanned out again, after the store forgot its event ids, sched
   await receiver.waitFor(1);
   // A second dispatcher's consumer of the same cart events (a new group reads them from the start),
   // as a message handed out again after an EventStoreDB restart would be.
-  const { createFanOut } = await import('../dispatcher/fan-out.ts');
-  const { createDeliveryWorker } = await import('../dispatcher/delivery-worker.ts');
-  const { createSubscriptionTracker } = await import('../dispatcher/subscription-tracker.ts');
-  const { systemClock } = await import('../domain/clock.ts');
-  const { loadConfig } = await import('../cli/config.ts');
-  const { openSqliteReadStore } = await import('../projections/sqlite/read-store.ts');
-  const config = await loadConfig({ PDS_DATA_DIR: s.dataDir });
-  const readStore = openSqliteReadStore(':memory:');
-  const tracker = createSubscriptionTracker({ store: faulty });
-  tracker.start();
-  await tracker.caughtUp;
-  const worker = createDeliveryWorker({
-    store: faulty,
-    readStore,
-    clock: systemClock,
-    tracker,
-    secretKey: config.secretKey,
-    allowPrivate: true,
-    timeoutMs: 5_000,
-    scheduleMs: config.webhookRetryScheduleMs,
-  });
-  worker.start();
-  await worker.caughtUp;
-  const again = createFanOut({
-    store: faulty,
-    clock: systemClock,
-    tracker,
-    deliveries: worker,
-    group: 'fan-out-again',
-  });
-  await again.start();
+  const { fanOut: again, stop } = await standaloneFanOut(t, faulty, s.dataDir, { group: 'fan-out-again' });
   await until('the event handled again', () => again.stats().events >= 1);
-  await again.stop();
-  await worker.stop();
-  await tracker.stop();
-  await readStore.close();
+  await stop();
   const scheduled = (await faulty.readAll({ filter: { streamPrefixes: ['webhookdelivery-'] } })).filter(
     (e) => e.type === 'WebhookDeliveryScheduled',
   );

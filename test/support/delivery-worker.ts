@@ -7,9 +7,10 @@ import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { loadConfig } from '../../cli/config.ts';
 import { createDeliveryWorker, type DeliveryWorkerOptions } from '../../dispatcher/delivery-worker.ts';
+import { createFanOut, type FanOutOptions } from '../../dispatcher/fan-out.ts';
 import type { ScheduleRequest } from '../../dispatcher/fan-out-schedule.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
-import type { Clock } from '../../domain/clock.ts';
+import { type Clock, systemClock } from '../../domain/clock.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
@@ -128,6 +129,48 @@ export async function workerOn(
   });
   t.teardown(() => worker.stop());
   return { ...o, worker, store, readStore };
+}
+
+/**
+ * The dispatcher's webhook components alone on `store` (as a dispatcher process runs them): the
+ * subscription tracker, a delivery worker on a store of its own in memory, and the fan-out with the
+ * test's options. `stop()` stops them (once; the test's teardown calls it too).
+ */
+export async function standaloneFanOut(
+  t: ExecutionContext,
+  store: EventStore,
+  dataDir: string,
+  options: Pick<FanOutOptions, 'bufferSize' | 'messageTimeoutMs' | 'retry' | 'group'> = {},
+) {
+  const config = await loadConfig({ PDS_DATA_DIR: dataDir });
+  const readStore = openSqliteReadStore(':memory:');
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  const worker = createDeliveryWorker({
+    store,
+    readStore,
+    clock: systemClock,
+    tracker,
+    secretKey: config.secretKey,
+    allowPrivate: true,
+    timeoutMs: 5_000,
+    scheduleMs: config.webhookRetryScheduleMs,
+  });
+  worker.start();
+  await worker.caughtUp;
+  const fanOut = createFanOut({ store, clock: systemClock, tracker, deliveries: worker, ...options });
+  await fanOut.start();
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= (async () => {
+      await fanOut.stop();
+      await worker.stop();
+      await tracker.stop();
+      await readStore.close();
+    })());
+  t.teardown(stop);
+  return { fanOut, stop };
 }
 
 /**

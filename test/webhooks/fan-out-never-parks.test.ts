@@ -9,13 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { loadConfig } from '../../cli/config.ts';
-import { createDeliveryWorker } from '../../dispatcher/delivery-worker.ts';
-import { createFanOut, type FanOutOptions } from '../../dispatcher/fan-out.ts';
-import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
-import { manualClock, systemClock } from '../../domain/clock.ts';
+import { manualClock } from '../../domain/clock.ts';
 import { type EventStore, MAX_RETRY_COUNT, type RecordedEvent } from '../../eventstore/port.ts';
-import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import {
   addItem,
   checkedOut,
@@ -27,7 +22,9 @@ import {
   seedCatalog,
   ticking,
 } from '../support/cart-world.ts';
+import { standaloneFanOut } from '../support/delivery-worker.ts';
 import { type FaultyStore, faultyStore } from '../support/faulty-store.ts';
+import { until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
@@ -57,55 +54,12 @@ async function splitDeployment(t: ExecutionContext, clock: ReturnType<typeof man
   return { api, dispatcher, faulty: faulty as FaultyStore, store: await api.openStore() };
 }
 
-/** The dispatcher's webhook components alone on `store` (as in a dispatcher process), with fan-out options of the test's. */
-async function standaloneFanOut(
-  t: ExecutionContext,
-  store: EventStore,
-  dir: string,
-  options: Pick<FanOutOptions, 'bufferSize' | 'messageTimeoutMs' | 'retry'>,
-) {
-  const config = await loadConfig({ PDS_DATA_DIR: dir });
-  const readStore = openSqliteReadStore(':memory:');
-  const tracker = createSubscriptionTracker({ store });
-  tracker.start();
-  await tracker.caughtUp;
-  const worker = createDeliveryWorker({
-    store,
-    readStore,
-    clock: systemClock,
-    tracker,
-    secretKey: config.secretKey,
-    allowPrivate: true,
-    timeoutMs: 5_000,
-    scheduleMs: config.webhookRetryScheduleMs,
-  });
-  worker.start();
-  await worker.caughtUp;
-  const fanOut = createFanOut({ store, clock: systemClock, tracker, deliveries: worker, ...options });
-  await fanOut.start();
-  t.teardown(async () => {
-    await fanOut.stop();
-    await worker.stop();
-    await tracker.stop();
-    await readStore.close();
-  });
-  return { fanOut };
-}
-
 const fanOutFrom = async (s: TestService) => {
   const res = await s.call('GET', '/admin/v1/webhook-fan-out');
   if (res.status !== 200) throw new Error(`GET /admin/v1/webhook-fan-out answered ${res.status}`);
   // biome-ignore lint/suspicious/noExplicitAny: checked field by field
   return (await res.json()) as { fan_out: Record<string, any> };
 };
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const metric = async (s: TestService, name: string) => {
   const text = await (await fetch(`${s.base}/metrics`)).text();
@@ -140,11 +94,15 @@ test('a cart event whose fan-out keeps failing is never parked: tried again far 
   t.is(first.body.cart.uuid, healthy.uuid);
 
   // Each pause of the retries is on the dispatcher's clock: moved on by its longest, 30 s, per turn.
-  await until(`${OLD_TRIES_BEFORE_PARKING * 4} failed tries`, async () => {
-    clock.advance(30_000);
-    await dispatcher.tick();
-    return poison.failed >= OLD_TRIES_BEFORE_PARKING * 4;
-  });
+  await until(
+    `${OLD_TRIES_BEFORE_PARKING * 4} failed tries`,
+    async () => {
+      clock.advance(30_000);
+      await dispatcher.tick();
+      return poison.failed >= OLD_TRIES_BEFORE_PARKING * 4;
+    },
+    30_000,
+  );
   t.is(receiver.received.length, 1, 'nothing of the poisoned cart left');
   t.is(await metric(dispatcher, 'pds_webhook_fan_out_retrying'), 1);
   const age = (await metric(dispatcher, 'pds_webhook_fan_out_retrying_oldest_seconds')) ?? 0;
