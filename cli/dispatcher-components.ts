@@ -197,15 +197,13 @@ export function webhookDispatcher(
           this.set(w.pending().depth);
         },
       });
-      new Gauge({
-        name: 'pds_webhook_oldest_pending_seconds',
-        help: 'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
-        registers: [ctx.registry],
-        collect() {
-          const oldest = w.pending().oldestScheduledAt;
-          this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000));
-        },
-      });
+      ageGauge(
+        ctx,
+        clock,
+        'pds_webhook_oldest_pending_seconds',
+        'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
+        () => w.pending().oldestScheduledAt,
+      );
       const f = createFanOut({
         store: ctx.eventStore,
         clock,
@@ -238,6 +236,25 @@ export function webhookDispatcher(
   };
 }
 
+/** A gauge of the age, on the clock, of what `oldest` names (an ISO time), in seconds; 0 when nothing. */
+function ageGauge(
+  ctx: Pick<ServiceContext, 'registry'>,
+  clock: Clock,
+  name: string,
+  help: string,
+  oldest: () => string | null,
+): void {
+  new Gauge({
+    name,
+    help,
+    registers: [ctx.registry],
+    collect() {
+      const at = oldest();
+      this.set(at === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(at)) / 1000));
+    },
+  });
+}
+
 /**
  * What the fan-out is trying again: it never parks a cart event, so one that keeps failing shows here,
  * by its age (docs/operations.md, "The fan-out's group").
@@ -251,15 +268,13 @@ function fanOutGauges(fanOut: FanOut, clock: Clock, ctx: Pick<ServiceContext, 'r
       this.set(fanOut.retrying().events);
     },
   });
-  new Gauge({
-    name: 'pds_webhook_fan_out_retrying_oldest_seconds',
-    help: 'age of the oldest cart event whose webhook fan-out is being tried again, since it was recorded (0 when none)',
-    registers: [ctx.registry],
-    collect() {
-      const oldest = fanOut.retrying().oldestRecordedAt;
-      this.set(oldest === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(oldest)) / 1000));
-    },
-  });
+  ageGauge(
+    ctx,
+    clock,
+    'pds_webhook_fan_out_retrying_oldest_seconds',
+    'age of the oldest cart event whose webhook fan-out is being tried again, since it was recorded (0 when none)',
+    () => fanOut.retrying().oldestRecordedAt,
+  );
 }
 
 /** The dispatcher's components: its working state, the abandonment timer and the webhook dispatcher. */
