@@ -1,0 +1,98 @@
+/**
+ * A projection as the projector runs it, and its live copy: opened from the stored checkpoint,
+ * following the log into the live collections, and how far behind the log it is.
+ */
+import { createHash } from 'node:crypto';
+import type { Projection, ProjectionStatus, RebuildProgress } from './projection.ts';
+import { follow, type ProjectorContext } from './projector-follow.ts';
+import type { Collections } from './unit-of-work.ts';
+
+/** A projection as the projector runs it. */
+export interface Running {
+  projection: Projection;
+  state: ProjectionStatus['state'];
+  collections: Collections;
+  checkpoint: number;
+  events: number;
+  lastRecordedAt: string | undefined;
+  error: string | null;
+  stopSubscription?: () => Promise<void>;
+  caughtUp?: Promise<void>;
+  /** Settles once the live subscription has caught up, or has dropped (it then recovers by itself). */
+  liveSettled?: Promise<unknown>;
+  progress: RebuildProgress | null;
+  rebuilding?: Promise<void>;
+  /** What this code builds (`definitionOf`), and what the live documents were built by (null: unknown). */
+  definition: string;
+  storedVersion: string | null;
+}
+
+/** The definition a projection's documents are built by: its version and its collections' indexes. */
+export function definitionOf(projection: Projection): string {
+  const indexes = createHash('sha256').update(JSON.stringify(projection.collections)).digest('hex');
+  return `v${projection.version}+${indexes.slice(0, 12)}`;
+}
+
+export async function openCollections(ctx: ProjectorContext, projection: Projection): Promise<Collections> {
+  const out: Collections = {};
+  for (const [name, indexes] of Object.entries(projection.collections)) {
+    out[name] = await ctx.readStore.collection(name, indexes);
+  }
+  return out;
+}
+
+/**
+ * Follows the log into the live collections from the stored checkpoint. A checkpoint of another
+ * definition keeps its version (the documents are still of that one) until a rebuild replaces them.
+ */
+export async function startLive(ctx: ProjectorContext, r: Running): Promise<void> {
+  const saved = await ctx.readStore.getCheckpoint(r.projection.name);
+  r.checkpoint = saved?.position ?? 0;
+  r.events = saved?.events ?? 0;
+  r.storedVersion = saved ? (saved.version ?? null) : r.definition;
+  const version = r.storedVersion ?? r.definition;
+  const dropped = Promise.withResolvers<void>();
+  const subscription = follow(
+    ctx,
+    r.projection,
+    r.collections,
+    r.projection.name,
+    saved,
+    version,
+    (position, batch) => {
+      r.checkpoint = position;
+      r.events += batch.length;
+      if (batch.length > 0) r.lastRecordedAt = batch[batch.length - 1].recordedAt;
+    },
+    {
+      supervisor: ctx.supervisor,
+      onDrop(err) {
+        r.state = 'failed';
+        r.error = err instanceof Error ? err.message : String(err);
+        ctx.onError?.(r.projection.name, err instanceof Error ? err : new Error(r.error));
+        dropped.resolve();
+      },
+      onCaughtUp() {
+        if (r.state === 'starting' || r.state === 'failed') r.state = 'live';
+        r.error = null;
+      },
+    },
+  );
+  r.stopSubscription = () => subscription.stop();
+  r.caughtUp = subscription.caughtUp;
+  r.liveSettled = Promise.race([r.caughtUp, dropped.promise]).catch(() => undefined);
+}
+
+/**
+ * The events after the checkpoint (counted up to 10,001: "more than 10,000") and the age of the
+ * oldest. Asked at every metrics scrape, so the store counts them and only the oldest is read: the
+ * 10,001 read and parsed at each scrape had slowed a first start (docs/operations.md, "Projections").
+ */
+export async function lag(ctx: ProjectorContext, r: Running): Promise<{ events: number; seconds: number }> {
+  const after = r.checkpoint;
+  const filter = r.projection.filter;
+  const [oldest] = await ctx.store.readAll({ after, maxCount: 1, filter });
+  if (!oldest) return { events: 0, seconds: 0 };
+  const events = await ctx.store.countAll({ after, filter, max: 10_001 });
+  return { events, seconds: Math.max(0, (Date.now() - Date.parse(oldest.recordedAt)) / 1000) };
+}
