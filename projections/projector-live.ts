@@ -33,10 +33,18 @@ export function definitionOf(projection: Projection): string {
   return `v${projection.version}+${indexes.slice(0, 12)}`;
 }
 
-export async function openCollections(ctx: ProjectorContext, projection: Projection): Promise<Collections> {
+/**
+ * Opens the live collections. Only a projection whose documents are of this code's definition (or
+ * that has none stored yet) declares its indexes there: the collections of another definition keep
+ * the indexes they have while they serve, and its rebuild brings the new ones with the shadows
+ * (docs/read-side.md, "Upgrades of read models").
+ */
+export async function openCollections(ctx: ProjectorContext, r: Running): Promise<Collections> {
+  const saved = await ctx.readStore.getCheckpoint(r.projection.name);
+  const ours = saved === undefined || saved.version === r.definition;
   const out: Collections = {};
-  for (const [name, indexes] of Object.entries(projection.collections)) {
-    out[name] = await ctx.readStore.collection(name, indexes);
+  for (const [name, indexes] of Object.entries(r.projection.collections)) {
+    out[name] = await ctx.readStore.collection(name, ours ? indexes : []);
   }
   return out;
 }

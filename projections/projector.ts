@@ -7,8 +7,9 @@
  *   event they reflect in one read-store `commit`, so a crash leaves a batch wholly stored or not at all
  *   (docs/read-side.md). A flush the projection needs mid-batch is such a commit of its own.
  * - Versions: a checkpoint records the definition (version and indexes) its documents were built by.
- *   At start a projection whose stored definition differs keeps serving its old documents and is
- *   rebuilt into shadows, promoted together with the new checkpoint.
+ *   At start a projection whose stored definition differs keeps serving its old documents, with the
+ *   indexes they have, and is rebuilt into shadows made with the new indexes, promoted together with
+ *   the new checkpoint (docs/read-side.md, "Upgrades of read models").
  * - A filtered subscription tells how far it read past others' events (`onProgress`): the checkpoint
  *   moves there, so a restart does not read them again.
  * - Idempotent: every document records `_position`, the global position of the last event applied to
@@ -85,13 +86,13 @@ export function createProjector(options: ProjectorOptions): Projector {
   return {
     async start() {
       // Shadows of a rebuild a crash interrupted: this projector is the only one writing here.
-      const orphans = (await readStore.dropOrphanShadows?.()) ?? 0;
+      const orphans = await readStore.dropOrphanShadows();
       if (orphans > 0) ctx.logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
       for (const projection of options.projections) {
         const r: Running = {
           projection,
           state: 'starting',
-          collections: await openCollections(ctx, projection),
+          collections: {},
           checkpoint: 0,
           events: 0,
           lastRecordedAt: undefined,
@@ -100,6 +101,7 @@ export function createProjector(options: ProjectorOptions): Projector {
           definition: definitionOf(projection),
           storedVersion: null,
         };
+        r.collections = await openCollections(ctx, r);
         running.set(projection.name, r);
         await startLive(ctx, r);
       }

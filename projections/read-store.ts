@@ -109,8 +109,12 @@ export interface Commit {
 export interface ReadStore {
   readonly kind: 'mongodb' | 'sqlite';
   /**
-   * The live collection of that name, with its declared indexes created. The handle stays valid
-   * across `promote`: it always reaches the collection currently live under that name.
+   * The live collection of that name. The declared indexes it lacks are created while it holds no
+   * document (a new collection, or an empty one); one that holds documents keeps the indexes it has,
+   * since building one over them may take long or break a new unique index: a read model's new
+   * indexes come with a rebuild, on its shadows
+   * (docs/read-side.md, "Upgrades of read models"). The handle stays valid across `promote`: it
+   * always reaches the collection currently live under that name.
    */
   collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
   /** A fresh, empty copy to rebuild into while the live collection keeps serving reads. */
@@ -123,10 +127,12 @@ export interface ReadStore {
   /** Drops a shadow that will not be promoted (an abandoned rebuild). */
   dropShadow(shadow: Collection): Promise<void>;
   /**
-   * Drops the shadows of rebuilds that never finished (a crash), where the store can tell them from a
-   * rebuild still running: a store that cannot leaves this out. Resolves with how many.
+   * Drops the shadows of rebuilds that never finished (a crash): every shadow neither live, nor kept
+   * for readers after a promote, nor created by this store (a rebuild of its own still running).
+   * Only the one projector writing the read models may call it
+   * (docs/read-side.md, "Upgrades of read models"). Resolves with how many.
    */
-  dropOrphanShadows?(): Promise<number>;
+  dropOrphanShadows(): Promise<number>;
   getCheckpoint(name: string): Promise<Checkpoint | undefined>;
   setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
   /**

@@ -11,7 +11,13 @@
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { Checkpoint, Collection, Commit, Doc, IndexSpec, ReadStore } from '../read-store.ts';
 import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
-import { ensureCollection, ensureIndexes, PhysicalCollections, shadowName } from './collections.ts';
+import {
+  ensureCollection,
+  ensureIndexes,
+  ensureIndexesIfEmpty,
+  PhysicalCollections,
+  shadowName,
+} from './collections.ts';
 import { connect, connectionGuard, redact } from './connection.ts';
 import { Handles } from './handles.ts';
 import {
@@ -23,6 +29,7 @@ import {
   POINTERS_ID,
   type PointerDoc,
 } from './live-names.ts';
+import { dropOrphanShadows } from './orphans.ts';
 import { RetiredCollections } from './retired.ts';
 import { commitWrites, inTransaction } from './transaction.ts';
 import { plain } from './translate.ts';
@@ -68,6 +75,8 @@ export async function createMongoReadStore(
   const handles = new Handles(guard);
   /** Shadows this store created and hasn't promoted or dropped: handle → logical and physical names. */
   const shadows = new WeakMap<Collection, { live: string; physical: string }>();
+  /** Their physical names: never orphans (orphans.ts). */
+  const ownShadows = new Set<string>();
 
   async function physicalOf(name: string, maxAgeMs?: number): Promise<string> {
     return (await names.get(maxAgeMs)).physical.get(name) ?? name;
@@ -86,12 +95,14 @@ export async function createMongoReadStore(
         // Read the pointers afresh: a stale copy could recreate a collection a promote retired.
         const physical = await physicalOf(name, 0);
         await ensureCollection(db, physical);
-        await ensureIndexes(db.collection(physical), indexes);
+        await ensureIndexesIfEmpty(db.collection(physical), indexes);
         return handles.create<T>(name, async () => physicalCollections.get(await physicalOf(name)));
       }),
     createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
       guard(async () => {
         const physical = shadowName(name);
+        // Named as this store's before it exists: an orphan sweep meanwhile keeps it.
+        ownShadows.add(physical);
         // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
         await ensureCollection(db, physical);
         await ensureIndexes(db.collection(physical), indexes);
@@ -118,6 +129,7 @@ export async function createMongoReadStore(
         });
         if (written) names.set(written);
         for (const shadow of list) shadows.delete(shadow);
+        for (const { physical } of moves) ownShadows.delete(physical);
         if (moves.length > 0) {
           retired.sweepAfterGrace();
           await retired.sweepQuietly(); // collections retired by earlier promotes
@@ -128,8 +140,10 @@ export async function createMongoReadStore(
         const s = shadows.get(shadow);
         if (!s) return;
         shadows.delete(shadow);
+        ownShadows.delete(s.physical);
         await db.dropCollection(s.physical);
       }),
+    dropOrphanShadows: () => guard(() => dropOrphanShadows(db, pointers, ownShadows)),
     getCheckpoint: (name) =>
       guard(async () => {
         const doc = await checkpoints.findOne({ _id: name });

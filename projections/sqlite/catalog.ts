@@ -131,7 +131,13 @@ export class Catalog {
     });
   }
 
-  /** Adds the declared indexes a collection lacks, filled from its documents. */
+  /**
+   * Adds the declared indexes a collection lacks while it holds no document. One that holds documents
+   * keeps the indexes it has: an index is never built over a live collection's documents, which may
+   * be many and may break a new unique index; a rebuild brings it
+   * (docs/read-side.md, "Upgrades of read models"). Checked inside the write transaction, so no
+   * document arrives in between.
+   */
   ensureIndexes(physical: string, specs: readonly IndexSpec[]): void {
     const table = this.tables.get(physical) as DocumentsTable;
     const same = (a: IndexSpec, b: IndexSpec) =>
@@ -139,11 +145,11 @@ export class Catalog {
     const missing = specs.filter((spec) => !table.indexes.some((i) => same(i, spec)));
     if (missing.length === 0) return;
     this.transaction(() => {
+      if (!table.isEmpty()) return;
       for (const spec of missing) {
         const meta: IndexMeta = { ...spec, table: `${physical}_i${table.indexes.length}`, multikey: false };
         DocumentsTable.createIndexTable(this.db, meta);
         table.indexes.push(meta);
-        table.backfill(meta);
       }
       this.saveIndexes(physical);
     });

@@ -38,8 +38,6 @@ export interface SqliteReadStore extends ReadStore {
   collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<SqliteCollection<T>>;
   /** How the file was found: `replaced` (moved aside, see `reason`) and `created` start empty. */
   readonly opened: { state: 'opened' | 'created' | 'replaced'; reason: string | null };
-  /** Drops shadows left by a rebuild that did not finish (a crash): returns how many. */
-  dropOrphanShadows(): Promise<number>;
   /** SQLite's plan for a statement, one line per step (`SEARCH …`, `SCAN …`). */
   explainQueryPlan(sql: string, params: readonly SQLInputValue[]): string[];
 }

@@ -238,3 +238,71 @@ test('a projection of another version is rebuilt at start while its old copy ser
   t.true(v2.lines.some((l) => l.msg === 'projection rebuilt: the new copy is live'));
   await p2.stop();
 });
+
+/**
+ * Ranks of another shape per version: version 1 keeps a document per stream with its kind (many share
+ * one), version 2 one document per kind under a unique index on `kind`, which version 1's documents
+ * break.
+ */
+function ranks(version: 1 | 2): Projection {
+  return {
+    name: 'ranks',
+    version,
+    collections: { ranks: version === 1 ? [] : [{ keys: [['kind', 1]], unique: true }] },
+    filter: { streamPrefixes: ['thing-'] },
+    prefetch: (e) => [['ranks', version === 1 ? e.streamId : (e.data as { kind: string }).kind]],
+    apply(e, tx) {
+      const { kind, n } = e.data as { kind: string; n: number };
+      const id = version === 1 ? e.streamId : kind;
+      const doc = tx.get<Doc & { total: number }>('ranks', id);
+      tx.put('ranks', { _id: id, kind, total: (doc?.total ?? 0) + n });
+    },
+  };
+}
+
+test('an upgrade whose new unique index the stored documents break starts, serves the old copy with its old indexes, and promotes the rebuilt one with the index', async (t) => {
+  const { store, openRead } = await world(t);
+  await seed(store, 200);
+  const readStore = openRead();
+  const v1 = await run(store, readStore, ranks(1));
+  await v1.stop();
+  const live = await readStore.collection('ranks');
+  const old = await live.find({});
+  t.is(old.length, 13, 'a document per stream, four kinds among them');
+
+  const gate = gated(store);
+  const p = createProjector({ store: gate.store, readStore, projections: [ranks(2)], onError: () => {} });
+  await p.start(); // the unique index is not built over the old documents, which break it
+  await p.caughtUp;
+  t.is((await p.status())[0].state, 'rebuilding');
+  t.deepEqual(
+    (await live.find({ _id: { $regex: '^thing-' } })).map(({ _id }) => _id),
+    old.map(({ _id }) => _id),
+    'the old copy serves',
+  );
+  // Its indexes are the old ones until the promote: two documents of one kind are still taken.
+  const ofK1 = await live.count({ kind: 'k1' });
+  t.true(ofK1 >= 2);
+  await live.bulkWrite([
+    { replaceOne: { filter: { _id: 'extra' }, replacement: { _id: 'extra', kind: 'k1' }, upsert: true } },
+  ]);
+  t.is(await live.count({ kind: 'k1' }), ofK1 + 1);
+
+  gate.open();
+  await untilLive(p);
+  await p.stop();
+  const totals = await expected(store, 1, await store.headPosition());
+  t.deepEqual(
+    Object.fromEntries((await live.find({})).map((d) => [d._id, d.total])),
+    totals,
+    'the rebuilt copy is live',
+  );
+  await t.throwsAsync(
+    live.bulkWrite([
+      { replaceOne: { filter: { _id: 'dup' }, replacement: { _id: 'dup', kind: 'k1' }, upsert: true } },
+    ]),
+    { message: /duplicate key/i },
+    'the promote brought the unique index',
+  );
+  t.regex((await readStore.getCheckpoint('ranks'))?.version ?? '', /^v2\+/);
+});

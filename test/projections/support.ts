@@ -129,6 +129,7 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
     createShadow: (name, indexes) => inner.createShadow(name, indexes),
     promote: (shadows, checkpoints) => inner.promote(shadows, checkpoints),
     dropShadow: (shadow) => inner.dropShadow(shadow),
+    dropOrphanShadows: () => inner.dropOrphanShadows(),
     getCheckpoint: (name) => inner.getCheckpoint(name),
     setCheckpoint: (name, checkpoint) => inner.setCheckpoint(name, checkpoint),
     commit: ({ writes: list, checkpoints }) => {
