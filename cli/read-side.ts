@@ -116,4 +116,9 @@ export function registerGauges(
   gauge('pds_projection_rebuild_percent', 'progress of a running rebuild (0 when none)', (s) =>
     s.state === 'rebuilding' ? (s.progress?.percent ?? 0) : 0,
   );
+  gauge(
+    'pds_projection_failed',
+    'whether a projection is failed (1) and retrying; why is its error in GET /admin/v1/projections',
+    (s) => (s.state === 'failed' ? 1 : 0),
+  );
 }

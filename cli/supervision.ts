@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Readiness } from '../api/http.ts';
-import { type SubscriptionHealth, Supervisor } from '../application/supervisor.ts';
+import { type SubscriptionHealth, Supervisor, type SupervisorOptions } from '../application/supervisor.ts';
 
 /** `projection carts` → `projection_carts`: a name fit for a check and a label. */
 const slug = (name: string) =>
@@ -15,13 +15,21 @@ const slug = (name: string) =>
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
 
-export function createSupervisor(logger: Logger, readiness: Readiness, registry: Registry): Supervisor {
+/** `options`: the pauses (tests shorten them) and who else is told of each drop. */
+export function createSupervisor(
+  logger: Logger,
+  readiness: Readiness,
+  registry: Registry,
+  options: SupervisorOptions = {},
+): Supervisor {
   const supervisor = new Supervisor({
+    ...options,
     onDrop(name, err, delayMs) {
       logger.warn(
         { err, subscription: name, retry_in_ms: delayMs },
         'subscription dropped: subscribing again',
       );
+      options.onDrop?.(name, err, delayMs);
     },
   });
   readiness.addEach('subscription', () =>

@@ -9,7 +9,7 @@ import { createFollower, type FollowerOptions } from '../application/follower.ts
 import type { Supervisor } from '../application/supervisor.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Projection } from './projection.ts';
-import type { Checkpoint, ReadStore } from './read-store.ts';
+import { type Checkpoint, CommitTooLargeError, type ReadStore } from './read-store.ts';
 import { applyBatch, type Collections, type CommitWork } from './unit-of-work.ts';
 
 /** Shortest time between two stores of a checkpoint moved past other streams' events. */
@@ -28,8 +28,9 @@ export interface ProjectorContext {
 
 /**
  * Subscribes an applier to the log after a checkpoint: every commit stores its writes with the
- * checkpoint `checkpointKey` of the last event they reflect, stamped with `version`; a position the
- * log was read through past others' events is stored too.
+ * checkpoint `checkpointKey` of the last event they reflect, stamped with `version`, and tells
+ * `onProgress` how many events it stored; a position the log was read through past others' events is
+ * stored too (and told with none).
  */
 export function follow(
   ctx: ProjectorContext,
@@ -38,24 +39,36 @@ export function follow(
   checkpointKey: string,
   from: Checkpoint | undefined,
   version: string,
-  onProgress: (position: number, events: RecordedEvent[]) => void,
+  onProgress: (position: number, applied: number, lastRecordedAt?: string) => void,
   health: Pick<FollowerOptions, 'onDrop' | 'onCaughtUp' | 'supervisor'> = {},
 ) {
   let events = from?.events ?? 0;
-  const checkpoint = (position: number, updatedAt: string): Checkpoint => ({
+  /** The position of the last event a commit stored. */
+  let committed = from?.position ?? 0;
+  const checkpoint = (position: number, updatedAt: string, count = events): Checkpoint => ({
     position,
-    events,
+    events: count,
     updated_at: updatedAt,
     version,
   });
   const commitWork: CommitWork = async (writes, last, applied) => {
-    events += applied;
     await ctx.readStore.commit({
       writes,
-      checkpoints: [{ name: checkpointKey, checkpoint: checkpoint(last.position, last.recordedAt) }],
+      checkpoints: [
+        { name: checkpointKey, checkpoint: checkpoint(last.position, last.recordedAt, events + applied) },
+      ],
     });
+    // Counted once stored: the events of a refused commit are applied (and counted) again.
+    events += applied;
+    committed = last.position;
     progress.stored(last.position);
+    onProgress(last.position, applied, last.recordedAt);
   };
+  const parts = new BatchParts(
+    projection.name,
+    (batch) => applyBatch(projection, collections, commitWork, batch),
+    () => committed,
+  );
   const progress = new ProgressCheckpoints(ctx.readStore, checkpointKey, (position) =>
     checkpoint(position, new Date().toISOString()),
   );
@@ -64,13 +77,11 @@ export function follow(
     store: ctx.store,
     filter: projection.filter,
     maxBatchSize: ctx.batchSize,
-    async apply(batch) {
-      await applyBatch(projection, collections, commitWork, batch);
-      onProgress(batch[batch.length - 1].position, batch);
-    },
+    // Each commit tells its progress (`commitWork`): a batch in parts is stored part by part.
+    apply: (batch) => parts.apply(batch),
     onProgress(reached) {
       progress.moved(reached);
-      onProgress(reached, []);
+      onProgress(reached, 0);
     },
     // A batch may be stored in part (a flush mid-batch): resume after what the store holds.
     resumeAfter: async () => (await ctx.readStore.getCheckpoint(checkpointKey))?.position ?? 0,
@@ -126,6 +137,77 @@ class ProgressCheckpoints {
     this.#pending = undefined;
     this.#lastStoredAt = Date.now();
     await this.#readStore.setCheckpoint(this.#name, this.#checkpoint(position));
+  }
+}
+
+/**
+ * An event whose own writes the read store refuses to commit as too large, even alone: its projection
+ * is failed, naming the event, until the store takes it (docs/read-side.md, "Oversized batches").
+ */
+export class EventTooLargeError extends Error {
+  readonly eventId: string;
+  constructor(projection: string, event: RecordedEvent, cause: CommitTooLargeError) {
+    super(
+      `projection ${projection}: event ${event.id} (${event.type} at position ${event.position}) ` +
+        `cannot be committed even alone: ${cause.message}`,
+      { cause },
+    );
+    this.name = 'EventTooLargeError';
+    this.eventId = event.id;
+  }
+}
+
+/**
+ * Applies batches through units of work, in smaller parts while the read store refuses a commit as
+ * too large (docs/read-side.md, "Oversized batches"): the events of a refused batch that no commit
+ * stored yet are applied again in two halves, each halved again while refused, down to one event. An
+ * event refused alone throws EventTooLargeError: the follower drops, and subscribes again after its
+ * supervisor's pause, when that event goes alone first, one commit per try, until the store takes it.
+ */
+class BatchParts {
+  readonly #projection: string;
+  readonly #applyUnit: (events: RecordedEvent[]) => Promise<void>;
+  readonly #committed: () => number;
+  /** The event last refused alone. */
+  #refusedAlone: string | undefined;
+
+  constructor(
+    projection: string,
+    applyUnit: (events: RecordedEvent[]) => Promise<void>,
+    committed: () => number,
+  ) {
+    this.#projection = projection;
+    this.#applyUnit = applyUnit;
+    this.#committed = committed;
+  }
+
+  async apply(batch: RecordedEvent[]): Promise<void> {
+    if (batch.length > 1 && batch[0].id === this.#refusedAlone) {
+      await this.#part(batch.slice(0, 1));
+      await this.#part(batch.slice(1));
+    } else {
+      await this.#part(batch);
+    }
+  }
+
+  async #part(events: RecordedEvent[]): Promise<void> {
+    try {
+      await this.#applyUnit(events);
+    } catch (err) {
+      if (!(err instanceof CommitTooLargeError)) throw err;
+      // A commit mid-batch may have stored the first events: the rest is what is left to apply.
+      const rest = events.filter((e) => e.position > this.#committed());
+      if (rest.length === 0) throw err;
+      if (rest.length === 1) {
+        this.#refusedAlone = rest[0].id;
+        throw new EventTooLargeError(this.#projection, rest[0], err);
+      }
+      const half = Math.ceil(rest.length / 2);
+      await this.#part(rest.slice(0, half));
+      await this.#part(rest.slice(half));
+      return;
+    }
+    if (events.length === 1 && events[0].id === this.#refusedAlone) this.#refusedAlone = undefined;
   }
 }
 

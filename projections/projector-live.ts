@@ -67,10 +67,10 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
     r.projection.name,
     saved,
     version,
-    (position, batch) => {
+    (position, applied, lastRecordedAt) => {
       r.checkpoint = position;
-      r.events += batch.length;
-      if (batch.length > 0) r.lastRecordedAt = batch[batch.length - 1].recordedAt;
+      r.events += applied;
+      if (lastRecordedAt) r.lastRecordedAt = lastRecordedAt;
     },
     {
       supervisor: ctx.supervisor,

@@ -6,7 +6,6 @@
  * the rebuild instead: its shadows are dropped and the operator can start it again.
  */
 import type { Follower } from '../application/follower.ts';
-import type { RecordedEvent } from '../eventstore/port.ts';
 import type { RebuildProgress } from './projection.ts';
 import { endOnDrop, follow, type ProjectorContext } from './projector-follow.ts';
 import { type Running, startLive } from './projector-live.ts';
@@ -42,9 +41,9 @@ export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
     r.state = 'rebuilding';
     let position = 0;
     const copies: Follower[] = [];
-    const onBatch = (reached: number, batch: RecordedEvent[]) => {
+    const onBatch = (reached: number, applied: number) => {
       position = reached;
-      progress.events_done += batch.length;
+      progress.events_done += applied;
       progress.position = position;
       progress.target_position = Math.max(progress.target_position, position);
       progress.percent = Math.min(

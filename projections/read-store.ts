@@ -14,6 +14,7 @@
  * - A unique index holds null for a missing field: a second document without it is a duplicate. An
  *   empty array is a key of its own (a second empty array collides, a missing field does not).
  * - A document over 16 MiB of BSON is refused (`DocumentTooLargeError`), and so is its whole commit.
+ * - A commit over a transaction limit is refused whole (`CommitTooLargeError`).
  */
 
 export type DocId = string | number;
@@ -137,7 +138,8 @@ export interface ReadStore {
   setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
   /**
    * Applies the writes and checkpoints of `commit` atomically (see `Commit`). A document over the size
-   * limit refuses the whole commit (`DocumentTooLargeError`): nothing of it is applied.
+   * limit refuses the whole commit (`DocumentTooLargeError`), and so does a commit over a transaction
+   * limit (`CommitTooLargeError`): nothing of it is applied.
    */
   commit(commit: Commit): Promise<void>;
   close(): Promise<void>;
@@ -174,6 +176,27 @@ export class DocumentTooLargeError extends Error {
     this.collection = collection;
     this.id = id;
     this.bytes = bytes;
+  }
+}
+
+/**
+ * The store refused a commit for its size or duration (MongoDB's transaction limits: the oplog, the
+ * storage cache a transaction may dirty, its lifetime): nothing of it was applied. A smaller commit
+ * may pass, so the projector applies a refused batch in halves (docs/read-side.md, "Oversized batches").
+ */
+export class CommitTooLargeError extends Error {
+  readonly operations: number;
+  readonly collections: number;
+  /** @param limit the limit, in the adapter's words: `a MongoDB transaction limit (TransactionTooLargeForCache)` */
+  constructor(operations: number, collections: number, limit: string, options?: { cause?: unknown }) {
+    super(
+      `a commit of ${operations} write operations on ${collections} collections exceeds ${limit}; ` +
+        'nothing of it was applied: commit smaller batches',
+      options,
+    );
+    this.name = 'CommitTooLargeError';
+    this.operations = operations;
+    this.collections = collections;
   }
 }
 
