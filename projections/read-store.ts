@@ -105,7 +105,25 @@ export interface NamedCheckpoint {
 export interface Commit {
   writes: ReadonlyArray<{ collection: Collection; ops: readonly WriteOp[] }>;
   checkpoints?: readonly NamedCheckpoint[];
+  /** The lease the writer holds: the commit is refused, whole, once another acquired it (`Fence`). */
+  fence?: Fence;
 }
+
+/**
+ * What a lease's holder passes with its writes (docs/read-side.md, "One projector at a time"): the
+ * lease's name and the token of the holder's acquisition. Every acquisition's token is higher than
+ * the one before, and a store refuses a write whose token is not the lease's current one
+ * (`LeaseLostError`, nothing applied), checking it inside the write's own transaction.
+ */
+export interface Fence {
+  lease: string;
+  token: number;
+}
+
+/** An attempt at a lease: acquired with a new token, or held by another for about `expiresInMs` more. */
+export type LeaseAttempt =
+  | { acquired: true; fence: Fence }
+  | { acquired: false; holder: string; expiresInMs: number };
 
 export interface ReadStore {
   readonly kind: 'mongodb' | 'sqlite';
@@ -122,27 +140,56 @@ export interface ReadStore {
   createShadow<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
   /**
    * Makes the shadows live and stores the checkpoints, in one step: a reader sees every old copy or
-   * every new one, never a mix. The old copies are dropped.
+   * every new one, never a mix. The old copies are dropped. Refused under a stale `fence`.
    */
-  promote(shadows: readonly Collection[], checkpoints?: readonly NamedCheckpoint[]): Promise<void>;
-  /** Drops a shadow that will not be promoted (an abandoned rebuild). */
-  dropShadow(shadow: Collection): Promise<void>;
+  promote(
+    shadows: readonly Collection[],
+    checkpoints?: readonly NamedCheckpoint[],
+    fence?: Fence,
+  ): Promise<void>;
+  /** Drops a shadow that will not be promoted (an abandoned rebuild). Refused under a stale `fence`. */
+  dropShadow(shadow: Collection, fence?: Fence): Promise<void>;
   /**
    * Drops the shadows of rebuilds that never finished (a crash): every shadow neither live, nor kept
    * for readers after a promote, nor created by this store (a rebuild of its own still running).
    * Only the one projector writing the read models may call it
-   * (docs/read-side.md, "Upgrades of read models"). Resolves with how many.
+   * (docs/read-side.md, "Upgrades of read models"), under its `fence`. Resolves with how many.
    */
-  dropOrphanShadows(): Promise<number>;
+  dropOrphanShadows(fence?: Fence): Promise<number>;
   getCheckpoint(name: string): Promise<Checkpoint | undefined>;
-  setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
+  /** Stores a checkpoint on its own (progress past others' events). Refused under a stale `fence`. */
+  setCheckpoint(name: string, checkpoint: Checkpoint, fence?: Fence): Promise<void>;
   /**
    * Applies the writes and checkpoints of `commit` atomically (see `Commit`). A document over the size
    * limit refuses the whole commit (`DocumentTooLargeError`), and so does a commit over a transaction
    * limit (`CommitTooLargeError`): nothing of it is applied.
    */
   commit(commit: Commit): Promise<void>;
+  /**
+   * Acquires the lease `lease` for `owner` for `ttlMs`: when no one holds it, its holder's time has
+   * run out, or `owner` holds it already (the same process, started again after its holder ended).
+   * Every acquisition raises the token. The expiry is the store's time: MongoDB's server clock, the
+   * SQLite store's clock (every process on one file shares the machine's).
+   */
+  acquireLease(lease: string, owner: string, ttlMs: number): Promise<LeaseAttempt>;
+  /** Holds the lease `ttlMs` more from now while `fence` is its last acquisition; false once it is not. */
+  renewLease(fence: Fence, ttlMs: number): Promise<boolean>;
+  /** Lets the lease go at once (a clean stop), unless another acquired it since. */
+  releaseLease(fence: Fence): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A write carried the fence of a lease acquired by another since: refused, nothing of it applied. */
+export class LeaseLostError extends Error {
+  readonly fence: Fence;
+  constructor(fence: Fence) {
+    super(
+      `the ${fence.lease} lease was acquired by another holder after token ${fence.token}: ` +
+        'the write is refused and nothing of it was applied',
+    );
+    this.name = 'LeaseLostError';
+    this.fence = fence;
+  }
 }
 
 /** MongoDB's largest document: 16 MiB of BSON. */

@@ -8,11 +8,15 @@ import type { Db, Collection as MongoCollection } from 'mongodb';
 import { isShadowName } from './collections.ts';
 import { POINTERS_ID, type PointerDoc } from './live-names.ts';
 
-/** Drops the orphan shadows; `own` names the shadows of this store. Returns how many were dropped. */
+/**
+ * Drops the orphan shadows; `own` names the shadows of this store, and `fenced` throws once the
+ * caller's lease is lost (asked before each drop). Returns how many were dropped.
+ */
 export async function dropOrphanShadows(
   db: Db,
   pointers: MongoCollection<PointerDoc>,
   own: ReadonlySet<string>,
+  fenced: () => Promise<void>,
 ): Promise<number> {
   // The collections first, then the pointers: a shadow promoted in between is named by the pointers
   // read after it, never dropped as an orphan.
@@ -25,6 +29,9 @@ export async function dropOrphanShadows(
   const orphans = listed
     .map((c) => c.name)
     .filter((name) => isShadowName(name) && !kept.has(name) && !own.has(name));
-  for (const name of orphans) await db.dropCollection(name); // a missing one is no error
+  for (const name of orphans) {
+    await fenced();
+    await db.dropCollection(name); // a missing one is no error
+  }
   return orphans.length;
 }

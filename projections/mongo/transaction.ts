@@ -32,15 +32,9 @@ import {
   type Collection as MongoCollection,
   MongoServerError,
 } from 'mongodb';
-import {
-  type Collection,
-  type Commit,
-  CommitTooLargeError,
-  type Doc,
-  type NamedCheckpoint,
-  type WriteOp,
-} from '../read-store.ts';
+import { type Collection, type Commit, CommitTooLargeError, type Doc, type WriteOp } from '../read-store.ts';
 import { type CheckpointDoc, writeCheckpoints } from './checkpoints.ts';
+import { fenceInTransaction, type LeaseDoc } from './leases.ts';
 import { firstTooLarge, toModel, writeFailure } from './translate.ts';
 
 /** Server error codes of a transaction refused for its size or duration. */
@@ -75,13 +69,18 @@ export async function inTransaction(
 /** The physical collection behind a handle of this store, or undefined for another store's handle. */
 export type TargetOf = (collection: Collection) => (() => Promise<MongoCollection<Doc>>) | undefined;
 
-/** Applies a commit's writes and checkpoints in one transaction. */
+/** The store's own collections a commit writes besides the read models'. */
+export interface CommitCollections {
+  checkpoints: MongoCollection<CheckpointDoc>;
+  leases: MongoCollection<LeaseDoc>;
+}
+
+/** Applies a commit's writes and checkpoints in one transaction, refused whole under a stale fence. */
 export async function commitWrites(
   mongo: MongoClient,
-  checkpoints: MongoCollection<CheckpointDoc>,
+  own: CommitCollections,
   targetOf: TargetOf,
-  writes: Commit['writes'],
-  named: readonly NamedCheckpoint[],
+  { writes, checkpoints: named = [], fence }: Commit,
 ): Promise<void> {
   // Checked and translated before the transaction: a refused operation starts none, and the
   // callback, which the driver may run several times, only writes.
@@ -100,13 +99,14 @@ export async function commitWrites(
   if (batches.length === 0 && named.length === 0) return;
   try {
     await inTransaction(mongo, async (session) => {
+      await fenceInTransaction(own.leases, fence, session);
       for (const { coll, models, name, ops } of batches) {
         // An update whose result is over the document limit is refused by the server: named here.
         await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
           throw writeFailure(err, name, ops);
         });
       }
-      await writeCheckpoints(checkpoints, named, session);
+      await writeCheckpoints(own.checkpoints, named, session);
     });
   } catch (err) {
     const operations = batches.reduce((n, b) => n + b.models.length, 0);

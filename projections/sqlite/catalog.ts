@@ -10,9 +10,10 @@
  *   generation, read again only when SQLite's `data_version` says another connection committed.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { IndexSpec, NamedCheckpoint } from '../read-store.ts';
+import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
+import { assertFence } from './leases.ts';
 import type { PreparedStatements } from './statements.ts';
 
 /** How long a connection trusts that no other connection committed (see `fresh`). */
@@ -167,8 +168,10 @@ export class Catalog {
   promote(
     found: ReadonlyArray<{ name: string; physical: string }>,
     checkpoints: readonly NamedCheckpoint[],
+    fence: Fence | undefined,
   ): void {
     this.transaction(() => {
+      assertFence(this.statements, fence);
       for (const { name, physical } of found) {
         const old = this.liveByName.get(name);
         if (old && old !== physical) this.dropCollection(old);
@@ -181,22 +184,24 @@ export class Catalog {
   }
 
   /** Drops a shadow of this process, unless it has become live or is gone already. */
-  dropShadow(name: string, physical: string): void {
+  dropShadow(name: string, physical: string, fence: Fence | undefined): void {
     this.ownShadows.delete(physical);
     if (this.liveByName.get(name) === physical || !this.tables.has(physical)) return;
     this.transaction(() => {
+      assertFence(this.statements, fence);
       this.dropCollection(physical);
       this.bumpGeneration();
     });
   }
 
   /** Drops the tables neither live nor a shadow of this process: returns how many. */
-  dropOrphanShadows(): number {
+  dropOrphanShadows(fence: Fence | undefined): number {
     const orphans = [...this.tables.keys()].filter(
       (physical) => ![...this.liveByName.values()].includes(physical) && !this.ownShadows.has(physical),
     );
     if (orphans.length === 0) return 0;
     this.transaction(() => {
+      assertFence(this.statements, fence);
       for (const physical of orphans) this.dropCollection(physical);
       this.bumpGeneration();
     });

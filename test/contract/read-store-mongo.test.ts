@@ -453,7 +453,7 @@ if (problem !== undefined) {
     t.is(await next.dropOrphanShadows(), 1);
     t.deepEqual(
       await collectionNames(),
-      ['_checkpoints', '_live', 'dispatcher_state', 'menu', mine.name, promoted.name].sort(),
+      ['_checkpoints', '_leases', '_live', 'dispatcher_state', 'menu', mine.name, promoted.name].sort(),
     );
   });
 }
