@@ -243,13 +243,20 @@ function sendProblem(ctx: AppContext, problem: HttpProblem): void {
 // ---------------------------------------------------------------------------------------------
 // Readiness
 
-export type ReadinessCheck = () => boolean | Promise<boolean>;
+/**
+ * A check's answer: true (ok) or false (failing), or `standby`: the component stands by for another
+ * process that does its work (a projector while another holds the read store's lease), which counts
+ * as ready and is shown as such.
+ */
+export type CheckAnswer = boolean | 'standby';
+
+export type ReadinessCheck = () => CheckAnswer | Promise<CheckAnswer>;
 
 export interface ReadinessReport {
   ready: boolean;
   /** True once the process began to stop: never ready again. */
   stopping: boolean;
-  checks: Record<string, 'ok' | 'failing'>;
+  checks: Record<string, 'ok' | 'failing' | 'standby'>;
   /** Names of the failing checks. */
   failing: string[];
   /** Why a check threw or timed out, for logs only (may name internals). */
@@ -263,7 +270,7 @@ export interface Readiness {
    * Registers checks that come and go (one per subscription): `checks()` answers each one's name and
    * whether it passes; each is reported as `<name>:<its name>`.
    */
-  addEach(name: string, checks: () => Record<string, boolean>): void;
+  addEach(name: string, checks: () => Record<string, CheckAnswer>): void;
   check(): Promise<ReadinessReport>;
   /** Reports not-ready from now on, so load balancers stop sending requests during shutdown. */
   markStopping(): void;
@@ -272,22 +279,25 @@ export interface Readiness {
 export function createReadiness(options: { timeoutMs?: number } = {}): Readiness {
   const timeoutMs = options.timeoutMs ?? 2_000;
   const checks = new Map<string, ReadinessCheck>();
-  const groups = new Map<string, () => Record<string, boolean>>();
+  const groups = new Map<string, () => Record<string, CheckAnswer>>();
   let stopping = false;
 
-  async function run(check: ReadinessCheck): Promise<{ ok: boolean; error?: string }> {
+  async function run(check: ReadinessCheck): Promise<{ answer: CheckAnswer; error?: string }> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
-      return { ok: (await Promise.race([Promise.resolve().then(check), timeout])) === true };
+      const answer = await Promise.race([Promise.resolve().then(check), timeout]);
+      return { answer: answer === 'standby' ? answer : answer === true };
     } catch (error) {
-      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+      return { answer: false, error: error instanceof Error ? error.message : String(error) };
     } finally {
       clearTimeout(timer);
     }
   }
+
+  const stateOf = (answer: CheckAnswer) => (answer === 'standby' ? answer : answer ? 'ok' : 'failing');
 
   return {
     add(name, check) {
@@ -303,18 +313,18 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
       const results = await Promise.all(names.map((name) => run(checks.get(name)!)));
       const report: ReadinessReport = { ready: !stopping, stopping, checks: {}, failing: [], errors: {} };
       names.forEach((name, i) => {
-        const { ok, error } = results[i];
-        report.checks[name] = ok ? 'ok' : 'failing';
-        if (!ok) {
+        const { answer, error } = results[i];
+        report.checks[name] = stateOf(answer);
+        if (!answer) {
           report.ready = false;
           report.failing.push(name);
         }
         if (error) report.errors[name] = error;
       });
       for (const [group, each] of groups) {
-        for (const [name, ok] of Object.entries(each())) {
-          report.checks[`${group}:${name}`] = ok ? 'ok' : 'failing';
-          if (ok) continue;
+        for (const [name, answer] of Object.entries(each())) {
+          report.checks[`${group}:${name}`] = stateOf(answer);
+          if (answer) continue;
           report.ready = false;
           report.failing.push(`${group}:${name}`);
         }

@@ -51,6 +51,11 @@ export interface Config {
    * and the read store file, so that projecting an append or a rebuild does not take the APIs' core.
    */
   projectorThread: boolean;
+  /**
+   * How long the projector's lease in the read store holds without a renewal: a projector standing by
+   * takes over that long after the holder died (docs/read-side.md, "One projector at a time").
+   */
+  projectorLeaseMs: number;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
   abandonAfterMs: number;
@@ -250,6 +255,7 @@ const envSchema = z.object({
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_PROJECTOR_THREAD: flag.optional(),
+  PDS_PROJECTOR_LEASE: positiveDuration.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
@@ -272,6 +278,7 @@ export const DEFAULTS = {
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
   readStoreCacheMiB: 32,
+  projectorLease: '15s',
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
@@ -349,6 +356,7 @@ export function parseConfig(env: Env): Config {
     projectorThread:
       v.PDS_PROJECTOR_THREAD ??
       (embedded && eventStore !== 'sqlite::memory:' && sharedReadStore && readStore.startsWith('sqlite:')),
+    projectorLeaseMs: v.PDS_PROJECTOR_LEASE ?? parseDuration(DEFAULTS.projectorLease),
     operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
     abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
     webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),
@@ -465,6 +473,7 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     dispatcher_store: redactUrl(config.dispatcherStoreUrl),
     dispatcher_thread: config.dispatcherThread,
     projector_thread: config.projectorThread,
+    projector_lease: formatDuration(config.projectorLeaseMs),
     operator_token: '[redacted]',
     operator_token_source: describeSource(
       sources?.operatorTokenSource,

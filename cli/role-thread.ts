@@ -10,10 +10,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Counter } from 'prom-client';
+import type { CheckAnswer } from '../api/http.ts';
 import type { MetricsSnapshot } from '../api/metrics-sources.ts';
 import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import type { ResolvedConfig } from './config.ts';
+import { newLeaseOwner } from './lease-owner.ts';
 import { eventStoreOptionsOf } from './store-options.ts';
 
 /** The roles that can run on a thread of their own. */
@@ -28,7 +30,7 @@ export type CallResult = { type: 'result'; id: number } & (
 /** What the thread tells its parent. */
 export type FromThread =
   | { type: 'started' }
-  | { type: 'readiness'; checks: Record<string, boolean> }
+  | { type: 'readiness'; checks: Record<string, CheckAnswer> }
   | { type: 'metrics'; metrics: MetricsSnapshot }
   | CallResult;
 
@@ -41,6 +43,8 @@ export interface ThreadData {
   config: ResolvedConfig;
   /** How the thread connects to the embedded store (`store-options.ts`). */
   eventStore: EventStoreOptions;
+  /** Who the projector is in the read store's lease: the same for every thread this component starts. */
+  leaseOwner: string;
 }
 
 /** A call the thread cannot answer: it is not running (starting, or started again after it died). */
@@ -103,7 +107,9 @@ export function roleThread(
   let ctx: ServiceContext | undefined;
   let worker: Worker | undefined;
   let started = false;
-  let checks: Record<string, boolean> = {};
+  let checks: Record<string, CheckAnswer> = {};
+  // A thread started again after its last one ended takes the lease back at once (lease-owner.ts).
+  const leaseOwner = newLeaseOwner();
   /** The thread's `pds_*` metrics as it last sent them: a scrape never waits for a busy thread. */
   let latestMetrics: MetricsSnapshot = [];
   let stopping = false;
@@ -122,7 +128,7 @@ export function roleThread(
   /** Starts the thread; resolves once its components started, rejects if it ended first. */
   function spawn(config: ResolvedConfig): Promise<void> {
     const w = new Worker(ENTRY, {
-      workerData: { role, config, eventStore } satisfies ThreadData,
+      workerData: { role, config, eventStore, leaseOwner } satisfies ThreadData,
       name: `pds-${role}`,
       resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB[role] },
     });

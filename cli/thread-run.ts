@@ -40,12 +40,13 @@ const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
   async projector() {
     const { readSide } = await import('./read-side.ts');
     const shared: Parameters<typeof readSide>[0] = {};
+    const { leaseOwner } = workerData as ThreadData;
     const projector = () => {
       if (!shared.projector) throw new Error('the projector has not started');
       return shared.projector;
     };
     return {
-      components: [readSide(shared)],
+      components: [readSide(shared, { leaseOwner })],
       niceIncrement: PROJECTOR_NICE_INCREMENT,
       methods: {
         status: () => projector().status(),
@@ -93,7 +94,12 @@ let readiness: NodeJS.Timeout | undefined;
 let lowered = false;
 async function reportReadiness(): Promise<void> {
   const { checks } = await service.readiness.check();
-  const ok = Object.fromEntries(Object.entries(checks).map(([name, state]) => [name, state === 'ok']));
+  const ok = Object.fromEntries(
+    Object.entries(checks).map(([name, state]) => [
+      name,
+      state === 'failing' ? false : state === 'ok' || state,
+    ]),
+  );
   const text = JSON.stringify(ok);
   if (text === reported) return;
   reported = text;

@@ -9,7 +9,13 @@ import { createFollower, type FollowerOptions } from '../application/follower.ts
 import type { Supervisor } from '../application/supervisor.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Projection } from './projection.ts';
-import { type Checkpoint, CommitTooLargeError, type ReadStore } from './read-store.ts';
+import {
+  type Checkpoint,
+  CommitTooLargeError,
+  type Fence,
+  LeaseLostError,
+  type ReadStore,
+} from './read-store.ts';
 import { applyBatch, type Collections, type CommitWork } from './unit-of-work.ts';
 
 /** Shortest time between two stores of a checkpoint moved past other streams' events. */
@@ -24,6 +30,21 @@ export interface ProjectorContext {
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   onError?(projection: string, error: Error): void;
   supervisor?: Supervisor;
+  /** The lease this projector holds: every write carries it (docs/read-side.md, "One projector at a time"). */
+  fence?: Fence;
+  /** Aborted when the lease is lost or the projector stops: what was started under it ends. */
+  signal?: AbortSignal;
+  /** A write was refused under `fence` (LeaseLostError): another projector holds the lease. */
+  onLeaseLost?(): void;
+}
+
+/** Rejects once `signal` is aborted (never without one): for races with what a lease started. */
+export function whenAborted(signal: AbortSignal | undefined): Promise<never> {
+  const aborted = Promise.withResolvers<never>();
+  aborted.promise.catch(() => {});
+  if (signal?.aborted) aborted.reject(signal.reason);
+  else signal?.addEventListener('abort', () => aborted.reject(signal.reason), { once: true });
+  return aborted.promise;
 }
 
 /**
@@ -57,6 +78,7 @@ export function follow(
       checkpoints: [
         { name: checkpointKey, checkpoint: checkpoint(last.position, last.recordedAt, events + applied) },
       ],
+      fence: ctx.fence,
     });
     // Counted once stored: the events of a refused commit are applied (and counted) again.
     events += applied;
@@ -69,7 +91,7 @@ export function follow(
     (batch) => applyBatch(projection, collections, commitWork, batch),
     () => committed,
   );
-  const progress = new ProgressCheckpoints(ctx.readStore, checkpointKey, (position) =>
+  const progress = new ProgressCheckpoints(ctx.readStore, checkpointKey, ctx.fence, (position) =>
     checkpoint(position, new Date().toISOString()),
   );
   const follower = createFollower({
@@ -92,7 +114,10 @@ export function follow(
     ...follower,
     async stop() {
       await follower.stop();
-      await progress.flush();
+      // Refused when the lease is lost: what it would store is read again by the next holder.
+      await progress.flush().catch((err: unknown) => {
+        if (!(err instanceof LeaseLostError)) throw err;
+      });
     },
   };
 }
@@ -105,14 +130,21 @@ export function follow(
 class ProgressCheckpoints {
   readonly #readStore: ReadStore;
   readonly #name: string;
+  readonly #fence: Fence | undefined;
   readonly #checkpoint: (position: number) => Checkpoint;
   #pending: number | undefined;
   #lastStoredAt = 0;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(readStore: ReadStore, name: string, checkpoint: (position: number) => Checkpoint) {
+  constructor(
+    readStore: ReadStore,
+    name: string,
+    fence: Fence | undefined,
+    checkpoint: (position: number) => Checkpoint,
+  ) {
     this.#readStore = readStore;
     this.#name = name;
+    this.#fence = fence;
     this.#checkpoint = checkpoint;
   }
 
@@ -136,7 +168,7 @@ class ProgressCheckpoints {
     if (position === undefined) return;
     this.#pending = undefined;
     this.#lastStoredAt = Date.now();
-    await this.#readStore.setCheckpoint(this.#name, this.#checkpoint(position));
+    await this.#readStore.setCheckpoint(this.#name, this.#checkpoint(position), this.#fence);
   }
 }
 

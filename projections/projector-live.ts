@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Projection, ProjectionStatus, RebuildProgress } from './projection.ts';
 import { follow, type ProjectorContext } from './projector-follow.ts';
+import { LeaseLostError } from './read-store.ts';
 import type { Collections } from './unit-of-work.ts';
 
 /** A projection as the projector runs it. */
@@ -75,6 +76,12 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
     {
       supervisor: ctx.supervisor,
       onDrop(err) {
+        // Another projector holds the lease: this one stands by (the projector stops it), not failed.
+        if (err instanceof LeaseLostError) {
+          ctx.onLeaseLost?.();
+          dropped.resolve();
+          return;
+        }
         r.state = 'failed';
         r.error = err instanceof Error ? err.message : String(err);
         ctx.onError?.(r.projection.name, err instanceof Error ? err : new Error(r.error));

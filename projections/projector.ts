@@ -27,16 +27,19 @@
  * collections is `projector-follow.ts`, a projection's live copy `projector-live.ts`, a rebuild
  * `projector-rebuild.ts`.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Supervisor } from '../application/supervisor.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { Projection, ProjectionStatus } from './projection.ts';
 import type { ProjectorContext } from './projector-follow.ts';
+import { DEFAULT_LEASE_MS, type LeaseOptions, type LeaseState, ProjectorLease } from './projector-lease.ts';
 import { definitionOf, lag, openCollections, type Running, startLive } from './projector-live.ts';
 import { rebuild } from './projector-rebuild.ts';
-import type { ReadStore } from './read-store.ts';
+import type { Fence, ReadStore } from './read-store.ts';
 
 export type { Projection, ProjectionStatus, ProjectionTx, RebuildProgress } from './projection.ts';
+export type { LeaseState } from './projector-lease.ts';
 
 export interface ProjectorOptions {
   store: EventStore;
@@ -54,21 +57,49 @@ export interface ProjectorOptions {
   supervisor?: Supervisor;
   /** Told of rebuilds (a version change at start, a finished rebuild) and of dropped shadows. */
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /**
+   * The lease that lets one projector at a time write the read models
+   * (docs/read-side.md, "One projector at a time"): who this projector is (by default a name of its
+   * own), and how long an acquisition or renewal holds it (15 s by default).
+   */
+  lease?: Partial<LeaseOptions>;
 }
 
 export interface Projector {
+  /**
+   * Acquires the lease and starts every projection, or stands by while another projector holds it
+   * (and keeps trying); resolves after the first attempt.
+   */
   start(): Promise<void>;
-  /** Resolves when every projection has caught up with the log (once, after start). */
+  /** Resolves when every projection has caught up with the log (once, after it first held the lease). */
   readonly caughtUp: Promise<void>;
+  /** Each projection's state; `standby`, with the store's checkpoint, while another holds the lease. */
   status(): Promise<ProjectionStatus[]>;
-  /** Rebuilds into fresh copies while the live ones serve; resolves when the copies are live. */
+  /**
+   * Rebuilds into fresh copies while the live ones serve; resolves when the copies are live. Refused
+   * (`ProjectorStandingByError`) while this projector stands by.
+   */
   rebuild(name: string): Promise<void>;
   names(): string[];
+  /** Whether this projector holds the lease (and its token), or stands by (and who holds it). */
+  lease(): LeaseState;
+  /** Stops every projection and lets the lease go, so a projector standing by takes over at once. */
   stop(): Promise<void>;
 }
 
+/** A rebuild asked of a projector that stands by: the one that holds the lease rebuilds. */
+export class ProjectorStandingByError extends Error {
+  constructor(holder: string | null) {
+    super(
+      `this projector stands by while another holds the read store's projector lease${holder ? ` (${holder})` : ''}: ` +
+        'ask the projector that holds it',
+    );
+    this.name = 'ProjectorStandingByError';
+  }
+}
+
 export function createProjector(options: ProjectorOptions): Projector {
-  const ctx: ProjectorContext = {
+  const base: ProjectorContext = {
     store: options.store,
     readStore: options.readStore,
     batchSize: options.batchSize ?? 5_000,
@@ -76,67 +107,124 @@ export function createProjector(options: ProjectorOptions): Projector {
     onError: options.onError,
     supervisor: options.supervisor,
   };
-  const { readStore } = ctx;
-  const running = new Map<string, Running>();
-  let resolveCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((r) => {
-    resolveCaughtUp = r;
-  });
+  const { readStore, logger } = base;
+  const running = new Map<string, Running>(
+    options.projections.map((projection) => [
+      projection.name,
+      {
+        projection,
+        state: 'starting',
+        collections: {},
+        checkpoint: 0,
+        events: 0,
+        lastRecordedAt: undefined,
+        error: null,
+        progress: null,
+        definition: definitionOf(projection),
+        storedVersion: null,
+      },
+    ]),
+  );
+  const caughtUp = Promise.withResolvers<void>();
+  /** What runs under the lease this projector holds, and the switch that ends it. */
+  let active: { ctx: ProjectorContext; abort: AbortController } | undefined;
+
+  /** The lease is this projector's: drop what a crashed rebuild left, then run every projection. */
+  async function activate(fence: Fence): Promise<void> {
+    const abort = new AbortController();
+    const ctx: ProjectorContext = {
+      ...base,
+      fence,
+      signal: abort.signal,
+      onLeaseLost: () => lease.refused(fence),
+    };
+    active = { ctx, abort };
+    // Shadows of a rebuild a crash interrupted: no other projector writes while this one holds the lease.
+    const orphans = await readStore.dropOrphanShadows(fence);
+    if (orphans > 0) logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
+    for (const r of running.values()) {
+      if (abort.signal.aborted) return;
+      Object.assign(r, { state: 'starting', error: null, progress: null });
+      r.collections = await openCollections(ctx, r);
+      await startLive(ctx, r);
+      // Lost while this one started (a write of another refused): it stops too, and the rest never start.
+      if (abort.signal.aborted) {
+        await r.stopSubscription?.().catch(() => undefined);
+        return;
+      }
+    }
+    // Ready once every live copy has caught up; rebuilds of another version go on behind it.
+    // A projection that failed is never caught up: its state says why, and readiness stays false.
+    Promise.all([...running.values()].map((r) => r.caughtUp)).then(
+      () => caughtUp.resolve(),
+      () => undefined,
+    );
+    for (const r of running.values()) {
+      if (r.storedVersion === r.definition) continue;
+      logger?.warn(
+        { projection: r.projection.name, stored: r.storedVersion, version: r.definition },
+        'projection stored by another version: rebuilding it while the old copy serves',
+      );
+      startRebuild(ctx, r).catch(() => undefined);
+    }
+  }
+
+  /** The lease is lost, or the projector stops: every projection and rebuild stops at once. */
+  async function deactivate(): Promise<void> {
+    const current = active;
+    active = undefined;
+    if (!current) return;
+    current.abort.abort(new Error('the projector no longer holds the lease'));
+    for (const r of running.values()) {
+      await r.stopSubscription?.().catch(() => undefined);
+      r.stopSubscription = undefined;
+    }
+    for (const r of running.values()) await r.rebuilding?.catch(() => undefined);
+  }
+
+  function startRebuild(ctx: ProjectorContext, r: Running): Promise<void> {
+    return rebuild(ctx, r).catch((err: Error) => {
+      if (!ctx.signal?.aborted) {
+        logger?.error({ err, projection: r.projection.name }, 'projection rebuild failed');
+        options.onError?.(r.projection.name, err);
+      }
+      throw err;
+    });
+  }
+
+  const lease = new ProjectorLease(
+    readStore,
+    {
+      owner: options.lease?.owner ?? `projector-${randomUUID()}`,
+      ttlMs: options.lease?.ttlMs ?? DEFAULT_LEASE_MS,
+    },
+    { acquired: activate, lost: deactivate },
+    logger,
+  );
 
   return {
-    async start() {
-      // Shadows of a rebuild a crash interrupted: this projector is the only one writing here.
-      const orphans = await readStore.dropOrphanShadows();
-      if (orphans > 0) ctx.logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
-      for (const projection of options.projections) {
-        const r: Running = {
-          projection,
-          state: 'starting',
-          collections: {},
-          checkpoint: 0,
-          events: 0,
-          lastRecordedAt: undefined,
-          error: null,
-          progress: null,
-          definition: definitionOf(projection),
-          storedVersion: null,
-        };
-        r.collections = await openCollections(ctx, r);
-        running.set(projection.name, r);
-        await startLive(ctx, r);
-      }
-      // Ready once every live copy has caught up; rebuilds of another version go on behind it.
-      // A projection that failed is never caught up: its state says why, and readiness stays false.
-      Promise.all([...running.values()].map((r) => r.caughtUp)).then(
-        () => resolveCaughtUp(),
-        () => undefined,
-      );
-      for (const r of running.values()) {
-        if (r.storedVersion === r.definition) continue;
-        ctx.logger?.warn(
-          { projection: r.projection.name, stored: r.storedVersion, version: r.definition },
-          'projection stored by another version: rebuilding it while the old copy serves',
-        );
-        rebuild(ctx, r).catch((err: Error) => {
-          ctx.logger?.error({ err, projection: r.projection.name }, 'projection rebuild failed');
-          ctx.onError?.(r.projection.name, err);
-        });
-      }
-    },
-    caughtUp,
+    start: () => lease.start(),
+    caughtUp: caughtUp.promise,
     async status() {
+      const holding = active !== undefined;
       const out: ProjectionStatus[] = [];
       for (const r of running.values()) {
-        const l = await lag(ctx, r);
+        if (!holding) {
+          // Another projector writes: how far the store says it is.
+          const saved = await readStore.getCheckpoint(r.projection.name);
+          r.checkpoint = saved?.position ?? 0;
+          r.events = saved?.events ?? 0;
+        }
+        const l = await lag(base, r);
         out.push({
           name: r.projection.name,
-          state: r.state,
+          state: holding ? r.state : 'standby',
           checkpoint: r.checkpoint,
           events_applied: r.events,
           lag_events: l.events,
           lag_seconds: Math.round(l.seconds * 1000) / 1000,
-          error: r.error,
-          progress: r.progress ? { ...r.progress } : null,
+          error: holding ? r.error : null,
+          progress: holding && r.progress ? { ...r.progress } : null,
         });
       }
       return out;
@@ -144,14 +232,11 @@ export function createProjector(options: ProjectorOptions): Projector {
     rebuild(name) {
       const r = running.get(name);
       if (!r) return Promise.reject(new Error(`no projection named ${name}`));
-      return rebuild(ctx, r);
+      if (!active) return Promise.reject(new ProjectorStandingByError(lease.state().holder));
+      return rebuild(active.ctx, r);
     },
     names: () => [...running.keys()],
-    async stop() {
-      for (const r of running.values()) {
-        await r.rebuilding?.catch(() => undefined);
-        await r.stopSubscription?.();
-      }
-    },
+    lease: () => lease.state(),
+    stop: () => lease.stop(),
   };
 }
