@@ -158,6 +158,12 @@ const positiveDuration = parsed((raw) => {
   return ms > 0 ? ms : problem(`expected a duration greater than zero, got ${quote(raw)}`);
 });
 
+/** A lease renewed every third of it: shorter than a second, renewals would be most of its work. */
+const leaseDuration = parsed((raw) => {
+  const ms = parseDuration(raw);
+  return ms >= 1_000 ? ms : problem(`expected a duration of at least 1s, got ${quote(raw)}`);
+});
+
 const retrySchedule = parsed((raw) =>
   raw.split(',').map((entry, i) => {
     try {
@@ -255,7 +261,7 @@ const envSchema = z.object({
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_PROJECTOR_THREAD: flag.optional(),
-  PDS_PROJECTOR_LEASE: positiveDuration.optional(),
+  PDS_PROJECTOR_LEASE: leaseDuration.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),

@@ -350,6 +350,7 @@ const bad: [string, string, Env?][] = [
   ['PDS_ABANDON_AFTER', '0s'],
   ['PDS_ABANDON_AFTER', '1d'],
   ['PDS_PROJECTOR_LEASE', '0s'],
+  ['PDS_PROJECTOR_LEASE', '500ms'],
   ['PDS_PROJECTOR_LEASE', 'long'],
   ['PDS_WEBHOOK_TIMEOUT', '0ms'],
   ['PDS_WEBHOOK_TIMEOUT', 'fast'],
