@@ -18,14 +18,17 @@
  * - A live projection whose subscription drops (the store went away, a commit failed) is `failed`
  *   with the reason and subscribes again from its stored checkpoint after a pause (docs/operations.md,
  *   "Recovery"); it is `live` again once caught up. A rebuild's copy that drops ends the rebuild
- *   instead: its shadows are dropped and the operator can start it again.
+ *   instead: its shadows are dropped and the operator can start it again. A batch the store refuses
+ *   as too large for one commit is applied in halves (docs/read-side.md, "Oversized batches").
+ * - One projector at a time: it writes only while it holds the read store's lease, every write under
+ *   its fence; another stands by and takes over (docs/read-side.md, "One projector at a time").
  * - Rebuild without downtime: the projection is replayed from the start into fresh shadow copies
  *   while the live copies keep serving; when the copy has caught up, the live projection pauses, the
  *   copy drains the last events, the shadows are promoted and the live projection resumes.
  *
- * This module starts and stops the projections and answers for them; following the log into
- * collections is `projector-follow.ts`, a projection's live copy `projector-live.ts`, a rebuild
- * `projector-rebuild.ts`.
+ * This module starts and stops the projections as the lease comes and goes, and answers for them;
+ * following the log into collections is `projector-follow.ts`, a projection's live copy
+ * `projector-live.ts`, a rebuild `projector-rebuild.ts`, the lease `projector-lease.ts`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
