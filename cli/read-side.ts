@@ -11,7 +11,7 @@ import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import { logOpened } from './dispatcher-components.ts';
-import { newLeaseOwner } from './lease-owner.ts';
+import { holderGone, newLeaseOwner } from './lease-owner.ts';
 
 /** What the read side builds for the components after it. */
 export interface ReadSideShared {
@@ -61,7 +61,11 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
         logger: ctx.logger,
         supervisor: ctx.supervisor,
-        lease: { owner: options.leaseOwner ?? newLeaseOwner(), ttlMs: ctx.config.projectorLeaseMs },
+        lease: {
+          owner: options.leaseOwner ?? newLeaseOwner(),
+          ttlMs: ctx.config.projectorLeaseMs,
+          holderGone,
+        },
       });
       shared.projector = projector;
       registerGauges(projector, ctx);

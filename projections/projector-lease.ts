@@ -25,6 +25,11 @@ export interface LeaseOptions {
   owner: string;
   /** How long an acquisition or renewal holds the lease. */
   ttlMs: number;
+  /**
+   * Whether a holder, by its name, is known to have ended (a process of this machine that is gone):
+   * then the lease is taken over from it at once, instead of when it runs out. Never, by default.
+   */
+  holderGone?(holder: string): boolean;
 }
 
 /** What the projector does as the lease comes and goes; called one at a time, in order. */
@@ -139,6 +144,12 @@ export class ProjectorLease {
     let attempt: Awaited<ReturnType<ReadStore['acquireLease']>>;
     try {
       attempt = await this.#readStore.acquireLease(PROJECTOR_LEASE, owner, ttlMs);
+      if (!attempt.acquired && this.#options.holderGone?.(attempt.holder)) {
+        const gone = attempt.holder;
+        attempt = await this.#readStore.acquireLease(PROJECTOR_LEASE, owner, ttlMs, gone);
+        if (attempt.acquired)
+          this.#logger?.info({ holder: gone }, "the lease's holder has ended: taking over");
+      }
     } catch (err) {
       this.#logger?.warn({ err }, 'projector lease not acquired: the read store failed; trying again');
       return;

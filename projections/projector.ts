@@ -63,7 +63,8 @@ export interface ProjectorOptions {
   /**
    * The lease that lets one projector at a time write the read models
    * (docs/read-side.md, "One projector at a time"): who this projector is (by default a name of its
-   * own), and how long an acquisition or renewal holds it (15 s by default).
+   * own), how long an acquisition or renewal holds it (15 s by default), and how to tell a holder
+   * that has ended (by default none is known to have).
    */
   lease?: Partial<LeaseOptions>;
 }
@@ -200,6 +201,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     {
       owner: options.lease?.owner ?? `projector-${randomUUID()}`,
       ttlMs: options.lease?.ttlMs ?? DEFAULT_LEASE_MS,
+      holderGone: options.lease?.holderGone,
     },
     { acquired: activate, lost: deactivate },
     logger,

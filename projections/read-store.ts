@@ -167,11 +167,12 @@ export interface ReadStore {
   commit(commit: Commit): Promise<void>;
   /**
    * Acquires the lease `lease` for `owner` for `ttlMs`: when no one holds it, its holder's time has
-   * run out, or `owner` holds it already (the same process, started again after its holder ended).
+   * run out, `owner` holds it already (the same process, started again after its holder ended), or
+   * `from` holds it (a holder the caller knows has ended: a process of its machine that is gone).
    * Every acquisition raises the token. The expiry is the store's time: MongoDB's server clock, the
    * SQLite store's clock (every process on one file shares the machine's).
    */
-  acquireLease(lease: string, owner: string, ttlMs: number): Promise<LeaseAttempt>;
+  acquireLease(lease: string, owner: string, ttlMs: number, from?: string): Promise<LeaseAttempt>;
   /** Holds the lease `ttlMs` more from now while `fence` is its last acquisition; false once it is not. */
   renewLease(fence: Fence, ttlMs: number): Promise<boolean>;
   /** Lets the lease go at once (a clean stop), unless another acquired it since. */

@@ -1,10 +1,13 @@
 /**
  * One projector at a time (docs/read-side.md, "One projector at a time"), as two real `pds serve
  * --role projector` processes on one data dir (one `events.db`, one `read.db`) with a 1 s lease, and an
- * `api` process taking writes: the second stands by (ready, saying so, writing nothing) while the
- * first holds the lease; `kill -9` of the holder in the middle of the writes, and the other takes
- * over once the lease has run out. The read models end exactly as one projector builds them from the
- * log: every document, with its `_position`, and every checkpoint's position and count of events.
+ * `api` process taking writes. The second stands by (ready, saying so, writing nothing) while the
+ * first holds the lease. In the middle of the writes the holder is frozen (SIGSTOP: a process that
+ * still runs, so the other waits for its lease to run out) and takes over; thawed, the old holder
+ * learns from the store that it lost the lease and stands by. Then the new holder is killed
+ * (`kill -9`), and the first takes over again, at its next try since that process is gone. The read
+ * models end exactly as one projector builds them from the log: every document, with its
+ * `_position`, and every checkpoint's position and count of events.
  */
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -46,34 +49,36 @@ async function readModels(readStore: ReadStore) {
   return { documents, checkpoints };
 }
 
-test('a second projector stands by while the first holds the lease, takes over once a killed holder’s lease runs out, and the read models end as one projector builds them', async (t) => {
+test('a second projector stands by while the first holds the lease, takes over from a frozen holder once its lease ran out and from a killed one at once, and the read models end as one projector builds them', async (t) => {
   t.timeout(90_000);
   const dir = await childDataDir(t, 'pds-lease-');
   const first = await serveChild(t, dir, LEASE, serve('projector'));
   const second = await serveChild(t, dir, LEASE, serve('projector')); // ready: standing by
   const api = await serveChild(t, dir, {}, serve('api'));
+  const held = async (child: Child) => gauge(await metrics(child), 'pds_projector_lease_held') === 1;
+  const token = async (child: Child) => gauge(await metrics(child), 'pds_projector_lease_token');
 
   // The first holds the lease and projects; the second says it stands by, and rebuilds nothing.
-  const [held, standing] = [await readyz(first), await readyz(second)];
-  t.is(held.checks.projections_caught_up, 'ok');
+  const [holding, standing] = [await readyz(first), await readyz(second)];
+  t.is(holding.checks.projections_caught_up, 'ok');
   t.is(standing.code, 200, 'a projector standing by is ready');
   t.is(standing.checks.projections_caught_up, 'standby');
-  const firstToken = gauge(await metrics(first), 'pds_projector_lease_token');
+  const firstToken = await token(first);
   t.true(firstToken >= 1);
-  t.is(gauge(await metrics(first), 'pds_projector_lease_held'), 1);
-  t.is(gauge(await metrics(second), 'pds_projector_lease_held'), 0);
+  t.true(await held(first));
+  t.false(await held(second));
   t.true((await projections(second)).every((p) => p.state === 'standby'));
   const refused = await second.api.call('POST', '/admin/v1/projections/carts/rebuild');
   t.is(refused.status, 409);
   t.like(await refused.json(), { code: 'projector_standing_by' });
 
-  // Writes go on while the holder is killed in their middle.
+  // Writes go on while the holders are frozen, thawed and killed.
   await seedCatalog(api.api, [1, 2]);
   const carts: WorldCart[] = [];
   for (let i = 0; i < 6; i++) carts.push(await createCart(api.api, 1 + (i % 2)));
   let added = 0;
   const writes = (async () => {
-    for (let round = 0; round < 8; round++) {
+    for (let round = 0; round < 12; round++) {
       for (const cart of carts) {
         await addItem(api.api, cart, 1 + round);
         added += 1;
@@ -84,22 +89,32 @@ test('a second projector stands by while the first holds the lease, takes over o
   await until('the holder has projected some of them', async () =>
     (await projections(first)).some((p) => p.name === 'carts' && p.events_applied > 6),
   );
-  await killChild(first);
+
+  first.process.kill('SIGSTOP');
+  const frozenAt = performance.now();
+  await until('the second holds the lease', () => held(second));
+  // The frozen holder renewed at most a third of the lease before: it had two thirds left at least.
+  t.true(performance.now() - frozenAt >= 600, 'taken over only once the lease ran out');
+  const secondToken = await token(second);
+  t.true(secondToken > firstToken);
+  first.process.kill('SIGCONT');
+  await until('the thawed holder stands by', async () => !(await held(first)));
+  t.is((await readyz(first)).checks.projections_caught_up, 'standby');
+
+  await until('more items are added', () => added >= 36);
+  await killChild(second);
+  await until('the first holds the lease again', () => held(first));
+  t.true((await token(first)) > secondToken);
   await writes;
 
-  await until(
-    'the second holds the lease',
-    async () => gauge(await metrics(second), 'pds_projector_lease_held') === 1,
-  );
-  t.true(gauge(await metrics(second), 'pds_projector_lease_token') > firstToken, 'a higher token');
   const events = await openSqliteEventStore(path.join(dir, 'events.db'));
   t.teardown(() => events.close());
   const head = await events.headPosition();
-  await until('the second has applied everything', async () => {
-    const all = await projections(second);
-    return all.every((p) => p.state === 'live' && p.lag_events === 0) && (await readyz(second)).code === 200;
+  await until('the first has applied everything', async () => {
+    const all = await projections(first);
+    return all.every((p) => p.state === 'live' && p.lag_events === 0) && (await readyz(first)).code === 200;
   });
-  t.is((await readyz(second)).checks.projections_caught_up, 'ok');
+  t.is((await readyz(first)).checks.projections_caught_up, 'ok');
 
   // One projector's build of the same log, from the start.
   const alone = openSqliteReadStore(':memory:');
@@ -119,5 +134,5 @@ test('a second projector stands by while the first holds the lease, takes over o
   t.deepEqual(twoProjectors.documents, oneProjector.documents, 'nothing lost, nothing applied twice');
   t.deepEqual(twoProjectors.checkpoints, oneProjector.checkpoints, 'every event counted once');
   t.is(twoProjectors.checkpoints.carts?.position, head);
-  t.true((twoProjectors.documents.carts ?? []).length === 6);
+  t.is(twoProjectors.documents.carts?.length, 6);
 });

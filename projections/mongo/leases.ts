@@ -32,6 +32,7 @@ export async function acquireLease(
   lease: string,
   owner: string,
   ttlMs: number,
+  from?: string,
 ): Promise<LeaseAttempt> {
   // A lease never held exists first, run out long ago, with token 0 (MongoDB refuses `$expr` in the
   // filter of an upsert, so the acquisition below cannot create it).
@@ -45,10 +46,11 @@ export async function acquireLease(
       // Two first acquisitions at once: one inserts it, the other's insert collides. It exists.
       if (!(err instanceof MongoServerError && err.code === DUPLICATE_KEY)) throw err;
     });
-  // Run out, or held by this owner already: taken with the next token, in one write, so of two
-  // acquisitions at once the second no longer matches.
+  // Run out, or held by this owner already (or by `from`): taken with the next token, in one write,
+  // so of two acquisitions at once the second no longer matches.
+  const holders = from === undefined ? [owner] : [owner, from];
   const doc = await leases.findOneAndUpdate(
-    { _id: lease, $expr: { $or: [{ $lte: ['$expires_at', '$$NOW'] }, { $eq: ['$owner', owner] }] } },
+    { _id: lease, $expr: { $or: [{ $lte: ['$expires_at', '$$NOW'] }, { $in: ['$owner', holders] }] } },
     [{ $set: { owner, token: { $add: ['$token', 1] }, expires_at: { $add: ['$$NOW', ttlMs] } } }],
     { returnDocument: 'after' },
   );

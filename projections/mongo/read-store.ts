@@ -191,7 +191,7 @@ export async function createMongoReadStore(
         const run = () => commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit);
         return commit.fence === undefined ? run() : fenced(run);
       }),
-    acquireLease: (lease, owner, ttlMs) => guard(() => acquireLease(leases, lease, owner, ttlMs)),
+    acquireLease: (lease, owner, ttlMs, from) => guard(() => acquireLease(leases, lease, owner, ttlMs, from)),
     renewLease: (fence, ttlMs) => guard(() => renewLease(leases, fence, ttlMs)),
     releaseLease: (fence) =>
       guard(async () => {

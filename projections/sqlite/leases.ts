@@ -25,9 +25,10 @@ export function acquireLease(
   owner: string,
   ttlMs: number,
   now: number,
+  from?: string,
 ): LeaseAttempt {
   const held = row(statements, name);
-  if (held && held[0] !== owner && held[2] > now) {
+  if (held && held[0] !== owner && held[0] !== from && held[2] > now) {
     return { acquired: false, holder: held[0], expiresInMs: held[2] - now };
   }
   const token = (held?.[1] ?? 0) + 1;

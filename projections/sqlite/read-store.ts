@@ -127,8 +127,10 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         for (const c of checkpoints) writeCheckpoint(statements, c);
       });
     },
-    async acquireLease(lease, owner, ttlMs) {
-      return catalog.transaction(() => acquireLease(statements, lease, owner, ttlMs, clock.now().getTime()));
+    async acquireLease(lease, owner, ttlMs, from) {
+      return catalog.transaction(() =>
+        acquireLease(statements, lease, owner, ttlMs, clock.now().getTime(), from),
+      );
     },
     async renewLease(fence, ttlMs) {
       return catalog.transaction(() => renewLease(statements, fence, clock.now().getTime() + ttlMs));

@@ -96,6 +96,17 @@ export function readStoreProcessesContract(test: TestFn, adapter: string, openTw
       await one.releaseLease(again); // too late: not the last acquisition, changes nothing
       t.like(await one.acquireLease(lease, 'one', 60_000), { acquired: false, holder: 'two' });
 
+      // A holder known to have ended (its process gone): taken over from it by name, at once.
+      const crashed = `${prefix()}-crashed`;
+      const dead = fenceOf(await one.acquireLease(crashed, 'one', 60_000));
+      t.like(await two.acquireLease(crashed, 'two', 60_000, 'someone else'), {
+        acquired: false,
+        holder: 'one',
+      });
+      const over = fenceOf(await two.acquireLease(crashed, 'two', 60_000, 'one'));
+      t.true(over.token > dead.token);
+      t.like(await one.acquireLease(crashed, 'three', 60_000, 'one'), { acquired: false, holder: 'two' });
+
       // A holder that stops renewing: once its time has run out, another takes the lease.
       const short = `${prefix()}-short`;
       const gone = fenceOf(await one.acquireLease(short, 'one', 50));

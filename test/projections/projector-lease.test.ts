@@ -167,3 +167,27 @@ test('a holder that does not know it lost the lease has its next write refused b
   t.is((await openRead().getCheckpoint('totals'))?.events, 90);
   t.like((await stale.status())[0], { state: 'standby' });
 });
+
+test('a holder known to have ended (a process of this machine that is gone) is taken over at once; one not known to have ended, only once its lease runs out', async (t) => {
+  const { store, openRead, projector } = await world(t);
+  await seed(store, 0, 30);
+  const readStore = openRead();
+  // What a `kill -9` leaves: the lease held, 60 s to go, by a process that no longer runs.
+  t.true((await readStore.acquireLease('projector', 'crashed', 60_000)).acquired);
+  const waiting = projector(openRead(), 'waiting', 60_000);
+  await waiting.start();
+  t.like(waiting.lease(), { holding: false, holder: 'crashed' }, 'not known to have ended: it waits');
+  await waiting.stop();
+
+  const next = createProjector({
+    store,
+    readStore: openRead(),
+    projections: [totals],
+    lease: { owner: 'next', ttlMs: 60_000, holderGone: (holder) => holder === 'crashed' },
+  });
+  t.teardown(() => next.stop());
+  await next.start();
+  t.true(next.lease().holding, 'taken over at its first try');
+  await next.caughtUp;
+  t.deepEqual(await kinds(openRead()), expected(30));
+});

@@ -140,7 +140,7 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
         fence,
       });
     },
-    acquireLease: (lease, owner, ttlMs) => inner.acquireLease(lease, owner, ttlMs),
+    acquireLease: (lease, owner, ttlMs, from) => inner.acquireLease(lease, owner, ttlMs, from),
     renewLease: (fence, ttlMs) => inner.renewLease(fence, ttlMs),
     releaseLease: (fence) => inner.releaseLease(fence),
     close: () => inner.close(),
