@@ -51,10 +51,7 @@ export interface Config {
    * and the read store file, so that projecting an append or a rebuild does not take the APIs' core.
    */
   projectorThread: boolean;
-  /**
-   * How long the projector's lease in the read store holds without a renewal: a projector standing by
-   * takes over that long after the holder died (docs/read-side.md, "One projector at a time").
-   */
+  /** How long the projector's lease holds unrenewed (docs/read-side.md, "One projector at a time"). */
   projectorLeaseMs: number;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
