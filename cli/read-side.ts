@@ -72,9 +72,13 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
       registerLeaseGauges(projector, ctx);
       let caughtUp = false;
       const p = projector;
-      // A projector standing by is ready: it is what a rolling deploy starts before it stops the
-      // holder (docs/read-side.md, "One projector at a time").
-      ctx.readiness.add('projections_caught_up', () => (p.lease().holding ? caughtUp : 'standby'));
+      // A projector standing by for another is ready: it is what a rolling deploy starts before it
+      // stops the holder (docs/read-side.md, "One projector at a time"). One that holds no lease and
+      // stands by for no one (the store did not answer) is not.
+      ctx.readiness.add('projections_caught_up', () => {
+        const lease = p.lease();
+        return lease.holding ? caughtUp : lease.holder !== null && 'standby';
+      });
       await projector.start();
       // Not awaited: the process serves /healthz while the read models catch up; /readyz says when.
       const started = Date.now();

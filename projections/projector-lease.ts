@@ -44,7 +44,10 @@ export interface LeaseState {
   holding: boolean;
   /** The fence's token while holding. */
   token: number | null;
-  /** Who holds it while this projector stands by (null when holding, or not known yet). */
+  /**
+   * Who holds it while this projector stands by; null when holding, and when it stands by for no
+   * one (not tried yet, the store did not answer, or its projections did not start).
+   */
   holder: string | null;
 }
 
@@ -151,6 +154,7 @@ export class ProjectorLease {
           this.#logger?.info({ holder: gone }, "the lease's holder has ended: taking over");
       }
     } catch (err) {
+      this.#holder = null; // not standing by for anyone: the store did not answer
       this.#logger?.warn({ err }, 'projector lease not acquired: the read store failed; trying again');
       return;
     }

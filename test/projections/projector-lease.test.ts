@@ -191,3 +191,32 @@ test('a holder known to have ended (a process of this machine that is gone) is t
   await next.caughtUp;
   t.deepEqual(await kinds(openRead()), expected(30));
 });
+
+test('a projector whose store does not answer holds no lease and stands by for no one, until the store answers', async (t) => {
+  const { store, openRead } = await world(t);
+  await seed(store, 0, 10);
+  const inner = openRead();
+  let down = true;
+  const flaky: ReadStore = {
+    ...inner,
+    acquireLease: (...args) =>
+      down ? Promise.reject(new Error('the read store is unreachable')) : inner.acquireLease(...args),
+  };
+  const p = createProjector({
+    store,
+    readStore: flaky,
+    projections: [totals],
+    lease: { owner: 'p', ttlMs: 300 },
+  });
+  t.teardown(() => p.stop());
+  await p.start(); // no throw: it tries again
+  t.deepEqual(
+    p.lease(),
+    { holding: false, token: null, holder: null },
+    'not standing by for anyone: not ready',
+  );
+  down = false;
+  await until('it holds the lease', () => p.lease().holding);
+  await p.caughtUp;
+  t.deepEqual(await kinds(openRead()), expected(10));
+});
