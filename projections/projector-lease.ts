@@ -98,9 +98,12 @@ export class ProjectorLease {
    */
   refused(fence: Fence): void {
     if (this.#fence?.token !== fence.token) return;
-    this.#lose('a write was refused under its fence').catch((err: unknown) => {
-      this.#logger?.error({ err }, 'projections did not stop cleanly');
-    });
+    this.#lose('a write was refused under its fence')
+      .catch((err: unknown) => {
+        this.#logger?.error({ err }, 'projections did not stop cleanly');
+      })
+      .then(() => this.#enqueue(() => this.#turn())) // who holds it now: standing by for it
+      .catch(() => undefined);
   }
 
   /** Stops projecting and lets the lease go, so a projector standing by takes over at once. */
@@ -204,8 +207,12 @@ export class ProjectorLease {
       clearTimeout(timer);
     }
     if (this.#fence?.token !== fence.token) return; // lost meanwhile (a write was refused)
-    if (renewed) this.#heldSince = asked;
-    else await this.#lose('another projector acquired the lease');
+    if (renewed) {
+      this.#heldSince = asked;
+    } else {
+      await this.#lose('another projector acquired the lease');
+      await this.#acquire(); // who holds it now: standing by for it
+    }
   }
 
   async #lose(why: string): Promise<void> {

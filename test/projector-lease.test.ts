@@ -99,7 +99,11 @@ test('a second projector stands by while the first holds the lease, takes over f
   t.true(secondToken > firstToken);
   first.process.kill('SIGCONT');
   await until('the thawed holder stands by', async () => !(await held(first)));
-  t.is((await readyz(first)).checks.projections_caught_up, 'standby');
+  await until(
+    'it says so, ready',
+    async () => (await readyz(first)).checks.projections_caught_up === 'standby',
+  );
+  t.is((await readyz(first)).code, 200);
 
   await until('more items are added', () => added >= 36);
   await killChild(second);
