@@ -48,10 +48,19 @@ export async function acquireLease(
     });
   // Run out, or held by this owner already (or by `from`): taken with the next token, in one write,
   // so of two acquisitions at once the second no longer matches.
-  const holders = from === undefined ? [owner] : [owner, from];
+  // Names are `$literal`s: in an aggregation expression a string starting with `$` is a field.
+  const holders = { $literal: from === undefined ? [owner] : [owner, from] };
   const doc = await leases.findOneAndUpdate(
     { _id: lease, $expr: { $or: [{ $lte: ['$expires_at', '$$NOW'] }, { $in: ['$owner', holders] }] } },
-    [{ $set: { owner, token: { $add: ['$token', 1] }, expires_at: { $add: ['$$NOW', ttlMs] } } }],
+    [
+      {
+        $set: {
+          owner: { $literal: owner },
+          token: { $add: ['$token', 1] },
+          expires_at: { $add: ['$$NOW', ttlMs] },
+        },
+      },
+    ],
     { returnDocument: 'after' },
   );
   if (doc) return { acquired: true, fence: { lease, token: doc.token } };
