@@ -22,7 +22,6 @@ import {
   toDeliveryRecord,
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
-  webhookDeliveryIndexes,
 } from '../projections/read-models/webhook-deliveries.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { ADMIN_BASE } from './admin-support.ts';
@@ -94,7 +93,7 @@ export function auditRoutes(
     new HttpProblem(404, { code: 'cart_not_found', detail: `no cart ${uuid}` });
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {
-    collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+    collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);
     return collection;
   };
 

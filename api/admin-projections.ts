@@ -35,6 +35,14 @@ export function createProjectionAdminRouter(
         detail: `no projection ${name}; known: ${statuses.map((p) => p.name).join(', ')}`,
       });
     }
+    if (status.state === 'standby') {
+      throw new HttpProblem(409, {
+        code: 'projector_standing_by',
+        detail:
+          "this projector stands by while another holds the read store's projector lease: " +
+          'ask the projector whose projections are live',
+      });
+    }
     const already = status.state === 'rebuilding';
     // The rebuild runs in the background; its progress is in GET /admin/v1/projections.
     projector

@@ -55,7 +55,6 @@ import {
   WEBHOOK_DELIVERIES,
   WEBHOOK_DELIVERIES_PROJECTION,
   type WebhookDeliveryDoc,
-  webhookDeliveryIndexes,
 } from '../projections/read-models/webhook-deliveries.ts';
 import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
@@ -206,7 +205,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {
-    collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+    collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);
     return collection;
   };
 

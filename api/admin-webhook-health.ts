@@ -20,7 +20,6 @@ import {
   oldestQueued,
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
-  webhookDeliveryIndexes,
 } from '../projections/read-models/webhook-deliveries.ts';
 import {
   type AttemptCounts,
@@ -34,7 +33,6 @@ import {
   WEBHOOK_QUEUES,
   type WebhookHealthDoc,
   type WebhookQueueDoc,
-  webhookHealthIndexes,
 } from '../projections/read-models/webhook-health.ts';
 import type { Collection } from '../projections/read-store.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
@@ -163,10 +161,12 @@ export function webhookHealthRoutes(
       }
     | undefined;
   const open = async () => {
+    // The projector's collections, read as they are: an api process never builds their indexes
+    // (docs/read-side.md, "Upgrades of read models").
     collections ??= {
-      health: await readStore.collection<WebhookHealthDoc>(WEBHOOK_HEALTH, webhookHealthIndexes),
-      queues: await readStore.collection<WebhookQueueDoc>(WEBHOOK_QUEUES, []),
-      deliveries: await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes),
+      health: await readStore.collection<WebhookHealthDoc>(WEBHOOK_HEALTH),
+      queues: await readStore.collection<WebhookQueueDoc>(WEBHOOK_QUEUES),
+      deliveries: await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES),
     };
     return collections;
   };

@@ -261,6 +261,7 @@ function sendProblem(ctx: AppContext, problem: HttpProblem): void {
 // Readiness (`readiness.ts`)
 
 export {
+  type CheckAnswer,
   type CheckImpact,
   type CheckOptions,
   createReadiness,

@@ -3,7 +3,14 @@
  * registers, whether the role requires it or is only degraded while it fails, and the report.
  */
 
-export type ReadinessCheck = () => boolean | Promise<boolean>;
+/**
+ * A check's answer: true (ok) or false (failing), or `standby`: the component stands by for another
+ * process that does its work (a projector while another holds the read store's lease), which counts
+ * as ready and is shown as such.
+ */
+export type CheckAnswer = boolean | 'standby';
+
+export type ReadinessCheck = () => CheckAnswer | Promise<CheckAnswer>;
 
 /**
  * What a failing check means for the process's role (docs/operations.md, "Health"): `required`, the
@@ -17,15 +24,15 @@ export interface CheckOptions {
   impact?: CheckImpact;
 }
 
-/** One check of a group: whether it passes, alone (the group's impact) or with an impact of its own. */
-export type GroupCheck = boolean | { ok: boolean; impact: CheckImpact };
+/** One check of a group: its answer, alone (the group's impact) or with an impact of its own. */
+export type GroupCheck = CheckAnswer | { ok: CheckAnswer; impact: CheckImpact };
 
 export interface ReadinessReport {
   /** No required check fails, and the process is not stopping. */
   ready: boolean;
   /** True once the process began to stop: never ready again. */
   stopping: boolean;
-  checks: Record<string, 'ok' | 'failing'>;
+  checks: Record<string, 'ok' | 'failing' | 'standby'>;
   /** Names of the failing required checks: the process is not ready while there is one. */
   failing: string[];
   /** Names of the failing checks that only degrade the role: the process stays ready. */
@@ -55,13 +62,14 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
   const groups = new Map<string, { each: () => Record<string, GroupCheck>; impact: CheckImpact }>();
   let stopping = false;
 
-  async function run(check: ReadinessCheck): Promise<{ ok: boolean; error?: string }> {
+  async function run(check: ReadinessCheck): Promise<{ ok: CheckAnswer; error?: string }> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     });
     try {
-      return { ok: (await Promise.race([Promise.resolve().then(check), timeout])) === true };
+      const answer = await Promise.race([Promise.resolve().then(check), timeout]);
+      return { ok: answer === 'standby' ? answer : answer === true };
     } catch (error) {
       return { ok: false, error: error instanceof Error ? error.message : String(error) };
     } finally {
@@ -90,8 +98,8 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
         impacts: {},
         errors: {},
       };
-      const record = (name: string, ok: boolean, impact: CheckImpact) => {
-        report.checks[name] = ok ? 'ok' : 'failing';
+      const record = (name: string, ok: CheckAnswer, impact: CheckImpact) => {
+        report.checks[name] = ok === 'standby' ? ok : ok ? 'ok' : 'failing';
         report.impacts[name] = impact;
         if (ok) return;
         if (impact === 'degraded') {
@@ -108,7 +116,7 @@ export function createReadiness(options: { timeoutMs?: number } = {}): Readiness
       });
       for (const [group, { each, impact }] of groups) {
         for (const [name, state] of Object.entries(each())) {
-          if (typeof state === 'boolean') record(`${group}:${name}`, state, impact);
+          if (typeof state !== 'object') record(`${group}:${name}`, state, impact);
           else record(`${group}:${name}`, state.ok, state.impact);
         }
       }

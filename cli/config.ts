@@ -11,6 +11,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { connectionFileIssues } from './connection-files.ts';
+import { formatDuration, parseDuration, quote } from './durations.ts';
 import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
 import { readOrCreateSecret } from './secret-file.ts';
 
@@ -52,6 +53,8 @@ export interface Config {
    * and the read store file, so that projecting an append or a rebuild does not take the APIs' core.
    */
   projectorThread: boolean;
+  /** How long the projector's lease holds unrenewed (docs/read-side.md, "One projector at a time"). */
+  projectorLeaseMs: number;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
   abandonAfterMs: number;
@@ -97,37 +100,10 @@ export class ConfigError extends Error {
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-// ---------------------------------------------------------------------------------------------
-// Durations
-
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/;
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
-
-/** Parses `500ms`, `45s`, `30m`, `6h` (decimals allowed: `1.5h`) into milliseconds; throws a RangeError. */
-export function parseDuration(text: string): number {
-  const match = DURATION.exec(text.trim());
-  const ms = match ? Math.round(Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS]) : Number.NaN;
-  if (!Number.isSafeInteger(ms)) {
-    throw new RangeError(`expected a duration like 6h, 30m, 45s or 500ms, got ${quote(text)}`);
-  }
-  return ms;
-}
-
-/** The shortest exact spelling of a duration in `parseDuration` syntax: 21600000 → `6h`. */
-export function formatDuration(ms: number): string {
-  for (const unit of ['h', 'm', 's'] as const) {
-    if (ms !== 0 && ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
-  }
-  return ms === 0 ? '0s' : `${ms}ms`;
-}
+export { formatDuration, parseDuration };
 
 // ---------------------------------------------------------------------------------------------
 // One schema per variable. A transform reports the problem in words that name the expected form.
-
-/** Quotes a bad value for an error message, shortened so that one line stays one readable line. */
-function quote(value: string): string {
-  return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
-}
 
 function parsed<T>(parse: (raw: string) => T) {
   return z.string().transform((raw, ctx) => {
@@ -152,6 +128,12 @@ const port = parsed((raw) => {
 const positiveDuration = parsed((raw) => {
   const ms = parseDuration(raw);
   return ms > 0 ? ms : problem(`expected a duration greater than zero, got ${quote(raw)}`);
+});
+
+/** A lease renewed every third of it: shorter than a second, renewals would be most of its work. */
+const leaseDuration = parsed((raw) => {
+  const ms = parseDuration(raw);
+  return ms >= 1_000 ? ms : problem(`expected a duration of at least 1s, got ${quote(raw)}`);
 });
 
 const retrySchedule = parsed((raw) =>
@@ -251,6 +233,7 @@ const envSchema = z.object({
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_PROJECTOR_THREAD: flag.optional(),
+  PDS_PROJECTOR_LEASE: leaseDuration.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
@@ -273,6 +256,7 @@ export const DEFAULTS = {
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
   readStoreCacheMiB: 32,
+  projectorLease: '15s',
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
@@ -350,6 +334,7 @@ export function parseConfig(env: Env): Config {
     projectorThread:
       v.PDS_PROJECTOR_THREAD ??
       (embedded && eventStore !== 'sqlite::memory:' && sharedReadStore && readStore.startsWith('sqlite:')),
+    projectorLeaseMs: v.PDS_PROJECTOR_LEASE ?? parseDuration(DEFAULTS.projectorLease),
     operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
     abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
     webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),
@@ -475,6 +460,7 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     dispatcher_store: redactUrl(config.dispatcherStoreUrl),
     dispatcher_thread: config.dispatcherThread,
     projector_thread: config.projectorThread,
+    projector_lease: formatDuration(config.projectorLeaseMs),
     operator_token: '[redacted]',
     operator_token_source: describeSource(
       sources?.operatorTokenSource,

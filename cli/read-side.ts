@@ -10,6 +10,7 @@ import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import { logOpened } from './dispatcher-components.ts';
+import { holderGone, newLeaseOwner } from './lease-owner.ts';
 
 /** What the read side builds for the components after it. */
 export interface ReadSideShared {
@@ -21,12 +22,18 @@ export interface ReadSideOptions {
   /**
    * Whether this process runs the projector. `auto`: where it owns the read models, i.e. role `all`
    * (the embedded `read.db`), every role with `memory` (each process its own copy, built from the
-   * events at start), and the `projector` role with MongoDB (one active projector per read model;
-   * `api` processes only read). `false`: another thread runs it (role `all` with the projector thread).
+   * events at start), and the `projector` role (one at a time writes, the one holding the read
+   * store's lease: docs/read-side.md, "One projector at a time"; `api` processes only read).
+   * `false`: another thread runs it (role `all` with the projector thread).
    */
   project?: 'auto' | false;
   /** Resolves once this process may open the read store: after the projector thread opened it first. */
   openAfter?: Promise<void>;
+  /**
+   * Who this projector is in the read store's lease (`lease-owner.ts`): a projector thread started
+   * again passes its last one's, so it takes the lease back at once. A name of its own by default.
+   */
+  leaseOwner?: string;
 }
 
 const owns = (ctx: ServiceContext) =>
@@ -61,15 +68,27 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
         logger: ctx.logger,
         supervisor: ctx.supervisor,
+        lease: {
+          owner: options.leaseOwner ?? newLeaseOwner(),
+          ttlMs: ctx.config.projectorLeaseMs,
+          holderGone,
+        },
       });
       shared.projector = projector;
       registerGauges(projector, ctx);
+      registerLeaseGauges(projector, ctx);
       let caughtUp = false;
-      ctx.readiness.add('projections_caught_up', () => caughtUp);
+      const p = projector;
+      // A projector standing by for another is ready: it is what a rolling deploy starts before it
+      // stops the holder (docs/read-side.md, "One projector at a time"). One that holds no lease and
+      // stands by for no one (the store did not answer) is not.
+      ctx.readiness.add('projections_caught_up', () => {
+        const lease = p.lease();
+        return lease.holding ? caughtUp : lease.holder !== null && 'standby';
+      });
       await projector.start();
       // Not awaited: the process serves /healthz while the read models catch up; /readyz says when.
       const started = Date.now();
-      const p = projector;
       p.caughtUp.then(() => {
         caughtUp = true;
         ctx.logger.info({ ms: Date.now() - started, projections: p.names() }, 'read models caught up');
@@ -127,4 +146,32 @@ export function registerGauges(
   gauge('pds_projection_rebuild_percent', 'progress of a running rebuild (0 when none)', (s) =>
     s.state === 'rebuilding' ? (s.progress?.percent ?? 0) : 0,
   );
+  gauge(
+    'pds_projection_failed',
+    'whether a projection is failed (1) and retrying; why is its error in GET /admin/v1/projections',
+    (s) => (s.state === 'failed' ? 1 : 0),
+  );
+}
+
+/** Whether this projector holds the read store's lease (and with which token) or stands by. */
+export function registerLeaseGauges(
+  projector: Pick<Projector, 'lease'>,
+  ctx: Pick<ServiceContext, 'registry'>,
+): void {
+  new Gauge({
+    name: 'pds_projector_lease_held',
+    help: 'whether this projector holds the read store lease and projects (1), or stands by (0)',
+    registers: [ctx.registry],
+    collect() {
+      this.set(projector.lease().holding ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'pds_projector_lease_token',
+    help: 'the fencing token of the lease this projector holds (0 while it stands by); each take-over raises it',
+    registers: [ctx.registry],
+    collect() {
+      this.set(projector.lease().token ?? 0);
+    },
+  });
 }

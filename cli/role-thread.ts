@@ -15,6 +15,7 @@ import type { GroupCheck } from '../api/readiness.ts';
 import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import type { ResolvedConfig } from './config.ts';
+import { newLeaseOwner } from './lease-owner.ts';
 import { eventStoreOptionsOf } from './store-options.ts';
 
 /** The roles that can run on a thread of their own. */
@@ -42,6 +43,8 @@ export interface ThreadData {
   config: ResolvedConfig;
   /** How the thread connects to the embedded store (`store-options.ts`). */
   eventStore: EventStoreOptions;
+  /** Who the projector is in the read store's lease: the same for every thread this component starts. */
+  leaseOwner: string;
 }
 
 /** A call the thread cannot answer: it is not running (starting, or started again after it died). */
@@ -105,6 +108,8 @@ export function roleThread(
   let worker: Worker | undefined;
   let started = false;
   let checks: Record<string, GroupCheck> = {};
+  // A thread started again after its last one ended takes the lease back at once (lease-owner.ts).
+  const leaseOwner = newLeaseOwner();
   /** The thread's `pds_*` metrics as it last sent them: a scrape never waits for a busy thread. */
   let latestMetrics: MetricsSnapshot = [];
   let stopping = false;
@@ -123,7 +128,7 @@ export function roleThread(
   /** Starts the thread; resolves once its components started, rejects if it ended first. */
   function spawn(config: ResolvedConfig): Promise<void> {
     const w = new Worker(ENTRY, {
-      workerData: { role, config, eventStore } satisfies ThreadData,
+      workerData: { role, config, eventStore, leaseOwner } satisfies ThreadData,
       name: `pds-${role}`,
       resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB[role] },
     });

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { CheckImpact, Readiness } from '../api/readiness.ts';
-import { type SubscriptionHealth, Supervisor } from '../application/supervisor.ts';
+import { type SubscriptionHealth, Supervisor, type SupervisorOptions } from '../application/supervisor.ts';
 import type { Role } from './roles.ts';
 
 /**
@@ -28,18 +28,22 @@ const slug = (name: string) =>
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
 
+/** `options`: the pauses (tests shorten them) and who else is told of each drop. */
 export function createSupervisor(
   logger: Logger,
   readiness: Readiness,
   registry: Registry,
   role: Role,
+  options: SupervisorOptions = {},
 ): Supervisor {
   const supervisor = new Supervisor({
+    ...options,
     onDrop(name, err, delayMs) {
       logger.warn(
         { err, subscription: name, retry_in_ms: delayMs },
         'subscription dropped: subscribing again',
       );
+      options.onDrop?.(name, err, delayMs);
     },
   });
   readiness.addEach(

@@ -40,12 +40,13 @@ const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
   async projector() {
     const { readSide } = await import('./read-side.ts');
     const shared: Parameters<typeof readSide>[0] = {};
+    const { leaseOwner } = workerData as ThreadData;
     const projector = () => {
       if (!shared.projector) throw new Error('the projector has not started');
       return shared.projector;
     };
     return {
-      components: [readSide(shared)],
+      components: [readSide(shared, { leaseOwner })],
       niceIncrement: PROJECTOR_NICE_INCREMENT,
       methods: {
         status: () => projector().status(),
@@ -95,7 +96,10 @@ async function reportReadiness(): Promise<void> {
   const { checks, impacts } = await service.readiness.check();
   // With each check's impact: the parent's `/readyz` weighs them as this thread's role does.
   const states = Object.fromEntries(
-    Object.entries(checks).map(([name, state]) => [name, { ok: state === 'ok', impact: impacts[name] }]),
+    Object.entries(checks).map(([name, state]) => [
+      name,
+      { ok: state === 'standby' ? state : state === 'ok', impact: impacts[name] },
+    ]),
   );
   const text = JSON.stringify(states);
   if (text === reported) return;

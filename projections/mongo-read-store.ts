@@ -21,4 +21,5 @@ export {
   type MongoReadStore,
   type MongoReadStoreOptions,
 } from './mongo/read-store.ts';
-export { CommitTooLargeError, commitFailure } from './mongo/transaction.ts';
+export { commitFailure } from './mongo/transaction.ts';
+export { CommitTooLargeError } from './read-store.ts';

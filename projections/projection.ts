@@ -61,7 +61,8 @@ export interface Projection {
 
 export interface ProjectionStatus {
   name: string;
-  state: 'starting' | 'live' | 'rebuilding' | 'failed';
+  /** `standby`: another projector holds the read store's lease and writes the read models. */
+  state: 'starting' | 'live' | 'rebuilding' | 'failed' | 'standby';
   checkpoint: number;
   events_applied: number;
   lag_events: number;

@@ -14,6 +14,7 @@
  * - A unique index holds null for a missing field: a second document without it is a duplicate. An
  *   empty array is a key of its own (a second empty array collides, a missing field does not).
  * - A document over 16 MiB of BSON is refused (`DocumentTooLargeError`), and so is its whole commit.
+ * - A commit over a transaction limit is refused whole (`CommitTooLargeError`).
  */
 
 export type DocId = string | number;
@@ -104,36 +105,78 @@ export interface NamedCheckpoint {
 export interface Commit {
   writes: ReadonlyArray<{ collection: Collection; ops: readonly WriteOp[] }>;
   checkpoints?: readonly NamedCheckpoint[];
+  /** The lease the writer holds: the commit is refused, whole, once another acquired it (`Fence`). */
+  fence?: Fence;
 }
+
+/**
+ * What a lease's holder passes with its writes (docs/read-side.md, "One projector at a time"): the
+ * lease's name and the token of the holder's acquisition. Every acquisition's token is higher than
+ * the one before, and a store refuses a write whose token is not the lease's current one
+ * (`LeaseLostError`, nothing applied), checking it inside the write's own transaction.
+ */
+export interface Fence {
+  lease: string;
+  token: number;
+}
+
+/** An attempt at a lease: acquired with a new token, or held by another for about `expiresInMs` more. */
+export type LeaseAttempt =
+  | { acquired: true; fence: Fence }
+  | { acquired: false; holder: string; expiresInMs: number };
 
 export interface ReadStore {
   readonly kind: 'mongodb' | 'sqlite';
   /**
-   * The live collection of that name, with its declared indexes created. The handle stays valid
-   * across `promote`: it always reaches the collection currently live under that name.
+   * The live collection of that name. The declared indexes it lacks are created while it holds no
+   * document (a new collection, or an empty one); one that holds documents keeps the indexes it has,
+   * since building one over them may take long or break a new unique index: a read model's new
+   * indexes come with a rebuild, on its shadows
+   * (docs/read-side.md, "Upgrades of read models"). The handle stays valid across `promote`: it
+   * always reaches the collection currently live under that name.
    */
   collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
   /** A fresh, empty copy to rebuild into while the live collection keeps serving reads. */
   createShadow<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
   /**
    * Makes the shadows live and stores the checkpoints, in one step: a reader sees every old copy or
-   * every new one, never a mix. The old copies are dropped.
+   * every new one, never a mix. The old copies are dropped. Refused under a stale `fence`.
    */
-  promote(shadows: readonly Collection[], checkpoints?: readonly NamedCheckpoint[]): Promise<void>;
-  /** Drops a shadow that will not be promoted (an abandoned rebuild). */
-  dropShadow(shadow: Collection): Promise<void>;
+  promote(
+    shadows: readonly Collection[],
+    checkpoints?: readonly NamedCheckpoint[],
+    fence?: Fence,
+  ): Promise<void>;
+  /** Drops a shadow that will not be promoted (an abandoned rebuild). Refused under a stale `fence`. */
+  dropShadow(shadow: Collection, fence?: Fence): Promise<void>;
   /**
-   * Drops the shadows of rebuilds that never finished (a crash), where the store can tell them from a
-   * rebuild still running: a store that cannot leaves this out. Resolves with how many.
+   * Drops the shadows of rebuilds that never finished (a crash): every shadow neither live, nor kept
+   * for readers after a promote, nor created by this store (a rebuild of its own still running).
+   * Only the one projector writing the read models may call it
+   * (docs/read-side.md, "Upgrades of read models"), under its `fence`. Resolves with how many.
    */
-  dropOrphanShadows?(): Promise<number>;
+  dropOrphanShadows(fence?: Fence): Promise<number>;
   getCheckpoint(name: string): Promise<Checkpoint | undefined>;
-  setCheckpoint(name: string, checkpoint: Checkpoint): Promise<void>;
+  /** Stores a checkpoint on its own (progress past others' events). Refused under a stale `fence`. */
+  setCheckpoint(name: string, checkpoint: Checkpoint, fence?: Fence): Promise<void>;
   /**
    * Applies the writes and checkpoints of `commit` atomically (see `Commit`). A document over the size
-   * limit refuses the whole commit (`DocumentTooLargeError`): nothing of it is applied.
+   * limit refuses the whole commit (`DocumentTooLargeError`), and so does a commit over a transaction
+   * limit (`CommitTooLargeError`): nothing of it is applied.
    */
   commit(commit: Commit): Promise<void>;
+  /**
+   * Acquires the lease `lease` for `owner` for `ttlMs`: when no one holds it, its holder's time has
+   * run out, `owner` holds it already (the same process, started again after its holder ended), or
+   * `from` holds it (a holder the caller knows has ended: a process of its machine that is gone).
+   * Every acquisition raises the token. The expiry is the store's time: MongoDB's server clock, the
+   * SQLite store's clock (every process on one file shares the machine's).
+   */
+  acquireLease(lease: string, owner: string, ttlMs: number, from?: string): Promise<LeaseAttempt>;
+  /** Holds the lease `ttlMs` more from now while `fence` is its last acquisition; false once it is not. */
+  renewLease(fence: Fence, ttlMs: number): Promise<boolean>;
+  /** Lets the lease go at once (a clean stop), unless another acquired it since. */
+  releaseLease(fence: Fence): Promise<void>;
   /**
    * Asks the server for an answer, within the store's bounded server selection time: resolves when it
    * answers, rejects with `ReadStoreUnavailableError` when it cannot be reached. A store in the
@@ -152,6 +195,19 @@ export class ReadStoreUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'ReadStoreUnavailableError';
+  }
+}
+
+/** A write carried the fence of a lease acquired by another since: refused, nothing of it applied. */
+export class LeaseLostError extends Error {
+  readonly fence: Fence;
+  constructor(fence: Fence) {
+    super(
+      `the ${fence.lease} lease was acquired by another holder after token ${fence.token}: ` +
+        'the write is refused and nothing of it was applied',
+    );
+    this.name = 'LeaseLostError';
+    this.fence = fence;
   }
 }
 
@@ -186,6 +242,27 @@ export class DocumentTooLargeError extends Error {
     this.collection = collection;
     this.id = id;
     this.bytes = bytes;
+  }
+}
+
+/**
+ * The store refused a commit for its size or duration (MongoDB's transaction limits: the oplog, the
+ * storage cache a transaction may dirty, its lifetime): nothing of it was applied. A smaller commit
+ * may pass, so the projector applies a refused batch in halves (docs/read-side.md, "Oversized batches").
+ */
+export class CommitTooLargeError extends Error {
+  readonly operations: number;
+  readonly collections: number;
+  /** @param limit the limit, in the adapter's words: `a MongoDB transaction limit (TransactionTooLargeForCache)` */
+  constructor(operations: number, collections: number, limit: string, options?: { cause?: unknown }) {
+    super(
+      `a commit of ${operations} write operations on ${collections} collections exceeds ${limit}; ` +
+        'nothing of it was applied: commit smaller batches',
+      options,
+    );
+    this.name = 'CommitTooLargeError';
+    this.operations = operations;
+    this.collections = collections;
   }
 }
 

@@ -88,6 +88,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
     dispatcherThread: true,
     projectorThread: true,
+    projectorLeaseMs: 15_000,
     operatorToken: null,
     abandonAfterMs: 6 * 3_600_000,
     webhookTimeoutMs: 15_000,
@@ -243,6 +244,10 @@ const valid: Record<string, Case[]> = {
     check: (c) => c.projectorThread,
     expected: value,
   })),
+  PDS_PROJECTOR_LEASE: [
+    { env: { PDS_PROJECTOR_LEASE: '1s' }, check: (c) => c.projectorLeaseMs, expected: 1_000 },
+    { env: { PDS_PROJECTOR_LEASE: '2m' }, check: (c) => c.projectorLeaseMs, expected: 120_000 },
+  ],
   PDS_OPERATOR_TOKEN: [
     { env: { PDS_OPERATOR_TOKEN: 'a'.repeat(16) }, check: (c) => c.operatorToken, expected: 'a'.repeat(16) },
     {
@@ -344,6 +349,9 @@ const bad: [string, string, Env?][] = [
   ['PDS_ABANDON_AFTER', '6'],
   ['PDS_ABANDON_AFTER', '0s'],
   ['PDS_ABANDON_AFTER', '1d'],
+  ['PDS_PROJECTOR_LEASE', '0s'],
+  ['PDS_PROJECTOR_LEASE', '500ms'],
+  ['PDS_PROJECTOR_LEASE', 'long'],
   ['PDS_WEBHOOK_TIMEOUT', '0ms'],
   ['PDS_WEBHOOK_TIMEOUT', 'fast'],
   ['PDS_WEBHOOK_RETRY_SCHEDULE', '0s,,5s'],

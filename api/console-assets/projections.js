@@ -8,6 +8,8 @@ const POLL_MS = 1000;
 function ProjectionRow({ projection, onRebuild }) {
   const p = projection;
   const rebuilding = p.state === 'rebuilding';
+  // Another projector holds the read store's lease and writes these read models: it rebuilds them.
+  const standby = p.state === 'standby';
   const percent = p.progress ? Math.round(p.progress.percent) : null;
   return html`
     <tr data-projection=${p.name}>
@@ -25,7 +27,8 @@ function ProjectionRow({ projection, onRebuild }) {
         }
       </td>
       <td>
-        <button type="button" disabled=${rebuilding} onClick=${() => onRebuild(p.name)}
+        <button type="button" disabled=${rebuilding || standby} onClick=${() => onRebuild(p.name)}
+          title=${standby ? 'This projector stands by: the one holding the lease rebuilds' : undefined}
           aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>
       </td>
     </tr>`;

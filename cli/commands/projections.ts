@@ -82,6 +82,12 @@ async function rebuildOne(
       const s = (await statusOf(client)).find((p) => p.name === name);
       if (!s) throw new CliError(`projection ${name} disappeared`, EXIT.failed);
       if (s.state === 'failed') throw new CliError(`rebuild of ${name} failed: ${s.error}`, EXIT.failed);
+      if (s.state === 'standby') {
+        throw new CliError(
+          `rebuild of ${name} ended: this projector lost the lease to another; ask that one again`,
+          EXIT.failed,
+        );
+      }
       const progress = s.progress;
       bar?.update(progress?.percent ?? 0, {
         events: progress?.events_done ?? 0,

@@ -8,6 +8,7 @@ import type { Doc, IndexSpec } from '../read-store.ts';
 
 const NAMESPACE_EXISTS = 48;
 const GENERATION_SEPARATOR = '__gen_';
+const SHADOW_NAME = new RegExp(`${GENERATION_SEPARATOR}[0-9a-f]{12}$`);
 
 /** A random suffix for a new physical collection: unique without scanning what exists. */
 const generation = () => randomBytes(6).toString('hex');
@@ -15,6 +16,11 @@ const generation = () => randomBytes(6).toString('hex');
 /** The physical name of a new shadow of `name`: `<name>__gen_<hex>`. */
 export function shadowName(name: string): string {
   return `${name}${GENERATION_SEPARATOR}${generation()}`;
+}
+
+/** Whether a physical collection is a shadow, or a promoted one (named by `shadowName`). */
+export function isShadowName(physical: string): boolean {
+  return SHADOW_NAME.test(physical);
 }
 
 /** Creates the collection unless it exists, so no transaction has to (see transaction.ts). */
@@ -27,6 +33,7 @@ export async function ensureCollection(db: Db, name: string): Promise<void> {
   }
 }
 
+/** Creates the declared indexes (on a new shadow, or a collection without documents). */
 export async function ensureIndexes(
   coll: MongoCollection<Doc>,
   indexes: readonly IndexSpec[],
@@ -36,6 +43,22 @@ export async function ensureIndexes(
     const keys = new Map(spec.keys.map(([field, direction]) => [field, direction] as const));
     await coll.createIndex(keys, spec.unique ? { unique: true } : {});
   }
+}
+
+/**
+ * Creates the declared indexes on a live collection only while it holds no document: one that holds
+ * documents keeps the indexes it has. An index is never built over a live collection's documents
+ * (a long build on a large one, and a new unique index its documents break would stop the start); a
+ * rebuild brings it (docs/read-side.md, "Upgrades of read models"). A document written between the
+ * look and the build is indexed with it, as MongoDB builds indexes on a collection being written.
+ */
+export async function ensureIndexesIfEmpty(
+  coll: MongoCollection<Doc>,
+  indexes: readonly IndexSpec[],
+): Promise<void> {
+  if (indexes.length === 0) return;
+  if ((await coll.findOne({}, { projection: { _id: 1 } })) !== null) return;
+  await ensureIndexes(coll, indexes);
 }
 
 /** Driver handles by physical name, so a live handle's lookup allocates nothing. */

@@ -6,12 +6,21 @@
  * - `commit` and `promote` each run in one transaction; a server without transactions is refused at
  *   start (transaction.ts, connection.ts).
  * - Logical names resolve to physical collections through one pointer document (live-names.ts); the
- *   collections a promote replaced are dropped after a grace period (retired.ts).
+ *   collections a promote replaced are dropped after a grace period (retired.ts), and shadows a
+ *   crashed rebuild left by the next projector (orphans.ts).
+ * - Leases, by the server's clock, and the fence a write carries (leases.ts).
  */
+import type { ClientSession } from 'mongodb';
 import { type Clock, systemClock } from '../../domain/clock.ts';
-import type { Checkpoint, Collection, Commit, Doc, IndexSpec, ReadStore } from '../read-store.ts';
+import type { Checkpoint, Collection, Commit, Doc, Fence, IndexSpec, ReadStore } from '../read-store.ts';
 import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
-import { ensureCollection, ensureIndexes, PhysicalCollections, shadowName } from './collections.ts';
+import {
+  ensureCollection,
+  ensureIndexes,
+  ensureIndexesIfEmpty,
+  PhysicalCollections,
+  shadowName,
+} from './collections.ts';
 import {
   connect,
   connectionGuard,
@@ -22,6 +31,15 @@ import {
 } from './connection.ts';
 import { Handles } from './handles.ts';
 import {
+  acquireLease,
+  assertFence,
+  fenceInTransaction,
+  LEASES,
+  type LeaseDoc,
+  oneAtATime,
+  renewLease,
+} from './leases.ts';
+import {
   LIVE,
   type LiveNames,
   liveNameCache,
@@ -30,6 +48,7 @@ import {
   POINTERS_ID,
   type PointerDoc,
 } from './live-names.ts';
+import { dropOrphanShadows } from './orphans.ts';
 import { RetiredCollections } from './retired.ts';
 import { commitWrites, inTransaction } from './transaction.ts';
 import { plain } from './translate.ts';
@@ -72,6 +91,7 @@ export async function createMongoReadStore(
   const maxTimeMS = options.readMaxTimeMs ?? DEFAULT_READ_MAX_TIME_MS;
   const pointers = db.collection<PointerDoc>(LIVE);
   const checkpoints = db.collection<CheckpointDoc>(CHECKPOINTS);
+  const leases = db.collection<LeaseDoc>(LEASES);
   const names = liveNameCache(
     async () => namesOf(await pointers.findOne({ _id: POINTERS_ID }, { maxTimeMS })),
     clock,
@@ -83,6 +103,17 @@ export async function createMongoReadStore(
   const handles = new Handles(guard, maxTimeMS);
   /** Shadows this store created and hasn't promoted or dropped: handle → logical and physical names. */
   const shadows = new WeakMap<Collection, { live: string; physical: string }>();
+  /** Their physical names: never orphans (orphans.ts). */
+  const ownShadows = new Set<string>();
+  /** Fenced transactions, one at a time: each writes the lease document (leases.ts). */
+  const fenced = oneAtATime();
+  const inFencedTransaction = (fence: Fence, fn: (session: ClientSession) => Promise<void>) =>
+    fenced(() =>
+      inTransaction(mongo, async (session) => {
+        await fenceInTransaction(leases, fence, session);
+        await fn(session);
+      }),
+    );
 
   async function physicalOf(name: string, maxAgeMs?: number): Promise<string> {
     return (await names.get(maxAgeMs)).physical.get(name) ?? name;
@@ -91,6 +122,7 @@ export async function createMongoReadStore(
   await guard(async () => {
     await ensureCollection(db, CHECKPOINTS);
     await ensureCollection(db, LIVE);
+    await ensureCollection(db, LEASES);
   });
   await retired.sweepQuietly();
 
@@ -101,12 +133,14 @@ export async function createMongoReadStore(
         // Read the pointers afresh: a stale copy could recreate a collection a promote retired.
         const physical = await physicalOf(name, 0);
         await ensureCollection(db, physical);
-        await ensureIndexes(db.collection(physical), indexes);
+        await ensureIndexesIfEmpty(db.collection(physical), indexes);
         return handles.create<T>(name, async () => physicalCollections.get(await physicalOf(name)));
       }),
     createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
       guard(async () => {
         const physical = shadowName(name);
+        // Named as this store's before it exists: an orphan sweep meanwhile keeps it.
+        ownShadows.add(physical);
         // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
         await ensureCollection(db, physical);
         await ensureIndexes(db.collection(physical), indexes);
@@ -115,7 +149,7 @@ export async function createMongoReadStore(
         shadows.set(shadow as Collection, { live: name, physical });
         return shadow;
       }),
-    promote: (list, named = []) =>
+    promote: (list, named = [], fence) =>
       guard(async () => {
         const moves = list.map((shadow) => {
           const s = shadows.get(shadow);
@@ -127,35 +161,57 @@ export async function createMongoReadStore(
         }
         if (moves.length === 0 && named.length === 0) return;
         let written: LiveNames | undefined;
-        await inTransaction(mongo, async (session) => {
+        const promoteIn = async (session: ClientSession) => {
           if (moves.length > 0) written = await movePointers(pointers, clock, moves, session);
           await writeCheckpoints(checkpoints, named, session);
-        });
+        };
+        if (fence === undefined) await inTransaction(mongo, promoteIn);
+        else await inFencedTransaction(fence, promoteIn);
         if (written) names.set(written);
         for (const shadow of list) shadows.delete(shadow);
+        for (const { physical } of moves) ownShadows.delete(physical);
         if (moves.length > 0) {
           retired.sweepAfterGrace();
           await retired.sweepQuietly(); // collections retired by earlier promotes
         }
       }),
-    dropShadow: (shadow) =>
+    dropShadow: (shadow, fence) =>
       guard(async () => {
         const s = shadows.get(shadow);
         if (!s) return;
         shadows.delete(shadow);
+        ownShadows.delete(s.physical);
+        await assertFence(leases, fence);
         await db.dropCollection(s.physical);
       }),
+    dropOrphanShadows: (fence) =>
+      guard(() => dropOrphanShadows(db, pointers, ownShadows, () => assertFence(leases, fence))),
     getCheckpoint: (name) =>
       guard(async () => {
         const doc = await checkpoints.findOne({ _id: name }, { maxTimeMS });
         return doc ? checkpointFields(plain(doc) as Checkpoint) : undefined;
       }),
-    setCheckpoint: (name, checkpoint) =>
+    setCheckpoint: (name, checkpoint, fence) =>
       guard(async () => {
-        await checkpoints.replaceOne({ _id: name }, checkpointFields(checkpoint), { upsert: true });
+        if (fence === undefined) {
+          await checkpoints.replaceOne({ _id: name }, checkpointFields(checkpoint), { upsert: true });
+          return;
+        }
+        await inFencedTransaction(fence, (session) =>
+          writeCheckpoints(checkpoints, [{ name, checkpoint }], session),
+        );
       }),
-    commit: ({ writes, checkpoints: named = [] }: Commit) =>
-      guard(() => commitWrites(mongo, checkpoints, (c) => handles.targetOf(c), writes, named)),
+    commit: (commit: Commit) =>
+      guard(() => {
+        const run = () => commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit);
+        return commit.fence === undefined ? run() : fenced(run);
+      }),
+    acquireLease: (lease, owner, ttlMs, from) => guard(() => acquireLease(leases, lease, owner, ttlMs, from)),
+    renewLease: (fence, ttlMs) => guard(() => renewLease(leases, fence, ttlMs)),
+    releaseLease: (fence) =>
+      guard(async () => {
+        await renewLease(leases, fence, 0);
+      }),
     dropRetired: () => guard(() => retired.drop()),
     ping: () =>
       guard(async () => {

@@ -20,10 +20,11 @@
  * (TransactionTooLargeForCache) and, before 4.2, by 16 MB of oplog. A document over 16 MiB refuses the
  * whole commit as `DocumentTooLargeError` (a replacement before the transaction starts, an update's
  * result when the server refuses it, which aborts the transaction).
- * A commit refused for its size or duration is thrown as `CommitTooLargeError` (nothing of it
- * applied) so the caller can commit smaller batches; a projector batch (at most 1,000 events by
- * default) is far below these limits. A server that reports cache pressure as a WriteConflict instead
- * (a known server bug) makes `withTransaction` retry until its 120 s are spent; that error is thrown.
+ * A commit refused for its size or duration is thrown as the port's `CommitTooLargeError` (nothing
+ * of it applied) so the caller can commit smaller batches: the projector applies the batch again in
+ * halves, down to one event (docs/read-side.md, "Oversized batches"). A server that reports cache
+ * pressure as a WriteConflict instead (a known server bug) makes `withTransaction` retry until its
+ * 120 s are spent; that error is thrown.
  */
 import {
   type ClientSession,
@@ -31,26 +32,10 @@ import {
   type Collection as MongoCollection,
   MongoServerError,
 } from 'mongodb';
-import type { Collection, Commit, Doc, NamedCheckpoint, WriteOp } from '../read-store.ts';
+import { type Collection, type Commit, CommitTooLargeError, type Doc, type WriteOp } from '../read-store.ts';
 import { type CheckpointDoc, writeCheckpoints } from './checkpoints.ts';
+import { fenceInTransaction, type LeaseDoc } from './leases.ts';
 import { firstTooLarge, toModel, writeFailure } from './translate.ts';
-
-/** MongoDB refused a commit for its size or duration: nothing of it was applied; commit less at a time. */
-export class CommitTooLargeError extends Error {
-  readonly operations: number;
-  readonly collections: number;
-  constructor(operations: number, collections: number, options: { cause: MongoServerError }) {
-    const { codeName, code } = options.cause;
-    super(
-      `a commit of ${operations} write operations on ${collections} collections exceeds a MongoDB ` +
-        `transaction limit (${codeName ?? code}); nothing of it was applied: commit smaller batches`,
-      options,
-    );
-    this.name = 'CommitTooLargeError';
-    this.operations = operations;
-    this.collections = collections;
-  }
-}
 
 /** Server error codes of a transaction refused for its size or duration. */
 const TOO_LARGE_CODES = new Set([
@@ -62,7 +47,8 @@ const TOO_LARGE_CODES = new Set([
 /** A commit's failure as the caller should see it: CommitTooLargeError when a transaction limit refused it. */
 export function commitFailure(err: unknown, operations: number, collections: number): unknown {
   if (err instanceof MongoServerError && typeof err.code === 'number' && TOO_LARGE_CODES.has(err.code)) {
-    return new CommitTooLargeError(operations, collections, { cause: err });
+    const limit = `a MongoDB transaction limit (${err.codeName ?? err.code})`;
+    return new CommitTooLargeError(operations, collections, limit, { cause: err });
   }
   return err;
 }
@@ -83,13 +69,18 @@ export async function inTransaction(
 /** The physical collection behind a handle of this store, or undefined for another store's handle. */
 export type TargetOf = (collection: Collection) => (() => Promise<MongoCollection<Doc>>) | undefined;
 
-/** Applies a commit's writes and checkpoints in one transaction. */
+/** The store's own collections a commit writes besides the read models'. */
+export interface CommitCollections {
+  checkpoints: MongoCollection<CheckpointDoc>;
+  leases: MongoCollection<LeaseDoc>;
+}
+
+/** Applies a commit's writes and checkpoints in one transaction, refused whole under a stale fence. */
 export async function commitWrites(
   mongo: MongoClient,
-  checkpoints: MongoCollection<CheckpointDoc>,
+  own: CommitCollections,
   targetOf: TargetOf,
-  writes: Commit['writes'],
-  named: readonly NamedCheckpoint[],
+  { writes, checkpoints: named = [], fence }: Commit,
 ): Promise<void> {
   // Checked and translated before the transaction: a refused operation starts none, and the
   // callback, which the driver may run several times, only writes.
@@ -108,13 +99,14 @@ export async function commitWrites(
   if (batches.length === 0 && named.length === 0) return;
   try {
     await inTransaction(mongo, async (session) => {
+      await fenceInTransaction(own.leases, fence, session);
       for (const { coll, models, name, ops } of batches) {
         // An update whose result is over the document limit is refused by the server: named here.
         await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
           throw writeFailure(err, name, ops);
         });
       }
-      await writeCheckpoints(checkpoints, named, session);
+      await writeCheckpoints(own.checkpoints, named, session);
     });
   } catch (err) {
     const operations = batches.reduce((n, b) => n + b.models.length, 0);

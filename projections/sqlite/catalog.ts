@@ -10,9 +10,10 @@
  *   generation, read again only when SQLite's `data_version` says another connection committed.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { IndexSpec, NamedCheckpoint } from '../read-store.ts';
+import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
+import { assertFence } from './leases.ts';
 import type { PreparedStatements } from './statements.ts';
 
 /** How long a connection trusts that no other connection committed (see `fresh`). */
@@ -131,7 +132,13 @@ export class Catalog {
     });
   }
 
-  /** Adds the declared indexes a collection lacks, filled from its documents. */
+  /**
+   * Adds the declared indexes a collection lacks while it holds no document. One that holds documents
+   * keeps the indexes it has: an index is never built over a live collection's documents, which may
+   * be many and may break a new unique index; a rebuild brings it
+   * (docs/read-side.md, "Upgrades of read models"). Checked inside the write transaction, so no
+   * document arrives in between.
+   */
   ensureIndexes(physical: string, specs: readonly IndexSpec[]): void {
     const table = this.tables.get(physical) as DocumentsTable;
     const same = (a: IndexSpec, b: IndexSpec) =>
@@ -139,11 +146,11 @@ export class Catalog {
     const missing = specs.filter((spec) => !table.indexes.some((i) => same(i, spec)));
     if (missing.length === 0) return;
     this.transaction(() => {
+      if (!table.isEmpty()) return;
       for (const spec of missing) {
         const meta: IndexMeta = { ...spec, table: `${physical}_i${table.indexes.length}`, multikey: false };
         DocumentsTable.createIndexTable(this.db, meta);
         table.indexes.push(meta);
-        table.backfill(meta);
       }
       this.saveIndexes(physical);
     });
@@ -161,8 +168,10 @@ export class Catalog {
   promote(
     found: ReadonlyArray<{ name: string; physical: string }>,
     checkpoints: readonly NamedCheckpoint[],
+    fence: Fence | undefined,
   ): void {
     this.transaction(() => {
+      assertFence(this.statements, fence);
       for (const { name, physical } of found) {
         const old = this.liveByName.get(name);
         if (old && old !== physical) this.dropCollection(old);
@@ -175,22 +184,24 @@ export class Catalog {
   }
 
   /** Drops a shadow of this process, unless it has become live or is gone already. */
-  dropShadow(name: string, physical: string): void {
+  dropShadow(name: string, physical: string, fence: Fence | undefined): void {
     this.ownShadows.delete(physical);
     if (this.liveByName.get(name) === physical || !this.tables.has(physical)) return;
     this.transaction(() => {
+      assertFence(this.statements, fence);
       this.dropCollection(physical);
       this.bumpGeneration();
     });
   }
 
   /** Drops the tables neither live nor a shadow of this process: returns how many. */
-  dropOrphanShadows(): number {
+  dropOrphanShadows(fence: Fence | undefined): number {
     const orphans = [...this.tables.keys()].filter(
       (physical) => ![...this.liveByName.values()].includes(physical) && !this.ownShadows.has(physical),
     );
     if (orphans.length === 0) return 0;
     this.transaction(() => {
+      assertFence(this.statements, fence);
       for (const physical of orphans) this.dropCollection(physical);
       this.bumpGeneration();
     });

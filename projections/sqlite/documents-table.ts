@@ -30,7 +30,7 @@ import { sortOrder } from './order.ts';
 import { orderedWalk, type PlanTable, ranged } from './plans.ts';
 import { column, type IndexMeta, q } from './sql.ts';
 import { observed, rows, type Statements } from './statements.ts';
-import { decodeEntries, decodeParsed, encodeEntries, entryText, type StoredKeys } from './stored-keys.ts';
+import { decodeEntries, decodeParsed, entryText, type StoredKeys } from './stored-keys.ts';
 
 // What callers imported from here before the split (the plan tests observe queries through this module).
 export type { IndexMeta } from './sql.ts';
@@ -214,17 +214,10 @@ export class DocumentsTable implements PlanTable {
     }
   }
 
-  /** Writes every document's index entries into a newly declared index. */
-  backfill(index: IndexMeta): void {
-    const all = [...rows(this.statements, `SELECT _id, doc, keys FROM ${q(this.table)}`, [])];
-    for (const [id, json, keys] of all) {
-      const stored = JSON.parse(keys as string) as StoredKeys;
-      const entries = this.insertEntries(index, JSON.parse(json as string) as Doc);
-      stored[index.table] = encodeEntries(entries);
-      this.statements
-        .get(`UPDATE ${q(this.table)} SET keys = ? WHERE _id = ?`)
-        .run(JSON.stringify(stored), id as SQLInputValue);
-    }
+  /** Whether the collection holds no document (one row looked for, however large it is). */
+  isEmpty(): boolean {
+    const sql = `SELECT 1 FROM ${q(this.table)} LIMIT 1`;
+    return (this.statements.get(sql).get() as unknown) === undefined;
   }
 
   private firstMatch(filter: Filter): { id: DocId; keys: string } | undefined {

@@ -5,6 +5,7 @@
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
+import { LEASES_TABLE } from './leases.ts';
 
 /** `PRAGMA application_id` of a read store file ("PDSR"), and the schema this code reads. */
 const APPLICATION_ID = 0x50445352;
@@ -53,6 +54,14 @@ function checkSchema(db: DatabaseSync): 'empty' | 'ours' {
   return 'ours';
 }
 
+/**
+ * Tables added to schema 1 since it was first written, created where a file lacks them: an older
+ * file keeps its read models (a new schema version would move it aside and rebuild them).
+ */
+function addTables(db: DatabaseSync): void {
+  db.exec(LEASES_TABLE);
+}
+
 function createSchema(db: DatabaseSync): void {
   // Text compares by its bytes (BINARY): in UTF-8 that is code point order, MongoDB's string order
   // (docs/read-side.md, "Read stores"). Only a database without tables yet can take it.
@@ -90,6 +99,7 @@ export function openFile(path: string, options: FileOptions) {
   try {
     const { db, schema } = open();
     if (schema === 'empty') createSchema(db);
+    addTables(db);
     const state = schema === 'empty' ? ('created' as const) : ('opened' as const);
     return { db, opened: { state, reason: missing ? 'no read store file yet' : null } };
   } catch (err) {
@@ -99,6 +109,7 @@ export function openFile(path: string, options: FileOptions) {
     moveAside(path);
     const { db } = open();
     createSchema(db);
+    addTables(db);
     const reason = `${path} ${err instanceof UnknownSchemaError ? 'has an' : 'is unreadable:'} ${(err as Error).message}; moved to ${path}.unreadable`;
     return { db, opened: { state: 'replaced' as const, reason } };
   }

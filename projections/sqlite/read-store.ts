@@ -8,16 +8,19 @@
  * - A file that is unreadable or of another schema is moved aside and a new one created: read models
  *   are rebuilt from the events, and `opened` says why (file.ts).
  * - Memory is SQLite's page cache (`cacheMiB`), not the data: documents are parsed per query.
+ * - Leases (leases.ts): a write under a fence is checked in its own write transaction.
  *
  * This module puts the store together: the file, its catalog, the handles it gives out.
  */
 import type { SQLInputValue } from 'node:sqlite';
+import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { Collection, Commit, Doc, IndexSpec, ReadStore, WriteOp } from '../read-store.ts';
 import { Catalog } from './catalog.ts';
 import { readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { DocumentCache } from './document-cache.ts';
 import { openFile } from './file.ts';
 import { Handles, type SqliteCollection } from './handles.ts';
+import { acquireLease, assertFence, renewLease } from './leases.ts';
 import { PreparedStatements, type QueryObserver } from './statements.ts';
 
 export type { SqliteCollection } from './handles.ts';
@@ -31,6 +34,8 @@ export interface SqliteReadStoreOptions {
   onQuery?: QueryObserver;
   /** Parsed documents kept for point lookups (0: none). */
   cachedDocuments?: number;
+  /** The time leases run out by (every process on one file shares the machine's clock). */
+  clock?: Clock;
 }
 
 export interface SqliteReadStore extends ReadStore {
@@ -38,8 +43,6 @@ export interface SqliteReadStore extends ReadStore {
   collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<SqliteCollection<T>>;
   /** How the file was found: `replaced` (moved aside, see `reason`) and `created` start empty. */
   readonly opened: { state: 'opened' | 'created' | 'replaced'; reason: string | null };
-  /** Drops shadows left by a rebuild that did not finish (a crash): returns how many. */
-  dropOrphanShadows(): Promise<number>;
   /** SQLite's plan for a statement, one line per step (`SEARCH …`, `SCAN …`). */
   explainQueryPlan(sql: string, params: readonly SQLInputValue[]): string[];
 }
@@ -53,6 +56,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
   );
   const catalog = new Catalog(db, statements);
   const handles = new Handles(catalog);
+  const clock = options.clock ?? systemClock;
   catalog.load();
 
   return {
@@ -76,7 +80,7 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
       shadowNames.set(shadow as Collection, { name, physical });
       return shadow;
     },
-    async promote(list, checkpoints = []) {
+    async promote(list, checkpoints = [], fence) {
       catalog.fresh();
       const found = list.map((shadow) => {
         const s = shadowNames.get(shadow);
@@ -85,29 +89,32 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         }
         return s;
       });
-      catalog.promote(found, checkpoints);
+      catalog.promote(found, checkpoints, fence);
       for (const shadow of list) shadowNames.delete(shadow);
       for (const { physical } of found) catalog.ownShadows.delete(physical);
     },
-    async dropShadow(shadow) {
+    async dropShadow(shadow, fence) {
       catalog.fresh();
       const s = shadowNames.get(shadow);
       if (!s) return;
       shadowNames.delete(shadow);
-      catalog.dropShadow(s.name, s.physical);
+      catalog.dropShadow(s.name, s.physical, fence);
     },
-    async dropOrphanShadows() {
+    async dropOrphanShadows(fence) {
       catalog.fresh();
-      return catalog.dropOrphanShadows();
+      return catalog.dropOrphanShadows(fence);
     },
     async getCheckpoint(name) {
       catalog.fresh(true);
       return readCheckpoint(statements, name);
     },
-    async setCheckpoint(name, checkpoint) {
-      catalog.transaction(() => writeCheckpoint(statements, { name, checkpoint }));
+    async setCheckpoint(name, checkpoint, fence) {
+      catalog.transaction(() => {
+        assertFence(statements, fence);
+        writeCheckpoint(statements, { name, checkpoint });
+      });
     },
-    async commit({ writes, checkpoints = [] }: Commit) {
+    async commit({ writes, checkpoints = [], fence }: Commit) {
       catalog.fresh();
       const resolved = writes.map(({ collection, ops }) => ({
         table: handles.resolve(collection),
@@ -115,9 +122,21 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         ops,
       }));
       catalog.transaction(() => {
+        assertFence(statements, fence);
         for (const { table, name, ops } of resolved) for (const op of ops) table.write(op as WriteOp, name);
         for (const c of checkpoints) writeCheckpoint(statements, c);
       });
+    },
+    async acquireLease(lease, owner, ttlMs, from) {
+      return catalog.transaction(() =>
+        acquireLease(statements, lease, owner, ttlMs, clock.now().getTime(), from),
+      );
+    },
+    async renewLease(fence, ttlMs) {
+      return catalog.transaction(() => renewLease(statements, fence, clock.now().getTime() + ttlMs));
+    },
+    async releaseLease(fence) {
+      catalog.transaction(() => renewLease(statements, fence, clock.now().getTime()));
     },
     explainQueryPlan(sql, params) {
       const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;

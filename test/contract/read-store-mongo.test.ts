@@ -30,6 +30,7 @@ import {
 } from '../support/containers.ts';
 import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { readStoreContract } from './read-store.ts';
+import { readStoreProcessesContract } from './read-store-processes.ts';
 
 /**
  * The MongoDB adapter runs the shared contract, and its own cases (live-name pointers, retired
@@ -442,4 +443,30 @@ if (access.missing !== undefined) {
       t.regex(err?.message ?? '', /is a standalone server: .*transaction.*--replSet rs0.*rs\.initiate\(\)/);
     });
   }
+
+  // ---- two processes on one database (read-store-processes.ts), and what MongoDB keeps of them ----
+
+  readStoreProcessesContract(test, 'mongodb', async (t) => {
+    const { open } = await database(t);
+    return [await open(), await open()];
+  });
+
+  test('MongoDB: an orphan sweep drops only the collections named as shadows that nothing names or created', async (t) => {
+    const { open, collectionNames } = await database(t);
+    const crashed = await open({ retiredGraceMs: 60_000 });
+    await seed(await crashed.collection('menu'), [{ _id: 'plain' }]);
+    const promoted = await crashed.createShadow('menu');
+    await crashed.promote([promoted]); // 'menu' is retired: kept for readers for the grace period
+    const orphan = await crashed.createShadow('menu');
+    await seed(orphan, [{ _id: 'orphan' }]);
+    await seed(await crashed.collection('dispatcher_state'), [{ _id: 'kept' }]);
+
+    const next = await open({ retiredGraceMs: 60_000 });
+    const mine = await next.createShadow('menu');
+    t.is(await next.dropOrphanShadows(), 1);
+    t.deepEqual(
+      await collectionNames(),
+      ['_checkpoints', '_leases', '_live', 'dispatcher_state', 'menu', mine.name, promoted.name].sort(),
+    );
+  });
 }

@@ -1173,6 +1173,34 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
     }),
   );
 
+  test(
+    name(
+      'declared indexes are created on a collection without documents; one holding documents keeps its own',
+    ),
+    (t) =>
+      withStore(t, async (store, p) => {
+        const unique: IndexSpec[] = [{ keys: [['sku', 1]], unique: true }];
+        const held = await store.collection(`${p}_held`);
+        await seed(held, [
+          { _id: 'a', sku: 'S' },
+          { _id: 'b', sku: 'S' },
+        ]);
+        // Its documents break the index: it is not built over them, and the declaration is no error.
+        const declared = await store.collection(`${p}_held`, unique);
+        await seed(declared, [{ _id: 'c', sku: 'S' }]);
+        t.is(await held.count({ sku: 'S' }), 3, 'no unique index on a collection that held documents');
+
+        const emptied = await store.collection(`${p}_emptied`);
+        await seed(emptied, [{ _id: 'a', sku: 'S' }]);
+        await emptied.bulkWrite([{ deleteMany: { filter: {} } }]);
+        for (const fresh of [`${p}_new`, `${p}_emptied`]) {
+          const indexed = await store.collection(fresh, unique);
+          await seed(indexed, [{ _id: 'x', sku: 'S' }]);
+          await t.throwsAsync(seed(indexed, [{ _id: 'y', sku: 'S' }]), { message: /duplicate key/i }, fresh);
+        }
+      }),
+  );
+
   // ---- shadows -------------------------------------------------------------------------------------
 
   test(

@@ -211,7 +211,11 @@ test('a projection of another version is rebuilt at start while its old copy ser
   await p1.caughtUp;
   t.is((await p1.status())[0].state, 'live');
   await p1.stop();
-  t.deepEqual(same.lines, []);
+  t.deepEqual(
+    same.lines.map((l) => l.msg),
+    ['projector lease acquired: projecting'],
+    'no rebuild',
+  );
   t.deepEqual(await readStore.getCheckpoint('totals'), v1Checkpoint);
 
   // Version 2 doubles every total. The rebuild is held: the old copy must serve meanwhile.
@@ -227,14 +231,82 @@ test('a projection of another version is rebuilt at start while its old copy ser
   await p2.caughtUp; // ready: the live copy has caught up, the rebuild goes on behind it
   t.is((await p2.status())[0].state, 'rebuilding');
   t.deepEqual(await kinds(readStore), before, 'the old copy serves');
-  t.like(v2.lines[0], {
+  t.like(v2.lines[1], {
     msg: 'projection stored by another version: rebuilding it while the old copy serves',
   });
-  t.like(v2.lines[0].fields, { projection: 'totals', stored: v1Checkpoint?.version });
+  t.like(v2.lines[1].fields, { projection: 'totals', stored: v1Checkpoint?.version });
   gate.open();
   await untilLive(p2);
   t.deepEqual(await kinds(readStore), await expected(store, 2, await store.headPosition()));
   t.regex((await readStore.getCheckpoint('totals'))?.version ?? '', /^v2\+/);
   t.true(v2.lines.some((l) => l.msg === 'projection rebuilt: the new copy is live'));
   await p2.stop();
+});
+
+/**
+ * Ranks of another shape per version: version 1 keeps a document per stream with its kind (many share
+ * one), version 2 one document per kind under a unique index on `kind`, which version 1's documents
+ * break.
+ */
+function ranks(version: 1 | 2): Projection {
+  return {
+    name: 'ranks',
+    version,
+    collections: { ranks: version === 1 ? [] : [{ keys: [['kind', 1]], unique: true }] },
+    filter: { streamPrefixes: ['thing-'] },
+    prefetch: (e) => [['ranks', version === 1 ? e.streamId : (e.data as { kind: string }).kind]],
+    apply(e, tx) {
+      const { kind, n } = e.data as { kind: string; n: number };
+      const id = version === 1 ? e.streamId : kind;
+      const doc = tx.get<Doc & { total: number }>('ranks', id);
+      tx.put('ranks', { _id: id, kind, total: (doc?.total ?? 0) + n });
+    },
+  };
+}
+
+test('an upgrade whose new unique index the stored documents break starts, serves the old copy with its old indexes, and promotes the rebuilt one with the index', async (t) => {
+  const { store, openRead } = await world(t);
+  await seed(store, 200);
+  const readStore = openRead();
+  const v1 = await run(store, readStore, ranks(1));
+  await v1.stop();
+  const live = await readStore.collection('ranks');
+  const old = await live.find({});
+  t.is(old.length, 13, 'a document per stream, four kinds among them');
+
+  const gate = gated(store);
+  const p = createProjector({ store: gate.store, readStore, projections: [ranks(2)], onError: () => {} });
+  await p.start(); // the unique index is not built over the old documents, which break it
+  await p.caughtUp;
+  t.is((await p.status())[0].state, 'rebuilding');
+  t.deepEqual(
+    (await live.find({ _id: { $regex: '^thing-' } })).map(({ _id }) => _id),
+    old.map(({ _id }) => _id),
+    'the old copy serves',
+  );
+  // Its indexes are the old ones until the promote: two documents of one kind are still taken.
+  const ofK1 = await live.count({ kind: 'k1' });
+  t.true(ofK1 >= 2);
+  await live.bulkWrite([
+    { replaceOne: { filter: { _id: 'extra' }, replacement: { _id: 'extra', kind: 'k1' }, upsert: true } },
+  ]);
+  t.is(await live.count({ kind: 'k1' }), ofK1 + 1);
+
+  gate.open();
+  await untilLive(p);
+  await p.stop();
+  const totals = await expected(store, 1, await store.headPosition());
+  t.deepEqual(
+    Object.fromEntries((await live.find({})).map((d) => [d._id, d.total])),
+    totals,
+    'the rebuilt copy is live',
+  );
+  await t.throwsAsync(
+    live.bulkWrite([
+      { replaceOne: { filter: { _id: 'dup' }, replacement: { _id: 'dup', kind: 'k1' }, upsert: true } },
+    ]),
+    { message: /duplicate key/i },
+    'the promote brought the unique index',
+  );
+  t.regex((await readStore.getCheckpoint('ranks'))?.version ?? '', /^v2\+/);
 });

@@ -127,17 +127,22 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
     collection: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
       wrap(await inner.collection<T>(name, indexes)),
     createShadow: (name, indexes) => inner.createShadow(name, indexes),
-    promote: (shadows, checkpoints) => inner.promote(shadows, checkpoints),
-    dropShadow: (shadow) => inner.dropShadow(shadow),
+    promote: (shadows, checkpoints, fence) => inner.promote(shadows, checkpoints, fence),
+    dropShadow: (shadow, fence) => inner.dropShadow(shadow, fence),
+    dropOrphanShadows: (fence) => inner.dropOrphanShadows(fence),
     getCheckpoint: (name) => inner.getCheckpoint(name),
-    setCheckpoint: (name, checkpoint) => inner.setCheckpoint(name, checkpoint),
-    commit: ({ writes: list, checkpoints }) => {
+    setCheckpoint: (name, checkpoint, fence) => inner.setCheckpoint(name, checkpoint, fence),
+    commit: ({ writes: list, checkpoints, fence }) => {
       for (const { ops } of list) writes.push(...(ops as readonly WriteOp[]));
       return inner.commit({
         writes: list.map(({ collection, ops }) => ({ collection: innerOf(collection), ops })),
         checkpoints,
+        fence,
       });
     },
+    acquireLease: (lease, owner, ttlMs, from) => inner.acquireLease(lease, owner, ttlMs, from),
+    renewLease: (fence, ttlMs) => inner.renewLease(fence, ttlMs),
+    releaseLease: (fence) => inner.releaseLease(fence),
     close: () => inner.close(),
   };
   return { readStore, writes };

@@ -74,20 +74,23 @@ export async function unreachableReadStore(inner: ReadStore): Promise<Unreachabl
     kind: inner.kind,
     collection: (name, indexes) => reach(async () => wrap(await inner.collection(name, indexes))),
     createShadow: (name, indexes) => reach(async () => wrap(await inner.createShadow(name, indexes))),
-    promote: (shadows, checkpoints) => reach(() => inner.promote(shadows.map(innerOf), checkpoints)),
-    dropShadow: (shadow) => reach(() => inner.dropShadow(innerOf(shadow))),
-    ...(inner.dropOrphanShadows && {
-      dropOrphanShadows: () => reach(() => inner.dropOrphanShadows?.() ?? Promise.resolve(0)),
-    }),
+    promote: (shadows, checkpoints, fence) =>
+      reach(() => inner.promote(shadows.map(innerOf), checkpoints, fence)),
+    dropShadow: (shadow, fence) => reach(() => inner.dropShadow(innerOf(shadow), fence)),
+    dropOrphanShadows: (fence) => reach(() => inner.dropOrphanShadows(fence)),
     getCheckpoint: (name) => reach(() => inner.getCheckpoint(name)),
-    setCheckpoint: (name, checkpoint) => reach(() => inner.setCheckpoint(name, checkpoint)),
-    commit: ({ writes, checkpoints }: Commit) =>
+    setCheckpoint: (name, checkpoint, fence) => reach(() => inner.setCheckpoint(name, checkpoint, fence)),
+    commit: ({ writes, checkpoints, fence }: Commit) =>
       reach(() =>
         inner.commit({
           writes: writes.map((w) => ({ collection: innerOf(w.collection), ops: w.ops })),
           ...(checkpoints && { checkpoints }),
+          ...(fence && { fence }),
         }),
       ),
+    acquireLease: (lease, owner, ttlMs, from) => reach(() => inner.acquireLease(lease, owner, ttlMs, from)),
+    renewLease: (fence, ttlMs) => reach(() => inner.renewLease(fence, ttlMs)),
+    releaseLease: (fence) => reach(() => inner.releaseLease(fence)),
     ping: () => reach(async () => {}),
     close: () => inner.close(),
   };

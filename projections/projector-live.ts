@@ -1,0 +1,99 @@
+/**
+ * A projection as the projector runs it, and its live copy: opened from the stored checkpoint,
+ * following the log into the live collections, and how far behind the log it is.
+ */
+import { createHash } from 'node:crypto';
+import type { Projection, ProjectionStatus, RebuildProgress } from './projection.ts';
+import { follow, type ProjectorContext } from './projector-follow.ts';
+import { LeaseLostError } from './read-store.ts';
+import type { Collections } from './unit-of-work.ts';
+
+/** A projection as the projector runs it. */
+export interface Running {
+  projection: Projection;
+  state: ProjectionStatus['state'];
+  collections: Collections;
+  checkpoint: number;
+  events: number;
+  lastRecordedAt: string | undefined;
+  error: string | null;
+  stopSubscription?: () => Promise<void>;
+  caughtUp?: Promise<void>;
+  /** Settles once the live subscription has caught up, or has dropped (it then recovers by itself). */
+  liveSettled?: Promise<unknown>;
+  progress: RebuildProgress | null;
+  rebuilding?: Promise<void>;
+  /** What this code builds (`definitionOf`), and what the live documents were built by (null: unknown). */
+  definition: string;
+  storedVersion: string | null;
+}
+
+/** The definition a projection's documents are built by: its version and its collections' indexes. */
+export function definitionOf(projection: Projection): string {
+  const indexes = createHash('sha256').update(JSON.stringify(projection.collections)).digest('hex');
+  return `v${projection.version}+${indexes.slice(0, 12)}`;
+}
+
+/**
+ * Opens the live collections. Only a projection whose documents are of this code's definition (or
+ * that has none stored yet) declares its indexes there: the collections of another definition keep
+ * the indexes they have while they serve, and its rebuild brings the new ones with the shadows
+ * (docs/read-side.md, "Upgrades of read models").
+ */
+export async function openCollections(ctx: ProjectorContext, r: Running): Promise<Collections> {
+  const saved = await ctx.readStore.getCheckpoint(r.projection.name);
+  const ours = saved === undefined || saved.version === r.definition;
+  const out: Collections = {};
+  for (const [name, indexes] of Object.entries(r.projection.collections)) {
+    out[name] = await ctx.readStore.collection(name, ours ? indexes : []);
+  }
+  return out;
+}
+
+/**
+ * Follows the log into the live collections from the stored checkpoint. A checkpoint of another
+ * definition keeps its version (the documents are still of that one) until a rebuild replaces them.
+ */
+export async function startLive(ctx: ProjectorContext, r: Running): Promise<void> {
+  const saved = await ctx.readStore.getCheckpoint(r.projection.name);
+  r.checkpoint = saved?.position ?? 0;
+  r.events = saved?.events ?? 0;
+  r.storedVersion = saved ? (saved.version ?? null) : r.definition;
+  const version = r.storedVersion ?? r.definition;
+  const dropped = Promise.withResolvers<void>();
+  const subscription = follow(
+    ctx,
+    r.projection,
+    r.collections,
+    r.projection.name,
+    saved,
+    version,
+    (position, applied, lastRecordedAt) => {
+      r.checkpoint = position;
+      r.events += applied;
+      if (lastRecordedAt) r.lastRecordedAt = lastRecordedAt;
+    },
+    {
+      supervisor: ctx.supervisor,
+      onDrop(err) {
+        // Another projector holds the lease: this one stands by (the projector stops it), not failed.
+        if (err instanceof LeaseLostError) {
+          ctx.onLeaseLost?.();
+          dropped.resolve();
+          return;
+        }
+        r.state = 'failed';
+        r.error = err instanceof Error ? err.message : String(err);
+        ctx.onError?.(r.projection.name, err instanceof Error ? err : new Error(r.error));
+        dropped.resolve();
+      },
+      onCaughtUp() {
+        if (r.state === 'starting' || r.state === 'failed') r.state = 'live';
+        r.error = null;
+      },
+    },
+  );
+  r.stopSubscription = () => subscription.stop();
+  r.caughtUp = subscription.caughtUp;
+  r.liveSettled = Promise.race([r.caughtUp, dropped.promise]).catch(() => undefined);
+}

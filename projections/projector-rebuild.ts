@@ -1,0 +1,125 @@
+/**
+ * Rebuilding a projection without downtime (docs/read-side.md, "Projections and checkpoints"): the
+ * projection is replayed from the start into fresh shadow copies while the live copies keep serving;
+ * when the copy has caught up, the live projection pauses, the copy drains the last events, the
+ * shadows are promoted with their checkpoint and the live projection resumes. A copy that drops ends
+ * the rebuild instead: its shadows are dropped and the operator can start it again.
+ */
+import type { Follower } from '../application/follower.ts';
+import type { RebuildProgress } from './projection.ts';
+import { endOnDrop, follow, type ProjectorContext, whenAborted } from './projector-follow.ts';
+import { type Running, startLive } from './projector-live.ts';
+import type { Collections } from './unit-of-work.ts';
+
+/**
+ * Rebuilds a projection into fresh copies while its live ones serve, then switches over: the live
+ * projection pauses, the copy drains what it still lacks, and the copies and their checkpoint are
+ * promoted in one step. Resolves when the copies are live.
+ */
+export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
+  if (r.rebuilding) return r.rebuilding;
+  const name = r.projection.name;
+  const key = `${name}#rebuild`;
+  const { fence } = ctx;
+  // A lost lease (or a stop) ends the rebuild at once: its shadows are the next holder's orphans.
+  const aborted = whenAborted(ctx.signal);
+  const work = (async () => {
+    const shadows: Collections = {};
+    const copies: Follower[] = [];
+    /** Whether the live projection was paused for the switch-over (else it still runs). */
+    let paused = false;
+    try {
+      for (const [c, indexes] of Object.entries(r.projection.collections)) {
+        shadows[c] = await ctx.readStore.createShadow(c, indexes);
+      }
+      const started = { position: 0, events: 0, updated_at: new Date().toISOString() };
+      await ctx.readStore.setCheckpoint(key, started, fence);
+      // The log's head, one event read: the copy's checkpoint follows the log's progress up to it, and
+      // a search back for the filter's last event could walk the whole log.
+      const progress = newProgress(await ctx.store.headPosition());
+      r.progress = progress;
+      r.state = 'rebuilding';
+      const onBatch = (reached: number, applied: number) => advance(progress, reached, applied);
+      const copyDrop = endOnDrop();
+      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
+      copies.push(copy);
+      await Promise.race([copy.caughtUp, copyDrop.dropped, aborted]);
+      // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
+      // Not before the live copy has caught up: readiness at start waits for it (a copy of a short
+      // log can finish first, and a live subscription stopped before catching up never would).
+      await Promise.race([r.liveSettled, aborted]);
+      paused = true;
+      await r.stopSubscription?.();
+      await copy.stop();
+      await copy.done;
+      const drained = await ctx.readStore.getCheckpoint(key);
+      const drainDrop = endOnDrop();
+      const drain = follow(ctx, r.projection, shadows, key, drained, r.definition, onBatch, drainDrop);
+      copies.push(drain);
+      await Promise.race([drain.caughtUp, drainDrop.dropped, aborted]);
+      await drain.stop();
+      await drain.done;
+      const final = (await ctx.readStore.getCheckpoint(key)) ?? started;
+      // The copies and their checkpoint, of this code's definition, become live in one step.
+      await ctx.readStore.promote(
+        Object.values(shadows),
+        [{ name, checkpoint: { ...final, version: r.definition } }],
+        fence,
+      );
+      progress.percent = 100;
+      progress.eta_seconds = 0;
+      ctx.logger?.info(
+        {
+          projection: name,
+          events: progress.events_done,
+          ms: Date.now() - Date.parse(progress.started_at),
+          version: r.definition,
+        },
+        'projection rebuilt: the new copy is live',
+      );
+    } catch (err) {
+      for (const c of copies) await c.stop().catch(() => undefined);
+      for (const s of Object.values(shadows)) await ctx.readStore.dropShadow(s, fence).catch(() => undefined);
+      throw err;
+    } finally {
+      r.rebuilding = undefined;
+      // Under a lost lease the projection stands by: nothing starts again here. Otherwise the live
+      // projection goes on: resumed if it was paused, as it was if the rebuild ended before.
+      const standingBy = ctx.signal?.aborted === true;
+      if (!standingBy && paused) {
+        r.state = 'live';
+        await startLive(ctx, r);
+      } else if (!standingBy && r.state === 'rebuilding') {
+        r.state = 'live';
+      }
+    }
+  })();
+  r.rebuilding = work;
+  return work;
+}
+
+/** A rebuild's progress at its start, towards the head of its filter's events. */
+function newProgress(target: number): RebuildProgress {
+  return {
+    started_at: new Date().toISOString(),
+    events_done: 0,
+    target_position: target,
+    position: 0,
+    percent: target === 0 ? 100 : 0,
+    rate_per_second: 0,
+    eta_seconds: null,
+  };
+}
+
+/** The copy stored `applied` more events, up to position `reached`. */
+function advance(progress: RebuildProgress, reached: number, applied: number): void {
+  progress.events_done += applied;
+  progress.position = reached;
+  progress.target_position = Math.max(progress.target_position, reached);
+  progress.percent = Math.min(100, Math.round((reached / Math.max(1, progress.target_position)) * 1000) / 10);
+  const seconds = (Date.now() - Date.parse(progress.started_at)) / 1000;
+  progress.rate_per_second = Math.round(progress.events_done / Math.max(seconds, 0.001));
+  const remaining = progress.target_position - reached;
+  progress.eta_seconds =
+    progress.rate_per_second > 0 ? Math.round((remaining / progress.rate_per_second) * 10) / 10 : null;
+}
