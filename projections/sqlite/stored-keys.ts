@@ -12,17 +12,13 @@ import { NULL_KEY } from './keys.ts';
  */
 export type StoredKeys = Record<string, string>;
 
-/** One entry as JSON text: `encodeEntries` is these in an array, and equal entries have equal texts. */
+/** One entry as JSON text: equal entries have equal texts. */
 export function entryText(entry: SQLInputValue[]): string {
   return JSON.stringify(
     entry.map((k) =>
       k instanceof Uint8Array ? { b: Buffer.from(k).toString('hex') } : k === NULL_KEY ? null : k,
     ),
   );
-}
-
-export function encodeEntries(entries: SQLInputValue[][]): string {
-  return `[${entries.map(entryText).join(',')}]`;
 }
 
 export function decodeEntries(text: string): SQLInputValue[][] {
