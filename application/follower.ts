@@ -2,8 +2,8 @@
  * A follower of the log: the one way the service folds the log into something it keeps
  * (docs/architecture.md, "Followers"). It subscribes after a position, hands `apply` every batch its
  * filter matches, in order, and says how far it is: `caughtUp` once everything that existed when it
- * started is applied, `waitFor(p)` once everything up to position p is, `settle()` once everything up
- * to the head of its filter is.
+ * started is applied, `waitFor(p)` once everything up to position p is, `settle()` once everything of
+ * its filter up to the log's head now is (the follower then stands at that head).
  *
  * The write side's aggregate indexes, the dispatcher's subscription tracker, its durable working sets
  * (`durable-follower.ts`) and the projector's projections are followers.

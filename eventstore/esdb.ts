@@ -30,10 +30,11 @@
  * `throwOnAppendFailure=false` is refused (esdb/client.ts): the client would answer a conflict as a
  * success.
  *
- * Leader. Stream reads ask for the leader (`requires-leader`): each is one a decision rests on, and a
- * follower may not hold the last writes. A follower refuses them naming the leader, the client moves its
- * connection there and the read is made again (esdb/streams.ts). `$all` reads and catch-up
- * subscriptions may be served by any node (docs/operations.md, "EventStoreDB").
+ * Leader. Every read asks for the leader (`requires-leader`): a stream read is one a decision rests
+ * on, a `$all` read must see what was written before it asked, and a follower may not hold the last
+ * writes. A follower refuses them naming the leader, the client moves its connection there and the
+ * read is made again (esdb/client.ts, `onLeader`). Catch-up subscriptions may be served by any node
+ * (docs/operations.md, "EventStoreDB").
  */
 
 import { createCatchUp } from './esdb/catch-up.ts';
@@ -49,7 +50,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbOpti
   /** Running subscriptions and consumers, stopped by close(). */
   const running: Running = new Set();
   const streams = createStreams(client, options);
-  const { subscribeToAll } = createCatchUp(client, running);
+  const { subscribeToAll } = createCatchUp(client, running, streams.recordBefore);
   const persistent = createPersistent(client, running);
   return {
     kind: 'esdb',

@@ -227,9 +227,15 @@ export interface EventStore {
    * are (EventStoreDB: the leader). Throws `StreamNotFoundError` when the stream holds no event.
    */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
-  /** One page of `$all`; call again with the last position to continue. */
+  /**
+   * One page of `$all` as written (a replicated store reads where the writes are); call again with the
+   * last position to continue.
+   */
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
-  /** Position of the last event in `$all` (0 when empty), optionally of the events matching a filter. */
+  /**
+   * Position of the last event in `$all` as written (0 when empty), optionally of the events matching
+   * a filter.
+   */
   headPosition(filter?: EventFilter): Promise<number>;
   /**
    * How many events of `$all` after a position match a filter, at most `max`: a projection's lag

@@ -5,7 +5,9 @@
  * lags by nothing and costs no read: its checkpoint follows the log's progress past other streams'
  * events (docs/read-side.md, "Progress past other streams' events"). One behind it is measured (its
  * oldest event not applied, and their count up to 10,001: "more than 10,000") at most once an
- * interval; the count is a filtered read on EventStoreDB, whose length is the lag, never the history.
+ * interval; on EventStoreDB the count is a filtered read, whose server walks the log from the
+ * checkpoint: a cost of how far behind the projection is (one stuck on a failed event: growing), never
+ * of the history before it.
  */
 import { type Clock, systemClock } from '../domain/clock.ts';
 import type { EventFilter, EventStore } from '../eventstore/port.ts';

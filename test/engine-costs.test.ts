@@ -39,7 +39,8 @@ async function measure(t: ExecutionContext, history: number): Promise<Measured> 
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-costs-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const receiver = await startReceiver(t);
-  const first = await startService(t, { dataDir });
+  // On the model too: what the service stores (checkpoints, working sets) holds the model's positions.
+  const first = await startService(t, { dataDir, wrapStore: esdbServerModel });
   await seedCatalog(first, [1]);
   await createWebhook(first, receiver.url, [1]);
   await first.service.stop();

@@ -6,7 +6,11 @@
  * The server's checkpoints say how far its filter has read past events it did not send: every 32
  * events it considers, and when it reaches the end. They are told to `onProgress` after the events the
  * server sent before them, so a follower of rarely written streams moves on with the log instead of
- * staying at its last event (docs/read-side.md, "Progress past other streams' events").
+ * staying at its last event (docs/read-side.md, "Progress past other streams' events"). A live
+ * checkpoint is an event's own position. A catch-up one names the record the server reads next, which
+ * is no event's position (a subscription resumed there would start between two records): the last
+ * record before it is looked up instead, for the last catch-up checkpoint before the caught-up signal
+ * and at most once a second before it.
  */
 import type { AllStreamResolvedEvent, EventStoreDBClient, Position } from '@eventstore/db-client';
 import {
@@ -20,8 +24,9 @@ import {
 import { DEFAULT_BATCH_SIZE, handlerScope, type Running, settleable } from './client.ts';
 import { mapError } from './errors.ts';
 import {
-  checkpointBound,
+  checkpointPosition,
   isBeyond,
+  isNextRecordBound,
   positionOf,
   readPositionOf,
   serverFilter,
@@ -36,11 +41,16 @@ import {
  */
 type Item = { seq: number; event: RecordedEvent; progress?: undefined } | { seq: number; progress: number };
 type Subscription = ReturnType<EventStoreDBClient['subscribeToAll']>;
+/** The port position of the last record before a position (`read-all.ts`). */
+type RecordBefore = (bound: Position) => Promise<number | undefined>;
 
-export function createCatchUp(client: EventStoreDBClient, running: Running) {
+/** Shortest time between two look-ups of a catch-up checkpoint's record while catching up. */
+const RESOLVE_EVERY_MS = 1_000;
+
+export function createCatchUp(client: EventStoreDBClient, running: Running, recordBefore: RecordBefore) {
   return {
     subscribeToAll(options: CatchUpSubscriptionOptions, handlers: CatchUpHandlers): CatchUpSubscription {
-      const catchUp = new CatchUp(options, handlers, running);
+      const catchUp = new CatchUp(options, handlers, running, recordBefore);
       catchUp.attach(
         client.subscribeToAll({
           fromPosition: readPositionOf(options.from ?? 'start'),
@@ -56,6 +66,7 @@ class CatchUp implements CatchUpSubscription {
   readonly #options: CatchUpSubscriptionOptions;
   readonly #handlers: CatchUpHandlers;
   readonly #running: Running;
+  readonly #recordBefore: RecordBefore;
   readonly #maxBatch: number;
   /** Events at or before it are dropped: a position start is inclusive on the server. */
   readonly #after: Position | undefined;
@@ -74,16 +85,27 @@ class CatchUp implements CatchUpSubscription {
   readonly #queue: Item[] = [];
   /** Checkpoints waiting for the events sent before them (see `checkpoint`). */
   readonly #early: Array<{ seq: number; progress: number }> = [];
+  /** The last catch-up checkpoint not looked up yet, and when the last look-up started. */
+  #catchUpBound: { seq: number; position: Position } | undefined;
+  #lookedUpAt = Number.NEGATIVE_INFINITY;
+  /** Look-ups under way: caught up waits for them, so it comes with the progress they find. */
+  #lookingUp = 0;
   #pumping: Promise<void> | undefined;
   #lastPosition: number | undefined;
   /** The furthest position told: the last event handed over, or checkpoint. */
   #told: number;
   #stopped = false;
 
-  constructor(options: CatchUpSubscriptionOptions, handlers: CatchUpHandlers, running: Running) {
+  constructor(
+    options: CatchUpSubscriptionOptions,
+    handlers: CatchUpHandlers,
+    running: Running,
+    recordBefore: RecordBefore,
+  ) {
     this.#options = options;
     this.#handlers = handlers;
     this.#running = running;
+    this.#recordBefore = recordBefore;
     this.#maxBatch = Math.max(1, options.maxBatchSize ?? DEFAULT_BATCH_SIZE);
     const from = options.from ?? 'start';
     this.#after = typeof from === 'object' ? positionOf(from.after) : undefined;
@@ -109,6 +131,7 @@ class CatchUp implements CatchUpSubscription {
     sub.on('caughtUp', () => {
       // Events the server sent before the signal were handed over or still sit in the stream buffer.
       this.#caughtUpAt ??= this.#received + sub.readableLength;
+      this.#lookUp();
       this.#checkCaughtUp();
     });
     sub.on('error', (err) => this.#fail(mapError(err)));
@@ -123,10 +146,43 @@ class CatchUp implements CatchUpSubscription {
    * buffer: it is queued behind them, as the caught-up signal is counted.
    */
   checkpoint(position: Position): void {
-    const bound = checkpointBound(position);
-    if (this.#stopped || !this.#handlers.onProgress || bound === undefined) return;
-    this.#early.push({ seq: this.#received + this.#sub.readableLength, progress: bound });
-    this.#release();
+    if (this.#stopped || !this.#handlers.onProgress) return;
+    const seq = this.#received + this.#sub.readableLength;
+    const at = checkpointPosition(position);
+    if (at !== undefined) {
+      this.#early.push({ seq, progress: at });
+      this.#release();
+    } else if (isNextRecordBound(position)) {
+      this.#catchUpBound = { seq, position };
+      if (performance.now() - this.#lookedUpAt >= RESOLVE_EVERY_MS) this.#lookUp();
+    }
+  }
+
+  /**
+   * Looks up the record before the last catch-up checkpoint, and tells its position as progress once
+   * the events sent before the checkpoint are in. A look-up that fails tells nothing: the next one, or
+   * a live checkpoint, will.
+   */
+  #lookUp(): void {
+    const bound = this.#catchUpBound;
+    if (!bound) return;
+    this.#catchUpBound = undefined;
+    this.#lookedUpAt = performance.now();
+    this.#lookingUp += 1;
+    this.#recordBefore(bound.position)
+      .then(
+        (at) => {
+          if (at === undefined || this.#stopped) return;
+          this.#early.push({ seq: bound.seq, progress: at });
+          this.#early.sort((a, b) => a.seq - b.seq);
+          this.#release();
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.#lookingUp -= 1;
+        this.#checkCaughtUp();
+      });
   }
 
   async stop(): Promise<void> {
@@ -165,6 +221,8 @@ class CatchUp implements CatchUpSubscription {
 
   #enqueue(item: Item): void {
     this.#queue.push(item);
+    // Not settled until handed over (a checkpoint looked up late may come after the signal).
+    this.#settled = Math.min(this.#settled, item.seq - 1);
     // Back-pressure: hold the stream once a full batch waits for the handler.
     if (this.#queue.length >= this.#maxBatch) this.#sub.pause();
     this.#pumping ??= this.#pump();
@@ -213,7 +271,7 @@ class CatchUp implements CatchUpSubscription {
   }
 
   #checkCaughtUp(): void {
-    if (this.#isCaughtUp || this.#stopped || this.#caughtUpAt === undefined) return;
+    if (this.#isCaughtUp || this.#stopped || this.#caughtUpAt === undefined || this.#lookingUp > 0) return;
     if (this.#settled < this.#caughtUpAt) return;
     this.#isCaughtUp = true;
     try {
@@ -230,6 +288,7 @@ class CatchUp implements CatchUpSubscription {
     this.#running.delete(this.#entry);
     this.#queue.length = 0;
     this.#early.length = 0;
+    this.#catchUpBound = undefined;
     void this.#sub.unsubscribe().catch(() => {});
     this.#caughtUp.reject(err ?? new EventStoreError('the subscription stopped before it caught up'));
     if (err) this.#done.reject(err);

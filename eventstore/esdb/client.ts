@@ -4,7 +4,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PersistentAction, Position } from '@eventstore/db-client';
-import { EventStoreDBClient, PARK, RETRY, SKIP } from '@eventstore/db-client';
+import { EventStoreDBClient, NotLeaderError, PARK, RETRY, SKIP } from '@eventstore/db-client';
 import { EventStoreError, type NackAction } from '../port.ts';
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -102,3 +102,25 @@ export function withTimeout<T>(work: Promise<T>, ms: number, timedOut: () => Err
 
 /** Subscriptions and consumers that `close()` stops. */
 export type Running = Set<{ stop(): Promise<void> }>;
+
+/**
+ * Tries of a read refused by a follower: the first one moves the client to the leader the refusal
+ * names; one more covers a leader that changed meanwhile.
+ */
+const LEADER_TRIES = 3;
+
+/**
+ * Runs a read that asks for the leader (`requires-leader`), again when a follower refused it with
+ * NotLeader: the client then moves its whole connection to the leader the refusal names, in its own
+ * handler of the error, which is let run first (docs/operations.md, "EventStoreDB").
+ */
+export async function onLeader<T>(read: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!(err instanceof NotLeaderError) || tries >= LEADER_TRIES) throw err;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}

@@ -87,8 +87,9 @@ interface ClientInternals {
 
 /**
  * Sends a filtered read; the stream yields what the client's `readAll` yields and errors as it does.
- * No deadline by default, as the client's readAll: a read streams for as long as it has events to
- * send. `deadlineMs` bounds the call (the server gives up with DEADLINE_EXCEEDED).
+ * It asks for the leader, as every read of the adapter. No deadline by default, as the client's
+ * readAll: a read streams for as long as it has events to send. `deadlineMs` bounds the call (the
+ * server gives up with DEADLINE_EXCEEDED).
  */
 export function readFiltered(
   client: EventStoreDBClient,
@@ -100,7 +101,7 @@ export function readFiltered(
     grpc.read(
       request,
       ...internals.callArguments(
-        {},
+        { requiresLeader: true },
         { deadline: deadlineMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + deadlineMs },
       ),
     ),

@@ -1,5 +1,5 @@
 /** Reads of `$all`: raw pages, server-filtered pages, and the port's `readAll` and `headPosition` on them. */
-import type { AllStreamResolvedEvent, ReadPosition } from '@eventstore/db-client';
+import type { AllStreamResolvedEvent, Position, ReadPosition } from '@eventstore/db-client';
 import { BACKWARDS, END, type EventStoreDBClient, FORWARDS, START } from '@eventstore/db-client';
 import {
   type EventFilter,
@@ -8,10 +8,18 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from '../port.ts';
-import { type AllRecord, HEAD_SEARCH_MS, PAGE_MAX, PAGE_MIN, withTimeout } from './client.ts';
+import { type AllRecord, HEAD_SEARCH_MS, onLeader, PAGE_MAX, PAGE_MIN, withTimeout } from './client.ts';
 import { mapError } from './errors.ts';
 import { filteredReadRequest, readFiltered } from './filtered-read.ts';
-import { describe, isBeyond, positionOf, serverFilter, toRecorded, visible } from './translate.ts';
+import {
+  describe,
+  isBeyond,
+  positionOf,
+  serverFilter,
+  toPortPosition,
+  toRecorded,
+  visible,
+} from './translate.ts';
 
 /**
  * How many events one page of a `$all` read asks for, `wanted` more being needed. A filtered page
@@ -26,8 +34,9 @@ export function pageSizeOf(filtered: boolean, wanted: number, fromCursor: boolea
 export function createAllReads(client: EventStoreDBClient, headSearchMs = HEAD_SEARCH_MS) {
   /** One raw page of `$all`, system events included; `count` says whether the page was full. */
   function readRaw(from: ReadPosition, forwards: boolean, maxCount: number) {
-    return collectPage(
-      client.readAll({ fromPosition: from, direction: forwards ? FORWARDS : BACKWARDS, maxCount }),
+    const direction = forwards ? FORWARDS : BACKWARDS;
+    return collectPage(() =>
+      client.readAll({ fromPosition: from, direction, maxCount, requiresLeader: true }),
     );
   }
 
@@ -40,21 +49,28 @@ export function createAllReads(client: EventStoreDBClient, headSearchMs = HEAD_S
     deadlineMs?: number,
   ) {
     const request = filteredReadRequest({ filter: serverFilter(filter), forwards, from, maxCount });
-    return collectPage(readFiltered(client, request, deadlineMs));
+    return collectPage(() => readFiltered(client, request, deadlineMs));
   }
 
-  async function collectPage(read: AsyncIterable<AllStreamResolvedEvent>) {
-    const events: AllRecord[] = [];
-    let count = 0;
+  /**
+   * Reads a page from the leader, as every read of this adapter does: what a caller learns of the log
+   * (the head, a follower settling, a checkpoint's record) is then at least what was written before it
+   * asked (docs/operations.md, "EventStoreDB").
+   */
+  async function collectPage(read: () => AsyncIterable<AllStreamResolvedEvent>) {
     try {
-      for await (const resolved of read) {
-        count += 1;
-        if (resolved.event) events.push(resolved.event);
-      }
+      return await onLeader(async () => {
+        const events: AllRecord[] = [];
+        let count = 0;
+        for await (const resolved of read()) {
+          count += 1;
+          if (resolved.event) events.push(resolved.event);
+        }
+        return { events, count };
+      });
     } catch (err) {
       throw mapError(err);
     }
-    return { events, count };
   }
 
   /** `deadlineMs` bounds each filtered page's call (see `headPosition`). */
@@ -107,5 +123,16 @@ export function createAllReads(client: EventStoreDBClient, headSearchMs = HEAD_S
     return last ? last.position : 0;
   }
 
-  return { readRaw, readAll, headPosition };
+  /**
+   * The port position of the last record of `$all` before `bound`, system records included: where a
+   * catch-up checkpoint, which names the record the server reads next, leaves a subscriber (a record's
+   * own position, from which a read or a subscription may resume). Undefined before the first.
+   */
+  async function recordBefore(bound: Position): Promise<number | undefined> {
+    const { events } = await readRaw(bound, false, 2);
+    const before = events.find((e) => isBeyond(e.position, bound, false));
+    return before ? toPortPosition(before.position) : undefined;
+  }
+
+  return { readRaw, readAll, headPosition, recordBefore };
 }

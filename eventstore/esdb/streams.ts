@@ -5,7 +5,6 @@ import {
   END,
   type EventStoreDBClient,
   FORWARDS,
-  NotLeaderError,
   START,
   StreamDeletedError,
 } from '@eventstore/db-client';
@@ -22,7 +21,7 @@ import {
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../port.ts';
-import { APPEND_TIMEOUT_MS, withTimeout } from './client.ts';
+import { APPEND_TIMEOUT_MS, onLeader, withTimeout } from './client.ts';
 import { appendTimedOut, mapError } from './errors.ts';
 import { createAllReads } from './read-all.ts';
 import { toBigInt, toEsdbExpected, toEventData, toRecorded, validateStreamId } from './translate.ts';
@@ -33,12 +32,6 @@ export interface StreamsOptions {
   /** Bound on a filtered `headPosition`'s search back from the end (see HEAD_SEARCH_MS). */
   headSearchMs?: number;
 }
-
-/**
- * Tries of a stream read refused by a follower: the first one moves the client to the leader the
- * refusal names; one more covers a leader that changed meanwhile.
- */
-const LEADER_TRIES = 3;
 
 export function createStreams(client: EventStoreDBClient, options: StreamsOptions = {}) {
   const appendTimeoutMs = options.appendTimeoutMs ?? APPEND_TIMEOUT_MS;
@@ -142,19 +135,12 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
         : direction === 'forwards'
           ? START
           : END;
-    for (let tries = 1; ; tries++) {
-      try {
-        return await readFromLeader(streamId, direction, fromRevision, maxCount);
-      } catch (err) {
-        if (err instanceof NotLeaderError && tries < LEADER_TRIES) {
-          // The client moves to the leader in its own handler of the error: let it run first.
-          await new Promise((resolve) => setImmediate(resolve));
-          continue;
-        }
-        // The port has no deletion: a stream deleted by other means reads as absent.
-        if (err instanceof StreamDeletedError) throw new StreamNotFoundError(streamId);
-        throw mapError(err, { streamId });
-      }
+    try {
+      return await onLeader(() => readFromLeader(streamId, direction, fromRevision, maxCount));
+    } catch (err) {
+      // The port has no deletion: a stream deleted by other means reads as absent.
+      if (err instanceof StreamDeletedError) throw new StreamNotFoundError(streamId);
+      throw mapError(err, { streamId });
     }
   }
 

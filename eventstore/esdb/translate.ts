@@ -67,17 +67,21 @@ export function toPortPosition(position: Position | undefined): number {
 }
 
 /**
- * The port position a server checkpoint covers: every event at or before it was considered. The server
- * sends a live checkpoint at the position of the event that completed its interval (commit == prepare),
- * and a catch-up one at the start of the page it reads next, (the next record's position, 0), which
- * that record's own event lies beyond: for such a bound the last covered port position is one less.
- * Undefined for a position it does not know (-1) or before the first event.
+ * A server checkpoint that is an event's own position: a live one, sent at the event that completed
+ * the server's interval (commit == prepare). Undefined for any other: a catch-up checkpoint is the
+ * start of the page the server reads next, (the next record's position, 0), which is no event's
+ * position, and a subscription resumed after it (as (p, p)) would start between two records, which the
+ * server refuses; the catch-up looks up the record before it instead (`catch-up.ts`).
  */
-export function checkpointBound(position: Position): number | undefined {
+export function checkpointPosition(position: Position): number | undefined {
   const { commit, prepare } = position;
-  if (commit >= NO_POSITION || prepare >= NO_POSITION) return undefined;
-  const bound = commit <= prepare ? commit : commit - 1n;
-  return bound > 0n ? Number(bound) : undefined;
+  if (commit !== prepare || commit <= 0n || commit >= NO_POSITION) return undefined;
+  return Number(commit);
+}
+
+/** Whether a checkpoint is a catch-up one, (the next record's position, 0), as the server sends them. */
+export function isNextRecordBound(position: Position): boolean {
+  return position.prepare === 0n && position.commit > 0n && position.commit < NO_POSITION;
 }
 
 export function compare(a: Position, b: Position): number {

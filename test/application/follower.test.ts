@@ -11,7 +11,7 @@ import test, { type ExecutionContext } from 'ava';
 import { createFollower } from '../../application/follower.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-import { esdbServerModel } from '../support/esdb-server-model.ts';
+import { esdbServerModel, RECORD_BYTES } from '../support/esdb-server-model.ts';
 import { until } from '../support/probes.ts';
 import { rawEvent } from '../support/raw-events.ts';
 
@@ -52,7 +52,7 @@ test('a follower of rare streams moves on with the server’s checkpoints betwee
   await follower.caughtUp;
   const head = (await others(100)).position;
   // The server checkpoints every 32 events it considers: the follower is within that of the head.
-  await until('the follower moved past the others', () => follower.position() > head - 32);
+  await until('the follower moved past the others', () => follower.position() > head - 32 * RECORD_BYTES);
   t.pass();
 });
 

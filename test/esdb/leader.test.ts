@@ -97,6 +97,26 @@ test('reads started together on the follower are each refused once, then all ser
   t.like(cluster.leader.served, { reads: 20 });
 });
 
+test('the log’s head and a filtered read come from the leader: a follower settling sees what was written', async (t) => {
+  const cluster = await clusterFor(t);
+  const first = await cluster.log.append('webhooksub-1', [event()]);
+  await cluster.lag();
+  // Written after the follower stopped replicating: a webhook subscription, then a cart event.
+  const created = await cluster.log.append('webhooksub-2', [event()]);
+  const cart = await cluster.log.append('cart-1', [event()]);
+  const store = processOn(t, cluster.connectionString('follower'));
+  t.is(await store.headPosition(), cart.position);
+  t.is(await store.headPosition({ streamPrefixes: ['webhooksub-'] }), created.position);
+  t.deepEqual(
+    (await store.readAll({ after: first.position, filter: { streamPrefixes: ['webhooksub-'] } })).map(
+      (e) => e.position,
+    ),
+    [created.position],
+  );
+  t.like(cluster.follower.served, { reads: 0, refused: 1 });
+  t.like(cluster.leader.served, { reads: 3 });
+});
+
 test('two api replicas on a lagging follower decide on the stream as written: no needless conflict', async (t) => {
   const cluster = await clusterFor(t);
   const one = createCommandHandler(processOn(t, cluster.connectionString('follower')), eventRegistry);

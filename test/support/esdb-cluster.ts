@@ -14,9 +14,11 @@
  *   repeat has no position, a wrong expected version is a reply, not an error); the follower forwards
  *   the append to the leader, or refuses it with NotLeader when it requires the leader.
  *
+ * - Streams.Read of `$all` (a read, not a subscription), filtered or not: as a read of a stream.
+ *
  * The follower replicates the log as it is written until `lag()`; from then on it holds the log as it
- * was, until `catchUp()`. `$all` reads, subscriptions and the other services are not served
- * (UNIMPLEMENTED). Each node counts what it served, forwarded and refused.
+ * was, until `catchUp()`. Subscriptions and the other services are not served (UNIMPLEMENTED). Each
+ * node counts what it served, forwarded and refused.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -39,7 +41,7 @@ import {
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-import { eventReply } from './esdb-replies.ts';
+import { eventReply, filterOf, readStart } from './esdb-replies.ts';
 
 // The gRPC runtime the client itself loads, resolved from its own package.
 const grpc = createRequire(import.meta.resolve('@eventstore/db-client'))('@grpc/grpc-js') as typeof GrpcJs;
@@ -165,11 +167,36 @@ export async function startClusterDouble(): Promise<ClusterDouble> {
     return upTo === undefined ? events : events.filter((e) => e.position <= upTo);
   }
 
+  /** A read of `$all` (not a subscription) as a node answers it: the follower, from what it replicated. */
+  async function allOn(node: Node, request: ReadReq): Promise<RecordedEvent[]> {
+    const options = request.getOptions();
+    const count = Number(options?.getCount() ?? 0);
+    const { port: filter } = filterOf(request);
+    const upTo = node.role === 'follower' ? replicatedUpTo : undefined;
+    const from = readStart(request);
+    const within = (events: RecordedEvent[]) =>
+      upTo === undefined ? events : events.filter((e) => e.position <= upTo);
+    if (options?.getReadDirection() === streamsPb.ReadReq.Options.ReadDirection.FORWARDS) {
+      const after =
+        from === 'start' ? 0 : from === 'end' ? await log.headPosition() : Number(from.commit) - 1;
+      return within(await log.readAll({ after, filter, maxCount: count }));
+    }
+    const before =
+      from === 'end'
+        ? upTo === undefined
+          ? undefined
+          : upTo + 1
+        : from === 'start'
+          ? 0
+          : Number(from.commit);
+    return within(await log.readAll({ direction: 'backwards', before, filter, maxCount: count }));
+  }
+
   async function read(node: Node, call: GrpcJs.ServerWritableStream<ReadReq, unknown>): Promise<void> {
     const options = call.request.getOptions();
     const stream = options?.getStream();
-    if (!options || !stream) {
-      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'the double serves stream reads only' });
+    if (!options || (!stream && !options.hasAll()) || options.hasSubscription()) {
+      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'the double serves reads only' });
       return;
     }
     if (node.role === 'follower' && requiresLeader(call.metadata)) {
@@ -178,6 +205,11 @@ export async function startClusterDouble(): Promise<ClusterDouble> {
       return;
     }
     node.served.reads += 1;
+    if (!stream) {
+      for (const e of await allOn(node, call.request)) call.write(eventReply(e));
+      call.end();
+      return;
+    }
     const identifier = stream.getStreamIdentifier();
     const streamId = Buffer.from(identifier?.getStreamName_asU8() ?? []).toString('utf8');
     const events = await streamOn(node, streamId);

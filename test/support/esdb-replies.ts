@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream';
 import { EventStoreDBClient } from '@eventstore/db-client';
 import sharedPb from '@eventstore/db-client/generated/shared_pb.js';
 import streamsPb from '@eventstore/db-client/generated/streams_pb.js';
-import type { RecordedEvent } from '../../eventstore/port.ts';
+import type { EventFilter, RecordedEvent } from '../../eventstore/port.ts';
 
 const { ReadResp } = streamsPb;
 export type Reply = InstanceType<typeof ReadResp>;
@@ -84,6 +84,48 @@ export class Replies extends PassThrough {
       });
     }
   }
+}
+
+/** The replies to a read that is not a subscription: `replies`, then the end of the call. */
+export function answered(replies: Reply[]): Replies {
+  const stream = new Replies();
+  for (const reply of replies) stream.write(reply);
+  stream.end();
+  return stream;
+}
+
+/** Where a read asks to start: its (commit, prepare) position, or `start` / `end`. */
+export function readStart(request: ReadRequest): { commit: bigint; prepare: bigint } | 'start' | 'end' {
+  const all = request.getOptions()?.getAll();
+  if (all?.hasEnd()) return 'end';
+  const position = all?.getPosition();
+  if (!position) return 'start';
+  return { commit: BigInt(position.getCommitPosition()), prepare: BigInt(position.getPreparePosition()) };
+}
+
+/** The port filter and the predicate of a read's filter, as the adapter sends them. */
+export function filterOf(request: ReadRequest): { port?: EventFilter; matches(e: RecordedEvent): boolean } {
+  const f = request.getOptions()?.getFilter();
+  const system = (e: RecordedEvent) => e.streamId.startsWith('$') || e.type.startsWith('$');
+  const byStream = f?.getStreamIdentifier();
+  if (byStream) {
+    const prefixes = byStream.getPrefixList();
+    if (prefixes.length === 0) return { port: { streamPrefixes: [] }, matches: () => false };
+    return {
+      port: { streamPrefixes: prefixes },
+      matches: (e) => !system(e) && prefixes.some((p) => e.streamId.startsWith(p)),
+    };
+  }
+  const regex = f?.getEventType()?.getRegex() ?? '^[^$].*';
+  const names = /^\^\(\?:(.*)\)\$$/.exec(regex);
+  const pattern = new RegExp(regex);
+  const matches = (e: RecordedEvent) => !system(e) && pattern.test(e.type);
+  if (names) {
+    const types = names[1].split('|').map((t) => t.replace(/\\(.)/g, '$1'));
+    return { port: { eventTypes: types }, matches };
+  }
+  if (regex === '^[^$].*') return { matches };
+  return { port: { streamPrefixes: [] }, matches };
 }
 
 interface Internals {
