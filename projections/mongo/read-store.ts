@@ -8,7 +8,9 @@
  * - Logical names resolve to physical collections through one pointer document (live-names.ts); the
  *   collections a promote replaced are dropped after a grace period (retired.ts), and shadows a
  *   crashed rebuild left by the next projector (orphans.ts).
- * - Leases, by the server's clock, and the fence a write carries (leases.ts).
+ * - Leases, by the server's clock, and the fence a write carries: a fence document every fenced
+ *   transaction writes, and an expiry document renewals write, so a renewal never waits for a commit
+ *   (leases.ts).
  */
 import type { ClientSession } from 'mongodb';
 import { type Clock, systemClock } from '../../domain/clock.ts';
@@ -105,7 +107,7 @@ export async function createMongoReadStore(
   const shadows = new WeakMap<Collection, { live: string; physical: string }>();
   /** Their physical names: never orphans (orphans.ts). */
   const ownShadows = new Set<string>();
-  /** Fenced transactions, one at a time: each writes the lease document (leases.ts). */
+  /** Fenced transactions, one at a time: each writes the lease's fence document (leases.ts). */
   const fenced = oneAtATime();
   const inFencedTransaction = (fence: Fence, fn: (session: ClientSession) => Promise<void>) =>
     fenced(() =>
@@ -206,7 +208,8 @@ export async function createMongoReadStore(
         const run = () => commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit);
         return commit.fence === undefined ? run() : fenced(run);
       }),
-    acquireLease: (lease, owner, ttlMs, from) => guard(() => acquireLease(leases, lease, owner, ttlMs, from)),
+    acquireLease: (lease, owner, ttlMs, from) =>
+      guard(() => acquireLease(leases, (fn) => inTransaction(mongo, fn), lease, owner, ttlMs, from)),
     renewLease: (fence, ttlMs) => guard(() => renewLease(leases, fence, ttlMs)),
     releaseLease: (fence) =>
       guard(async () => {

@@ -4,6 +4,8 @@ import { Query } from 'mingo';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { manualClock } from '../../domain/clock.ts';
 import { compareValues } from '../../projections/documents.ts';
+import { fenceInTransaction, LEASES, type LeaseDoc } from '../../projections/mongo/leases.ts';
+import { inTransaction } from '../../projections/mongo/transaction.ts';
 import {
   CommitTooLargeError,
   commitFailure,
@@ -19,6 +21,9 @@ import {
   type Checkpoint,
   type Collection,
   type Doc,
+  type Fence,
+  type LeaseAttempt,
+  LeaseLostError,
   type SortSpec,
   totalSort,
 } from '../../projections/read-store.ts';
@@ -267,6 +272,8 @@ if (access.missing !== undefined) {
     });
     return {
       db: raw.db(dbName),
+      /** A client of the database's own, for a transaction the test holds open. */
+      client: raw,
       async open(options: MongoReadStoreOptions = {}) {
         const store = await createMongoReadStore(engine, { dbName, ...options });
         t.teardown(() => store.close());
@@ -468,5 +475,48 @@ if (access.missing !== undefined) {
       await collectionNames(),
       ['_checkpoints', '_leases', '_live', 'dispatcher_state', 'menu', mine.name, promoted.name].sort(),
     );
+  });
+
+  // ---- the projector lease on MongoDB (docs/read-side.md, "One projector at a time") ----------------
+
+  /** The fence of an attempt that must have acquired the lease. */
+  const fenceOf = (attempt: LeaseAttempt): Fence => {
+    if (!attempt.acquired) throw new Error(`not acquired: held by ${attempt.holder}`);
+    return attempt.fence;
+  };
+  const after = <T>(ms: number, value: T) => new Promise<T>((r) => setTimeout(() => r(value), ms));
+
+  test('MongoDB: a renewal does not wait for a fenced commit in progress; a take-over does, and the commit lands under the old token first', async (t) => {
+    const { client, db, open } = await database(t);
+    const holder = await open();
+    const standby = await open();
+    const leases = db.collection<LeaseDoc>(LEASES);
+    const fence = fenceOf(await holder.acquireLease('projector', 'holder', 1_000));
+    let renewal: boolean | 'waited' | undefined;
+    let takeOver: Promise<LeaseAttempt> | undefined;
+    let takenEarly: LeaseAttempt | 'waited' | undefined;
+    // A long commit: its transaction has written the fence document and is not committed yet.
+    await inTransaction(client, async (session) => {
+      await fenceInTransaction(leases, fence, session);
+      // MongoDB holds a write outside a transaction until a transaction that modified the same
+      // document ends: a renewal that waited here would hold the commit open for the whole wait.
+      renewal ??= await Promise.race([holder.renewLease(fence, 1_000), after(3_000, 'waited' as const)]);
+      // Its lease runs out meanwhile (the holder stopped renewing): a standby takes it over, which
+      // conflicts with this transaction's write of the fence document and waits for it.
+      await after(1_200, undefined);
+      takeOver ??= standby.acquireLease('projector', 'standby', 60_000);
+      takenEarly ??= await Promise.race([takeOver, after(1_500, 'waited' as const)]);
+    });
+    t.is(renewal, true, 'renewed at once, while the commit was open');
+    t.is(takenEarly, 'waited', 'the take-over waited for the commit');
+    const taken = fenceOf(await (takeOver ?? Promise.reject(new Error('no take-over'))));
+    t.true(taken.token > fence.token);
+    t.like(await leases.findOne({ _id: 'projector' }), { token: taken.token, fenced_writes: 1 });
+    t.false(await holder.renewLease(fence, 1_000), 'taken over: no longer renewed');
+    const upsert = { replaceOne: { filter: { _id: 'a' }, replacement: { _id: 'a' }, upsert: true } };
+    const items = await holder.collection('items');
+    await t.throwsAsync(holder.commit({ writes: [{ collection: items, ops: [upsert] }], fence }), {
+      instanceOf: LeaseLostError,
+    });
   });
 }
