@@ -52,7 +52,7 @@ import {
 } from './live-names.ts';
 import { dropOrphanShadows } from './orphans.ts';
 import { RetiredCollections } from './retired.ts';
-import { commitWrites, inTransaction } from './transaction.ts';
+import { commitWrites, inTransaction, transactionLifetimeMs } from './transaction.ts';
 import { plain } from './translate.ts';
 
 export interface MongoReadStoreOptions {
@@ -127,6 +127,7 @@ export async function createMongoReadStore(
     await ensureCollection(db, LEASES);
   });
   await retired.sweepQuietly();
+  const lifetimeMs = await transactionLifetimeMs(mongo);
 
   return {
     kind: 'mongodb',
@@ -205,7 +206,8 @@ export async function createMongoReadStore(
       }),
     commit: (commit: Commit) =>
       guard(() => {
-        const run = () => commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit);
+        const run = () =>
+          commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit, lifetimeMs);
         return commit.fence === undefined ? run() : fenced(run);
       }),
     acquireLease: (lease, owner, ttlMs, from) =>

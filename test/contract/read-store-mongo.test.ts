@@ -150,6 +150,26 @@ test('MongoDB: a commit refused for its size or duration becomes CommitTooLargeE
   t.is(commitFailure(other, 1, 1), other);
 });
 
+test('MongoDB: a commit the server aborted for outliving its transaction lifetime (NoSuchTransaction after an attempt that long) becomes CommitTooLargeError; after a shorter attempt it passes', (t) => {
+  // What withTransaction throws once its 120 s are spent on attempts the server aborted at 60 s each:
+  // every statement after the abort answers NoSuchTransaction, labelled a transient error.
+  const aborted = new MongoServerError({
+    code: 251,
+    codeName: 'NoSuchTransaction',
+    errmsg: 'Transaction with { txnNumber: 4 } has been aborted.',
+    errorLabels: ['TransientTransactionError'],
+  });
+  const err = commitFailure(aborted, 5_000, 2, 60_250, 60_000);
+  t.true(err instanceof CommitTooLargeError);
+  t.is((err as CommitTooLargeError).cause, aborted);
+  t.regex((err as CommitTooLargeError).message, /transaction lifetime limit \(60 s: the server aborted it/);
+  t.true(commitFailure(aborted, 5_000, 2, 30_000, 30_000) instanceof CommitTooLargeError, 'a lowered limit');
+  // A shorter attempt whose transaction is gone was ended by something else (a failover): not its size.
+  t.is(commitFailure(aborted, 5_000, 2, 1_200, 60_000), aborted);
+  t.is(commitFailure(aborted, 5_000, 2), aborted, 'no attempt time known');
+  t.true(commitFailure(aborted, 5_000, 2, 60_000) instanceof CommitTooLargeError, "MongoDB's default limit");
+});
+
 test('MongoDB: live names are read once per TTL, by one fetch at a time, and a newer copy is never replaced by an older one', async (t) => {
   const clock = manualClock();
   const versions: LiveNames[] = [
