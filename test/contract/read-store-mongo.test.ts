@@ -539,4 +539,37 @@ if (access.missing !== undefined) {
       instanceOf: LeaseLostError,
     });
   });
+
+  test('MongoDB: the fence is a write, not a read of the snapshot: a take-over after a transaction fixed its snapshot refuses that transaction', async (t) => {
+    const { client, db, open } = await database(t);
+    const old = await open();
+    const next = await open();
+    const leases = db.collection<LeaseDoc>(LEASES);
+    const items = db.collection<Doc>('items');
+    await db.createCollection('items');
+    const stale = fenceOf(await old.acquireLease('projector', 'old', 60_000));
+    await old.releaseLease(stale);
+    let attempts = 0;
+    let firstRead: number | undefined;
+    let taken: Fence | undefined;
+    await t.throwsAsync(
+      inTransaction(client, async (session) => {
+        attempts += 1;
+        // The first read fixes the transaction's snapshot: the stale token is the one it shows.
+        const read = await leases.findOne({ _id: 'projector' }, { session });
+        firstRead ??= read?.token;
+        // Another takes the lease over and commits, after that snapshot.
+        taken ??= fenceOf(await next.acquireLease('projector', 'next', 60_000));
+        // A read of the token here would still find the stale one in the snapshot; the fence's write
+        // conflicts with the take-over's, the driver runs the transaction again, and it is refused.
+        await fenceInTransaction(leases, stale, session);
+        await items.insertOne({ _id: `attempt-${attempts}` }, { session });
+      }),
+      { instanceOf: LeaseLostError },
+    );
+    t.is(firstRead, stale.token);
+    t.true(attempts >= 2, 'the first attempt conflicted and was run again');
+    t.true((taken?.token ?? 0) > stale.token);
+    t.is(await items.countDocuments(), 0, 'nothing of it committed');
+  });
 }
