@@ -8,7 +8,7 @@
  *   MongoDB's transactions read a snapshot and detect only write conflicts, but two writes of one
  *   document do. The holder's own fenced transactions would conflict with each other the same way, so
  *   a store runs them one at a time (`oneAtATime`). Dropping a collection cannot run in a
- *   transaction: the token is read just before (`assertFence`).
+ *   transaction: the token is read just before (`assertFence`), from the primary (`FROM_PRIMARY`).
  * - The expiry document (`_id` `<lease>#expiry`) holds the holder, the token it holds and when it runs
  *   out, by the server's clock (`$$NOW`), so processes on machines whose clocks differ agree. A
  *   renewal writes only this one, filtered on the token. MongoDB makes a write outside a transaction
@@ -25,6 +25,7 @@
  */
 import { type ClientSession, type Collection as MongoCollection, MongoServerError } from 'mongodb';
 import { type Fence, type LeaseAttempt, LeaseLostError } from '../read-store.ts';
+import { FROM_PRIMARY } from './connection.ts';
 
 export const LEASES = '_leases';
 const DUPLICATE_KEY = 11000;
@@ -112,7 +113,7 @@ async function holderOf(
 ): Promise<{ holder: string; expiresInMs: number } | undefined> {
   const held = await leases.findOne(
     { _id: expiryId(lease) },
-    { projection: { owner: 1, remaining: { $subtract: ['$expires_at', '$$NOW'] } } },
+    { ...FROM_PRIMARY, projection: { owner: 1, remaining: { $subtract: ['$expires_at', '$$NOW'] } } },
   );
   if (!held) return undefined;
   const { owner: holder = 'unknown', remaining = 0 } = held as { owner?: string; remaining?: number };
@@ -149,13 +150,16 @@ export async function fenceInTransaction(
   if (result.matchedCount !== 1) throw new LeaseLostError(fence);
 }
 
-/** Outside a transaction (before a drop): throws LeaseLostError unless `fence` is the last acquisition. */
+/**
+ * Outside a transaction (before a drop): throws LeaseLostError unless `fence` is the last acquisition,
+ * as the primary has it (a secondary behind it may show the token of before a take-over).
+ */
 export async function assertFence(
   leases: MongoCollection<LeaseDoc>,
   fence: Fence | undefined,
 ): Promise<void> {
   if (fence === undefined) return;
-  if ((await leases.countDocuments({ _id: fence.lease, token: fence.token })) !== 1) {
+  if ((await leases.countDocuments({ _id: fence.lease, token: fence.token }, FROM_PRIMARY)) !== 1) {
     throw new LeaseLostError(fence);
   }
 }

@@ -572,4 +572,59 @@ if (access.missing !== undefined) {
     t.true((taken?.token ?? 0) > stale.token);
     t.is(await items.countDocuments(), 0, 'nothing of it committed');
   });
+
+  test('MongoDB: the reads that decide a drop (the fence, the collections and pointers of an orphan sweep) ask the primary for what a majority holds, whatever the URL reads from', async (t) => {
+    const { db, open } = await database(t);
+    if (!url) throw new Error('MongoDB is not running: the setup hook failed');
+    const option = 'readPreference=secondaryPreferred';
+    const fromSecondaries = url.includes('?')
+      ? `${url}&${option}`
+      : /^mongodb(\+srv)?:\/\/[^/]+$/.test(url)
+        ? `${url}/?${option}`
+        : `${url}?${option}`;
+    const store = await createMongoReadStore(fromSecondaries, { dbName: db.databaseName });
+    t.teardown(() => store.close());
+    const fence = fenceOf(await store.acquireLease('projector', 'p', 60_000));
+    await (await open()).createShadow('menu'); // a crashed rebuild's
+    // Every operation on the database from here on is recorded with the command the server received.
+    await db.command({ profile: 2 });
+    await store.getCheckpoint('catalog');
+    t.is(await store.dropOrphanShadows(fence), 1);
+    await db.command({ profile: 0 });
+
+    type Profiled = {
+      ns?: string;
+      command?: Record<string, unknown> & {
+        $readPreference?: { mode?: string };
+        readConcern?: { level?: string };
+      };
+    };
+    const profiled = await db.collection<Profiled>('system.profile').find({}).toArray();
+    const ran = (collection: string, command: string) =>
+      profiled.filter(
+        (e) => e.ns === `${db.databaseName}.${collection}` && e.command?.[command] !== undefined,
+      );
+    const mode = (e: Profiled) => e.command?.$readPreference?.mode ?? 'primary';
+    const majority = (e: Profiled) => e.command?.readConcern?.level === 'majority';
+    // An ordinary read goes where the URL says: the profile shows the read preference it was sent with.
+    t.deepEqual(ran('_checkpoints', 'find').map(mode), ['secondaryPreferred']);
+    const fenceReads = ran('_leases', 'aggregate');
+    t.true(fenceReads.length > 0, 'the fence was read before the drop');
+    t.true(
+      fenceReads.every((e) => mode(e) === 'primary' && majority(e)),
+      JSON.stringify(fenceReads),
+    );
+    const pointerReads = ran('_live', 'find');
+    t.true(pointerReads.length > 0, 'the sweep read the pointers');
+    t.true(
+      pointerReads.every((e) => mode(e) === 'primary' && majority(e)),
+      JSON.stringify(pointerReads),
+    );
+    const listings = ran('$cmd', 'listCollections');
+    t.true(listings.length > 0, 'the sweep listed the collections');
+    t.true(
+      listings.every((e) => mode(e) === 'primary'),
+      JSON.stringify(listings),
+    );
+  });
 }
