@@ -144,9 +144,15 @@ export async function createMongoReadStore(
         const physical = shadowName(name);
         // Named as this store's before it exists: an orphan sweep meanwhile keeps it.
         ownShadows.add(physical);
-        // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
-        await ensureCollection(db, physical);
-        await ensureIndexes(db.collection(physical), indexes);
+        try {
+          // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
+          await ensureCollection(db, physical);
+          await ensureIndexes(db.collection(physical), indexes);
+        } catch (err) {
+          // No rebuild will write or promote it: what was made of it is an orphan for the next sweep.
+          ownShadows.delete(physical);
+          throw err;
+        }
         const coll = physicalCollections.get(physical);
         const shadow = handles.create<T>(physical, async () => coll);
         shadows.set(shadow as Collection, { live: name, physical });

@@ -627,4 +627,21 @@ if (access.missing !== undefined) {
       JSON.stringify(listings),
     );
   });
+
+  test("MongoDB: a shadow whose creation failed is no longer its store's own: the next sweep drops what was made of it", async (t) => {
+    const { collectionNames, open } = await database(t);
+    const store = await open();
+    // The second index conflicts with the first (same keys, other options): the collection exists,
+    // and the shadow is refused.
+    await t.throwsAsync(
+      store.createShadow('menu', [{ keys: [['sku', 1]] }, { keys: [['sku', 1]], unique: true }]),
+    );
+    const left = (await collectionNames()).filter((name) => name.startsWith('menu__gen_'));
+    t.is(left.length, 1, 'the collection was made before its index was refused');
+    t.is(await store.dropOrphanShadows(), 1);
+    t.deepEqual(
+      (await collectionNames()).filter((name) => name.startsWith('menu__gen_')),
+      [],
+    );
+  });
 }
