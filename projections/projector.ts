@@ -145,7 +145,11 @@ export function createProjector(options: ProjectorOptions): Projector {
       ...base,
       fence,
       signal: abort.signal,
-      onLeaseLost: () => lease.refused(fence),
+      // Another holds the lease: what runs under it ends at once, and stops in turn (`deactivate`).
+      onLeaseLost: () => {
+        abort.abort(new Error('the projector no longer holds the lease'));
+        lease.refused(fence);
+      },
     };
     active = { ctx, abort };
     // Shadows of a rebuild a crash interrupted: no other projector writes while this one holds the lease.
@@ -168,6 +172,7 @@ export function createProjector(options: ProjectorOptions): Projector {
       () => caughtUp.resolve(),
       () => undefined,
     );
+    if (abort.signal.aborted) return;
     for (const r of running.values()) {
       if (r.storedVersion === r.definition) continue;
       logger?.warn(
@@ -216,7 +221,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     start: () => lease.start(),
     caughtUp: caughtUp.promise,
     async status() {
-      const holding = active !== undefined;
+      const holding = active !== undefined && !active.abort.signal.aborted;
       const out: ProjectionStatus[] = [];
       for (const r of running.values()) {
         if (!holding) {
@@ -246,7 +251,9 @@ export function createProjector(options: ProjectorOptions): Projector {
     rebuild(name) {
       const r = running.get(name);
       if (!r) return Promise.reject(new Error(`no projection named ${name}`));
-      if (!active) return Promise.reject(new ProjectorStandingByError(lease.state().holder));
+      if (!active || active.abort.signal.aborted) {
+        return Promise.reject(new ProjectorStandingByError(lease.state().holder));
+      }
       return rebuild(active.ctx, r);
     },
     names: () => [...running.keys()],

@@ -18,7 +18,8 @@ import {
   type Projector,
   ProjectorStandingByError,
 } from '../../projections/projector.ts';
-import { type Doc, LeaseLostError, type ReadStore } from '../../projections/read-store.ts';
+import { ProjectorLease } from '../../projections/projector-lease.ts';
+import { type Doc, type Fence, LeaseLostError, type ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { until } from '../support/probes.ts';
 
@@ -219,4 +220,71 @@ test('a projector whose store does not answer holds no lease and stands by for n
   await until('it holds the lease', () => p.lease().holding);
   await p.caughtUp;
   t.deepEqual(await kinds(openRead()), expected(10));
+});
+
+/** A lease on its own store whose transitions are told in `log`; `lost` waits for `stopping` to end. */
+function transitions(t: ExecutionContext, ttlMs: number) {
+  const readStore = openSqliteReadStore(':memory:');
+  const log: string[] = [];
+  const stopping = Promise.withResolvers<void>();
+  let fence: Fence | undefined;
+  const lease = new ProjectorLease(
+    readStore,
+    { owner: 'p', ttlMs },
+    {
+      async acquired(f) {
+        log.push(`acquired ${f.token}`);
+        fence = f;
+      },
+      async lost() {
+        log.push('stopping');
+        await stopping.promise;
+        log.push('stopped');
+      },
+    },
+  );
+  t.teardown(async () => {
+    stopping.resolve();
+    await lease.stop();
+    await readStore.close();
+  });
+  return {
+    lease,
+    log,
+    /** The projections stopping end. */
+    stopped: () => stopping.resolve(),
+    fence(): Fence {
+      if (!fence) throw new Error('not acquired');
+      return fence;
+    },
+  };
+}
+
+test('a refused write forgets the lease at once, and its projections stop in turn: no try of the lease starts them again before they have stopped', async (t) => {
+  const { lease, log, stopped, fence } = transitions(t, 15);
+  await lease.start();
+  t.deepEqual(log, ['acquired 1']);
+  lease.refused(fence());
+  t.false(lease.state().holding, 'forgotten at once');
+  // Its tries come every 5 ms: the lease is its own owner's, so a try would take it back at once.
+  await new Promise((r) => setTimeout(r, 60));
+  t.deepEqual(log, ['acquired 1', 'stopping'], 'nothing starts while the projections stop');
+  stopped();
+  await until('the lease is held again', () => lease.state().holding);
+  t.deepEqual(log, ['acquired 1', 'stopping', 'stopped', 'acquired 2']);
+});
+
+test('a stop after a refused write ends once the projections have stopped', async (t) => {
+  const { lease, log, stopped, fence } = transitions(t, 60_000);
+  await lease.start();
+  lease.refused(fence());
+  let ended = false;
+  const stop = lease.stop().then(() => {
+    ended = true;
+  });
+  await new Promise((r) => setImmediate(r));
+  t.false(ended, 'still stopping');
+  stopped();
+  await stop;
+  t.deepEqual(log, ['acquired 1', 'stopping', 'stopped']);
 });
