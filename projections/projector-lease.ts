@@ -180,7 +180,14 @@ export class ProjectorLease {
       }
     } catch (err) {
       this.#holder = null; // not standing by for anyone: the store did not answer
-      this.#logger?.warn({ err }, 'projector lease not acquired: the read store failed; trying again');
+      if (!this.#stopped) {
+        this.#logger?.warn({ err }, 'projector lease not acquired: the read store failed; trying again');
+      }
+      return;
+    }
+    if (this.#stopped) {
+      // Stopped while the store answered: nothing starts, and a lease just acquired is let go.
+      if (attempt.acquired) await this.#readStore.releaseLease(attempt.fence).catch(() => undefined);
       return;
     }
     if (!attempt.acquired) {

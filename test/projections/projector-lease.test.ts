@@ -288,3 +288,39 @@ test('a stop after a refused write ends once the projections have stopped', asyn
   await stop;
   t.deepEqual(log, ['acquired 1', 'stopping', 'stopped']);
 });
+
+test('a projector stopped while the store answers its acquisition starts nothing, and lets the lease go', async (t) => {
+  const inner = openSqliteReadStore(':memory:');
+  t.teardown(() => inner.close());
+  const asked = Promise.withResolvers<void>();
+  const answer = Promise.withResolvers<void>();
+  const slow: ReadStore = {
+    ...inner,
+    async acquireLease(...args) {
+      const attempt = await inner.acquireLease(...args);
+      asked.resolve();
+      await answer.promise;
+      return attempt;
+    },
+  };
+  const started: number[] = [];
+  const lease = new ProjectorLease(
+    slow,
+    { owner: 'p', ttlMs: 60_000 },
+    {
+      async acquired(fence) {
+        started.push(fence.token);
+      },
+      async lost() {},
+    },
+  );
+  const starting = lease.start();
+  await asked.promise;
+  const stopping = lease.stop();
+  answer.resolve();
+  await starting;
+  await stopping;
+  t.deepEqual(started, [], 'no projection started');
+  t.like(lease.state(), { holding: false });
+  t.true((await inner.acquireLease('projector', 'other', 60_000)).acquired, 'the lease was let go');
+});
