@@ -81,6 +81,11 @@ export interface Projector {
   start(): Promise<void>;
   /** Resolves when every projection has caught up with the log (once, after it first held the lease). */
   readonly caughtUp: Promise<void>;
+  /**
+   * Whether it holds the lease and every projection has caught up with the log since it took it: false
+   * again while the projections catch up after the lease was lost and taken back.
+   */
+  isCaughtUp(): boolean;
   /** Each projection's state; `standby`, with the store's checkpoint, while another holds the lease. */
   status(): Promise<ProjectionStatus[]>;
   /**
@@ -135,8 +140,11 @@ export function createProjector(options: ProjectorOptions): Projector {
     ]),
   );
   const caughtUp = Promise.withResolvers<void>();
-  /** What runs under the lease this projector holds, and the switch that ends it. */
-  let active: { ctx: ProjectorContext; abort: AbortController } | undefined;
+  /**
+   * What runs under the lease this projector holds, the switch that ends it, and whether every
+   * projection has caught up since it was taken.
+   */
+  let active: { ctx: ProjectorContext; abort: AbortController; caughtUp: boolean } | undefined;
 
   /** The lease is this projector's: drop what a crashed rebuild left, then run every projection. */
   async function activate(fence: Fence): Promise<void> {
@@ -151,7 +159,8 @@ export function createProjector(options: ProjectorOptions): Projector {
         lease.refused(fence);
       },
     };
-    active = { ctx, abort };
+    const activation = { ctx, abort, caughtUp: false };
+    active = activation;
     // Shadows of a rebuild a crash interrupted: no other projector writes while this one holds the lease.
     const orphans = await readStore.dropOrphanShadows(fence);
     if (orphans > 0) logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
@@ -169,7 +178,10 @@ export function createProjector(options: ProjectorOptions): Projector {
     // Ready once every live copy has caught up; rebuilds of another version go on behind it.
     // A projection that failed is never caught up: its state says why, and readiness stays false.
     Promise.all([...running.values()].map((r) => r.caughtUp)).then(
-      () => caughtUp.resolve(),
+      () => {
+        activation.caughtUp = true;
+        caughtUp.resolve();
+      },
       () => undefined,
     );
     if (abort.signal.aborted) return;
@@ -220,6 +232,7 @@ export function createProjector(options: ProjectorOptions): Projector {
   return {
     start: () => lease.start(),
     caughtUp: caughtUp.promise,
+    isCaughtUp: () => active !== undefined && !active.abort.signal.aborted && active.caughtUp,
     async status() {
       const holding = active !== undefined && !active.abort.signal.aborted;
       const out: ProjectionStatus[] = [];

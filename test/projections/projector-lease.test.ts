@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { projectionsReadiness } from '../../cli/read-side.ts';
 import type { EventStore, NewEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import {
@@ -323,4 +324,53 @@ test('a projector stopped while the store answers its acquisition starts nothing
   t.deepEqual(started, [], 'no projection started');
   t.like(lease.state(), { holding: false });
   t.true((await inner.acquireLease('projector', 'other', 60_000)).acquired, 'the lease was let go');
+});
+
+test('a projector that lost the lease and took it back is ready again only once its projections have caught up again', async (t) => {
+  const { store, openRead } = await world(t);
+  await seed(store, 0, 20);
+  // Delivers the events it is given only once let through: how long a catch-up takes is the test's.
+  let held: PromiseWithResolvers<void> | undefined;
+  const slow: EventStore = {
+    ...store,
+    subscribeToAll: (options, handlers) =>
+      store.subscribeToAll(options, {
+        ...handlers,
+        async onEvents(events) {
+          await held?.promise;
+          return handlers.onEvents(events);
+        },
+      }),
+  };
+  const p = createProjector({
+    store: slow,
+    readStore: openRead(),
+    projections: [totals],
+    lease: { owner: 'p', ttlMs: 300 },
+  });
+  t.teardown(async () => {
+    held?.resolve();
+    await p.stop();
+  });
+  const ready = projectionsReadiness(p);
+  await p.start();
+  await p.caughtUp;
+  t.true(ready());
+
+  // Another takes the lease over from it, by name (as from a process that is gone): it stands by.
+  const other = openRead();
+  const taken = await other.acquireLease('projector', 'other', 60_000, 'p');
+  if (!taken.acquired) return t.fail('not taken over');
+  await until('it stands by', () => !p.lease().holding);
+  t.is(ready(), 'standby');
+  // Meanwhile the log grows; the other lets the lease go, and it takes the lease back.
+  held = Promise.withResolvers<void>();
+  await seed(store, 20, 10);
+  await other.releaseLease(taken.fence);
+  await until('it holds the lease again', () => p.lease().holding);
+  t.false(ready(), 'not ready while its projections catch up again');
+  held.resolve();
+  await until('ready once caught up', () => ready() === true);
+  await until('every event applied', async () => (await p.status())[0].events_applied === 30);
+  t.deepEqual(await kinds(openRead()), expected(30));
 });
