@@ -17,11 +17,10 @@ import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { Checkpoint, Collection, Commit, Doc, Fence, IndexSpec, ReadStore } from '../read-store.ts';
 import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
 import {
+  createShadowCollection,
   ensureCollection,
-  ensureIndexes,
   ensureIndexesIfEmpty,
   PhysicalCollections,
-  shadowName,
 } from './collections.ts';
 import {
   connect,
@@ -141,18 +140,7 @@ export async function createMongoReadStore(
       }),
     createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
       guard(async () => {
-        const physical = shadowName(name);
-        // Named as this store's before it exists: an orphan sweep meanwhile keeps it.
-        ownShadows.add(physical);
-        try {
-          // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
-          await ensureCollection(db, physical);
-          await ensureIndexes(db.collection(physical), indexes);
-        } catch (err) {
-          // No rebuild will write or promote it: what was made of it is an orphan for the next sweep.
-          ownShadows.delete(physical);
-          throw err;
-        }
+        const physical = await createShadowCollection(db, name, indexes, ownShadows);
         const coll = physicalCollections.get(physical);
         const shadow = handles.create<T>(physical, async () => coll);
         shadows.set(shadow as Collection, { live: name, physical });
