@@ -39,8 +39,8 @@ import { ProjectionLags } from './lag.ts';
 import type { Projection, ProjectionStatus } from './projection.ts';
 import type { ProjectorContext } from './projector-follow.ts';
 import { DEFAULT_LEASE_MS, type LeaseOptions, type LeaseState, ProjectorLease } from './projector-lease.ts';
-import { definitionOf, openCollections, type Running, startLive } from './projector-live.ts';
-import { rebuild } from './projector-rebuild.ts';
+import { definitionOf, openCollections, type Running, startLive, statusOf } from './projector-live.ts';
+import { rebuild, upgrade } from './projector-rebuild.ts';
 import type { Fence, ReadStore } from './read-store.ts';
 
 export type { Projection, ProjectionStatus, ProjectionTx, RebuildProgress } from './projection.ts';
@@ -136,6 +136,7 @@ export function createProjector(options: ProjectorOptions): Projector {
         progress: null,
         definition: definitionOf(projection),
         storedVersion: null,
+        rebuildFailure: null,
       },
     ]),
   );
@@ -166,7 +167,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     if (orphans > 0) logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
     for (const r of running.values()) {
       if (abort.signal.aborted) return;
-      Object.assign(r, { state: 'starting', error: null, progress: null });
+      Object.assign(r, { state: 'starting', error: null, progress: null, rebuildFailure: null });
       r.collections = await openCollections(ctx, r);
       await startLive(ctx, r);
       // Lost while this one started (a write of another refused): it stops too, and the rest never start.
@@ -191,7 +192,7 @@ export function createProjector(options: ProjectorOptions): Projector {
         { projection: r.projection.name, stored: r.storedVersion, version: r.definition },
         'projection stored by another version: rebuilding it while the old copy serves',
       );
-      startRebuild(ctx, r).catch(() => undefined);
+      upgrade(ctx, r, (onCopied) => startRebuild(ctx, r, onCopied)).catch(() => undefined);
     }
   }
 
@@ -208,8 +209,8 @@ export function createProjector(options: ProjectorOptions): Projector {
     for (const r of running.values()) await r.rebuilding?.catch(() => undefined);
   }
 
-  function startRebuild(ctx: ProjectorContext, r: Running): Promise<void> {
-    return rebuild(ctx, r).catch((err: Error) => {
+  function startRebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void): Promise<void> {
+    return rebuild(ctx, r, onCopied).catch((err: Error) => {
       if (!ctx.signal?.aborted) {
         logger?.error({ err, projection: r.projection.name }, 'projection rebuild failed');
         options.onError?.(r.projection.name, err);
@@ -236,29 +237,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     async status() {
       const holding = active !== undefined && !active.abort.signal.aborted;
       const out: ProjectionStatus[] = [];
-      for (const r of running.values()) {
-        if (!holding) {
-          // Another projector writes: how far the store says it is.
-          const saved = await readStore.getCheckpoint(r.projection.name);
-          r.checkpoint = saved?.position ?? 0;
-          r.events = saved?.events ?? 0;
-        }
-        const l = await lags.of({
-          name: r.projection.name,
-          filter: r.projection.filter,
-          checkpoint: r.checkpoint,
-        });
-        out.push({
-          name: r.projection.name,
-          state: holding ? r.state : 'standby',
-          checkpoint: r.checkpoint,
-          events_applied: r.events,
-          lag_events: l.events,
-          lag_seconds: Math.round(l.seconds * 1000) / 1000,
-          error: holding ? r.error : null,
-          progress: holding && r.progress ? { ...r.progress } : null,
-        });
-      }
+      for (const r of running.values()) out.push(await statusOf(r, holding, readStore, lags));
       return out;
     },
     rebuild(name) {
