@@ -27,9 +27,10 @@
  * TransactionExceededLifetimeLimitSeconds; a statement after it with NoSuchTransaction, labelled a
  * TransientTransactionError, so `withTransaction` runs the whole commit again, and again, until its
  * 120 s are spent and it throws NoSuchTransaction. Those whose last attempt ran at least the server's
- * lifetime limit are refused for their duration. A server that reports cache pressure as a
- * WriteConflict instead (a known server bug) makes `withTransaction` retry until its 120 s are spent;
- * that error is thrown.
+ * lifetime limit are refused for their duration, and a statement of the commit that meets such a
+ * refusal ends the commit at once instead of letting the driver run it again (which would outlive the
+ * limit a second time). A server that reports cache pressure as a WriteConflict instead (a known
+ * server bug) makes `withTransaction` retry until its 120 s are spent; that error is thrown.
  */
 import {
   type ClientSession,
@@ -139,22 +140,31 @@ export async function commitWrites(
       }),
   );
   if (batches.length === 0 && named.length === 0) return;
+  const operations = batches.reduce((n, b) => n + b.models.length, 0);
   /** When the last attempt began: the driver runs the callback again for each. */
   let attemptStarted = performance.now();
+  const failure = (err: unknown) =>
+    commitFailure(err, operations, batches.length, performance.now() - attemptStarted, lifetimeMs);
   try {
     await inTransaction(mongo, async (session) => {
       attemptStarted = performance.now();
-      await fenceInTransaction(own.leases, fence, session);
-      for (const { coll, models, name, ops } of batches) {
-        // An update whose result is over the document limit is refused by the server: named here.
-        await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
-          throw writeFailure(err, name, ops);
-        });
+      try {
+        await fenceInTransaction(own.leases, fence, session);
+        for (const { coll, models, name, ops } of batches) {
+          // An update whose result is over the document limit is refused by the server: named here.
+          await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
+            throw writeFailure(err, name, ops);
+          });
+        }
+        await writeCheckpoints(own.checkpoints, named, session);
+      } catch (err) {
+        // Refused for its size or duration (the server aborted it for its lifetime): thrown at once,
+        // not run again by the driver, which would only outlive the limit a second time.
+        const tooLarge = failure(err);
+        throw tooLarge instanceof CommitTooLargeError ? tooLarge : err;
       }
-      await writeCheckpoints(own.checkpoints, named, session);
     });
   } catch (err) {
-    const operations = batches.reduce((n, b) => n + b.models.length, 0);
-    throw commitFailure(err, operations, batches.length, performance.now() - attemptStarted, lifetimeMs);
+    throw failure(err);
   }
 }
