@@ -18,8 +18,10 @@
  * - A live projection whose subscription drops (the store went away, a commit failed) is `failed`
  *   with the reason and subscribes again from its stored checkpoint after a pause (docs/operations.md,
  *   "Recovery"); it is `live` again once caught up. A rebuild's copy that drops ends the rebuild
- *   instead: its shadows are dropped and the operator can start it again. A batch the store refuses
- *   as too large for one commit is applied in halves (docs/read-side.md, "Oversized batches").
+ *   instead: its shadows are dropped, the status keeps the failure, and the operator can start it
+ *   again; a rebuild of another version is tried again after a pause while the lease is held. A batch
+ *   the store refuses as too large for one commit is applied in halves
+ *   (docs/read-side.md, "Oversized batches").
  * - One projector at a time: it writes only while it holds the read store's lease, every write under
  *   its fence; another stands by and takes over (docs/read-side.md, "One projector at a time").
  * - Rebuild without downtime: the projection is replayed from the start into fresh shadow copies
