@@ -77,20 +77,12 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
       shared.projector = projector;
       registerGauges(projector, ctx);
       registerLeaseGauges(projector, ctx);
-      let caughtUp = false;
       const p = projector;
-      // A projector standing by for another is ready: it is what a rolling deploy starts before it
-      // stops the holder (docs/read-side.md, "One projector at a time"). One that holds no lease and
-      // stands by for no one (the store did not answer) is not.
-      ctx.readiness.add('projections_caught_up', () => {
-        const lease = p.lease();
-        return lease.holding ? caughtUp : lease.holder !== null && 'standby';
-      });
+      ctx.readiness.add('projections_caught_up', projectionsReadiness(p));
       await projector.start();
       // Not awaited: the process serves /healthz while the read models catch up; /readyz says when.
       const started = Date.now();
       p.caughtUp.then(() => {
-        caughtUp = true;
         ctx.logger.info({ ms: Date.now() - started, projections: p.names() }, 'read models caught up');
       });
     },
@@ -102,6 +94,21 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
         await shared.readStore?.close();
       }
     },
+  };
+}
+
+/**
+ * `projections_caught_up` in `/readyz`. The holder of the lease is ready once every projection has
+ * caught up since it took the lease (again: after losing it and taking it back, its projections catch
+ * up from their checkpoints first). A projector standing by for another is ready, as `standby`: it is
+ * what a rolling deploy starts before it stops the holder
+ * (docs/read-side.md, "One projector at a time"). One that stands by for no one (the store did not
+ * answer) is not.
+ */
+export function projectionsReadiness(projector: Pick<Projector, 'lease' | 'isCaughtUp'>) {
+  return (): boolean | 'standby' => {
+    const lease = projector.lease();
+    return lease.holding ? projector.isCaughtUp() : lease.holder !== null && 'standby';
   };
 }
 
@@ -150,6 +157,11 @@ export function registerGauges(
     'pds_projection_failed',
     'whether a projection is failed (1) and retrying; why is its error in GET /admin/v1/projections',
     (s) => (s.state === 'failed' ? 1 : 0),
+  );
+  gauge(
+    'pds_projection_rebuild_failed',
+    'whether the last rebuild of a projection failed (1) and none succeeded since; why is its rebuild_failure in GET /admin/v1/projections',
+    (s) => (s.rebuild_failure ? 1 : 0),
   );
 }
 

@@ -69,6 +69,17 @@ export interface ProjectionStatus {
   lag_seconds: number;
   error: string | null;
   progress: RebuildProgress | null;
+  /**
+   * The last rebuild's failure, why and when, until a rebuild of it succeeds (null when none failed).
+   * A rebuild an upgrade asked for is tried again after a pause
+   * (docs/read-side.md, "Upgrades of read models"); one an operator asked for, by the operator.
+   */
+  rebuild_failure: RebuildFailure | null;
+}
+
+export interface RebuildFailure {
+  error: string;
+  at: string;
 }
 
 export interface RebuildProgress {

@@ -10,6 +10,11 @@
  * its projections at once; one that cannot renew at all (the store unreachable) stops before its time
  * could run out. The fence makes the store refuse whatever a holder that does not know yet still
  * writes.
+ *
+ * Every transition (starting the projections, stopping them, a renewal, an acquisition, the stop) runs
+ * on one queue, one after another: projections that still stop are never started again beside
+ * themselves, and a stop ends only once they have stopped. A write refused under the fence forgets
+ * the lease at once, so nothing new starts under it, and stops the projections in turn.
  */
 import type { Logger } from 'pino';
 import type { Fence, ReadStore } from './read-store.ts';
@@ -60,7 +65,12 @@ export class ProjectorLease {
   readonly #logger: Pick<Logger, 'info' | 'warn' | 'error'> | undefined;
   /** How often it renews while holding, and tries while standing by. */
   readonly #everyMs: number;
+  /** The lease this projector holds; forgotten at once when a write is refused under it. */
   #fence: Fence | undefined;
+  /** Whether the projections were started under a lease (`acquired`) and not stopped since (`lost`). */
+  #projecting = false;
+  /** Why the lease was forgotten, for the projections' stop. */
+  #lostWhy = 'the lease was lost';
   #holder: string | null = null;
   /** When (performance.now()) the last acquisition or renewal that went through was asked. */
   #heldSince = 0;
@@ -94,16 +104,18 @@ export class ProjectorLease {
 
   /**
    * A write under `fence` was refused: the lease is lost now, not at the next renewal (and not behind
-   * a renewal still waiting for the store).
+   * a renewal still waiting for the store). It is forgotten at once; the projections stop, and it
+   * looks who holds the lease now, in turn with the other transitions.
    */
   refused(fence: Fence): void {
     if (this.#fence?.token !== fence.token) return;
-    this.#lose('a write was refused under its fence')
-      .catch((err: unknown) => {
+    this.#forget('a write was refused under its fence');
+    void this.#enqueue(async () => {
+      await this.#standBy().catch((err: unknown) => {
         this.#logger?.error({ err }, 'projections did not stop cleanly');
-      })
-      .then(() => this.#enqueue(() => this.#turn())) // who holds it now: standing by for it
-      .catch(() => undefined);
+      });
+      await this.#turn(); // who holds it now: standing by for it
+    }).catch(() => undefined);
   }
 
   /** Stops projecting and lets the lease go, so a projector standing by takes over at once. */
@@ -112,11 +124,16 @@ export class ProjectorLease {
     clearTimeout(this.#timer);
     await this.#enqueue(async () => {
       const fence = this.#fence;
-      if (!fence) return;
-      await this.#lose('the projector stops');
-      await this.#readStore.releaseLease(fence).catch((err: unknown) => {
-        this.#logger?.warn({ err }, 'projector lease not released: it runs out by itself');
-      });
+      this.#forget('the projector stops');
+      try {
+        await this.#standBy();
+      } finally {
+        if (fence) {
+          await this.#readStore.releaseLease(fence).catch((err: unknown) => {
+            this.#logger?.warn({ err }, 'projector lease not released: it runs out by itself');
+          });
+        }
+      }
     });
   }
 
@@ -140,8 +157,13 @@ export class ProjectorLease {
 
   async #turn(): Promise<void> {
     if (this.#stopped) return;
-    if (this.#fence) await this.#renew(this.#fence);
-    else await this.#acquire();
+    if (this.#fence) {
+      await this.#renew(this.#fence);
+      return;
+    }
+    // Projections of a lease forgotten since (a write refused) stop before any start again.
+    await this.#standBy();
+    await this.#acquire();
   }
 
   async #acquire(): Promise<void> {
@@ -158,7 +180,14 @@ export class ProjectorLease {
       }
     } catch (err) {
       this.#holder = null; // not standing by for anyone: the store did not answer
-      this.#logger?.warn({ err }, 'projector lease not acquired: the read store failed; trying again');
+      if (!this.#stopped) {
+        this.#logger?.warn({ err }, 'projector lease not acquired: the read store failed; trying again');
+      }
+      return;
+    }
+    if (this.#stopped) {
+      // Stopped while the store answered: nothing starts, and a lease just acquired is let go.
+      if (attempt.acquired) await this.#readStore.releaseLease(attempt.fence).catch(() => undefined);
       return;
     }
     if (!attempt.acquired) {
@@ -175,6 +204,7 @@ export class ProjectorLease {
     this.#heldSince = asked;
     this.#holder = null;
     this.#logger?.info({ token: attempt.fence.token, owner }, 'projector lease acquired: projecting');
+    this.#projecting = true;
     try {
       await this.#handlers.acquired(attempt.fence);
     } catch (err) {
@@ -215,11 +245,25 @@ export class ProjectorLease {
     }
   }
 
+  /** The lease is lost: forgotten, and the projections stop. */
   async #lose(why: string): Promise<void> {
-    if (!this.#fence) return;
-    const { token } = this.#fence;
+    this.#forget(why);
+    await this.#standBy();
+  }
+
+  /** Forgets the lease at once, so that nothing new starts under it (the projections stop in turn). */
+  #forget(why: string): void {
+    const fence = this.#fence;
+    if (!fence) return;
     this.#fence = undefined;
-    if (!this.#stopped) this.#logger?.warn({ token, why }, 'projector lease lost: standing by');
-    await this.#handlers.lost(why);
+    this.#lostWhy = why;
+    if (!this.#stopped) this.#logger?.warn({ token: fence.token, why }, 'projector lease lost: standing by');
+  }
+
+  /** Stops the projections started under a lease since forgotten, if they run. */
+  async #standBy(): Promise<void> {
+    if (!this.#projecting || this.#fence) return;
+    this.#projecting = false;
+    await this.#handlers.lost(this.#lostWhy);
   }
 }

@@ -3,9 +3,10 @@
  * following the log into the live collections, and how far behind the log it is.
  */
 import { createHash } from 'node:crypto';
-import type { Projection, ProjectionStatus, RebuildProgress } from './projection.ts';
+import type { ProjectionLags } from './lag.ts';
+import type { Projection, ProjectionStatus, RebuildFailure, RebuildProgress } from './projection.ts';
 import { follow, type ProjectorContext } from './projector-follow.ts';
-import { LeaseLostError } from './read-store.ts';
+import { LeaseLostError, type ReadStore } from './read-store.ts';
 import type { Collections } from './unit-of-work.ts';
 
 /** A projection as the projector runs it. */
@@ -23,6 +24,8 @@ export interface Running {
   liveSettled?: Promise<unknown>;
   progress: RebuildProgress | null;
   rebuilding?: Promise<void>;
+  /** The last rebuild's failure, until a rebuild succeeds. */
+  rebuildFailure: RebuildFailure | null;
   /** What this code builds (`definitionOf`), and what the live documents were built by (null: unknown). */
   definition: string;
   storedVersion: string | null;
@@ -96,4 +99,34 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
   r.stopSubscription = () => subscription.stop();
   r.caughtUp = subscription.caughtUp;
   r.liveSettled = Promise.race([r.caughtUp, dropped.promise]).catch(() => undefined);
+}
+
+/**
+ * A projection's status: as this projector runs it while `holding` the lease, or, while another
+ * holds it, `standby` at the checkpoint the store has; with its lag behind the log.
+ */
+export async function statusOf(
+  r: Running,
+  holding: boolean,
+  readStore: ReadStore,
+  lags: ProjectionLags,
+): Promise<ProjectionStatus> {
+  if (!holding) {
+    // Another projector writes: how far the store says it is.
+    const saved = await readStore.getCheckpoint(r.projection.name);
+    r.checkpoint = saved?.position ?? 0;
+    r.events = saved?.events ?? 0;
+  }
+  const l = await lags.of({ name: r.projection.name, filter: r.projection.filter, checkpoint: r.checkpoint });
+  return {
+    name: r.projection.name,
+    state: holding ? r.state : 'standby',
+    checkpoint: r.checkpoint,
+    events_applied: r.events,
+    lag_events: l.events,
+    lag_seconds: Math.round(l.seconds * 1000) / 1000,
+    error: holding ? r.error : null,
+    progress: holding && r.progress ? { ...r.progress } : null,
+    rebuild_failure: holding && r.rebuildFailure ? { ...r.rebuildFailure } : null,
+  };
 }

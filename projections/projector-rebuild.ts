@@ -3,9 +3,13 @@
  * projection is replayed from the start into fresh shadow copies while the live copies keep serving;
  * when the copy has caught up, the live projection pauses, the copy drains the last events, the
  * shadows are promoted with their checkpoint and the live projection resumes. A copy that drops ends
- * the rebuild instead: its shadows are dropped and the operator can start it again.
+ * the rebuild instead: its shadows are dropped, the failure is kept in the projection's status until a
+ * rebuild succeeds, and the operator can start it again. A rebuild an upgrade asked for is tried again
+ * by itself (`upgrade`).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Follower } from '../application/follower.ts';
+import { Supervisor } from '../application/supervisor.ts';
 import type { RebuildProgress } from './projection.ts';
 import { endOnDrop, follow, type ProjectorContext, whenAborted } from './projector-follow.ts';
 import { type Running, startLive } from './projector-live.ts';
@@ -14,9 +18,10 @@ import type { Collections } from './unit-of-work.ts';
 /**
  * Rebuilds a projection into fresh copies while its live ones serve, then switches over: the live
  * projection pauses, the copy drains what it still lacks, and the copies and their checkpoint are
- * promoted in one step. Resolves when the copies are live.
+ * promoted in one step. Resolves when the copies are live; `onCopied` is told when the copy has caught
+ * up with the log, before the switch.
  */
-export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
+export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void): Promise<void> {
   if (r.rebuilding) return r.rebuilding;
   const name = r.projection.name;
   const key = `${name}#rebuild`;
@@ -44,6 +49,7 @@ export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
       const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
       copies.push(copy);
       await Promise.race([copy.caughtUp, copyDrop.dropped, aborted]);
+      onCopied?.();
       // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
       // Not before the live copy has caught up: readiness at start waits for it (a copy of a short
       // log can finish first, and a live subscription stopped before catching up never would).
@@ -68,6 +74,7 @@ export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
       );
       progress.percent = 100;
       progress.eta_seconds = 0;
+      r.rebuildFailure = null;
       ctx.logger?.info(
         {
           projection: name,
@@ -80,6 +87,14 @@ export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
     } catch (err) {
       for (const c of copies) await c.stop().catch(() => undefined);
       for (const s of Object.values(shadows)) await ctx.readStore.dropShadow(s, fence).catch(() => undefined);
+      // Nothing of it runs any more: no progress to show. A lost lease is no failure of the rebuild.
+      r.progress = null;
+      if (!ctx.signal?.aborted) {
+        r.rebuildFailure = {
+          error: err instanceof Error ? err.message : String(err),
+          at: new Date().toISOString(),
+        };
+      }
       throw err;
     } finally {
       r.rebuilding = undefined;
@@ -96,6 +111,38 @@ export function rebuild(ctx: ProjectorContext, r: Running): Promise<void> {
   })();
   r.rebuilding = work;
   return work;
+}
+
+/**
+ * Rebuilds a projection whose stored definition is not this code's
+ * (docs/read-side.md, "Upgrades of read models") until the new copy is live, while the lease is held:
+ * `attempt` runs one rebuild. One that fails (an event too large to commit even alone, the store out
+ * of reach) is tried again after a pause of the supervisor's, doubling up to its ceiling, under the
+ * health `projection <name> rebuild`: down (in `/readyz` and `pds_subscription_up`) from a failure
+ * until a try has copied the log up to its head again. A version that does not take effect is never
+ * forgotten until a restart.
+ */
+export async function upgrade(
+  ctx: ProjectorContext,
+  r: Running,
+  attempt: (onCopied: () => void) => Promise<void>,
+): Promise<void> {
+  const health = (ctx.supervisor ?? new Supervisor()).watch(`projection ${r.projection.name} rebuild`);
+  try {
+    while (!ctx.signal?.aborted && r.storedVersion !== r.definition) {
+      try {
+        await attempt(() => health.up());
+        return;
+      } catch (err) {
+        if (ctx.signal?.aborted) return;
+        const pause = health.dropped(err);
+        await sleep(pause, undefined, { signal: ctx.signal }).catch(() => undefined);
+        if (!ctx.signal?.aborted) health.resubscribed();
+      }
+    }
+  } finally {
+    health.stopped();
+  }
 }
 
 /** A rebuild's progress at its start, towards the head of its filter's events. */

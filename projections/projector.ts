@@ -18,8 +18,10 @@
  * - A live projection whose subscription drops (the store went away, a commit failed) is `failed`
  *   with the reason and subscribes again from its stored checkpoint after a pause (docs/operations.md,
  *   "Recovery"); it is `live` again once caught up. A rebuild's copy that drops ends the rebuild
- *   instead: its shadows are dropped and the operator can start it again. A batch the store refuses
- *   as too large for one commit is applied in halves (docs/read-side.md, "Oversized batches").
+ *   instead: its shadows are dropped, the status keeps the failure, and the operator can start it
+ *   again; a rebuild of another version is tried again after a pause while the lease is held. A batch
+ *   the store refuses as too large for one commit is applied in halves
+ *   (docs/read-side.md, "Oversized batches").
  * - One projector at a time: it writes only while it holds the read store's lease, every write under
  *   its fence; another stands by and takes over (docs/read-side.md, "One projector at a time").
  * - Rebuild without downtime: the projection is replayed from the start into fresh shadow copies
@@ -39,8 +41,8 @@ import { ProjectionLags } from './lag.ts';
 import type { Projection, ProjectionStatus } from './projection.ts';
 import type { ProjectorContext } from './projector-follow.ts';
 import { DEFAULT_LEASE_MS, type LeaseOptions, type LeaseState, ProjectorLease } from './projector-lease.ts';
-import { definitionOf, openCollections, type Running, startLive } from './projector-live.ts';
-import { rebuild } from './projector-rebuild.ts';
+import { definitionOf, openCollections, type Running, startLive, statusOf } from './projector-live.ts';
+import { rebuild, upgrade } from './projector-rebuild.ts';
 import type { Fence, ReadStore } from './read-store.ts';
 
 export type { Projection, ProjectionStatus, ProjectionTx, RebuildProgress } from './projection.ts';
@@ -81,6 +83,11 @@ export interface Projector {
   start(): Promise<void>;
   /** Resolves when every projection has caught up with the log (once, after it first held the lease). */
   readonly caughtUp: Promise<void>;
+  /**
+   * Whether it holds the lease and every projection has caught up with the log since it took it: false
+   * again while the projections catch up after the lease was lost and taken back.
+   */
+  isCaughtUp(): boolean;
   /** Each projection's state; `standby`, with the store's checkpoint, while another holds the lease. */
   status(): Promise<ProjectionStatus[]>;
   /**
@@ -131,12 +138,16 @@ export function createProjector(options: ProjectorOptions): Projector {
         progress: null,
         definition: definitionOf(projection),
         storedVersion: null,
+        rebuildFailure: null,
       },
     ]),
   );
   const caughtUp = Promise.withResolvers<void>();
-  /** What runs under the lease this projector holds, and the switch that ends it. */
-  let active: { ctx: ProjectorContext; abort: AbortController } | undefined;
+  /**
+   * What runs under the lease this projector holds, the switch that ends it, and whether every
+   * projection has caught up since it was taken.
+   */
+  let active: { ctx: ProjectorContext; abort: AbortController; caughtUp: boolean } | undefined;
 
   /** The lease is this projector's: drop what a crashed rebuild left, then run every projection. */
   async function activate(fence: Fence): Promise<void> {
@@ -145,15 +156,20 @@ export function createProjector(options: ProjectorOptions): Projector {
       ...base,
       fence,
       signal: abort.signal,
-      onLeaseLost: () => lease.refused(fence),
+      // Another holds the lease: what runs under it ends at once, and stops in turn (`deactivate`).
+      onLeaseLost: () => {
+        abort.abort(new Error('the projector no longer holds the lease'));
+        lease.refused(fence);
+      },
     };
-    active = { ctx, abort };
+    const activation = { ctx, abort, caughtUp: false };
+    active = activation;
     // Shadows of a rebuild a crash interrupted: no other projector writes while this one holds the lease.
     const orphans = await readStore.dropOrphanShadows(fence);
     if (orphans > 0) logger?.info({ shadows: orphans }, 'dropped shadows of an unfinished rebuild');
     for (const r of running.values()) {
       if (abort.signal.aborted) return;
-      Object.assign(r, { state: 'starting', error: null, progress: null });
+      Object.assign(r, { state: 'starting', error: null, progress: null, rebuildFailure: null });
       r.collections = await openCollections(ctx, r);
       await startLive(ctx, r);
       // Lost while this one started (a write of another refused): it stops too, and the rest never start.
@@ -165,16 +181,20 @@ export function createProjector(options: ProjectorOptions): Projector {
     // Ready once every live copy has caught up; rebuilds of another version go on behind it.
     // A projection that failed is never caught up: its state says why, and readiness stays false.
     Promise.all([...running.values()].map((r) => r.caughtUp)).then(
-      () => caughtUp.resolve(),
+      () => {
+        activation.caughtUp = true;
+        caughtUp.resolve();
+      },
       () => undefined,
     );
+    if (abort.signal.aborted) return;
     for (const r of running.values()) {
       if (r.storedVersion === r.definition) continue;
       logger?.warn(
         { projection: r.projection.name, stored: r.storedVersion, version: r.definition },
         'projection stored by another version: rebuilding it while the old copy serves',
       );
-      startRebuild(ctx, r).catch(() => undefined);
+      upgrade(ctx, r, (onCopied) => startRebuild(ctx, r, onCopied)).catch(() => undefined);
     }
   }
 
@@ -191,8 +211,8 @@ export function createProjector(options: ProjectorOptions): Projector {
     for (const r of running.values()) await r.rebuilding?.catch(() => undefined);
   }
 
-  function startRebuild(ctx: ProjectorContext, r: Running): Promise<void> {
-    return rebuild(ctx, r).catch((err: Error) => {
+  function startRebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void): Promise<void> {
+    return rebuild(ctx, r, onCopied).catch((err: Error) => {
       if (!ctx.signal?.aborted) {
         logger?.error({ err, projection: r.projection.name }, 'projection rebuild failed');
         options.onError?.(r.projection.name, err);
@@ -215,38 +235,19 @@ export function createProjector(options: ProjectorOptions): Projector {
   return {
     start: () => lease.start(),
     caughtUp: caughtUp.promise,
+    isCaughtUp: () => active !== undefined && !active.abort.signal.aborted && active.caughtUp,
     async status() {
-      const holding = active !== undefined;
+      const holding = active !== undefined && !active.abort.signal.aborted;
       const out: ProjectionStatus[] = [];
-      for (const r of running.values()) {
-        if (!holding) {
-          // Another projector writes: how far the store says it is.
-          const saved = await readStore.getCheckpoint(r.projection.name);
-          r.checkpoint = saved?.position ?? 0;
-          r.events = saved?.events ?? 0;
-        }
-        const l = await lags.of({
-          name: r.projection.name,
-          filter: r.projection.filter,
-          checkpoint: r.checkpoint,
-        });
-        out.push({
-          name: r.projection.name,
-          state: holding ? r.state : 'standby',
-          checkpoint: r.checkpoint,
-          events_applied: r.events,
-          lag_events: l.events,
-          lag_seconds: Math.round(l.seconds * 1000) / 1000,
-          error: holding ? r.error : null,
-          progress: holding && r.progress ? { ...r.progress } : null,
-        });
-      }
+      for (const r of running.values()) out.push(await statusOf(r, holding, readStore, lags));
       return out;
     },
     rebuild(name) {
       const r = running.get(name);
       if (!r) return Promise.reject(new Error(`no projection named ${name}`));
-      if (!active) return Promise.reject(new ProjectorStandingByError(lease.state().holder));
+      if (!active || active.abort.signal.aborted) {
+        return Promise.reject(new ProjectorStandingByError(lease.state().holder));
+      }
       return rebuild(active.ctx, r);
     },
     names: () => [...running.keys()],

@@ -11,6 +11,10 @@ function ProjectionRow({ projection, onRebuild }) {
   // Another projector holds the read store's lease and writes these read models: it rebuilds them.
   const standby = p.state === 'standby';
   const percent = p.progress ? Math.round(p.progress.percent) : null;
+  // The last rebuild failed, and none has succeeded since (one an upgrade asked for is tried again).
+  const failure = p.rebuild_failure
+    ? html`<span class="error">last rebuild failed at ${new Date(p.rebuild_failure.at).toLocaleString()}: ${p.rebuild_failure.error}</span>`
+    : '';
   return html`
     <tr data-projection=${p.name}>
       <th scope="row">${p.name}</th>
@@ -21,9 +25,9 @@ function ProjectionRow({ projection, onRebuild }) {
       <td>
         ${
           percent === null
-            ? html`<span class="muted">none</span>`
+            ? failure || html`<span class="muted">none</span>`
             : html`<progress max="100" value=${percent} aria-label=${`${p.name} rebuild progress`}></progress>
-              <span class="percent">${percent}%</span>`
+              <span class="percent">${percent}%</span> ${failure}`
         }
       </td>
       <td>

@@ -20,9 +20,14 @@ function statusTable(list: ProjectionStatus[]): string {
       p.events_applied,
       p.lag_events,
       p.lag_seconds,
-      p.progress
-        ? `${p.progress.percent}% (${p.progress.events_done} events, ${p.progress.rate_per_second}/s)`
-        : '',
+      [
+        p.progress
+          ? `${p.progress.percent}% (${p.progress.events_done} events, ${p.progress.rate_per_second}/s)`
+          : '',
+        p.rebuild_failure ? `last failed at ${p.rebuild_failure.at}: ${p.rebuild_failure.error}` : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
     ]),
   )}\n`;
 }
@@ -82,6 +87,10 @@ async function rebuildOne(
       const s = (await statusOf(client)).find((p) => p.name === name);
       if (!s) throw new CliError(`projection ${name} disappeared`, EXIT.failed);
       if (s.state === 'failed') throw new CliError(`rebuild of ${name} failed: ${s.error}`, EXIT.failed);
+      // A failure since it was asked: this rebuild's (its progress is gone).
+      if (s.rebuild_failure && s.rebuild_failure.at !== before?.rebuild_failure?.at) {
+        throw new CliError(`rebuild of ${name} failed: ${s.rebuild_failure.error}`, EXIT.failed);
+      }
       if (s.state === 'standby') {
         throw new CliError(
           `rebuild of ${name} ended: this projector lost the lease to another; ask that one again`,

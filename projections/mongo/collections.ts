@@ -46,6 +46,31 @@ export async function ensureIndexes(
 }
 
 /**
+ * Creates a shadow of the collection `name` with `indexes`, named in `own` (the store's own shadows,
+ * which an orphan sweep keeps: orphans.ts) before it exists, and no longer once its creation failed:
+ * no rebuild will write or promote it, and the next sweep drops what was made of it. Returns its
+ * physical name.
+ */
+export async function createShadowCollection(
+  db: Db,
+  name: string,
+  indexes: readonly IndexSpec[],
+  own: Set<string>,
+): Promise<string> {
+  const physical = shadowName(name);
+  own.add(physical);
+  try {
+    // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
+    await ensureCollection(db, physical);
+    await ensureIndexes(db.collection(physical), indexes);
+  } catch (err) {
+    own.delete(physical);
+    throw err;
+  }
+  return physical;
+}
+
+/**
  * Creates the declared indexes on a live collection only while it holds no document: one that holds
  * documents keeps the indexes it has. An index is never built over a live collection's documents
  * (a long build on a large one, and a new unique index its documents break would stop the start); a

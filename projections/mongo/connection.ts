@@ -14,6 +14,7 @@ import {
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  ReadPreference,
 } from 'mongodb';
 import { ReadStoreUnavailableError } from '../read-store.ts';
 
@@ -61,6 +62,16 @@ export function clientTimeouts(url: string, defaults: Readonly<MongoTimeouts>): 
 export function redact(url: string): string {
   return url.replace(/^([a-z+]+:\/\/)[^@/]*@/i, '$1***@');
 }
+
+/**
+ * How a read that decides a write is made (the fence before a drop, what an orphan sweep or a sweep of
+ * retired collections compares): from the primary, of what a majority holds, whatever read preference
+ * the URL gives the rest. A lagging secondary may not have the last take-over or promote yet.
+ */
+export const FROM_PRIMARY = {
+  readPreference: ReadPreference.primary,
+  readConcern: { level: 'majority' },
+} as const;
 
 /** MongoDB's code for an operation that ran out of its `maxTimeMS`. */
 const MAX_TIME_MS_EXPIRED = 50;

@@ -6,6 +6,7 @@
  */
 import type { Db, Collection as MongoCollection } from 'mongodb';
 import { isShadowName } from './collections.ts';
+import { FROM_PRIMARY } from './connection.ts';
 import { POINTERS_ID, type PointerDoc } from './live-names.ts';
 
 /**
@@ -20,8 +21,11 @@ export async function dropOrphanShadows(
 ): Promise<number> {
   // The collections first, then the pointers: a shadow promoted in between is named by the pointers
   // read after it, never dropped as an orphan.
-  const listed = await db.listCollections({}, { nameOnly: true }).toArray();
-  const doc = await pointers.findOne({ _id: POINTERS_ID });
+  // From the primary: a secondary behind it could lack a promote, and name a live collection an orphan.
+  const listed = await db
+    .listCollections({}, { nameOnly: true, readPreference: FROM_PRIMARY.readPreference })
+    .toArray();
+  const doc = await pointers.findOne({ _id: POINTERS_ID }, FROM_PRIMARY);
   const kept = new Set([
     ...(doc?.live ?? []).map((l) => l.physical),
     ...(doc?.retired ?? []).map((r) => r.physical),

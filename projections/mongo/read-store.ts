@@ -8,18 +8,19 @@
  * - Logical names resolve to physical collections through one pointer document (live-names.ts); the
  *   collections a promote replaced are dropped after a grace period (retired.ts), and shadows a
  *   crashed rebuild left by the next projector (orphans.ts).
- * - Leases, by the server's clock, and the fence a write carries (leases.ts).
+ * - Leases, by the server's clock, and the fence a write carries: a fence document every fenced
+ *   transaction writes, and an expiry document renewals write, so a renewal never waits for a commit
+ *   (leases.ts).
  */
 import type { ClientSession } from 'mongodb';
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { Checkpoint, Collection, Commit, Doc, Fence, IndexSpec, ReadStore } from '../read-store.ts';
 import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
 import {
+  createShadowCollection,
   ensureCollection,
-  ensureIndexes,
   ensureIndexesIfEmpty,
   PhysicalCollections,
-  shadowName,
 } from './collections.ts';
 import {
   connect,
@@ -50,7 +51,7 @@ import {
 } from './live-names.ts';
 import { dropOrphanShadows } from './orphans.ts';
 import { RetiredCollections } from './retired.ts';
-import { commitWrites, inTransaction } from './transaction.ts';
+import { commitWrites, inTransaction, transactionLifetimeMs } from './transaction.ts';
 import { plain } from './translate.ts';
 
 export interface MongoReadStoreOptions {
@@ -105,7 +106,7 @@ export async function createMongoReadStore(
   const shadows = new WeakMap<Collection, { live: string; physical: string }>();
   /** Their physical names: never orphans (orphans.ts). */
   const ownShadows = new Set<string>();
-  /** Fenced transactions, one at a time: each writes the lease document (leases.ts). */
+  /** Fenced transactions, one at a time: each writes the lease's fence document (leases.ts). */
   const fenced = oneAtATime();
   const inFencedTransaction = (fence: Fence, fn: (session: ClientSession) => Promise<void>) =>
     fenced(() =>
@@ -125,6 +126,7 @@ export async function createMongoReadStore(
     await ensureCollection(db, LEASES);
   });
   await retired.sweepQuietly();
+  const lifetimeMs = await transactionLifetimeMs(mongo);
 
   return {
     kind: 'mongodb',
@@ -138,12 +140,7 @@ export async function createMongoReadStore(
       }),
     createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
       guard(async () => {
-        const physical = shadowName(name);
-        // Named as this store's before it exists: an orphan sweep meanwhile keeps it.
-        ownShadows.add(physical);
-        // Created explicitly: a rebuild that writes nothing must still promote to an empty collection.
-        await ensureCollection(db, physical);
-        await ensureIndexes(db.collection(physical), indexes);
+        const physical = await createShadowCollection(db, name, indexes, ownShadows);
         const coll = physicalCollections.get(physical);
         const shadow = handles.create<T>(physical, async () => coll);
         shadows.set(shadow as Collection, { live: name, physical });
@@ -203,10 +200,12 @@ export async function createMongoReadStore(
       }),
     commit: (commit: Commit) =>
       guard(() => {
-        const run = () => commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit);
+        const run = () =>
+          commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit, lifetimeMs);
         return commit.fence === undefined ? run() : fenced(run);
       }),
-    acquireLease: (lease, owner, ttlMs, from) => guard(() => acquireLease(leases, lease, owner, ttlMs, from)),
+    acquireLease: (lease, owner, ttlMs, from) =>
+      guard(() => acquireLease(leases, (fn) => inTransaction(mongo, fn), lease, owner, ttlMs, from)),
     renewLease: (fence, ttlMs) => guard(() => renewLease(leases, fence, ttlMs)),
     releaseLease: (fence) =>
       guard(async () => {

@@ -4,6 +4,7 @@
  */
 import type { Db, Collection as MongoCollection } from 'mongodb';
 import type { Clock } from '../../domain/clock.ts';
+import { FROM_PRIMARY } from './connection.ts';
 import { POINTERS_ID, type PointerDoc } from './live-names.ts';
 
 export class RetiredCollections {
@@ -22,7 +23,7 @@ export class RetiredCollections {
 
   /** Drops retired collections whose grace period has passed (never one that is live). */
   async drop(): Promise<string[]> {
-    const doc = await this.pointers.findOne({ _id: POINTERS_ID });
+    const doc = await this.pointers.findOne({ _id: POINTERS_ID }, FROM_PRIMARY);
     if (!doc) return [];
     const now = this.clock.now().getTime();
     const live = new Set(doc.live.map((l) => l.physical));

@@ -22,9 +22,15 @@
  * result when the server refuses it, which aborts the transaction).
  * A commit refused for its size or duration is thrown as the port's `CommitTooLargeError` (nothing
  * of it applied) so the caller can commit smaller batches: the projector applies the batch again in
- * halves, down to one event (docs/read-side.md, "Oversized batches"). A server that reports cache
- * pressure as a WriteConflict instead (a known server bug) makes `withTransaction` retry until its
- * 120 s are spent; that error is thrown.
+ * halves, down to one event (docs/read-side.md, "Oversized batches"). The lifetime limit shows in two
+ * ways: a statement running when the server aborts the transaction fails with
+ * TransactionExceededLifetimeLimitSeconds; a statement after it with NoSuchTransaction, labelled a
+ * TransientTransactionError, so `withTransaction` runs the whole commit again, and again, until its
+ * 120 s are spent and it throws NoSuchTransaction. Those whose last attempt ran at least the server's
+ * lifetime limit are refused for their duration, and a statement of the commit that meets such a
+ * refusal ends the commit at once instead of letting the driver run it again (which would outlive the
+ * limit a second time). A server that reports cache pressure as a WriteConflict instead (a known
+ * server bug) makes `withTransaction` retry until its 120 s are spent; that error is thrown.
  */
 import {
   type ClientSession,
@@ -44,13 +50,46 @@ const TOO_LARGE_CODES = new Set([
   388, // TransactionTooLargeForCache
 ]);
 
-/** A commit's failure as the caller should see it: CommitTooLargeError when a transaction limit refused it. */
-export function commitFailure(err: unknown, operations: number, collections: number): unknown {
-  if (err instanceof MongoServerError && typeof err.code === 'number' && TOO_LARGE_CODES.has(err.code)) {
-    const limit = `a MongoDB transaction limit (${err.codeName ?? err.code})`;
-    return new CommitTooLargeError(operations, collections, limit, { cause: err });
+/** NoSuchTransaction: the statement's transaction was aborted (by the lifetime limit, a failover, …). */
+const NO_SUCH_TRANSACTION = 251;
+
+/** MongoDB's `transactionLifetimeLimitSeconds` by default: a transaction open longer is aborted. */
+export const DEFAULT_TRANSACTION_LIFETIME_MS = 60_000;
+
+/**
+ * A commit's failure as the caller should see it: CommitTooLargeError when a transaction limit refused
+ * it. `attemptMs` is how long the commit's last attempt ran, `lifetimeMs` the server's transaction
+ * lifetime limit: a NoSuchTransaction after an attempt that long is the server's abort for the
+ * transaction's duration, one after a shorter attempt (a failover) is not.
+ */
+export function commitFailure(
+  err: unknown,
+  operations: number,
+  collections: number,
+  attemptMs = 0,
+  lifetimeMs = DEFAULT_TRANSACTION_LIFETIME_MS,
+): unknown {
+  if (!(err instanceof MongoServerError) || typeof err.code !== 'number') return err;
+  const outlived = err.code === NO_SUCH_TRANSACTION && attemptMs >= lifetimeMs;
+  if (!TOO_LARGE_CODES.has(err.code) && !outlived) return err;
+  const limit = outlived
+    ? `MongoDB's transaction lifetime limit (${lifetimeMs / 1000} s: the server aborted it, ${err.codeName ?? err.code})`
+    : `a MongoDB transaction limit (${err.codeName ?? err.code})`;
+  return new CommitTooLargeError(operations, collections, limit, { cause: err });
+}
+
+/**
+ * The server's transaction lifetime limit (`transactionLifetimeLimitSeconds`), or MongoDB's default
+ * where the server does not say (a user without the `getParameter` privilege, a mongos).
+ */
+export async function transactionLifetimeMs(mongo: MongoClient): Promise<number> {
+  try {
+    const answer = await mongo.db('admin').command({ getParameter: 1, transactionLifetimeLimitSeconds: 1 });
+    const seconds = Number(answer.transactionLifetimeLimitSeconds);
+    return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_TRANSACTION_LIFETIME_MS;
+  } catch {
+    return DEFAULT_TRANSACTION_LIFETIME_MS;
   }
-  return err;
 }
 
 /** Runs `fn` in one transaction, retried by the driver as described above. */
@@ -75,12 +114,16 @@ export interface CommitCollections {
   leases: MongoCollection<LeaseDoc>;
 }
 
-/** Applies a commit's writes and checkpoints in one transaction, refused whole under a stale fence. */
+/**
+ * Applies a commit's writes and checkpoints in one transaction, refused whole under a stale fence;
+ * `lifetimeMs` is the server's transaction lifetime limit (`transactionLifetimeMs`).
+ */
 export async function commitWrites(
   mongo: MongoClient,
   own: CommitCollections,
   targetOf: TargetOf,
   { writes, checkpoints: named = [], fence }: Commit,
+  lifetimeMs = DEFAULT_TRANSACTION_LIFETIME_MS,
 ): Promise<void> {
   // Checked and translated before the transaction: a refused operation starts none, and the
   // callback, which the driver may run several times, only writes.
@@ -97,19 +140,31 @@ export async function commitWrites(
       }),
   );
   if (batches.length === 0 && named.length === 0) return;
+  const operations = batches.reduce((n, b) => n + b.models.length, 0);
+  /** When the last attempt began: the driver runs the callback again for each. */
+  let attemptStarted = performance.now();
+  const failure = (err: unknown) =>
+    commitFailure(err, operations, batches.length, performance.now() - attemptStarted, lifetimeMs);
   try {
     await inTransaction(mongo, async (session) => {
-      await fenceInTransaction(own.leases, fence, session);
-      for (const { coll, models, name, ops } of batches) {
-        // An update whose result is over the document limit is refused by the server: named here.
-        await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
-          throw writeFailure(err, name, ops);
-        });
+      attemptStarted = performance.now();
+      try {
+        await fenceInTransaction(own.leases, fence, session);
+        for (const { coll, models, name, ops } of batches) {
+          // An update whose result is over the document limit is refused by the server: named here.
+          await coll.bulkWrite(models, { ordered: true, session }).catch((err: unknown) => {
+            throw writeFailure(err, name, ops);
+          });
+        }
+        await writeCheckpoints(own.checkpoints, named, session);
+      } catch (err) {
+        // Refused for its size or duration (the server aborted it for its lifetime): thrown at once,
+        // not run again by the driver, which would only outlive the limit a second time.
+        const tooLarge = failure(err);
+        throw tooLarge instanceof CommitTooLargeError ? tooLarge : err;
       }
-      await writeCheckpoints(own.checkpoints, named, session);
     });
   } catch (err) {
-    const operations = batches.reduce((n, b) => n + b.models.length, 0);
-    throw commitFailure(err, operations, batches.length);
+    throw failure(err);
   }
 }

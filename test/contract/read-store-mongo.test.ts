@@ -4,6 +4,8 @@ import { Query } from 'mingo';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { manualClock } from '../../domain/clock.ts';
 import { compareValues } from '../../projections/documents.ts';
+import { fenceInTransaction, LEASES, type LeaseDoc } from '../../projections/mongo/leases.ts';
+import { inTransaction } from '../../projections/mongo/transaction.ts';
 import {
   CommitTooLargeError,
   commitFailure,
@@ -19,6 +21,9 @@ import {
   type Checkpoint,
   type Collection,
   type Doc,
+  type Fence,
+  type LeaseAttempt,
+  LeaseLostError,
   type SortSpec,
   totalSort,
 } from '../../projections/read-store.ts';
@@ -145,6 +150,26 @@ test('MongoDB: a commit refused for its size or duration becomes CommitTooLargeE
   t.is(commitFailure(other, 1, 1), other);
 });
 
+test('MongoDB: a commit the server aborted for outliving its transaction lifetime (NoSuchTransaction after an attempt that long) becomes CommitTooLargeError; after a shorter attempt it passes', (t) => {
+  // What withTransaction throws once its 120 s are spent on attempts the server aborted at 60 s each:
+  // every statement after the abort answers NoSuchTransaction, labelled a transient error.
+  const aborted = new MongoServerError({
+    code: 251,
+    codeName: 'NoSuchTransaction',
+    errmsg: 'Transaction with { txnNumber: 4 } has been aborted.',
+    errorLabels: ['TransientTransactionError'],
+  });
+  const err = commitFailure(aborted, 5_000, 2, 60_250, 60_000);
+  t.true(err instanceof CommitTooLargeError);
+  t.is((err as CommitTooLargeError).cause, aborted);
+  t.regex((err as CommitTooLargeError).message, /transaction lifetime limit \(60 s: the server aborted it/);
+  t.true(commitFailure(aborted, 5_000, 2, 30_000, 30_000) instanceof CommitTooLargeError, 'a lowered limit');
+  // A shorter attempt whose transaction is gone was ended by something else (a failover): not its size.
+  t.is(commitFailure(aborted, 5_000, 2, 1_200, 60_000), aborted);
+  t.is(commitFailure(aborted, 5_000, 2), aborted, 'no attempt time known');
+  t.true(commitFailure(aborted, 5_000, 2, 60_000) instanceof CommitTooLargeError, "MongoDB's default limit");
+});
+
 test('MongoDB: live names are read once per TTL, by one fetch at a time, and a newer copy is never replaced by an older one', async (t) => {
   const clock = manualClock();
   const versions: LiveNames[] = [
@@ -267,6 +292,8 @@ if (access.missing !== undefined) {
     });
     return {
       db: raw.db(dbName),
+      /** A client of the database's own, for a transaction the test holds open. */
+      client: raw,
       async open(options: MongoReadStoreOptions = {}) {
         const store = await createMongoReadStore(engine, { dbName, ...options });
         t.teardown(() => store.close());
@@ -467,6 +494,154 @@ if (access.missing !== undefined) {
     t.deepEqual(
       await collectionNames(),
       ['_checkpoints', '_leases', '_live', 'dispatcher_state', 'menu', mine.name, promoted.name].sort(),
+    );
+  });
+
+  // ---- the projector lease on MongoDB (docs/read-side.md, "One projector at a time") ----------------
+
+  /** The fence of an attempt that must have acquired the lease. */
+  const fenceOf = (attempt: LeaseAttempt): Fence => {
+    if (!attempt.acquired) throw new Error(`not acquired: held by ${attempt.holder}`);
+    return attempt.fence;
+  };
+  const after = <T>(ms: number, value: T) => new Promise<T>((r) => setTimeout(() => r(value), ms));
+
+  test('MongoDB: a renewal does not wait for a fenced commit in progress; a take-over does, and the commit lands under the old token first', async (t) => {
+    const { client, db, open } = await database(t);
+    const holder = await open();
+    const standby = await open();
+    const leases = db.collection<LeaseDoc>(LEASES);
+    const fence = fenceOf(await holder.acquireLease('projector', 'holder', 1_000));
+    let renewal: boolean | 'waited' | undefined;
+    let takeOver: Promise<LeaseAttempt> | undefined;
+    let takenEarly: LeaseAttempt | 'waited' | undefined;
+    // A long commit: its transaction has written the fence document and is not committed yet.
+    await inTransaction(client, async (session) => {
+      await fenceInTransaction(leases, fence, session);
+      // MongoDB holds a write outside a transaction until a transaction that modified the same
+      // document ends: a renewal that waited here would hold the commit open for the whole wait.
+      renewal ??= await Promise.race([holder.renewLease(fence, 1_000), after(3_000, 'waited' as const)]);
+      // Its lease runs out meanwhile (the holder stopped renewing): a standby takes it over, which
+      // conflicts with this transaction's write of the fence document and waits for it.
+      await after(1_200, undefined);
+      takeOver ??= standby.acquireLease('projector', 'standby', 60_000);
+      takenEarly ??= await Promise.race([takeOver, after(1_500, 'waited' as const)]);
+    });
+    t.is(renewal, true, 'renewed at once, while the commit was open');
+    t.is(takenEarly, 'waited', 'the take-over waited for the commit');
+    const taken = fenceOf(await (takeOver ?? Promise.reject(new Error('no take-over'))));
+    t.true(taken.token > fence.token);
+    t.like(await leases.findOne({ _id: 'projector' }), { token: taken.token, fenced_writes: 1 });
+    t.false(await holder.renewLease(fence, 1_000), 'taken over: no longer renewed');
+    const upsert = { replaceOne: { filter: { _id: 'a' }, replacement: { _id: 'a' }, upsert: true } };
+    const items = await holder.collection('items');
+    await t.throwsAsync(holder.commit({ writes: [{ collection: items, ops: [upsert] }], fence }), {
+      instanceOf: LeaseLostError,
+    });
+  });
+
+  test('MongoDB: the fence is a write, not a read of the snapshot: a take-over after a transaction fixed its snapshot refuses that transaction', async (t) => {
+    const { client, db, open } = await database(t);
+    const old = await open();
+    const next = await open();
+    const leases = db.collection<LeaseDoc>(LEASES);
+    const items = db.collection<Doc>('items');
+    await db.createCollection('items');
+    const stale = fenceOf(await old.acquireLease('projector', 'old', 60_000));
+    await old.releaseLease(stale);
+    let attempts = 0;
+    let firstRead: number | undefined;
+    let taken: Fence | undefined;
+    await t.throwsAsync(
+      inTransaction(client, async (session) => {
+        attempts += 1;
+        // The first read fixes the transaction's snapshot: the stale token is the one it shows.
+        const read = await leases.findOne({ _id: 'projector' }, { session });
+        firstRead ??= read?.token;
+        // Another takes the lease over and commits, after that snapshot.
+        taken ??= fenceOf(await next.acquireLease('projector', 'next', 60_000));
+        // A read of the token here would still find the stale one in the snapshot; the fence's write
+        // conflicts with the take-over's, the driver runs the transaction again, and it is refused.
+        await fenceInTransaction(leases, stale, session);
+        await items.insertOne({ _id: `attempt-${attempts}` }, { session });
+      }),
+      { instanceOf: LeaseLostError },
+    );
+    t.is(firstRead, stale.token);
+    t.true(attempts >= 2, 'the first attempt conflicted and was run again');
+    t.true((taken?.token ?? 0) > stale.token);
+    t.is(await items.countDocuments(), 0, 'nothing of it committed');
+  });
+
+  test('MongoDB: the reads that decide a drop (the fence, the collections and pointers of an orphan sweep) ask the primary for what a majority holds, whatever the URL reads from', async (t) => {
+    const { db, open } = await database(t);
+    if (!url) throw new Error('MongoDB is not running: the setup hook failed');
+    const option = 'readPreference=secondaryPreferred';
+    const fromSecondaries = url.includes('?')
+      ? `${url}&${option}`
+      : /^mongodb(\+srv)?:\/\/[^/]+$/.test(url)
+        ? `${url}/?${option}`
+        : `${url}?${option}`;
+    const store = await createMongoReadStore(fromSecondaries, { dbName: db.databaseName });
+    t.teardown(() => store.close());
+    const fence = fenceOf(await store.acquireLease('projector', 'p', 60_000));
+    await (await open()).createShadow('menu'); // a crashed rebuild's
+    // Every operation on the database from here on is recorded with the command the server received.
+    await db.command({ profile: 2 });
+    await store.getCheckpoint('catalog');
+    t.is(await store.dropOrphanShadows(fence), 1);
+    await db.command({ profile: 0 });
+
+    type Profiled = {
+      ns?: string;
+      command?: Record<string, unknown> & {
+        $readPreference?: { mode?: string };
+        readConcern?: { level?: string };
+      };
+    };
+    const profiled = await db.collection<Profiled>('system.profile').find({}).toArray();
+    const ran = (collection: string, command: string) =>
+      profiled.filter(
+        (e) => e.ns === `${db.databaseName}.${collection}` && e.command?.[command] !== undefined,
+      );
+    const mode = (e: Profiled) => e.command?.$readPreference?.mode ?? 'primary';
+    const majority = (e: Profiled) => e.command?.readConcern?.level === 'majority';
+    // An ordinary read goes where the URL says: the profile shows the read preference it was sent with.
+    t.deepEqual(ran('_checkpoints', 'find').map(mode), ['secondaryPreferred']);
+    const fenceReads = ran('_leases', 'aggregate');
+    t.true(fenceReads.length > 0, 'the fence was read before the drop');
+    t.true(
+      fenceReads.every((e) => mode(e) === 'primary' && majority(e)),
+      JSON.stringify(fenceReads),
+    );
+    const pointerReads = ran('_live', 'find');
+    t.true(pointerReads.length > 0, 'the sweep read the pointers');
+    t.true(
+      pointerReads.every((e) => mode(e) === 'primary' && majority(e)),
+      JSON.stringify(pointerReads),
+    );
+    const listings = ran('$cmd', 'listCollections');
+    t.true(listings.length > 0, 'the sweep listed the collections');
+    t.true(
+      listings.every((e) => mode(e) === 'primary'),
+      JSON.stringify(listings),
+    );
+  });
+
+  test("MongoDB: a shadow whose creation failed is no longer its store's own: the next sweep drops what was made of it", async (t) => {
+    const { collectionNames, open } = await database(t);
+    const store = await open();
+    // The second index conflicts with the first (same keys, other options): the collection exists,
+    // and the shadow is refused.
+    await t.throwsAsync(
+      store.createShadow('menu', [{ keys: [['sku', 1]] }, { keys: [['sku', 1]], unique: true }]),
+    );
+    const left = (await collectionNames()).filter((name) => name.startsWith('menu__gen_'));
+    t.is(left.length, 1, 'the collection was made before its index was refused');
+    t.is(await store.dropOrphanShadows(), 1);
+    t.deepEqual(
+      (await collectionNames()).filter((name) => name.startsWith('menu__gen_')),
+      [],
     );
   });
 }

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { projectionsReadiness } from '../../cli/read-side.ts';
 import type { EventStore, NewEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import {
@@ -18,7 +19,8 @@ import {
   type Projector,
   ProjectorStandingByError,
 } from '../../projections/projector.ts';
-import { type Doc, LeaseLostError, type ReadStore } from '../../projections/read-store.ts';
+import { ProjectorLease } from '../../projections/projector-lease.ts';
+import { type Doc, type Fence, LeaseLostError, type ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { until } from '../support/probes.ts';
 
@@ -219,4 +221,156 @@ test('a projector whose store does not answer holds no lease and stands by for n
   await until('it holds the lease', () => p.lease().holding);
   await p.caughtUp;
   t.deepEqual(await kinds(openRead()), expected(10));
+});
+
+/** A lease on its own store whose transitions are told in `log`; `lost` waits for `stopping` to end. */
+function transitions(t: ExecutionContext, ttlMs: number) {
+  const readStore = openSqliteReadStore(':memory:');
+  const log: string[] = [];
+  const stopping = Promise.withResolvers<void>();
+  let fence: Fence | undefined;
+  const lease = new ProjectorLease(
+    readStore,
+    { owner: 'p', ttlMs },
+    {
+      async acquired(f) {
+        log.push(`acquired ${f.token}`);
+        fence = f;
+      },
+      async lost() {
+        log.push('stopping');
+        await stopping.promise;
+        log.push('stopped');
+      },
+    },
+  );
+  t.teardown(async () => {
+    stopping.resolve();
+    await lease.stop();
+    await readStore.close();
+  });
+  return {
+    lease,
+    log,
+    /** The projections stopping end. */
+    stopped: () => stopping.resolve(),
+    fence(): Fence {
+      if (!fence) throw new Error('not acquired');
+      return fence;
+    },
+  };
+}
+
+test('a refused write forgets the lease at once, and its projections stop in turn: no try of the lease starts them again before they have stopped', async (t) => {
+  const { lease, log, stopped, fence } = transitions(t, 15);
+  await lease.start();
+  t.deepEqual(log, ['acquired 1']);
+  lease.refused(fence());
+  t.false(lease.state().holding, 'forgotten at once');
+  // Its tries come every 5 ms: the lease is its own owner's, so a try would take it back at once.
+  await new Promise((r) => setTimeout(r, 60));
+  t.deepEqual(log, ['acquired 1', 'stopping'], 'nothing starts while the projections stop');
+  stopped();
+  await until('the lease is held again', () => lease.state().holding);
+  t.deepEqual(log, ['acquired 1', 'stopping', 'stopped', 'acquired 2']);
+});
+
+test('a stop after a refused write ends once the projections have stopped', async (t) => {
+  const { lease, log, stopped, fence } = transitions(t, 60_000);
+  await lease.start();
+  lease.refused(fence());
+  let ended = false;
+  const stop = lease.stop().then(() => {
+    ended = true;
+  });
+  await new Promise((r) => setImmediate(r));
+  t.false(ended, 'still stopping');
+  stopped();
+  await stop;
+  t.deepEqual(log, ['acquired 1', 'stopping', 'stopped']);
+});
+
+test('a projector stopped while the store answers its acquisition starts nothing, and lets the lease go', async (t) => {
+  const inner = openSqliteReadStore(':memory:');
+  t.teardown(() => inner.close());
+  const asked = Promise.withResolvers<void>();
+  const answer = Promise.withResolvers<void>();
+  const slow: ReadStore = {
+    ...inner,
+    async acquireLease(...args) {
+      const attempt = await inner.acquireLease(...args);
+      asked.resolve();
+      await answer.promise;
+      return attempt;
+    },
+  };
+  const started: number[] = [];
+  const lease = new ProjectorLease(
+    slow,
+    { owner: 'p', ttlMs: 60_000 },
+    {
+      async acquired(fence) {
+        started.push(fence.token);
+      },
+      async lost() {},
+    },
+  );
+  const starting = lease.start();
+  await asked.promise;
+  const stopping = lease.stop();
+  answer.resolve();
+  await starting;
+  await stopping;
+  t.deepEqual(started, [], 'no projection started');
+  t.like(lease.state(), { holding: false });
+  t.true((await inner.acquireLease('projector', 'other', 60_000)).acquired, 'the lease was let go');
+});
+
+test('a projector that lost the lease and took it back is ready again only once its projections have caught up again', async (t) => {
+  const { store, openRead } = await world(t);
+  await seed(store, 0, 20);
+  // Delivers the events it is given only once let through: how long a catch-up takes is the test's.
+  let held: PromiseWithResolvers<void> | undefined;
+  const slow: EventStore = {
+    ...store,
+    subscribeToAll: (options, handlers) =>
+      store.subscribeToAll(options, {
+        ...handlers,
+        async onEvents(events) {
+          await held?.promise;
+          return handlers.onEvents(events);
+        },
+      }),
+  };
+  const p = createProjector({
+    store: slow,
+    readStore: openRead(),
+    projections: [totals],
+    lease: { owner: 'p', ttlMs: 300 },
+  });
+  t.teardown(async () => {
+    held?.resolve();
+    await p.stop();
+  });
+  const ready = projectionsReadiness(p);
+  await p.start();
+  await p.caughtUp;
+  t.true(ready());
+
+  // Another takes the lease over from it, by name (as from a process that is gone): it stands by.
+  const other = openRead();
+  const taken = await other.acquireLease('projector', 'other', 60_000, 'p');
+  if (!taken.acquired) return t.fail('not taken over');
+  await until('it stands by', () => !p.lease().holding);
+  t.is(ready(), 'standby');
+  // Meanwhile the log grows; the other lets the lease go, and it takes the lease back.
+  held = Promise.withResolvers<void>();
+  await seed(store, 20, 10);
+  await other.releaseLease(taken.fence);
+  await until('it holds the lease again', () => p.lease().holding);
+  t.false(ready(), 'not ready while its projections catch up again');
+  held.resolve();
+  await until('ready once caught up', () => ready() === true);
+  await until('every event applied', async () => (await p.status())[0].events_applied === 30);
+  t.deepEqual(await kinds(openRead()), expected(30));
 });

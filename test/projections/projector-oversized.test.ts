@@ -77,9 +77,9 @@ async function dump(readStore: ReadStore): Promise<unknown> {
 }
 
 /** What a projector builds from the log on a store without limits. */
-async function unlimitedBuild(store: EventStore): Promise<unknown> {
+async function unlimitedBuild(store: EventStore, projection = tallies): Promise<unknown> {
   const readStore = openSqliteReadStore(':memory:');
-  const p = createProjector({ store, readStore, projections: [tallies], batchSize: 64 });
+  const p = createProjector({ store, readStore, projections: [projection], batchSize: 64 });
   await p.start();
   await p.caughtUp;
   await p.stop();
@@ -185,4 +185,84 @@ test('an event too large to commit alone fails its projection, naming it in stat
   t.is((await readStore.getCheckpoint('tallies'))?.events, 121);
   t.regex(await registry.metrics(), /pds_projection_failed\{projection="tallies"\} 0/);
   t.true((await readiness.check()).ready);
+});
+
+/** Version 2 of the tallies: every document it writes says so. */
+const talliesV2: Projection = { ...tallies, version: 2, finalize: (_collection, doc) => ({ ...doc, v: 2 }) };
+
+test('an upgrade whose rebuild meets an event too large to commit alone shows the failure in status, metrics and readiness, keeps the old copy serving, and is tried again after each pause until the store takes it', async (t) => {
+  const store = await eventStoreFor(t);
+  await seed(store, 100);
+  const huge = await store.append('thing-spread', [ev('Spread', { kind: 'k9', n: 50 })]);
+  await seed(store, 20, 100);
+  const spread = (await store.readAll({})).find((e) => e.position === huge.position);
+  if (!spread) return t.fail('the Spread event is not in the log');
+
+  // Version 1 was built before the limit bit (say, before the storage cache came under pressure).
+  const inner = openSqliteReadStore(':memory:');
+  t.teardown(() => inner.close());
+  const v1 = createProjector({ store, readStore: inner, projections: [tallies], batchSize: 64 });
+  await v1.start();
+  await v1.caughtUp;
+  await v1.stop();
+  const served = await dump(inner);
+
+  const { readStore, limits } = withTransactionLimits(inner, { maxOperations: 20, maxBytes: 1_000_000 });
+  const readiness = createReadiness();
+  const registry = new Registry();
+  const retries: number[] = [];
+  const supervisor = createSupervisor(createLogger('silent'), readiness, registry, 'projector', {
+    minDelayMs: 20,
+    maxDelayMs: 80,
+    onDrop: (name, _err, delayMs) => {
+      if (name === 'projection tallies rebuild') retries.push(delayMs);
+    },
+  });
+  const p = createProjector({ store, readStore, projections: [talliesV2], batchSize: 64, supervisor });
+  registerGauges(p, { registry });
+  t.teardown(() => p.stop());
+  await p.start();
+  await caughtUpWithin(t, p);
+  await until('the rebuild failed and was tried again twice', () => retries.length >= 3);
+
+  const [status] = await p.status();
+  t.is(status.state, 'live', 'the old copy serves');
+  t.is(status.progress, null, 'no rebuild progress frozen where it stopped');
+  t.regex(
+    status.rebuild_failure?.error ?? '',
+    new RegExp(
+      `event ${spread.id} \\(Spread at position ${spread.position}\\) cannot be committed even alone`,
+    ),
+  );
+  t.false(Number.isNaN(Date.parse(status.rebuild_failure?.at ?? '')));
+  t.regex((await readStore.getCheckpoint('tallies'))?.version ?? '', /^v1\+/);
+  t.deepEqual(await dump(readStore), served);
+  const report = await readiness.check();
+  t.false(report.ready);
+  t.deepEqual(report.failing, ['subscription:projection_tallies_rebuild']);
+  t.regex(await registry.metrics(), /pds_projection_rebuild_failed\{projection="tallies"\} 1/);
+  t.regex(await registry.metrics(), /pds_projection_failed\{projection="tallies"\} 0/);
+  t.true(
+    retries.every((delayMs) => delayMs >= 10 && delayMs <= 80),
+    `paced by the supervisor: ${retries.join(', ')} ms`,
+  );
+
+  // The limit passes: the next try rebuilds it, and version 2 is live.
+  limits.maxOperations = 100;
+  await until('version 2 is live', async () =>
+    /^v2\+/.test((await readStore.getCheckpoint('tallies'))?.version ?? ''),
+  );
+  await until('the failure is cleared', async () => (await p.status())[0].rebuild_failure === null);
+  t.deepEqual(await dump(readStore), await unlimitedBuild(store, talliesV2));
+  t.regex(await registry.metrics(), /pds_projection_rebuild_failed\{projection="tallies"\} 0/);
+  t.true((await readiness.check()).ready);
+
+  // A rebuild an operator asks for fails the same way in sight, and is not tried again by itself.
+  limits.maxOperations = 20;
+  await t.throwsAsync(p.rebuild('tallies'), { message: /cannot be committed even alone/ });
+  const [after] = await p.status();
+  t.like(after, { state: 'live', progress: null });
+  t.regex(after.rebuild_failure?.error ?? '', new RegExp(`event ${spread.id} `));
+  t.regex(await registry.metrics(), /pds_projection_rebuild_failed\{projection="tallies"\} 1/);
+  t.true((await readiness.check()).ready, 'version 2 is live: nothing to try again');
 });
