@@ -15,6 +15,9 @@
  * Two dispatchers doing this at once find each other's group made or deleted, which is what they
  * wanted. Anything the other group parks between steps 1 and 3 was not yet handled at the checkpoint
  * the new group starts after, so the new group delivers it too.
+ *
+ * What is parked in the fan-out's own group is handled through the fan-out as well, and only then
+ * replayed, to clear it (`settleParkedMessages`).
  */
 import type { Logger } from 'pino';
 import {
@@ -45,7 +48,7 @@ export interface FanOutGroupOptions {
 export interface PreparedGroup {
   /** The group of this definition, ready to be joined. */
   group: string;
-  /** Messages parked in it (before it was set never to park, or by hand), to replay. */
+  /** Messages parked in it (before it was set never to park, or by hand) as its info counts them. */
   parked: number;
   /** Groups of other definitions: their parked messages are to be handled, then they are deleted. */
   retired: PersistentSubscriptionInfo[];
@@ -109,6 +112,66 @@ async function parkedEvent(store: EventStore, parked: RecordedEvent): Promise<Re
 }
 
 /**
+ * Hands every message parked in `group` to `handle`, each read again from its stream for its own
+ * position. Answers how many were parked (those gone from their streams included), or undefined when
+ * `handle` answered that one was not handled (the fan-out is stopping). A group that is gone has none.
+ */
+async function handleParkedMessages(
+  store: EventStore,
+  group: string,
+  handle: (event: RecordedEvent) => Promise<boolean>,
+  logger?: Logger,
+): Promise<number | undefined> {
+  let parked: RecordedEvent[] = [];
+  try {
+    parked = (await store.listParkedMessages(group)).map((m) => m.event);
+  } catch (err) {
+    if (!(err instanceof PersistentSubscriptionNotFoundError)) throw err;
+  }
+  for (const message of parked) {
+    const event = await parkedEvent(store, message);
+    if (!event) {
+      logger?.warn(
+        { group, event: message.id },
+        'a parked cart event is gone from its stream: nothing to send',
+      );
+      continue;
+    }
+    if (!(await handle(event))) return undefined;
+  }
+  return parked.length;
+}
+
+/**
+ * The messages parked in the fan-out's own group (before a dispatcher set it never to park, or by
+ * hand): each is handed to `handle` (the fan-out schedules its deliveries), and only once all are,
+ * the group replays them, to clear its parked list. Not the replay alone: EventStoreDB puts the
+ * replayed messages in the group's memory and truncates the parked list at once, while the group's
+ * checkpoint is past them, so a group rebuilt before they are acknowledged (a restart, a leader
+ * change, another dispatcher's settings update) would drop them for good. The replayed copies find
+ * their deliveries scheduled. Answers false when `handle` did not handle one (the fan-out is stopping).
+ */
+export async function settleParkedMessages(
+  store: EventStore,
+  group: string,
+  handle: (event: RecordedEvent) => Promise<boolean>,
+  logger?: Logger,
+): Promise<boolean> {
+  const parked = await handleParkedMessages(store, group, handle, logger);
+  if (parked === undefined) return false;
+  if (parked === 0) return true;
+  await store.replayParkedMessages(group).catch((err: unknown) => {
+    // Another dispatcher migrated away from this group meanwhile: its messages are handled.
+    if (!(err instanceof PersistentSubscriptionNotFoundError)) throw err;
+  });
+  logger?.info(
+    { group, parked },
+    'webhook fan-out group: the deliveries of its parked messages are scheduled, and the messages replayed to clear them',
+  );
+  return true;
+}
+
+/**
  * Hands every message parked in the retired groups to `handle`, then deletes those groups. `handle`
  * answers whether the event was handled; when it was not (the fan-out is stopping), the groups are
  * kept, for the next start to finish. Answers whether they are gone.
@@ -120,26 +183,11 @@ export async function retireGroups(
   logger?: Logger,
 ): Promise<boolean> {
   for (const { group } of retired) {
-    let parked: RecordedEvent[] = [];
-    try {
-      parked = (await store.listParkedMessages(group)).map((m) => m.event);
-    } catch (err) {
-      if (!(err instanceof PersistentSubscriptionNotFoundError)) throw err;
-    }
-    for (const message of parked) {
-      const event = await parkedEvent(store, message);
-      if (!event) {
-        logger?.warn(
-          { group, event: message.id },
-          'a parked cart event is gone from its stream: nothing to send',
-        );
-        continue;
-      }
-      if (!(await handle(event))) return false;
-    }
+    const parked = await handleParkedMessages(store, group, handle, logger);
+    if (parked === undefined) return false;
     try {
       await store.deletePersistentSubscription(group);
-      logger?.info({ group, parked: parked.length }, 'webhook fan-out group of another definition deleted');
+      logger?.info({ group, parked }, 'webhook fan-out group of another definition deleted');
     } catch (err) {
       // Another dispatcher deleted it meanwhile.
       if (!(err instanceof PersistentSubscriptionNotFoundError)) throw err;

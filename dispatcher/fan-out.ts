@@ -7,7 +7,7 @@
  *
  * One cart's events are handled in order, and one that fails is tried again in place until it
  * succeeds, never parked (`fan-out-handling.ts`). The group is found, updated or made at start, and
- * what earlier versions left parked is replayed (`fan-out-group.ts`;
+ * what earlier versions left parked is handled, then replayed to clear it (`fan-out-group.ts`;
  * docs/operations.md, "The fan-out's group"). The queue also orders by the cart event's revision,
  * whatever the write order.
  */
@@ -24,7 +24,12 @@ import {
   type RecordedEvent,
 } from '../eventstore/port.ts';
 import { FAN_OUT_DEFINITION, FAN_OUT_GROUP } from '../webhooks/fan-out-group.ts';
-import { type FanOutGroupSettings, prepareFanOutGroup, retireGroups } from './fan-out-group.ts';
+import {
+  type FanOutGroupSettings,
+  prepareFanOutGroup,
+  retireGroups,
+  settleParkedMessages,
+} from './fan-out-group.ts';
 import { createHandlings, type HandlingStats, KEPT } from './fan-out-handling.ts';
 import { type RetryingView, type RetryPacing, retryPause } from './fan-out-retry.ts';
 import { createOwedDeliveries, type DeliveryScheduling } from './fan-out-schedule.ts';
@@ -79,7 +84,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
   let consumer: PersistentConsumer | undefined;
   let generation = KEPT;
   let retry: NodeJS.Timeout | undefined;
-  /** Work at start that may have to wait for the store: replaying parked messages, retiring other groups. */
+  /** Work at start that may have to wait for the store: handling parked messages, retiring other groups. */
   const background: Promise<void>[] = [];
   let stopped = false;
   const health = (options.supervisor ?? new Supervisor()).watch('webhook fan-out');
@@ -114,7 +119,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
     });
   }
 
-  /** A parked message of a retired group, handled as the group would hand it out; answers whether it was. */
+  /** A parked message, handled as the group would hand it out; answers whether it was. */
   async function handleParked(event: RecordedEvent): Promise<boolean> {
     let acked = false;
     const message: PersistentMessage = {
@@ -161,15 +166,16 @@ export function createFanOut(options: FanOutOptions): FanOut {
       group = prepared.group;
       consume();
       if (prepared.parked > 0) {
-        // Parked before the group was set never to park (or by hand): their webhooks are owed.
         logger?.warn(
           { group, parked: prepared.parked },
-          'webhook fan-out group holds parked messages: replaying them',
-        );
-        keepTrying('replaying the parked messages of the webhook fan-out group', () =>
-          store.replayParkedMessages(group),
+          'webhook fan-out group holds parked messages: scheduling their webhooks',
         );
       }
+      // Parked before the group was set never to park (or by hand): their webhooks are owed. Looked
+      // for whatever the group's count said, which EventStoreDB shows as 0 while it loads the group.
+      keepTrying('handling the parked messages of the webhook fan-out group', () =>
+        settleParkedMessages(store, group, handleParked, logger),
+      );
       if (prepared.retired.length > 0) {
         keepTrying('retiring a webhook fan-out group of another definition', () =>
           retireGroups(store, prepared.retired, handleParked, logger),

@@ -19,7 +19,7 @@ import {
   resumeAfter,
 } from '../../webhooks/fan-out-group.ts';
 import { checkedOut, createWebhook, idle, seedCatalog } from '../support/cart-world.ts';
-import { migrationScenario } from '../support/fan-out-migration.ts';
+import { migrationScenario, parkedScenario } from '../support/fan-out-migration.ts';
 import { rawEvent } from '../support/raw-events.ts';
 import { startService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
@@ -103,6 +103,10 @@ test('a group with other settings is updated in place at start, keeping its chec
 
 test('a group of an earlier definition is migrated from at start: after its checkpoint, its parked message handled, then deleted', async (t) => {
   await migrationScenario(t, await openStore(t), 'p1');
+});
+
+test('a message parked in the group is handled with its own position before the replay that clears it; an update right after loses nothing', async (t) => {
+  await parkedScenario(t, await openStore(t), 'p2');
 });
 
 test('two dispatchers preparing at once both end with the one group', async (t) => {

@@ -1,12 +1,19 @@
 /**
- * A fan-out group of an earlier definition met at start (dispatcher/fan-out-group.ts), on any event
- * store: the embedded one here, EventStoreDB in its contract run. Its own stream and event-type names
- * (`p`), so a shared engine's other tests do not meet it.
+ * The fan-out's groups at start (dispatcher/fan-out-group.ts), on any event store: the embedded one
+ * here, EventStoreDB in its contract run. A group of an earlier definition met at start
+ * (`migrationScenario`), and messages parked in the fan-out's own group (`parkedScenario`). Each has
+ * its own stream and event-type names (`p`), so a shared engine's other tests do not meet it.
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
-import { prepareFanOutGroup, retireGroups } from '../../dispatcher/fan-out-group.ts';
-import type { EventStore, NewEvent, PersistentMessage, RecordedEvent } from '../../eventstore/port.ts';
+import { prepareFanOutGroup, retireGroups, settleParkedMessages } from '../../dispatcher/fan-out-group.ts';
+import {
+  type EventStore,
+  MAX_RETRY_COUNT,
+  type NewEvent,
+  type PersistentMessage,
+  type RecordedEvent,
+} from '../../eventstore/port.ts';
 import { type GroupDefinition, groupNameOf, isGroupOf } from '../../webhooks/fan-out-group.ts';
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -126,4 +133,64 @@ export async function migrationScenario(t: ExecutionContext, store: EventStore, 
     [newGroup],
   );
   await store.deletePersistentSubscription(newGroup);
+}
+
+/**
+ * A message parked in the fan-out's own group (event 2 of 3) is handed to the fan-out, with its own
+ * position, before the group replays it; the replay only clears the parked list. So the group's
+ * settings update right after (which rebuilds an EventStoreDB group, dropping replayed copies not yet
+ * acknowledged) loses nothing, and the next start, which finds the list cleared or not, neither.
+ */
+export async function parkedScenario(t: ExecutionContext, store: EventStore, p: string): Promise<void> {
+  const group = `${p}-fan-out`;
+  await store.createPersistentSubscription(group, {
+    from: 'start',
+    filter: { eventTypes: [`${p}Moved`] },
+    maxRetryCount: 10,
+  });
+  for (let n = 1; n <= 3; n++) await store.append(`${p}-cart-${n}`, [event(`${p}Moved`, n)]);
+  const answered: number[] = [];
+  const consumer = store.subscribeToPersistent(group, async (m) => {
+    const n = (m.event.data as { n: number }).n;
+    await (n === 2 ? m.nack('park', 'poison') : m.ack());
+    answered.push(n);
+  });
+  await until('2 parked, 1 and 3 acknowledged', async () => {
+    return answered.length === 3 && (await store.listParkedMessages(group)).length === 1;
+  });
+  await consumer.stop();
+
+  const steps: string[] = [];
+  const handled: RecordedEvent[] = [];
+  const watched: EventStore = Object.create(store);
+  watched.replayParkedMessages = async (g) => {
+    steps.push('replay');
+    await store.replayParkedMessages(g);
+  };
+  const handle = async (e: RecordedEvent) => {
+    steps.push(`handled ${(e.data as { n: number }).n}`);
+    handled.push(e);
+    return true;
+  };
+  t.true(await settleParkedMessages(watched, group, handle));
+  t.deepEqual(steps, ['handled 2', 'replay'], 'scheduled before the replay');
+  const original = (await store.readStream(`${p}-cart-2`))[0];
+  t.deepEqual(
+    handled.map((e) => [e.id, e.position]),
+    [[original.id, original.position]],
+    'the parked message is handled with its own position',
+  );
+  // Another dispatcher's start updates the settings at once: the group is rebuilt.
+  await store.updatePersistentSubscription(group, {
+    maxRetryCount: MAX_RETRY_COUNT,
+    messageTimeoutMs: 30_000,
+  });
+
+  // The next starts find the list cleared, or (the server had not replayed yet) handle it again.
+  await until('the parked list cleared', async () => {
+    t.true(await settleParkedMessages(store, group, handle));
+    return (await store.listParkedMessages(group)).length === 0;
+  });
+  t.deepEqual([...new Set(handled.map((e) => e.id))], [original.id], 'only the parked message');
+  await store.deletePersistentSubscription(group);
 }

@@ -2,9 +2,10 @@
  * An event store that fails the way a real server does, around the embedded one: it drops catch-up
  * subscriptions and persistent consumers mid-stream, refuses appends as unavailable (before writing,
  * or after writing with the answer lost), fails the reads of a stream until told to stop, and delays
- * acknowledgements. Its persistent consumers can run their handlers as the EventStoreDB adapter does
- * (at most a buffer's worth at once). Everything else passes through. The supervisor, the followers
- * and the dispatcher are tested through it (docs/operations.md, "Recovery").
+ * acknowledgements, and can lose what a replay of parked messages moves, as EventStoreDB can. Its
+ * persistent consumers can run their handlers as the EventStoreDB adapter does (at most a buffer's
+ * worth at once). Everything else passes through. The supervisor, the followers and the dispatcher
+ * are tested through it (docs/operations.md, "Recovery").
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -58,6 +59,16 @@ export interface FaultyStore extends EventStore {
   limitRunningHandlers(n: number): void;
   /** How many times persistent consumers were handed the event with this id. */
   handedOut(eventId: string): number;
+  /** How many of those copies were acknowledged. */
+  acked(eventId: string): number;
+  /**
+   * From now on a replay of parked messages goes as EventStoreDB's can: the server moves them into the
+   * group's memory and truncates the parked list at once, while the group's checkpoint is past them, and
+   * the group is rebuilt before they are acknowledged (a restart, a leader change, another dispatcher's
+   * settings update), so they are dropped: they leave the parked list and are never handed out.
+   * `before` runs at each replay, before anything moves; `lost` names the events dropped.
+   */
+  loseReplayedParkedMessages(before?: (group: string) => Promise<void> | void): { readonly lost: string[] };
   /** What was injected so far. */
   readonly injected: { drops: number; failedAppends: number };
 }
@@ -128,6 +139,10 @@ export function faultyStore(inner: EventStore): FaultyStore {
   const poisoned = new Map<string, { failed: number }>();
   let handlerLimit = Number.POSITIVE_INFINITY;
   const handed = new Map<string, number>();
+  const acks = new Map<string, number>();
+  /** While replays lose what they move: what runs before each, and the events dropped, by group. */
+  let losing: { before?: (group: string) => Promise<void> | void; lost: string[] } | undefined;
+  const dropping = new Map<string, Set<string>>();
 
   async function readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
     const poison = poisoned.get(streamId);
@@ -195,9 +210,15 @@ export function faultyStore(inner: EventStore): FaultyStore {
         if (ackDelayMs > 0) await new Promise((r) => setTimeout(r, ackDelayMs));
         if (dropped) throw unavailable('ack after the connection dropped');
         await message.ack();
+        acks.set(message.event.id, (acks.get(message.event.id) ?? 0) + 1);
       },
     });
-    const run = limited((message) => (dropped ? undefined : handler(delayed(message))));
+    const run = limited((message) => {
+      // A replayed copy the rebuilt group no longer has: it goes away unseen (acked, so the embedded
+      // store forgets it too).
+      if (dropping.get(group)?.delete(message.event.id)) return message.ack();
+      return dropped ? undefined : handler(delayed(message));
+    });
     const consumer = inner.subscribeToPersistent(group, run, options);
     const ended = Promise.withResolvers<void>();
     ended.promise.catch(() => {});
@@ -237,7 +258,17 @@ export function faultyStore(inner: EventStore): FaultyStore {
     listPersistentSubscriptions: () => inner.listPersistentSubscriptions(),
     subscribeToPersistent,
     listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
-    replayParkedMessages: (g) => inner.replayParkedMessages(g),
+    async replayParkedMessages(g) {
+      if (losing) {
+        await losing.before?.(g);
+        const moved = (await inner.listParkedMessages(g)).map((m) => m.event.id);
+        const lost = dropping.get(g) ?? new Set<string>();
+        for (const id of moved) lost.add(id);
+        dropping.set(g, lost);
+        losing.lost.push(...moved);
+      }
+      await inner.replayParkedMessages(g);
+    },
     close: () => inner.close(),
     dropSubscriptions() {
       const all = [...live];
@@ -271,6 +302,11 @@ export function faultyStore(inner: EventStore): FaultyStore {
       handlerLimit = n;
     },
     handedOut: (eventId) => handed.get(eventId) ?? 0,
+    acked: (eventId) => acks.get(eventId) ?? 0,
+    loseReplayedParkedMessages(before) {
+      losing = { before, lost: [] };
+      return losing;
+    },
     injected,
   };
 }

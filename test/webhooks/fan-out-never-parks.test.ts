@@ -191,7 +191,7 @@ test('a message held past the group’s timeout is handed out again: the copies 
   t.is((await faulty.getPersistentSubscriptionInfo('webhook-fan-out')).parkedCount, 0);
 });
 
-test('the group an earlier version made is set never to park at start, and the messages it parked are replayed and sent', async (t) => {
+test('the group an earlier version made is set never to park at start, and the messages it parked are scheduled before the replay that clears them, so a replay the server loses loses nothing', async (t) => {
   const dir = await dataDir(t);
   const api = await startService(t, { role: 'api', dataDir: dir, env: { PDS_READ_STORE: 'memory' } });
   await seedCatalog(api);
@@ -214,15 +214,40 @@ test('the group an earlier version made is set never to park at start, and the m
   );
   await consumer.stop();
   t.is(receiver.received.length, 0);
+  const [checkout] = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
 
-  const dispatcher = await startService(t, { role: 'dispatcher', dataDir: dir });
+  // Every replay at its worst on EventStoreDB: the group is rebuilt before the replayed copies are
+  // acknowledged (another dispatcher's settings update, a restart), and they are gone.
+  let scheduledAtReplay: number | undefined;
+  let lost: { readonly lost: string[] } | undefined;
+  const dispatcher = await startService(t, {
+    role: 'dispatcher',
+    dataDir: dir,
+    wrapStore: (inner) => {
+      const faulty = faultyStore(inner);
+      lost = faulty.loseReplayedParkedMessages(async () => {
+        scheduledAtReplay = (await scheduledFor(faulty, checkout)).length;
+      });
+      return faulty;
+    },
+  });
   const [sent] = await receiver.waitFor(1);
   t.like(sent.body.cart, { uuid: cart.uuid, status: 'verification' });
+  await until('the parked message replayed', () => scheduledAtReplay !== undefined);
+  t.is(scheduledAtReplay, 1, 'its delivery was scheduled before the replay');
+  await until('the replayed copy dropped', () => lost?.lost.includes(checkout.id));
   await idle(dispatcher, 300);
-  t.is(receiver.received.length, 1);
+  t.is(receiver.received.length, 1, 'sent once');
+  t.is((await scheduledFor(store, checkout)).length, 1);
   const info = await store.getPersistentSubscriptionInfo('webhook-fan-out');
   t.is(info.settings.maxRetryCount, MAX_RETRY_COUNT);
-  t.is(info.parkedCount, 0);
+  t.is(info.parkedCount, 0, 'the replay cleared the parked list');
   t.regex(dispatcher.logs(), /webhook fan-out group settings updated/);
-  t.regex(dispatcher.logs(), /webhook fan-out group holds parked messages: replaying them/);
+  t.regex(dispatcher.logs(), /webhook fan-out group holds parked messages: scheduling their webhooks/);
+  t.regex(
+    dispatcher.logs(),
+    /the deliveries of its parked messages are scheduled, and the messages replayed/,
+  );
 });
