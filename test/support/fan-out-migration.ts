@@ -49,9 +49,15 @@ const numbers = (events: RecordedEvent[]) =>
  * stopped; 5 and 6 (of a type only the new definition reads) came after. At start the new group is made
  * after the old one's checkpoint: it delivers 4, 5 and 6 (and 3 only if the old group's checkpoint had
  * not passed it), never 1 or 2; the parked 3 is handled through the fan-out with its own position,
- * and then the old group is gone.
+ * and then the old group is gone. With `dispatchers` above 1, as many start at once, each preparing and
+ * then retiring: one group remains, of the new definition, and the same holds.
  */
-export async function migrationScenario(t: ExecutionContext, store: EventStore, p: string): Promise<void> {
+export async function migrationScenario(
+  t: ExecutionContext,
+  store: EventStore,
+  p: string,
+  dispatchers = 1,
+): Promise<void> {
   const base = `${p}-fan-out`;
   const earlier: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`] } };
   const later: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`, `${p}Dropped`] } };
@@ -79,16 +85,28 @@ export async function migrationScenario(t: ExecutionContext, store: EventStore, 
   await store.append(`${p}-cart-5`, [event(`${p}Moved`, 5)]);
   await store.append(`${p}-cart-6`, [event(`${p}Dropped`, 6)]);
 
-  const prepared = await prepareFanOutGroup({
-    store,
-    base,
-    definition: later,
-    settings: { maxRetryCount: 100, messageTimeoutMs: 30_000 },
-  });
-  t.is(prepared.group, newGroup);
+  const starts = await Promise.all(
+    Array.from({ length: dispatchers }, () =>
+      prepareFanOutGroup({
+        store,
+        base,
+        definition: later,
+        settings: { maxRetryCount: 100, messageTimeoutMs: 30_000 },
+      }),
+    ),
+  );
+  for (const prepared of starts) {
+    t.is(prepared.group, newGroup);
+    t.deepEqual(
+      prepared.retired.map((g) => g.group),
+      [oldGroup],
+      'each found the old group (none is deleted before its parked messages are handled)',
+    );
+  }
   t.deepEqual(
-    prepared.retired.map((g) => g.group),
-    [oldGroup],
+    (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(base, g.group)).map((g) => g.group),
+    [newGroup, oldGroup].sort(),
+    'one new group, however many made it',
   );
   const info = await store.getPersistentSubscriptionInfo(newGroup);
   t.like(info.settings, { maxRetryCount: 100, messageTimeoutMs: 30_000 });
@@ -117,16 +135,21 @@ export async function migrationScenario(t: ExecutionContext, store: EventStore, 
   await joined.stop();
 
   const handled: RecordedEvent[] = [];
-  const retired = await retireGroups(store, prepared.retired, async (e) => {
-    handled.push(e);
-    return true;
-  });
-  t.true(retired);
+  const retired = await Promise.all(
+    starts.map((prepared) =>
+      retireGroups(store, prepared.retired, async (e) => {
+        handled.push(e);
+        return true;
+      }),
+    ),
+  );
+  t.true(retired.every(Boolean));
   const original = (await store.readStream(`${p}-cart-3`))[0];
+  t.true(handled.length >= 1 && handled.length <= dispatchers, `handled ${handled.length} times`);
   t.deepEqual(
-    handled.map((e) => [e.id, e.position]),
-    [[original.id, original.position]],
-    'the parked message is handled with its own position',
+    [...new Set(handled.map((e) => `${e.id}@${e.position}`))],
+    [`${original.id}@${original.position}`],
+    'the parked message, and only it, is handled with its own position (again by a second dispatcher: scheduling is idempotent)',
   );
   t.deepEqual(
     (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(base, g.group)).map((g) => g.group),
