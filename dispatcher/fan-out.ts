@@ -6,9 +6,10 @@
  * decided on the queue as stored), so nothing is lost and nothing is owed twice.
  *
  * One cart's events are handled in order, and one that fails is tried again in place until it
- * succeeds, never parked (`fan-out-handling.ts`). The group is found, updated or made at start, and
- * what earlier versions left parked is handled, then replayed to clear it (`fan-out-group.ts`;
- * docs/operations.md, "The fan-out's group"). The queue also orders by the cart event's revision,
+ * succeeds, never parked (`fan-out-handling.ts`). The group is found, updated or made at start (a
+ * migration from a group of another definition waiting, in the background, for that group's
+ * checkpoint), and what earlier versions left parked is handled, then replayed to clear it
+ * (`fan-out-group.ts`; docs/operations.md, "The fan-out's group"). The queue also orders by the cart event's revision,
  * whatever the write order.
  */
 import type { Logger } from 'pino';
@@ -26,7 +27,9 @@ import {
 import { FAN_OUT_DEFINITION, FAN_OUT_GROUP } from '../webhooks/fan-out-group.ts';
 import {
   type FanOutGroupSettings,
+  type PreparedGroup,
   prepareFanOutGroup,
+  prepareWhenCheckpointed,
   retireGroups,
   settleParkedMessages,
 } from './fan-out-group.ts';
@@ -68,6 +71,23 @@ export interface FanOut {
   /** Runs the retries due on the clock (tests that move it; a real timer otherwise). */
   tick(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** A parked message, handled as the group would hand it out; answers whether it was. */
+function parkedHandler(handlings: ReturnType<typeof createHandlings>) {
+  return async (event: RecordedEvent): Promise<boolean> => {
+    let acked = false;
+    const message: PersistentMessage = {
+      event,
+      retryCount: 0,
+      ack: async () => {
+        acked = true;
+      },
+      nack: async () => {},
+    };
+    await handlings.receive(message, KEPT).run;
+    return acked;
+  };
 }
 
 export function createFanOut(options: FanOutOptions): FanOut {
@@ -119,20 +139,18 @@ export function createFanOut(options: FanOutOptions): FanOut {
     });
   }
 
-  /** A parked message, handled as the group would hand it out; answers whether it was. */
-  async function handleParked(event: RecordedEvent): Promise<boolean> {
-    let acked = false;
-    const message: PersistentMessage = {
-      event,
-      retryCount: 0,
-      ack: async () => {
-        acked = true;
-      },
-      nack: async () => {},
-    };
-    await handlings.receive(message, KEPT).run;
-    return acked;
-  }
+  const handleParked = parkedHandler(handlings);
+
+  const groupOptions = {
+    store,
+    base,
+    definition: FAN_OUT_DEFINITION,
+    settings: {
+      ...GROUP_SETTINGS,
+      messageTimeoutMs: options.messageTimeoutMs ?? GROUP_SETTINGS.messageTimeoutMs,
+    },
+    logger,
+  };
 
   /** Runs `work` until it succeeds or the fan-out stops, pausing longer after each failure. */
   function keepTrying(what: string, work: () => Promise<unknown>): void {
@@ -151,36 +169,49 @@ export function createFanOut(options: FanOutOptions): FanOut {
     background.push(run());
   }
 
+  /** Joins the group, and hands what is parked (in it, or in groups of another definition) to the fan-out. */
+  function begin(prepared: PreparedGroup): void {
+    group = prepared.group;
+    consume();
+    if (prepared.parked > 0) {
+      logger?.warn(
+        { group, parked: prepared.parked },
+        'webhook fan-out group holds parked messages: scheduling their webhooks',
+      );
+    }
+    // Parked before the group was set never to park (or by hand): their webhooks are owed. Looked
+    // for whatever the group's count said, which EventStoreDB shows as 0 while it loads the group.
+    keepTrying('handling the parked messages of the webhook fan-out group', () =>
+      settleParkedMessages(store, group, handleParked, logger),
+    );
+    if (prepared.retired.length > 0) {
+      keepTrying('retiring a webhook fan-out group of another definition', () =>
+        retireGroups(store, prepared.retired, handleParked, logger),
+      );
+    }
+  }
+
   return {
     async start() {
-      const prepared = await prepareFanOutGroup({
-        store,
-        base,
-        definition: FAN_OUT_DEFINITION,
-        settings: {
-          ...GROUP_SETTINGS,
-          messageTimeoutMs: options.messageTimeoutMs ?? GROUP_SETTINGS.messageTimeoutMs,
-        },
-        logger,
-      });
+      const since = clock.now().getTime();
+      const prepared = await prepareFanOutGroup(groupOptions);
+      if (!('waiting' in prepared)) {
+        begin(prepared);
+        return;
+      }
+      // Not joined yet: the group of this definition is made once the other's checkpoint shows.
       group = prepared.group;
-      consume();
-      if (prepared.parked > 0) {
-        logger?.warn(
-          { group, parked: prepared.parked },
-          'webhook fan-out group holds parked messages: scheduling their webhooks',
-        );
-      }
-      // Parked before the group was set never to park (or by hand): their webhooks are owed. Looked
-      // for whatever the group's count said, which EventStoreDB shows as 0 while it loads the group.
-      keepTrying('handling the parked messages of the webhook fan-out group', () =>
-        settleParkedMessages(store, group, handleParked, logger),
-      );
-      if (prepared.retired.length > 0) {
-        keepTrying('retiring a webhook fan-out group of another definition', () =>
-          retireGroups(store, prepared.retired, handleParked, logger),
-        );
-      }
+      keepTrying('migrating from a webhook fan-out group of another definition', async () => {
+        const checkpointed = await prepareWhenCheckpointed(prepared, {
+          ...groupOptions,
+          clock,
+          since,
+          pacing: options.retry,
+          pause: (ms) => handlings.pause('start:checkpoint', ms),
+          stopped: () => stopped,
+        });
+        if (checkpointed && !stopped) begin(checkpointed);
+      });
     },
     stats: () => ({ ...handlings.stats }),
     retrying: () => handlings.retrying(),
@@ -192,7 +223,8 @@ export function createFanOut(options: FanOutOptions): FanOut {
       const stopping = handlings.stop();
       await consumer?.stop().catch(() => {});
       await stopping;
-      await Promise.allSettled(background);
+      // Work in the background may have started more (a migration that waited begins the rest).
+      while (background.length > 0) await Promise.allSettled(background.splice(0));
     },
   };
 }

@@ -6,7 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionContext } from 'ava';
-import { prepareFanOutGroup, retireGroups, settleParkedMessages } from '../../dispatcher/fan-out-group.ts';
+import {
+  type PreparedGroup,
+  prepareFanOutGroup,
+  retireGroups,
+  settleParkedMessages,
+  type WaitingGroup,
+} from '../../dispatcher/fan-out-group.ts';
 import {
   type EventStore,
   MAX_RETRY_COUNT,
@@ -39,6 +45,14 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await delay(20);
   }
+}
+
+/** A prepared group: the migration did not wait (the other group's checkpoint was there). */
+export function ready(prepared: PreparedGroup | WaitingGroup): PreparedGroup {
+  if ('waiting' in prepared) {
+    throw new Error(`the migration waits for ${prepared.waiting.map((g) => g.group).join(', ')}`);
+  }
+  return prepared;
 }
 
 const numbers = (events: RecordedEvent[]) =>
@@ -92,7 +106,7 @@ export async function migrationScenario(
         base,
         definition: later,
         settings: { maxRetryCount: 100, messageTimeoutMs: 30_000 },
-      }),
+      }).then(ready),
     ),
   );
   for (const prepared of starts) {
@@ -216,4 +230,56 @@ export async function parkedScenario(t: ExecutionContext, store: EventStore, p: 
   });
   t.deepEqual([...new Set(handled.map((e) => e.id))], [original.id], 'only the parked message');
   await store.deletePersistentSubscription(group);
+}
+
+/**
+ * A group of an earlier definition that reports no checkpoint (no consumer ever joined it). With
+ * nothing of the new definition after its start it has handled nothing: the new group is made at once,
+ * from that start. Once such an event follows its start, the same group makes the migration wait (it
+ * may be one EventStoreDB is still loading), until the caller takes it as having none.
+ */
+export async function uncheckpointedScenario(
+  t: ExecutionContext,
+  store: EventStore,
+  p: string,
+): Promise<void> {
+  const base = `${p}-fan-out`;
+  const earlier: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`] } };
+  const later: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`, `${p}Dropped`] } };
+  const oldGroup = groupNameOf(base, earlier);
+  const newGroup = groupNameOf(base, later);
+  await store.createPersistentSubscription(oldGroup, earlier);
+  t.is((await store.getPersistentSubscriptionInfo(oldGroup)).lastCheckpointedPosition, undefined);
+  const options = {
+    store,
+    base,
+    definition: later,
+    settings: { maxRetryCount: 10, messageTimeoutMs: 30_000 },
+  };
+
+  const prepared = ready(await prepareFanOutGroup(options));
+  t.is(prepared.group, newGroup);
+  t.deepEqual(
+    prepared.retired.map((g) => g.group),
+    [oldGroup],
+  );
+  t.like((await store.getPersistentSubscriptionInfo(newGroup)).settings, { from: { after: 0 } });
+
+  await store.deletePersistentSubscription(newGroup);
+  await store.append(`${p}-cart-1`, [event(`${p}Dropped`, 1)]);
+  const waiting = await prepareFanOutGroup(options);
+  t.deepEqual(
+    ('waiting' in waiting ? waiting.waiting : []).map((g) => g.group),
+    [oldGroup],
+    'the migration waits for it',
+  );
+  t.deepEqual(
+    (await store.listPersistentSubscriptions()).filter((g) => isGroupOf(base, g.group)).map((g) => g.group),
+    [oldGroup],
+    'no group made while it waits',
+  );
+  ready(await prepareFanOutGroup({ ...options, noCheckpointMeansNone: true }));
+  t.like((await store.getPersistentSubscriptionInfo(newGroup)).settings, { from: { after: 0 } });
+  await store.deletePersistentSubscription(newGroup);
+  await store.deletePersistentSubscription(oldGroup);
 }

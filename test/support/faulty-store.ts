@@ -1,11 +1,11 @@
 /**
  * An event store that fails the way a real server does, around the embedded one: it drops catch-up
  * subscriptions and persistent consumers mid-stream, refuses appends as unavailable (before writing,
- * or after writing with the answer lost), fails the reads of a stream until told to stop, and delays
- * acknowledgements, and can lose what a replay of parked messages moves, as EventStoreDB can. Its
- * persistent consumers can run their handlers as the EventStoreDB adapter does (at most a buffer's
- * worth at once). Everything else passes through. The supervisor, the followers and the dispatcher
- * are tested through it (docs/operations.md, "Recovery").
+ * or after writing with the answer lost), fails the reads of a stream until told to stop, delays
+ * acknowledgements, loses what a replay of parked messages moves, and hides a group's checkpoint
+ * while it loads, as EventStoreDB can. Its persistent consumers can run their handlers as the
+ * EventStoreDB adapter does (at most a buffer's worth at once). Everything else passes through. The
+ * supervisor, the followers and the dispatcher are tested through it (docs/operations.md, "Recovery").
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -20,6 +20,7 @@ import {
   type PersistentConsumer,
   type PersistentConsumerOptions,
   type PersistentMessage,
+  type PersistentSubscriptionInfo,
   type ReadStreamOptions,
   type RecordedEvent,
 } from '../../eventstore/port.ts';
@@ -69,6 +70,12 @@ export interface FaultyStore extends EventStore {
    * `before` runs at each replay, before anything moves; `lost` names the events dropped.
    */
   loseReplayedParkedMessages(before?: (group: string) => Promise<void> | void): { readonly lost: string[] };
+  /**
+   * The group reports no checkpoint until `loaded()`, as an EventStoreDB group does while the server
+   * loads it after a restart (its PersistentSubscription, before OnCheckpointLoaded); `looks` counts
+   * the answers that hid it.
+   */
+  loadingCheckpoint(group: string): { readonly looks: number; loaded(): void };
   /** What was injected so far. */
   readonly injected: { drops: number; failedAppends: number };
 }
@@ -143,6 +150,14 @@ export function faultyStore(inner: EventStore): FaultyStore {
   /** While replays lose what they move: what runs before each, and the events dropped, by group. */
   let losing: { before?: (group: string) => Promise<void> | void; lost: string[] } | undefined;
   const dropping = new Map<string, Set<string>>();
+  /** Groups whose checkpoint is being loaded: how many answers hid it. */
+  const loading = new Map<string, { looks: number }>();
+  const asLoaded = (info: PersistentSubscriptionInfo): PersistentSubscriptionInfo => {
+    const hiding = loading.get(info.group);
+    if (!hiding) return info;
+    hiding.looks += 1;
+    return { ...info, lastCheckpointedPosition: undefined };
+  };
 
   async function readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
     const poison = poisoned.get(streamId);
@@ -254,8 +269,8 @@ export function faultyStore(inner: EventStore): FaultyStore {
     createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
-    getPersistentSubscriptionInfo: (g) => inner.getPersistentSubscriptionInfo(g),
-    listPersistentSubscriptions: () => inner.listPersistentSubscriptions(),
+    getPersistentSubscriptionInfo: async (g) => asLoaded(await inner.getPersistentSubscriptionInfo(g)),
+    listPersistentSubscriptions: async () => (await inner.listPersistentSubscriptions()).map(asLoaded),
     subscribeToPersistent,
     listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
     async replayParkedMessages(g) {
@@ -303,6 +318,16 @@ export function faultyStore(inner: EventStore): FaultyStore {
     },
     handedOut: (eventId) => handed.get(eventId) ?? 0,
     acked: (eventId) => acks.get(eventId) ?? 0,
+    loadingCheckpoint(group) {
+      const hiding = { looks: 0 };
+      loading.set(group, hiding);
+      return {
+        get looks() {
+          return hiding.looks;
+        },
+        loaded: () => loading.delete(group),
+      };
+    },
     loseReplayedParkedMessages(before) {
       losing = { before, lost: [] };
       return losing;
