@@ -39,7 +39,12 @@ export interface PlatformDeps {
   lookups: Lookups;
   clock: Clock;
   operatorToken: string;
+  /** How long a special's write waits for this process's pricing to apply it (5 s). */
+  specialsWaitMs?: number;
 }
+
+/** Seconds a client waits before it asks again whether this replica's pricing applies a special. */
+const PRICING_RETRY_AFTER_SECONDS = 5;
 
 const idParams = z.object({ id: pathId });
 const menuProductParams = z.object({ store_id: pathId, id: pathId });
@@ -91,7 +96,28 @@ function platformWrites(deps: PlatformDeps) {
   const createdOr200 = (result: { events: unknown[]; revision: number }) =>
     result.events.length > 0 && result.revision + 1 === result.events.length ? 201 : 200;
 
-  return { run, now, exists, storeExists, createdOr200, commands, specials, lookups };
+  /**
+   * Waits until this process's pricing applies the special written at `result` (docs/write-side.md,
+   * "Lookups"). Its follower may be behind or down (just after an EventStoreDB restart it waits for its
+   * pause, up to 30 s): the write stands, and the answer is a 503 that says so, never a 500.
+   */
+  async function pricingApplies(id: number, result: { revision: number; position: number }): Promise<void> {
+    try {
+      await specials.waitFor(result.position, deps.specialsWaitMs);
+    } catch {
+      throw new HttpProblem(503, {
+        code: 'pricing_catching_up',
+        detail:
+          `special ${id} was written (revision ${result.revision}, position ${result.position}), but pricing ` +
+          'on this replica has not caught up with it yet, so items placed here meanwhile may be priced ' +
+          'without it; retry the request (it writes nothing again) to learn when it applies',
+        headers: { 'Retry-After': String(PRICING_RETRY_AFTER_SECONDS) },
+        extensions: { revision: result.revision, position: result.position },
+      });
+    }
+  }
+
+  return { run, now, exists, storeExists, createdOr200, commands, specials, lookups, pricingApplies };
 }
 
 /** Stores and their curbside pickup settings. */
@@ -130,7 +156,7 @@ function storeRoutes(router: Router<AppState>, writes: PlatformWrites): void {
 
 /** Brands, products, menu products, reviews and specials. */
 function catalogRoutes(router: Router<AppState>, writes: PlatformWrites): void {
-  const { run, now, exists, storeExists, createdOr200, commands, specials } = writes;
+  const { run, now, exists, storeExists, createdOr200, commands, pricingApplies } = writes;
   router.put('/brands/:id', async (ctx) => {
     const { id } = parseParams(ctx.params, idParams, 404);
     const fields = parseBody(ctx, brand.brandFields);
@@ -212,7 +238,7 @@ function catalogRoutes(router: Router<AppState>, writes: PlatformWrites): void {
       at: now(),
     });
     // Items placed after this answer are priced with this special.
-    await specials.waitFor(result.position);
+    await pricingApplies(id, result);
     answerWrite(ctx, createdOr200(result), { special: special.toRecord(result.state) }, result);
   });
 }
