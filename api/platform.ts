@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
+import type { Next } from 'koa';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
 import type { Lookups } from '../application/lookups.ts';
@@ -41,10 +42,36 @@ export interface PlatformDeps {
   operatorToken: string;
   /** How long a special's write waits for this process's pricing to apply it (5 s). */
   specialsWaitMs?: number;
+  /**
+   * Whether the lookups and the specials have been built (docs/operations.md, "Health"); until then
+   * every write answers 503. Built when left out.
+   */
+  writeSideBuilt?: () => boolean;
 }
 
 /** Seconds a client waits before it asks again whether this replica's pricing applies a special. */
 const PRICING_RETRY_AFTER_SECONDS = 5;
+/** Seconds a client waits before it writes again to a replica whose write side is not built yet. */
+const WRITE_SIDE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Refuses every write until the lookups and the store specials are built: a command decided without
+ * them would find no menu product, or price a line without the store's specials.
+ */
+function writeSideBuilt(built: () => boolean) {
+  return async function whenBuilt(_ctx: AppContext, next: Next): Promise<void> {
+    if (!built()) {
+      throw new HttpProblem(503, {
+        code: 'write_side_starting',
+        detail:
+          'this replica has not built its lookups and store specials yet (the event store has not answered ' +
+          'since it started); retry after Retry-After seconds',
+        headers: { 'Retry-After': String(WRITE_SIDE_RETRY_AFTER_SECONDS) },
+      });
+    }
+    await next();
+  };
+}
 
 const idParams = z.object({ id: pathId });
 const menuProductParams = z.object({ store_id: pathId, id: pathId });
@@ -57,6 +84,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     router,
     operatorAuth(deps.operatorToken),
     writeErrors,
+    writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
     jsonBody(),
     idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }),
   );

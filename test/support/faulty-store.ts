@@ -38,6 +38,11 @@ export interface FaultyStore extends EventStore {
    * ends at once with an unavailable error, before any event. The open ones `dropSubscriptions` ends.
    */
   refuseSubscriptions(on: boolean): void;
+  /**
+   * While on, reads fail as unavailable too (`readStream`, `readAll`, `headPosition`, `countAll`): with
+   * `refuseSubscriptions`, a server that is down, as when a process starts during an outage.
+   */
+  refuseReads(on: boolean): void;
   /** The next `count` appends fail as unavailable: `before` writing, or `after` (the answer is lost). */
   failAppends(count: number, when?: 'before' | 'after'): void;
   /** Acknowledgements of persistent messages wait this long first (0: none). */
@@ -159,7 +164,15 @@ export function faultyStore(inner: EventStore): FaultyStore {
     return { ...info, lastCheckpointedPosition: undefined };
   };
 
+  let refusingReads = false;
+  /** Runs a read, or fails it as the server out of reach would. */
+  const read = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+    if (refusingReads) throw unavailable(`${what} refused: the server is out of reach`);
+    return run();
+  };
+
   async function readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
+    if (refusingReads) throw unavailable(`read of ${streamId} refused: the server is out of reach`);
     const poison = poisoned.get(streamId);
     if (poison) {
       poison.failed += 1;
@@ -262,9 +275,9 @@ export function faultyStore(inner: EventStore): FaultyStore {
     kind: inner.kind,
     append,
     readStream,
-    readAll: (o) => inner.readAll(o),
-    headPosition: (f) => inner.headPosition(f),
-    countAll: (o) => inner.countAll(o),
+    readAll: (o) => read('read of $all', () => inner.readAll(o)),
+    headPosition: (f) => read('read of the head', () => inner.headPosition(f)),
+    countAll: (o) => read('count of $all', () => inner.countAll(o)),
     subscribeToAll,
     createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
@@ -293,6 +306,9 @@ export function faultyStore(inner: EventStore): FaultyStore {
     },
     refuseSubscriptions(on) {
       refusing = on;
+    },
+    refuseReads(on) {
+      refusingReads = on;
     },
     failAppends(count, when = 'before') {
       failing = { count, when };
