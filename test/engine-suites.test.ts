@@ -111,6 +111,22 @@ test('under PDS_REQUIRE_ENGINES=1, each engine suite without its engine fails, n
   t.regex(lineOf(output, 'end-to-end suite against a deployment'), /\[skip\]/);
 });
 
+test('with PDS_TEST_MONGO_URL set but no containers, the MongoDB cases that start servers of their own are skipped saying why, or fail under PDS_REQUIRE_ENGINES=1', async (t) => {
+  // Only those cases run (`--match`): the others would dial the URL, which nothing answers.
+  const suite = ['test/contract/read-store-mongo.test.ts', '--match', '*outage and standalone cases*'];
+  const env = { PDS_TEST_MONGO_URL: 'mongodb://127.0.0.1:1/?replicaSet=rs0' };
+  const why = 'they start MongoDB containers of their own, and PDS_TEST_CONTAINERS=0 turns containers off';
+  const skipped = await runSuites(suite, env);
+  t.is(skipped.status, 0, skipped.output);
+  t.regex(lineOf(skipped.output, 'MongoDB outage and standalone cases', why), /\[skip\]/, skipped.output);
+  t.true(skipped.output.includes(`MongoDB outage and standalone cases skipped: ${why}\n`), skipped.output);
+  const required = await runSuites(suite, { ...env, PDS_REQUIRE_ENGINES: '1' });
+  t.not(required.status, 0, required.output);
+  const line = lineOf(required.output, 'MongoDB outage and standalone cases', why);
+  t.regex(line, /✘/, required.output);
+  t.regex(line, /PDS_REQUIRE_ENGINES=1/);
+});
+
 test('npm run e2e:compose without docker: skipped with the reason, or under PDS_REQUIRE_ENGINES=1 a failure', async (t) => {
   // A PATH without docker, here as on a machine that has it.
   const empty = await mkdtemp(path.join(tmpdir(), 'pds-no-docker-'));
