@@ -10,7 +10,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { composeService, eventStoreDefinition, mongoReplicaSetDefinition } from './support/containers.ts';
+import {
+  composeEnvironment,
+  composeService,
+  EVENTSTORE_IMAGE_DATA,
+  eventStoreDefinition,
+  mongoReplicaSetDefinition,
+} from './support/containers.ts';
 import { containersProblem, enginesRequired } from './support/engines.ts';
 import { ROOT } from './support/source-files.ts';
 
@@ -146,9 +152,24 @@ test('npm run e2e:compose without docker: skipped with the reason, or under PDS_
 test('the containers are the engines of docker-compose.yml: EventStoreDB on disk, MongoDB through its replica-set URL', async (t) => {
   const eventstore = await composeService('eventstore');
   const esdb = eventStoreDefinition(eventstore);
-  t.is(esdb.image, eventstore.image);
-  t.deepEqual(esdb.environment, eventstore.environment, "the compose file's settings, nothing added");
-  t.false('EVENTSTORE_MEM_DB' in esdb.environment, 'the data on disk, not in memory');
+  // What the suite's container runs with: the data on disk, where the image keeps it, which the
+  // compose file keeps in a volume: so a restart of either finds the data it had.
+  const memDb = esdb.environment.EVENTSTORE_MEM_DB?.trim().toLowerCase();
+  t.true(
+    memDb === undefined || memDb === 'false',
+    `the data on disk, not in memory: EVENTSTORE_MEM_DB=${memDb}`,
+  );
+  const dataPath = esdb.environment.EVENTSTORE_DB;
+  t.true(
+    dataPath === undefined || dataPath === EVENTSTORE_IMAGE_DATA,
+    `the data where the image keeps it (${EVENTSTORE_IMAGE_DATA}), not ${dataPath}`,
+  );
+  t.true(eventstore.volumeTargets.includes(EVENTSTORE_IMAGE_DATA), "in a volume of the compose file's");
+  t.deepEqual(
+    composeEnvironment(['EVENTSTORE_MEM_DB=true', 'EVENTSTORE_DB=/data=1', 'BARE']),
+    { EVENTSTORE_MEM_DB: 'true', EVENTSTORE_DB: '/data=1', BARE: '' },
+    'an environment written as a list is read too',
+  );
 
   const mongo = await composeService('mongo');
   const set = mongoReplicaSetDefinition(mongo, 41_234);
