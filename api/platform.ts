@@ -55,8 +55,9 @@ const PRICING_RETRY_AFTER_SECONDS = 5;
 const WRITE_SIDE_RETRY_AFTER_SECONDS = 5;
 
 /**
- * Refuses every write until the lookups and the store specials are built: a command decided without
- * them would find no menu product, or price a line without the store's specials.
+ * Refuses every write until the lookups and the store specials are built: a line priced before the
+ * specials are would be priced without them, and until then the event store has not answered this
+ * replica (docs/operations.md, "Health").
  */
 function writeSideBuilt(built: () => boolean) {
   return async function whenBuilt(_ctx: AppContext, next: Next): Promise<void> {
