@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
+import type { Next } from 'koa';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
 import type { Lookups } from '../application/lookups.ts';
@@ -39,6 +40,38 @@ export interface PlatformDeps {
   lookups: Lookups;
   clock: Clock;
   operatorToken: string;
+  /** How long a special's write waits for this process's pricing to apply it (5 s). */
+  specialsWaitMs?: number;
+  /**
+   * Whether the lookups and the specials have been built (docs/operations.md, "Health"); until then
+   * every write answers 503. Built when left out.
+   */
+  writeSideBuilt?: () => boolean;
+}
+
+/** Seconds a client waits before it asks again whether this replica's pricing applies a special. */
+const PRICING_RETRY_AFTER_SECONDS = 5;
+/** Seconds a client waits before it writes again to a replica whose write side is not built yet. */
+const WRITE_SIDE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Refuses every write until the lookups and the store specials are built: a line priced before the
+ * specials are would be priced without them, and until then the event store has not answered this
+ * replica (docs/operations.md, "Health").
+ */
+function writeSideBuilt(built: () => boolean) {
+  return async function whenBuilt(_ctx: AppContext, next: Next): Promise<void> {
+    if (!built()) {
+      throw new HttpProblem(503, {
+        code: 'write_side_starting',
+        detail:
+          'this replica has not built its lookups and store specials yet (the event store has not answered ' +
+          'since it started); retry after Retry-After seconds',
+        headers: { 'Retry-After': String(WRITE_SIDE_RETRY_AFTER_SECONDS) },
+      });
+    }
+    await next();
+  };
 }
 
 const idParams = z.object({ id: pathId });
@@ -52,6 +85,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     router,
     operatorAuth(deps.operatorToken),
     writeErrors,
+    writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
     jsonBody(),
     idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }),
   );
@@ -91,7 +125,28 @@ function platformWrites(deps: PlatformDeps) {
   const createdOr200 = (result: { events: unknown[]; revision: number }) =>
     result.events.length > 0 && result.revision + 1 === result.events.length ? 201 : 200;
 
-  return { run, now, exists, storeExists, createdOr200, commands, specials, lookups };
+  /**
+   * Waits until this process's pricing applies the special written at `result` (docs/write-side.md,
+   * "Lookups"). Its follower may be behind or down (just after an EventStoreDB restart it waits for its
+   * pause, up to 30 s): the write stands, and the answer is a 503 that says so, never a 500.
+   */
+  async function pricingApplies(id: number, result: { revision: number; position: number }): Promise<void> {
+    try {
+      await specials.waitFor(result.position, deps.specialsWaitMs);
+    } catch {
+      throw new HttpProblem(503, {
+        code: 'pricing_catching_up',
+        detail:
+          `special ${id} was written (revision ${result.revision}, position ${result.position}), but pricing ` +
+          'on this replica has not caught up with it yet, so items placed here meanwhile may be priced ' +
+          'without it; retry the request (it writes nothing again) to learn when it applies',
+        headers: { 'Retry-After': String(PRICING_RETRY_AFTER_SECONDS) },
+        extensions: { revision: result.revision, position: result.position },
+      });
+    }
+  }
+
+  return { run, now, exists, storeExists, createdOr200, commands, specials, lookups, pricingApplies };
 }
 
 /** Stores and their curbside pickup settings. */
@@ -130,7 +185,7 @@ function storeRoutes(router: Router<AppState>, writes: PlatformWrites): void {
 
 /** Brands, products, menu products, reviews and specials. */
 function catalogRoutes(router: Router<AppState>, writes: PlatformWrites): void {
-  const { run, now, exists, storeExists, createdOr200, commands, specials } = writes;
+  const { run, now, exists, storeExists, createdOr200, commands, pricingApplies } = writes;
   router.put('/brands/:id', async (ctx) => {
     const { id } = parseParams(ctx.params, idParams, 404);
     const fields = parseBody(ctx, brand.brandFields);
@@ -212,7 +267,7 @@ function catalogRoutes(router: Router<AppState>, writes: PlatformWrites): void {
       at: now(),
     });
     // Items placed after this answer are priced with this special.
-    await specials.waitFor(result.position);
+    await pricingApplies(id, result);
     answerWrite(ctx, createdOr200(result), { special: special.toRecord(result.state) }, result);
   });
 }

@@ -31,6 +31,8 @@ export interface AggregateIndexOptions<E extends DomainEvent, S> {
   onChange?(id: string, before: S | undefined, after: S): void;
   /** Paces resubscriptions after a drop and reports the index's health. */
   supervisor?: Supervisor;
+  /** The subscription dropped; it is opened again after a pause. */
+  onDrop?(error: unknown): void;
 }
 
 export function createAggregateIndex<E extends DomainEvent, S>(
@@ -60,6 +62,7 @@ export function createAggregateIndex<E extends DomainEvent, S>(
     apply(events) {
       for (const e of events) apply(e);
     },
+    onDrop: options.onDrop,
   });
   follower.start();
 

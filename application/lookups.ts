@@ -30,6 +30,8 @@ export interface LookupsOptions {
   /** The stream prefixes cached, e.g. `menuproduct-`. */
   prefixes: readonly string[];
   supervisor?: Supervisor;
+  /** Told when the follower's subscription drops (it is opened again after a pause). */
+  onDrop?(error: unknown): void;
   maxStates?: number;
   maxChanges?: number;
 }
@@ -66,9 +68,10 @@ export class Lookups {
       apply: (events) => {
         for (const e of events) this.#changed(e.streamId, e.position);
       },
-      onDrop: () => {
+      onDrop: (error) => {
         this.#live = false;
         this.#states.clear();
+        options.onDrop?.(error);
       },
       onCaughtUp: () => {
         this.#live = true;

@@ -16,12 +16,15 @@ export function createStoreSpecials(
   store: EventStore,
   registry: EventRegistry,
   supervisor?: Supervisor,
+  /** Told when the specials' subscription drops (it is opened again after a pause). */
+  onDrop?: (error: unknown) => void,
 ): StoreSpecials {
   const byStore = new Map<number, Map<number, PricingSpecial>>();
   const index = createAggregateIndex(store, registry, {
     prefix: 'special-',
     decider,
     supervisor,
+    onDrop,
     onChange(_id, before, after) {
       if (before?.exists) byStore.get(before.store_id)?.delete(before.special_id);
       if (!after.exists) return;

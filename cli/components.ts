@@ -14,8 +14,7 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
-import { Lookups } from '../application/lookups.ts';
-import { createStoreSpecials, type StoreSpecials } from '../application/store-specials.ts';
+import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
@@ -28,6 +27,7 @@ import {
 } from './dispatcher-components.ts';
 import { type ReadSideShared, readSide } from './read-side.ts';
 import { type RoleThread, roleThread, ThreadUnavailableError } from './role-thread.ts';
+import { subscriptionImpact } from './supervision.ts';
 
 export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
 
@@ -92,10 +92,15 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
   };
 }
 
-/** The platform and admin APIs and the operator console, with the write side's own lookup of store specials (for pricing). */
+/**
+ * The platform and admin APIs and the operator console, with the write side's lookups and its own
+ * lookup of store specials (for pricing). Its start waits for those while the event store answers; at
+ * the first setback it goes on, and they are built in the background: an `api` replica is only degraded
+ * meanwhile (partner reads are served) and its platform writes answer 503, while role `all` requires
+ * them (docs/operations.md, "Health").
+ */
 export function writeApi(shared: Shared, clock: Clock = systemClock): Component {
-  let specials: StoreSpecials | undefined;
-  let lookups: Lookups | undefined;
+  let writeSide: WriteSideLookups | undefined;
   return {
     name: 'write-api',
     roles: ['api'],
@@ -103,22 +108,29 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const store = ctx.eventStore;
       const commands = createCommandHandler(store, eventRegistry);
       if (!shared.readStore) throw new Error('the admin API needs the read side started first');
-      specials = createStoreSpecials(store, eventRegistry, ctx.supervisor);
-      lookups = new Lookups({
+      const built = buildWriteSideLookups({
         store,
         registry: eventRegistry,
         prefixes: ['menuproduct-', 'product-', 'brand-', 'store-'],
         supervisor: ctx.supervisor,
       });
-      let ready = false;
-      ctx.readiness.add('write_side_lookups', () => ready);
-      const caughtUp = Promise.all([specials.caughtUp, lookups.start()]).then(() => {
-        ready = true;
-      });
+      writeSide = built;
+      ctx.readiness.add('write_side_lookups', () => built.built(), { impact: subscriptionImpact(ctx.role) });
+      const { specials, lookups } = built;
       const operatorToken = ctx.config.operatorToken;
       const readStore = shared.readStore;
       ctx.app.use(
-        routesOf(createPlatformRouter({ store, commands, specials, lookups, clock, operatorToken })),
+        routesOf(
+          createPlatformRouter({
+            store,
+            commands,
+            specials,
+            lookups,
+            clock,
+            operatorToken,
+            writeSideBuilt: built.built,
+          }),
+        ),
       );
       const webhooks = {
         secretKey: ctx.config.secretKey,
@@ -130,11 +142,17 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       );
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
-      await caughtUp;
+      if ((await built.settled) === 'built') return;
+      ctx.logger.warn(
+        'the event store does not answer: the write side lookups are built once it does, and platform writes answer 503 until then',
+      );
+      built.whenBuilt.then(
+        () => ctx.logger.info('the write side lookups are built: platform writes are served'),
+        () => {},
+      );
     },
     async stop() {
-      await lookups?.stop();
-      await specials?.stop();
+      await writeSide?.stop();
     },
   };
 }

@@ -10,11 +10,12 @@ import { type SubscriptionHealth, Supervisor, type SupervisorOptions } from '../
 import type { Role } from './roles.ts';
 
 /**
- * What a subscription that is down means to a role (docs/operations.md, "Health"). An `api` process
- * serves partner reads from the read store; its subscriptions (the write side's lookups and specials,
- * and with a `memory` read store its own read models once caught up) only make writes answer 503 or
- * reads staler while they are down, so a drop (any EventStoreDB blip) degrades it but does not take it
- * out of the load balancer. The projector, the dispatcher and `all` (one machine's whole service) do
+ * What a subscription that is down, or the write side's lookups not built yet, means to a role
+ * (docs/operations.md, "Health"). An `api` process serves partner reads from the read store; its
+ * subscriptions (the write side's lookups and specials, and with a `memory` read store its own read
+ * models once caught up) only make writes answer 503 or reads staler while they are down, so a drop
+ * (any EventStoreDB blip), or a start during an outage, degrades it but does not take it out of the
+ * load balancer. The projector, the dispatcher and `all` (one machine's whole service) do
  * their work through their subscriptions: a drop makes them unready.
  */
 export function subscriptionImpact(role: Role): CheckImpact {

@@ -11,8 +11,9 @@
  * group's message timeout, the message is handed out again by the group (its retry count grows; the
  * group's bound on it is the largest there is, so it is never reached): such a copy joins the handling
  * under way instead of starting another or taking a place in the cart's line, and is acknowledged
- * with it. A handling whose every copy came from a consumer that has since dropped ends unacknowledged:
- * the group hands the event out again, to the consumer that joins next.
+ * with it (at once, when it joins while the handling's acknowledgements are under way). A handling
+ * whose every copy came from a consumer that has since dropped ends unacknowledged: the group hands
+ * the event out again, to the consumer that joins next.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
@@ -50,6 +51,8 @@ interface Handling {
   event: RecordedEvent;
   copies: Array<{ message: PersistentMessage; generation: Generation }>;
   run: Promise<void>;
+  /** Its deliveries are scheduled and its copies are being acknowledged: a copy that joins now is acked at once. */
+  acknowledging: boolean;
 }
 
 export function createHandlings(options: HandlingOptions) {
@@ -68,8 +71,12 @@ export function createHandlings(options: HandlingOptions) {
   const alive = (h: Handling) =>
     !stopped && h.copies.some((c) => c.generation === KEPT || c.generation === live);
 
-  /** Acknowledges every copy; false when none could be (its consumer is gone). */
+  /**
+   * Acknowledges every copy; false when none could be (its consumer is gone). A copy that joins while
+   * the acks are under way is acknowledged by `receive` itself.
+   */
   async function acknowledge(h: Handling): Promise<boolean> {
+    h.acknowledging = true;
     const answers = await Promise.allSettled(h.copies.map((c) => c.message.ack()));
     if (answers.some((a) => a.status === 'fulfilled')) return true;
     const failed = answers.find((a) => a.status === 'rejected');
@@ -126,10 +133,20 @@ export function createHandlings(options: HandlingOptions) {
       const joined = handlings.get(message.event.id);
       if (joined) {
         joined.copies.push({ message, generation });
+        // The handling has taken its list of copies to acknowledge: this one is answered now, or the
+        // group would hold it (and the checkpoint behind it) until its message timeout.
+        if (joined.acknowledging) {
+          message.ack().catch((err: unknown) => {
+            logger?.warn(
+              { err, event: message.event.id },
+              'webhook fan-out: the acknowledgement failed; the group hands the event out again',
+            );
+          });
+        }
         return { joined: true, run: joined.run };
       }
       const key = message.event.streamId;
-      const h = { event: message.event, copies: [{ message, generation }] } as Handling;
+      const h = { event: message.event, copies: [{ message, generation }], acknowledging: false } as Handling;
       handlings.set(message.event.id, h);
       h.run = (chains.get(key) ?? Promise.resolve()).then(() => handle(h));
       chains.set(key, h.run);

@@ -6,9 +6,10 @@
  * decided on the queue as stored), so nothing is lost and nothing is owed twice.
  *
  * One cart's events are handled in order, and one that fails is tried again in place until it
- * succeeds, never parked (`fan-out-handling.ts`). The group is found, updated or made at start, and
- * what earlier versions left parked is replayed (`fan-out-group.ts`;
- * docs/operations.md, "The fan-out's group"). The queue also orders by the cart event's revision,
+ * succeeds, never parked (`fan-out-handling.ts`). The group is found, updated or made at start (a
+ * migration from a group of another definition waiting, in the background, for that group's
+ * checkpoint), and what earlier versions left parked is handled, then replayed to clear it
+ * (`fan-out-group.ts`; docs/operations.md, "The fan-out's group"). The queue also orders by the cart event's revision,
  * whatever the write order.
  */
 import type { Logger } from 'pino';
@@ -24,7 +25,14 @@ import {
   type RecordedEvent,
 } from '../eventstore/port.ts';
 import { FAN_OUT_DEFINITION, FAN_OUT_GROUP } from '../webhooks/fan-out-group.ts';
-import { type FanOutGroupSettings, prepareFanOutGroup, retireGroups } from './fan-out-group.ts';
+import {
+  type FanOutGroupSettings,
+  type PreparedGroup,
+  prepareFanOutGroup,
+  prepareWhenCheckpointed,
+  retireGroups,
+  settleParkedMessages,
+} from './fan-out-group.ts';
 import { createHandlings, type HandlingStats, KEPT } from './fan-out-handling.ts';
 import { type RetryingView, type RetryPacing, retryPause } from './fan-out-retry.ts';
 import { createOwedDeliveries, type DeliveryScheduling } from './fan-out-schedule.ts';
@@ -65,6 +73,23 @@ export interface FanOut {
   stop(): Promise<void>;
 }
 
+/** A parked message, handled as the group would hand it out; answers whether it was. */
+function parkedHandler(handlings: ReturnType<typeof createHandlings>) {
+  return async (event: RecordedEvent): Promise<boolean> => {
+    let acked = false;
+    const message: PersistentMessage = {
+      event,
+      retryCount: 0,
+      ack: async () => {
+        acked = true;
+      },
+      nack: async () => {},
+    };
+    await handlings.receive(message, KEPT).run;
+    return acked;
+  };
+}
+
 export function createFanOut(options: FanOutOptions): FanOut {
   const { store, clock, tracker, deliveries, logger } = options;
   const registry = options.registry ?? eventRegistry;
@@ -79,7 +104,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
   let consumer: PersistentConsumer | undefined;
   let generation = KEPT;
   let retry: NodeJS.Timeout | undefined;
-  /** Work at start that may have to wait for the store: replaying parked messages, retiring other groups. */
+  /** Work at start that may have to wait for the store: handling parked messages, retiring other groups. */
   const background: Promise<void>[] = [];
   let stopped = false;
   const health = (options.supervisor ?? new Supervisor()).watch('webhook fan-out');
@@ -114,20 +139,18 @@ export function createFanOut(options: FanOutOptions): FanOut {
     });
   }
 
-  /** A parked message of a retired group, handled as the group would hand it out; answers whether it was. */
-  async function handleParked(event: RecordedEvent): Promise<boolean> {
-    let acked = false;
-    const message: PersistentMessage = {
-      event,
-      retryCount: 0,
-      ack: async () => {
-        acked = true;
-      },
-      nack: async () => {},
-    };
-    await handlings.receive(message, KEPT).run;
-    return acked;
-  }
+  const handleParked = parkedHandler(handlings);
+
+  const groupOptions = {
+    store,
+    base,
+    definition: FAN_OUT_DEFINITION,
+    settings: {
+      ...GROUP_SETTINGS,
+      messageTimeoutMs: options.messageTimeoutMs ?? GROUP_SETTINGS.messageTimeoutMs,
+    },
+    logger,
+  };
 
   /** Runs `work` until it succeeds or the fan-out stops, pausing longer after each failure. */
   function keepTrying(what: string, work: () => Promise<unknown>): void {
@@ -146,35 +169,49 @@ export function createFanOut(options: FanOutOptions): FanOut {
     background.push(run());
   }
 
+  /** Joins the group, and hands what is parked (in it, or in groups of another definition) to the fan-out. */
+  function begin(prepared: PreparedGroup): void {
+    group = prepared.group;
+    consume();
+    if (prepared.parked > 0) {
+      logger?.warn(
+        { group, parked: prepared.parked },
+        'webhook fan-out group holds parked messages: scheduling their webhooks',
+      );
+    }
+    // Parked before the group was set never to park (or by hand): their webhooks are owed. Looked
+    // for whatever the group's count said, which EventStoreDB shows as 0 while it loads the group.
+    keepTrying('handling the parked messages of the webhook fan-out group', () =>
+      settleParkedMessages(store, group, handleParked, logger),
+    );
+    if (prepared.retired.length > 0) {
+      keepTrying('retiring a webhook fan-out group of another definition', () =>
+        retireGroups(store, prepared.retired, handleParked, logger),
+      );
+    }
+  }
+
   return {
     async start() {
-      const prepared = await prepareFanOutGroup({
-        store,
-        base,
-        definition: FAN_OUT_DEFINITION,
-        settings: {
-          ...GROUP_SETTINGS,
-          messageTimeoutMs: options.messageTimeoutMs ?? GROUP_SETTINGS.messageTimeoutMs,
-        },
-        logger,
-      });
+      const since = clock.now().getTime();
+      const prepared = await prepareFanOutGroup(groupOptions);
+      if (!('waiting' in prepared)) {
+        begin(prepared);
+        return;
+      }
+      // Not joined yet: the group of this definition is made once the other's checkpoint shows.
       group = prepared.group;
-      consume();
-      if (prepared.parked > 0) {
-        // Parked before the group was set never to park (or by hand): their webhooks are owed.
-        logger?.warn(
-          { group, parked: prepared.parked },
-          'webhook fan-out group holds parked messages: replaying them',
-        );
-        keepTrying('replaying the parked messages of the webhook fan-out group', () =>
-          store.replayParkedMessages(group),
-        );
-      }
-      if (prepared.retired.length > 0) {
-        keepTrying('retiring a webhook fan-out group of another definition', () =>
-          retireGroups(store, prepared.retired, handleParked, logger),
-        );
-      }
+      keepTrying('migrating from a webhook fan-out group of another definition', async () => {
+        const checkpointed = await prepareWhenCheckpointed(prepared, {
+          ...groupOptions,
+          clock,
+          since,
+          pacing: options.retry,
+          pause: (ms) => handlings.pause('start:checkpoint', ms),
+          stopped: () => stopped,
+        });
+        if (checkpointed && !stopped) begin(checkpointed);
+      });
     },
     stats: () => ({ ...handlings.stats }),
     retrying: () => handlings.retrying(),
@@ -186,7 +223,8 @@ export function createFanOut(options: FanOutOptions): FanOut {
       const stopping = handlings.stop();
       await consumer?.stop().catch(() => {});
       await stopping;
-      await Promise.allSettled(background);
+      // Work in the background may have started more (a migration that waited begins the rest).
+      while (background.length > 0) await Promise.allSettled(background.splice(0));
     },
   };
 }

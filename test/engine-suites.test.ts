@@ -10,7 +10,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { composeService, eventStoreDefinition, mongoReplicaSetDefinition } from './support/containers.ts';
+import {
+  composeEnvironment,
+  composeService,
+  EVENTSTORE_IMAGE_DATA,
+  eventStoreDefinition,
+  mongoReplicaSetDefinition,
+} from './support/containers.ts';
 import { containersProblem, enginesRequired } from './support/engines.ts';
 import { ROOT } from './support/source-files.ts';
 
@@ -111,6 +117,22 @@ test('under PDS_REQUIRE_ENGINES=1, each engine suite without its engine fails, n
   t.regex(lineOf(output, 'end-to-end suite against a deployment'), /\[skip\]/);
 });
 
+test('with PDS_TEST_MONGO_URL set but no containers, the MongoDB cases that start servers of their own are skipped saying why, or fail under PDS_REQUIRE_ENGINES=1', async (t) => {
+  // Only those cases run (`--match`): the others would dial the URL, which nothing answers.
+  const suite = ['test/contract/read-store-mongo.test.ts', '--match', '*outage and standalone cases*'];
+  const env = { PDS_TEST_MONGO_URL: 'mongodb://127.0.0.1:1/?replicaSet=rs0' };
+  const why = 'they start MongoDB containers of their own, and PDS_TEST_CONTAINERS=0 turns containers off';
+  const skipped = await runSuites(suite, env);
+  t.is(skipped.status, 0, skipped.output);
+  t.regex(lineOf(skipped.output, 'MongoDB outage and standalone cases', why), /\[skip\]/, skipped.output);
+  t.true(skipped.output.includes(`MongoDB outage and standalone cases skipped: ${why}\n`), skipped.output);
+  const required = await runSuites(suite, { ...env, PDS_REQUIRE_ENGINES: '1' });
+  t.not(required.status, 0, required.output);
+  const line = lineOf(required.output, 'MongoDB outage and standalone cases', why);
+  t.regex(line, /✘/, required.output);
+  t.regex(line, /PDS_REQUIRE_ENGINES=1/);
+});
+
 test('npm run e2e:compose without docker: skipped with the reason, or under PDS_REQUIRE_ENGINES=1 a failure', async (t) => {
   // A PATH without docker, here as on a machine that has it.
   const empty = await mkdtemp(path.join(tmpdir(), 'pds-no-docker-'));
@@ -130,9 +152,24 @@ test('npm run e2e:compose without docker: skipped with the reason, or under PDS_
 test('the containers are the engines of docker-compose.yml: EventStoreDB on disk, MongoDB through its replica-set URL', async (t) => {
   const eventstore = await composeService('eventstore');
   const esdb = eventStoreDefinition(eventstore);
-  t.is(esdb.image, eventstore.image);
-  t.deepEqual(esdb.environment, eventstore.environment, "the compose file's settings, nothing added");
-  t.false('EVENTSTORE_MEM_DB' in esdb.environment, 'the data on disk, not in memory');
+  // What the suite's container runs with: the data on disk, where the image keeps it, which the
+  // compose file keeps in a volume: so a restart of either finds the data it had.
+  const memDb = esdb.environment.EVENTSTORE_MEM_DB?.trim().toLowerCase();
+  t.true(
+    memDb === undefined || memDb === 'false',
+    `the data on disk, not in memory: EVENTSTORE_MEM_DB=${memDb}`,
+  );
+  const dataPath = esdb.environment.EVENTSTORE_DB;
+  t.true(
+    dataPath === undefined || dataPath === EVENTSTORE_IMAGE_DATA,
+    `the data where the image keeps it (${EVENTSTORE_IMAGE_DATA}), not ${dataPath}`,
+  );
+  t.true(eventstore.volumeTargets.includes(EVENTSTORE_IMAGE_DATA), "in a volume of the compose file's");
+  t.deepEqual(
+    composeEnvironment(['EVENTSTORE_MEM_DB=true', 'EVENTSTORE_DB=/data=1', 'BARE']),
+    { EVENTSTORE_MEM_DB: 'true', EVENTSTORE_DB: '/data=1', BARE: '' },
+    'an environment written as a list is read too',
+  );
 
   const mongo = await composeService('mongo');
   const set = mongoReplicaSetDefinition(mongo, 41_234);

@@ -10,6 +10,9 @@
  * - A `projector` and a `dispatcher` work through their subscriptions: down, they are unready; the
  *   projector's read store and the dispatcher's store out of reach make them unready too.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { Role } from '../cli/compose.ts';
 import { caughtUp, type Json, registerPartner } from './support/brand-partner.ts';
@@ -109,6 +112,66 @@ test('an api replica stays ready through an EventStoreDB outage, degraded, namin
   });
   t.false('degraded' in back.body);
   t.is((await s.call('PUT', '/platform/v1/brands/9', { name: 'Nine' })).status, 201);
+});
+
+test('an api replica started during an EventStoreDB outage serves partner reads, degraded by write_side_lookups; platform writes answer 503 write_side_starting until they are built; role all requires them', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-readiness-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  // The catalog and a partner key, projected into read.db by a whole service beforehand.
+  const before = await startService(t, { role: 'all', dataDir });
+  await seedCatalog(before);
+  const operator = await registerPartner(t, before, { name: 'Op', kind: 'store_operator', store_ids: [1] });
+  await caughtUp(t, before);
+  t.is(
+    (await before.service.readiness.check()).impacts.write_side_lookups,
+    'required',
+    'role all requires them',
+  );
+  await before.service.stop();
+
+  // The event store is down from the start: no read, no subscription.
+  let faulty: FaultyStore | undefined;
+  const s = await startService(t, {
+    role: 'api',
+    dataDir,
+    wrapStore: (inner) => {
+      faulty = faultyStore(inner);
+      faulty.refuseSubscriptions(true);
+      faulty.refuseReads(true);
+      return faulty;
+    },
+  });
+  const store = faulty as FaultyStore;
+  t.teardown(() => {
+    store.refuseReads(false);
+    store.refuseSubscriptions(false);
+  });
+  const down = await readyz(s);
+  t.is(down.code, 200);
+  t.is(down.body.status, 'degraded');
+  t.is(down.body.checks.write_side_lookups, 'failing');
+  t.true(down.body.degraded?.includes('write_side_lookups'), JSON.stringify(down.body));
+  t.false('failing' in down.body);
+  t.regex(s.logs(), /the event store does not answer: the write side lookups are built once it does/);
+
+  const read = await s.partnerCall<Json>('/partner/store/v1', 'GET', '/menu_products', operator.api_key);
+  t.is(read.status, 200);
+  t.is(read.body.menu_products.length, 1);
+  const write = await s.call('PUT', '/platform/v1/brands/9', { name: 'Nine' });
+  t.is(write.status, 503);
+  t.is(write.headers.get('content-type')?.split(';')[0], 'application/problem+json');
+  t.is(write.headers.get('retry-after'), '5');
+  t.like(await write.json(), { status: 503, code: 'write_side_starting' });
+
+  store.refuseReads(false);
+  store.refuseSubscriptions(false);
+  const back = await until('the write side built', async () => {
+    const r = await readyz(s);
+    return r.body.status === 'ready' && r;
+  });
+  t.is(back.body.checks.write_side_lookups, 'ok');
+  t.is((await s.call('PUT', '/platform/v1/brands/9', { name: 'Nine' })).status, 201);
+  t.regex(s.logs(), /the write side lookups are built: platform writes are served/);
 });
 
 for (const role of ['projector', 'dispatcher'] as const) {

@@ -97,7 +97,7 @@ export interface FanOutProgress {
     recorded_at: string;
     age_seconds: number;
   } | null;
-  /** Messages parked in the group (a dispatcher's start replays them). */
+  /** Messages parked in the group (a dispatcher's start schedules their webhooks, then clears them). */
   parked: number;
   /** Consumers joined now: on EventStoreDB across every dispatcher; the embedded store knows its own process's. */
   consumers: number;

@@ -19,7 +19,7 @@ import {
 } from '../../eventstore/port.ts';
 import { ENGINE_STARTUP_MS } from '../support/containers.ts';
 import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
-import { migrationScenario } from '../support/fan-out-migration.ts';
+import { migrationScenario, parkedScenario, uncheckpointedScenario } from '../support/fan-out-migration.ts';
 import { eventStoreContract } from './eventstore.ts';
 
 /**
@@ -206,5 +206,13 @@ if (access.missing !== undefined) {
 
   test('esdb: the fan-out meets its group of an earlier definition: made after its checkpoint, its parked message handled, then deleted', async (t) => {
     await migrationScenario(t, engine().store, prefix());
+  });
+
+  test('esdb: a message parked in the fan-out’s group is handled from the parked stream, with its own position, before the replay; the group rebuilt right after loses nothing', async (t) => {
+    await parkedScenario(t, engine().store, prefix());
+  });
+
+  test('esdb: a group of another definition with no checkpoint is migrated from at once when it has handled nothing, and makes the migration wait once events of the new definition follow its start', async (t) => {
+    await uncheckpointedScenario(t, engine().store, prefix());
   });
 }

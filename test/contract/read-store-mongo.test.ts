@@ -33,7 +33,7 @@ import {
   startMongoReplicaSet,
   startMongoStandalone,
 } from '../support/containers.ts';
-import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
+import { containersProblem, type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { readStoreContract } from './read-store.ts';
 import { readStoreProcessesContract } from './read-store-processes.ts';
 
@@ -44,8 +44,9 @@ import { readStoreProcessesContract } from './read-store-processes.ts';
  * transactions), or else a throwaway one-node replica set in a container of docker-compose.yml's image
  * and command, reached through its replica-set URL as the service reaches it, when a container runtime
  * answers. With neither, those are reported as skipped, or as failed under `PDS_REQUIRE_ENGINES=1`.
- * All tests share one server; each test gets its own database (dropped afterwards) and its own client.
- * The cases above that line need no server.
+ * All tests share one server; each test gets its own database (dropped afterwards) and its own client,
+ * but for the outage and standalone cases, which start containers of their own whatever the URL, and
+ * without a container runtime are reported the same way. The cases above that line need no server.
  */
 // ---- without a server ------------------------------------------------------------------------------
 
@@ -430,7 +431,16 @@ if (access.missing !== undefined) {
     t.deepEqual(await third.getCheckpoint('pb'), at(2));
   });
 
-  if (access.source === 'container') {
+  // These start servers of their own (one to take down, one standalone): they need containers even
+  // when PDS_TEST_MONGO_URL names the shared one, and say so when there are none.
+  const ownServers = await containersProblem();
+  if (ownServers !== undefined) {
+    reportMissingEngine(
+      test,
+      'MongoDB outage and standalone cases',
+      `they start MongoDB containers of their own, and ${ownServers}`,
+    );
+  } else {
     test('MongoDB: with the server gone, a read and a ping fail as unavailable within the selection time (5 s), not 30 s', async (t) => {
       t.timeout(ENGINE_STARTUP_MS);
       // A replica set of its own, since this test takes it down.

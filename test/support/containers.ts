@@ -46,11 +46,40 @@ export async function containerRuntimeProblem(): Promise<string | undefined> {
   }
 }
 
-/** A service of docker-compose.yml: its image, environment and command. */
+/** A service of docker-compose.yml: its image, environment, command, and the paths it keeps in volumes. */
 export interface ComposeService {
   image: string;
   environment: Record<string, string>;
   command: string[];
+  /** The container paths its volumes are mounted at. */
+  volumeTargets: string[];
+}
+
+/** Where EventStoreDB 24.10's image keeps its data: a `VOLUME` of its Dockerfile. */
+export const EVENTSTORE_IMAGE_DATA = '/var/lib/eventstore';
+
+/** A compose `environment`, as a map or as a list of `NAME=value` (a bare `NAME` is empty). */
+export function composeEnvironment(raw: unknown): Record<string, string> {
+  if (raw === undefined || raw === null) return {};
+  if (Array.isArray(raw)) {
+    return Object.fromEntries(
+      raw.map((entry) => {
+        const [key, ...value] = String(entry).split('=');
+        return [key, value.join('=')];
+      }),
+    );
+  }
+  return Object.fromEntries(
+    Object.entries(raw as Record<string, unknown>).map(([k, v]) => [k, String(v ?? '')]),
+  );
+}
+
+/** The container paths of compose `volumes`, short (`source:target[:mode]`) or long (`target:`). */
+function volumeTargets(raw: unknown): string[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((v) =>
+    typeof v === 'string' ? (v.split(':')[1] ?? v) : String((v as { target?: unknown }).target),
+  );
 }
 
 /**
@@ -61,11 +90,19 @@ export async function composeService(name: string): Promise<ComposeService> {
   const file = new URL('../../docker-compose.yml', import.meta.url);
   // `<<: *pds` merge keys are YAML 1.1; docker compose reads them, so this does too.
   const { services } = parse(await readFile(file, 'utf8'), { merge: true }) as {
-    services: Record<string, Partial<ComposeService> | undefined>;
+    services: Record<
+      string,
+      { image?: string; environment?: unknown; command?: string[]; volumes?: unknown }
+    >;
   };
   const service = services[name];
   if (!service?.image) throw new Error(`docker-compose.yml has no image for the ${name} service`);
-  return { image: service.image, environment: service.environment ?? {}, command: service.command ?? [] };
+  return {
+    image: service.image,
+    environment: composeEnvironment(service.environment),
+    command: service.command ?? [],
+    volumeTargets: volumeTargets(service.volumes),
+  };
 }
 
 /** An engine in a container this process started, and the URL a client on this machine uses. */
@@ -77,7 +114,7 @@ export interface EngineContainer {
 
 /**
  * EventStoreDB as docker-compose.yml runs it: its image and environment, nothing added. Its data goes
- * where the image keeps it (/var/lib/eventstore, a volume), so it survives a restart of the container.
+ * where the image keeps it (`EVENTSTORE_IMAGE_DATA`, a volume), so it survives a restart of the container.
  */
 export function eventStoreDefinition(service: ComposeService): {
   image: string;

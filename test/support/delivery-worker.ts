@@ -134,14 +134,18 @@ export async function workerOn(
 /**
  * The dispatcher's webhook components alone on `store` (as a dispatcher process runs them): the
  * subscription tracker, a delivery worker on a store of its own in memory, and the fan-out with the
- * test's options. `stop()` stops them (once; the test's teardown calls it too).
+ * test's options, both on `clock` (the system's by default; `tick()` runs what fell due on a manual
+ * one). `stop()` stops them (once; the test's teardown calls it too).
  */
 export async function standaloneFanOut(
   t: ExecutionContext,
   store: EventStore,
   dataDir: string,
-  options: Pick<FanOutOptions, 'bufferSize' | 'messageTimeoutMs' | 'retry' | 'group'> = {},
+  options: Pick<FanOutOptions, 'bufferSize' | 'messageTimeoutMs' | 'retry' | 'group'> & {
+    clock?: Clock;
+  } = {},
 ) {
+  const { clock = systemClock, ...fanOutOptions } = options;
   const config = await loadConfig({ PDS_DATA_DIR: dataDir });
   const readStore = openSqliteReadStore(':memory:');
   const tracker = createSubscriptionTracker({ store });
@@ -150,7 +154,7 @@ export async function standaloneFanOut(
   const worker = createDeliveryWorker({
     store,
     readStore,
-    clock: systemClock,
+    clock,
     tracker,
     secretKey: config.secretKey,
     allowPrivate: true,
@@ -159,7 +163,7 @@ export async function standaloneFanOut(
   });
   worker.start();
   await worker.caughtUp;
-  const fanOut = createFanOut({ store, clock: systemClock, tracker, deliveries: worker, ...options });
+  const fanOut = createFanOut({ store, clock, tracker, deliveries: worker, ...fanOutOptions });
   await fanOut.start();
   let stopped: Promise<void> | undefined;
   const stop = () =>
@@ -170,7 +174,8 @@ export async function standaloneFanOut(
       await readStore.close();
     })());
   t.teardown(stop);
-  return { fanOut, stop };
+  const tick = async () => (await fanOut.tick()) + (await worker.tick());
+  return { fanOut, tick, stop };
 }
 
 /**

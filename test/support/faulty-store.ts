@@ -1,10 +1,11 @@
 /**
  * An event store that fails the way a real server does, around the embedded one: it drops catch-up
  * subscriptions and persistent consumers mid-stream, refuses appends as unavailable (before writing,
- * or after writing with the answer lost), fails the reads of a stream until told to stop, and delays
- * acknowledgements. Its persistent consumers can run their handlers as the EventStoreDB adapter does
- * (at most a buffer's worth at once). Everything else passes through. The supervisor, the followers
- * and the dispatcher are tested through it (docs/operations.md, "Recovery").
+ * or after writing with the answer lost), fails the reads of a stream until told to stop, delays
+ * acknowledgements, loses what a replay of parked messages moves, and hides a group's checkpoint
+ * while it loads, as EventStoreDB can. Its persistent consumers can run their handlers as the
+ * EventStoreDB adapter does (at most a buffer's worth at once). Everything else passes through. The
+ * supervisor, the followers and the dispatcher are tested through it (docs/operations.md, "Recovery").
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -19,6 +20,7 @@ import {
   type PersistentConsumer,
   type PersistentConsumerOptions,
   type PersistentMessage,
+  type PersistentSubscriptionInfo,
   type ReadStreamOptions,
   type RecordedEvent,
 } from '../../eventstore/port.ts';
@@ -36,6 +38,11 @@ export interface FaultyStore extends EventStore {
    * ends at once with an unavailable error, before any event. The open ones `dropSubscriptions` ends.
    */
   refuseSubscriptions(on: boolean): void;
+  /**
+   * While on, reads fail as unavailable too (`readStream`, `readAll`, `headPosition`, `countAll`): with
+   * `refuseSubscriptions`, a server that is down, as when a process starts during an outage.
+   */
+  refuseReads(on: boolean): void;
   /** The next `count` appends fail as unavailable: `before` writing, or `after` (the answer is lost). */
   failAppends(count: number, when?: 'before' | 'after'): void;
   /** Acknowledgements of persistent messages wait this long first (0: none). */
@@ -58,6 +65,22 @@ export interface FaultyStore extends EventStore {
   limitRunningHandlers(n: number): void;
   /** How many times persistent consumers were handed the event with this id. */
   handedOut(eventId: string): number;
+  /** How many of those copies were acknowledged. */
+  acked(eventId: string): number;
+  /**
+   * From now on a replay of parked messages goes as EventStoreDB's can: the server moves them into the
+   * group's memory and truncates the parked list at once, while the group's checkpoint is past them, and
+   * the group is rebuilt before they are acknowledged (a restart, a leader change, another dispatcher's
+   * settings update), so they are dropped: they leave the parked list and are never handed out.
+   * `before` runs at each replay, before anything moves; `lost` names the events dropped.
+   */
+  loseReplayedParkedMessages(before?: (group: string) => Promise<void> | void): { readonly lost: string[] };
+  /**
+   * The group reports no checkpoint until `loaded()`, as an EventStoreDB group does while the server
+   * loads it after a restart (its PersistentSubscription, before OnCheckpointLoaded); `looks` counts
+   * the answers that hid it.
+   */
+  loadingCheckpoint(group: string): { readonly looks: number; loaded(): void };
   /** What was injected so far. */
   readonly injected: { drops: number; failedAppends: number };
 }
@@ -128,8 +151,28 @@ export function faultyStore(inner: EventStore): FaultyStore {
   const poisoned = new Map<string, { failed: number }>();
   let handlerLimit = Number.POSITIVE_INFINITY;
   const handed = new Map<string, number>();
+  const acks = new Map<string, number>();
+  /** While replays lose what they move: what runs before each, and the events dropped, by group. */
+  let losing: { before?: (group: string) => Promise<void> | void; lost: string[] } | undefined;
+  const dropping = new Map<string, Set<string>>();
+  /** Groups whose checkpoint is being loaded: how many answers hid it. */
+  const loading = new Map<string, { looks: number }>();
+  const asLoaded = (info: PersistentSubscriptionInfo): PersistentSubscriptionInfo => {
+    const hiding = loading.get(info.group);
+    if (!hiding) return info;
+    hiding.looks += 1;
+    return { ...info, lastCheckpointedPosition: undefined };
+  };
+
+  let refusingReads = false;
+  /** Runs a read, or fails it as the server out of reach would. */
+  const read = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+    if (refusingReads) throw unavailable(`${what} refused: the server is out of reach`);
+    return run();
+  };
 
   async function readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]> {
+    if (refusingReads) throw unavailable(`read of ${streamId} refused: the server is out of reach`);
     const poison = poisoned.get(streamId);
     if (poison) {
       poison.failed += 1;
@@ -195,9 +238,15 @@ export function faultyStore(inner: EventStore): FaultyStore {
         if (ackDelayMs > 0) await new Promise((r) => setTimeout(r, ackDelayMs));
         if (dropped) throw unavailable('ack after the connection dropped');
         await message.ack();
+        acks.set(message.event.id, (acks.get(message.event.id) ?? 0) + 1);
       },
     });
-    const run = limited((message) => (dropped ? undefined : handler(delayed(message))));
+    const run = limited((message) => {
+      // A replayed copy the rebuilt group no longer has: it goes away unseen (acked, so the embedded
+      // store forgets it too).
+      if (dropping.get(group)?.delete(message.event.id)) return message.ack();
+      return dropped ? undefined : handler(delayed(message));
+    });
     const consumer = inner.subscribeToPersistent(group, run, options);
     const ended = Promise.withResolvers<void>();
     ended.promise.catch(() => {});
@@ -226,18 +275,28 @@ export function faultyStore(inner: EventStore): FaultyStore {
     kind: inner.kind,
     append,
     readStream,
-    readAll: (o) => inner.readAll(o),
-    headPosition: (f) => inner.headPosition(f),
-    countAll: (o) => inner.countAll(o),
+    readAll: (o) => read('read of $all', () => inner.readAll(o)),
+    headPosition: (f) => read('read of the head', () => inner.headPosition(f)),
+    countAll: (o) => read('count of $all', () => inner.countAll(o)),
     subscribeToAll,
     createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
-    getPersistentSubscriptionInfo: (g) => inner.getPersistentSubscriptionInfo(g),
-    listPersistentSubscriptions: () => inner.listPersistentSubscriptions(),
+    getPersistentSubscriptionInfo: async (g) => asLoaded(await inner.getPersistentSubscriptionInfo(g)),
+    listPersistentSubscriptions: async () => (await inner.listPersistentSubscriptions()).map(asLoaded),
     subscribeToPersistent,
     listParkedMessages: (g, o) => inner.listParkedMessages(g, o),
-    replayParkedMessages: (g) => inner.replayParkedMessages(g),
+    async replayParkedMessages(g) {
+      if (losing) {
+        await losing.before?.(g);
+        const moved = (await inner.listParkedMessages(g)).map((m) => m.event.id);
+        const lost = dropping.get(g) ?? new Set<string>();
+        for (const id of moved) lost.add(id);
+        dropping.set(g, lost);
+        losing.lost.push(...moved);
+      }
+      await inner.replayParkedMessages(g);
+    },
     close: () => inner.close(),
     dropSubscriptions() {
       const all = [...live];
@@ -247,6 +306,9 @@ export function faultyStore(inner: EventStore): FaultyStore {
     },
     refuseSubscriptions(on) {
       refusing = on;
+    },
+    refuseReads(on) {
+      refusingReads = on;
     },
     failAppends(count, when = 'before') {
       failing = { count, when };
@@ -271,6 +333,21 @@ export function faultyStore(inner: EventStore): FaultyStore {
       handlerLimit = n;
     },
     handedOut: (eventId) => handed.get(eventId) ?? 0,
+    acked: (eventId) => acks.get(eventId) ?? 0,
+    loadingCheckpoint(group) {
+      const hiding = { looks: 0 };
+      loading.set(group, hiding);
+      return {
+        get looks() {
+          return hiding.looks;
+        },
+        loaded: () => loading.delete(group),
+      };
+    },
+    loseReplayedParkedMessages(before) {
+      losing = { before, lost: [] };
+      return losing;
+    },
     injected,
   };
 }

@@ -150,7 +150,7 @@ test('a cart event whose fan-out keeps failing is never parked: tried again far 
   });
 });
 
-test('a message held past the group’s timeout is handed out again: the copies join the handling under way, so they take no place from other carts and schedule nothing twice', async (t) => {
+test('a message held past the group’s timeout is handed out again: the copies join the handling under way, so they take no place from other carts, schedule nothing twice, and are all acknowledged', async (t) => {
   t.timeout(60_000);
   const dir = await dataDir(t);
   const api = await startService(t, { role: 'api', dataDir: dir, env: { PDS_READ_STORE: 'memory' } });
@@ -158,10 +158,14 @@ test('a message held past the group’s timeout is handed out again: the copies 
   const receiver = await startReceiver(t);
   await createWebhook(api, receiver.url, [1]);
   // A dispatcher of its own on the same events, whose consumer runs its handlers as the EventStoreDB
-  // adapter does: two at a time, the buffer it asks for.
+  // adapter does: two at a time, the buffer it asks for. Its retries wait on a clock only the test
+  // moves; the group's message timeout is the embedded store's own (real time), so what it hands out
+  // again is waited for as it shows, never for a time.
+  const clock = manualClock(new Date());
   const faulty = faultyStore(await api.openStore());
   faulty.limitRunningHandlers(2);
-  const { fanOut } = await standaloneFanOut(t, faulty, api.dataDir, {
+  const { fanOut, tick } = await standaloneFanOut(t, faulty, api.dataDir, {
+    clock,
     bufferSize: 2,
     messageTimeoutMs: 150,
     retry: { baseMs: 5, capMs: 20 },
@@ -173,25 +177,38 @@ test('a message held past the group’s timeout is handed out again: the copies 
   const [checkout] = (await faulty.readAll({ filter: { eventTypes: ['CartStatusChanged'] } })).filter(
     (e) => e.streamId === `cart-${poisoned.uuid}`,
   );
-  await until('three copies handed out after timeouts', () => faulty.handedOut(checkout.id) >= 4);
+  await until('the checkout failed once and three copies were handed out after timeouts', () => {
+    return poison.failed >= 1 && faulty.handedOut(checkout.id) >= 4;
+  });
+  t.is(
+    poison.failed,
+    1,
+    'one try: its handling waits for its pause on the clock, and the copies try nothing',
+  );
 
   const healthy = await checkedOut(api);
   const [sent] = await receiver.waitFor(1);
   t.is(sent.body.cart.uuid, healthy.uuid, 'the copies held no place another cart needed');
-  t.true(poison.failed > 0);
   t.is(fanOut.retrying().events, 1);
 
   poison.cure();
-  await receiver.waitFor(2);
-  const handedOut = faulty.handedOut(checkout.id);
-  await new Promise((r) => setTimeout(r, 500)); // three timeouts more: an unacknowledged copy would come back
-  t.is(faulty.handedOut(checkout.id), handedOut, 'every copy was acknowledged');
+  await until('the poisoned checkout sent', async () => {
+    clock.advance(1_000);
+    await tick();
+    return receiver.received.length >= 2;
+  });
+  await until('the group finished with the checkout: its checkpoint passed it', async () => {
+    const info = await faulty.getPersistentSubscriptionInfo('webhook-fan-out');
+    return (info.lastCheckpointedPosition ?? 0) >= checkout.position;
+  });
+  t.true(faulty.handedOut(checkout.id) >= 4);
+  t.is(faulty.acked(checkout.id), faulty.handedOut(checkout.id), 'every copy was acknowledged');
   t.is((await scheduledFor(faulty, checkout)).length, 1);
   t.is(receiver.received.length, 2);
   t.is((await faulty.getPersistentSubscriptionInfo('webhook-fan-out')).parkedCount, 0);
 });
 
-test('the group an earlier version made is set never to park at start, and the messages it parked are replayed and sent', async (t) => {
+test('the group an earlier version made is set never to park at start, and the messages it parked are scheduled before the replay that clears them, so a replay the server loses loses nothing', async (t) => {
   const dir = await dataDir(t);
   const api = await startService(t, { role: 'api', dataDir: dir, env: { PDS_READ_STORE: 'memory' } });
   await seedCatalog(api);
@@ -214,15 +231,40 @@ test('the group an earlier version made is set never to park at start, and the m
   );
   await consumer.stop();
   t.is(receiver.received.length, 0);
+  const [checkout] = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
 
-  const dispatcher = await startService(t, { role: 'dispatcher', dataDir: dir });
+  // Every replay at its worst on EventStoreDB: the group is rebuilt before the replayed copies are
+  // acknowledged (another dispatcher's settings update, a restart), and they are gone.
+  let scheduledAtReplay: number | undefined;
+  let lost: { readonly lost: string[] } | undefined;
+  const dispatcher = await startService(t, {
+    role: 'dispatcher',
+    dataDir: dir,
+    wrapStore: (inner) => {
+      const faulty = faultyStore(inner);
+      lost = faulty.loseReplayedParkedMessages(async () => {
+        scheduledAtReplay = (await scheduledFor(faulty, checkout)).length;
+      });
+      return faulty;
+    },
+  });
   const [sent] = await receiver.waitFor(1);
   t.like(sent.body.cart, { uuid: cart.uuid, status: 'verification' });
+  await until('the parked message replayed', () => scheduledAtReplay !== undefined);
+  t.is(scheduledAtReplay, 1, 'its delivery was scheduled before the replay');
+  await until('the replayed copy dropped', () => lost?.lost.includes(checkout.id));
   await idle(dispatcher, 300);
-  t.is(receiver.received.length, 1);
+  t.is(receiver.received.length, 1, 'sent once');
+  t.is((await scheduledFor(store, checkout)).length, 1);
   const info = await store.getPersistentSubscriptionInfo('webhook-fan-out');
   t.is(info.settings.maxRetryCount, MAX_RETRY_COUNT);
-  t.is(info.parkedCount, 0);
+  t.is(info.parkedCount, 0, 'the replay cleared the parked list');
   t.regex(dispatcher.logs(), /webhook fan-out group settings updated/);
-  t.regex(dispatcher.logs(), /webhook fan-out group holds parked messages: replaying them/);
+  t.regex(dispatcher.logs(), /webhook fan-out group holds parked messages: scheduling their webhooks/);
+  t.regex(
+    dispatcher.logs(),
+    /the deliveries of its parked messages are scheduled, and the messages replayed/,
+  );
 });
