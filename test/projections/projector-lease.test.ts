@@ -1,11 +1,4 @@
-/**
- * The projector's lease in one process (docs/read-side.md, "One projector at a time"), two projectors
- * on one `read.db`, each with its own connection: one projects while the other stands by; a clean
- * stop lets the lease go; a holder that does not know it lost the lease has its next write refused
- * by the fence and stops at once, and the read models end as one projector builds them. The same with
- * real processes and `kill -9`: test/projector-lease.test.ts.
- */
-import { randomUUID } from 'node:crypto';
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,18 +16,9 @@ import { ProjectorLease } from '../../projections/projector-lease.ts';
 import { type Doc, type Fence, LeaseLostError, type ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { until } from '../support/probes.ts';
+import { rawEvent } from '../support/raw-events.ts';
 
-const ev = (n: number): NewEvent => ({
-  type: 'Counted',
-  data: { kind: `k${n % 3}`, n },
-  metadata: {
-    correlation_id: randomUUID(),
-    causation_id: null,
-    actor: { type: 'system', id: 'test' },
-    occurred_at: '2026-01-01T00:00:00.000Z',
-    schema_version: 1,
-  },
-});
+const ev = (n: number): NewEvent => rawEvent('Counted', { kind: `k${n % 3}`, n });
 
 /** Totals per kind: a read-modify-write of one document per kind, which two writers would garble. */
 const totals: Projection = {

@@ -1,36 +1,18 @@
-/**
- * A batch too large for one transaction (docs/read-side.md, "Oversized batches"), on a behaviour
- * double of MongoDB's transaction limits around the embedded read store (test/support/transaction-limits.ts):
- * a refused batch is applied in halves down to one event, every document as an unlimited store has
- * it; an event too large even alone fails its projection, naming the event, in readiness, metrics and
- * the status the console shows, retried once per supervisor pause until the store takes it.
- */
-import { randomUUID } from 'node:crypto';
+
 import test, { type ExecutionContext } from 'ava';
 import { Registry } from 'prom-client';
 import { createReadiness } from '../../api/http.ts';
 import { createLogger } from '../../cli/logger.ts';
 import { registerGauges } from '../../cli/read-side.ts';
 import { createSupervisor } from '../../cli/supervision.ts';
-import type { EventStore, NewEvent } from '../../eventstore/port.ts';
+import type { EventStore, } from '../../eventstore/port.ts';
 import { createProjector, type Projection, type Projector } from '../../projections/projector.ts';
 import type { Doc, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { until } from '../support/probes.ts';
+import { rawEvent } from '../support/raw-events.ts';
 import { withTransactionLimits } from '../support/transaction-limits.ts';
-import { eventStoreFor } from './support.ts';
-
-const ev = (type: string, data: Record<string, unknown>): NewEvent => ({
-  type,
-  data,
-  metadata: {
-    correlation_id: randomUUID(),
-    causation_id: null,
-    actor: { type: 'system', id: 'test' },
-    occurred_at: '2026-01-01T00:00:00.000Z',
-    schema_version: 1,
-  },
-});
+import { eventStoreFor, seedThings } from './support.ts';
 
 /**
  * Tallies per stream and totals per kind; a `Spread` event writes `n` documents of its own, and
@@ -58,14 +40,6 @@ const tallies: Projection = {
     if (e.type === 'Renamed') tx.updateMany('tally', { kind }, { $set: { renamed: true } });
   },
 };
-
-async function seed(store: EventStore, count: number, offset = 0): Promise<void> {
-  for (let i = offset; i < offset + count; i++) {
-    await store.append(`thing-${i % 37}`, [
-      ev(i % 50 === 49 ? 'Renamed' : 'Counted', { kind: `k${i % 5}`, n: i }),
-    ]);
-  }
-}
 
 async function dump(readStore: ReadStore): Promise<unknown> {
   const strip = (docs: Doc[]) => docs.map(({ _position, ...d }) => d);
@@ -100,7 +74,7 @@ function caughtUpWithin(t: ExecutionContext, p: Projector, ms = 10_000): Promise
 
 test('a batch over the transaction limit is applied in halves, every document as an unlimited store builds it', async (t) => {
   const store = await eventStoreFor(t);
-  await seed(store, 500);
+  await seedThings(store, 500);
   const inner = openSqliteReadStore(':memory:');
   t.teardown(() => inner.close());
   const { readStore, commits } = withTransactionLimits(inner, { maxOperations: 12, maxBytes: 1_000_000 });
@@ -128,9 +102,9 @@ test('a batch over the transaction limit is applied in halves, every document as
 
 test('an event too large to commit alone fails its projection, naming it in status, readiness and metrics; it is tried again once per pause until the store takes it', async (t) => {
   const store = await eventStoreFor(t);
-  await seed(store, 100);
-  const huge = await store.append('thing-spread', [ev('Spread', { kind: 'k9', n: 40 })]);
-  await seed(store, 20, 100);
+  await seedThings(store, 100);
+  const huge = await store.append('thing-spread', [rawEvent('Spread', { kind: 'k9', n: 40 })]);
+  await seedThings(store, 20, 100);
   const log = await store.readAll({});
   const at = log.findIndex((e) => e.position === huge.position);
   const [before, spread] = [log[at - 1], log[at]];
@@ -192,9 +166,9 @@ const talliesV2: Projection = { ...tallies, version: 2, finalize: (_collection, 
 
 test('an upgrade whose rebuild meets an event too large to commit alone shows the failure in status, metrics and readiness, keeps the old copy serving, and is tried again after each pause until the store takes it', async (t) => {
   const store = await eventStoreFor(t);
-  await seed(store, 100);
-  const huge = await store.append('thing-spread', [ev('Spread', { kind: 'k9', n: 50 })]);
-  await seed(store, 20, 100);
+  await seedThings(store, 100);
+  const huge = await store.append('thing-spread', [rawEvent('Spread', { kind: 'k9', n: 50 })]);
+  await seedThings(store, 20, 100);
   const spread = (await store.readAll({})).find((e) => e.position === huge.position);
   if (!spread) return t.fail('the Spread event is not in the log');
 

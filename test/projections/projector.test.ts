@@ -13,6 +13,7 @@ import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { createProjector, type Projection } from '../../projections/projector.ts';
 import type { Doc, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { seedThings } from './support.ts';
 
 const meta = () => ({
   correlation_id: randomUUID(),
@@ -21,7 +22,7 @@ const meta = () => ({
   occurred_at: '2026-01-01T00:00:00.000Z',
   schema_version: 1,
 });
-const ev = (type: string, data: Record<string, unknown>): NewEvent => ({ type, data, metadata: meta() });
+const _ev = (type: string, data: Record<string, unknown>): NewEvent => ({ type, data, metadata: meta() });
 
 /** Tallies per stream (`tally` docs) and the total per kind (`kinds` docs, updated by many streams). */
 const tallies: Projection = {
@@ -64,14 +65,6 @@ async function setup(t: ExecutionContext): Promise<EventStore> {
   return store;
 }
 
-async function seed(store: EventStore, count: number, offset = 0): Promise<void> {
-  for (let i = offset; i < offset + count; i++) {
-    await store.append(`thing-${i % 37}`, [
-      ev(i % 50 === 49 ? 'Renamed' : 'Counted', { kind: `k${i % 5}`, n: i }),
-    ]);
-  }
-}
-
 async function dump(readStore: ReadStore): Promise<unknown> {
   const strip = (docs: Doc[]) => docs.map(({ _position, ...d }) => d);
   return {
@@ -91,7 +84,7 @@ async function cleanBuild(store: EventStore): Promise<unknown> {
 
 test('a projection applies every event in batches and checkpoints after them', async (t) => {
   const store = await setup(t);
-  await seed(store, 500);
+  await seedThings(store, 500);
   const readStore = openSqliteReadStore(':memory:');
   const p = createProjector({ store, readStore, projections: [tallies], batchSize: 64 });
   await p.start();
@@ -108,7 +101,7 @@ test('a projection applies every event in batches and checkpoints after them', a
   const [status] = await p.status();
   t.like(status, { name: 'tallies', state: 'live', lag_events: 0, events_applied: 500 });
   // Live: new events arrive without a restart.
-  await seed(store, 10, 500);
+  await seedThings(store, 10, 500);
   for (let i = 0; i < 100 && (await readStore.getCheckpoint('tallies'))?.events !== 510; i++) {
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -118,7 +111,7 @@ test('a projection applies every event in batches and checkpoints after them', a
 
 test('replaying events a read model already reflects changes nothing', async (t) => {
   const store = await setup(t);
-  await seed(store, 300);
+  await seedThings(store, 300);
   const readStore = openSqliteReadStore(':memory:');
   const first = createProjector({ store, readStore, projections: [tallies], batchSize: 50 });
   await first.start();
@@ -137,7 +130,7 @@ test('replaying events a read model already reflects changes nothing', async (t)
 
 test('rebuild while queries run: every answer identical, no failed read, progress reported', async (t) => {
   const store = await setup(t);
-  await seed(store, 3_000);
+  await seedThings(store, 3_000);
   const readStore = openSqliteReadStore(':memory:');
   const p = createProjector({ store, readStore, projections: [tallies], batchSize: 200 });
   await p.start();
@@ -173,7 +166,7 @@ test('rebuild while queries run: every answer identical, no failed read, progres
   t.true((after.progress?.rate_per_second ?? 0) > 0);
   t.deepEqual(await dump(readStore), await cleanBuild(store));
   // Still live after the switch-over.
-  await seed(store, 5, 3_000);
+  await seedThings(store, 5, 3_000);
   for (
     let i = 0;
     i < 100 && (await readStore.getCheckpoint('tallies'))?.position !== (await store.headPosition());

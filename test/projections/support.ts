@@ -9,6 +9,7 @@ import type { EventStore } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { createProjector, type Projection } from '../../projections/projector.ts';
 import type { Collection, Doc, IndexSpec, ReadStore, WriteOp } from '../../projections/read-store.ts';
+import { rawEvent } from '../support/raw-events.ts';
 
 export async function eventStoreFor(t: ExecutionContext): Promise<EventStore> {
   const dir = mkdtempSync(join(tmpdir(), 'pds-proj-'));
@@ -18,6 +19,18 @@ export async function eventStoreFor(t: ExecutionContext): Promise<EventStore> {
     rmSync(dir, { recursive: true, force: true });
   });
   return store;
+}
+
+/**
+ * Appends `count` events to 37 `thing-` streams, one an append: `Counted` with a kind of five, and every
+ * 50th a `Renamed` (the tallies projections of the projector tests).
+ */
+export async function seedThings(store: EventStore, count: number, offset = 0): Promise<void> {
+  for (let i = offset; i < offset + count; i++) {
+    await store.append(`thing-${i % 37}`, [
+      rawEvent(i % 50 === 49 ? 'Renamed' : 'Counted', { kind: `k${i % 5}`, n: i }),
+    ]);
+  }
 }
 
 /** Appends domain events with the metadata the command handler writes; answers the last position. */

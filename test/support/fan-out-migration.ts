@@ -59,6 +59,14 @@ export function ready(prepared: PreparedGroup | WaitingGroup): PreparedGroup {
 const numbers = (events: RecordedEvent[]) =>
   events.map((e) => (e.data as { n: number }).n).sort((a, b) => a - b);
 
+/** The fan-out group's two definitions of a scenario, earlier and later, and their groups' names. */
+function definitions(p: string) {
+  const base = `${p}-fan-out`;
+  const earlier: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`] } };
+  const later: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`, `${p}Dropped`] } };
+  return { base, earlier, later, oldGroup: groupNameOf(base, earlier), newGroup: groupNameOf(base, later) };
+}
+
 /**
  * The earlier definition's group acknowledged events 1 and 2, parked 3, and held 4 when its dispatcher
  * stopped; 5 and 6 (of a type only the new definition reads) came after. At start the new group is made
@@ -73,11 +81,7 @@ export async function migrationScenario(
   p: string,
   dispatchers = 1,
 ): Promise<void> {
-  const base = `${p}-fan-out`;
-  const earlier: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`] } };
-  const later: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`, `${p}Dropped`] } };
-  const oldGroup = groupNameOf(base, earlier);
-  const newGroup = groupNameOf(base, later);
+  const { base, earlier, later, oldGroup, newGroup } = definitions(p);
   t.not(oldGroup, newGroup);
 
   for (let n = 1; n <= 4; n++) await store.append(`${p}-cart-${n}`, [event(`${p}Moved`, n)]);
@@ -249,11 +253,7 @@ export async function uncheckpointedScenario(
   store: EventStore,
   p: string,
 ): Promise<void> {
-  const base = `${p}-fan-out`;
-  const earlier: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`] } };
-  const later: GroupDefinition = { from: 'start', filter: { eventTypes: [`${p}Moved`, `${p}Dropped`] } };
-  const oldGroup = groupNameOf(base, earlier);
-  const newGroup = groupNameOf(base, later);
+  const { base, earlier, later, oldGroup, newGroup } = definitions(p);
   await store.createPersistentSubscription(oldGroup, earlier);
   t.is((await store.getPersistentSubscriptionInfo(oldGroup)).lastCheckpointedPosition, undefined);
   const options = {
