@@ -1,4 +1,10 @@
-
+/**
+ * The projector's lease in one process (docs/read-side.md, "One projector at a time"), two projectors
+ * on one `read.db`, each with its own connection: one projects while the other stands by; a clean
+ * stop lets the lease go; a holder that does not know it lost the lease has its next write refused
+ * by the fence and stops at once, and the read models end as one projector builds them. The same with
+ * real processes and `kill -9`: test/projector-lease.test.ts.
+ */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,11 +1,17 @@
-
+/**
+ * A batch too large for one transaction (docs/read-side.md, "Oversized batches"), on a behaviour
+ * double of MongoDB's transaction limits around the embedded read store (test/support/transaction-limits.ts):
+ * a refused batch is applied in halves down to one event, every document as an unlimited store has
+ * it; an event too large even alone fails its projection, naming the event, in readiness, metrics and
+ * the status the console shows, retried once per supervisor pause until the store takes it.
+ */
 import test, { type ExecutionContext } from 'ava';
 import { Registry } from 'prom-client';
 import { createReadiness } from '../../api/http.ts';
 import { createLogger } from '../../cli/logger.ts';
 import { registerGauges } from '../../cli/read-side.ts';
 import { createSupervisor } from '../../cli/supervision.ts';
-import type { EventStore, } from '../../eventstore/port.ts';
+import type { EventStore } from '../../eventstore/port.ts';
 import { createProjector, type Projection, type Projector } from '../../projections/projector.ts';
 import type { Doc, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
