@@ -9,12 +9,12 @@ import {
   convertPersistentSubscriptionGrpcEvent,
 } from '@eventstore/db-client/dist/utils/convertGrpcEvent.js';
 import persistentPb from '@eventstore/db-client/generated/persistent_pb.js';
-import sharedPb from '@eventstore/db-client/generated/shared_pb.js';
 import streamsPb from '@eventstore/db-client/generated/streams_pb.js';
 import test from 'ava';
 import { type AllRecord, type EsdbRecord, NO_POSITION } from '../../eventstore/esdb/client.ts';
 import { deliveredEvent, isAfterStart, originalOf, toRecorded } from '../../eventstore/esdb/translate.ts';
 import { EventStoreError } from '../../eventstore/port.ts';
+import { fillRecord } from '../support/esdb-replies.ts';
 
 interface Fields {
   id: string;
@@ -27,29 +27,12 @@ interface Fields {
 }
 
 /** Fills a gRPC RecordedEvent (of the persistent or the streams service) as the server does. */
-function fill<R extends InstanceType<typeof persistentPb.ReadResp.ReadEvent.RecordedEvent>>(
-  record: R,
-  f: Fields,
-): R {
-  const id = new sharedPb.UUID();
-  id.setString(f.id);
-  const stream = new sharedPb.StreamIdentifier();
-  stream.setStreamName(Buffer.from(f.streamId));
-  record.setId(id);
-  record.setStreamIdentifier(stream);
-  record.setStreamRevision(String(f.revision));
-  if (f.position !== undefined) {
-    record.setCommitPosition(String(f.position));
-    record.setPreparePosition(String(f.position));
-  }
-  const metadata = record.getMetadataMap();
-  metadata.set('type', f.type);
-  metadata.set('content-type', f.type === '$>' ? 'application/octet-stream' : 'application/json');
-  metadata.set('created', '17356896000000000'); // 2025-01-01, in 100 ns ticks
-  record.setData(Buffer.from(f.data));
-  record.setCustomMetadata(Buffer.from('{}'));
-  return record;
-}
+const fill = <R extends Parameters<typeof fillRecord>[0]>(record: R, f: Fields): R =>
+  fillRecord(record, {
+    ...f,
+    contentType: f.type === '$>' ? 'application/octet-stream' : 'application/json',
+    created: 17356896000000000n, // 2025-01-01, in 100 ns ticks
+  });
 
 const PersistentRecord = persistentPb.ReadResp.ReadEvent.RecordedEvent;
 

@@ -5,6 +5,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { EventStoreDBClient } from '@eventstore/db-client';
+import type persistentPb from '@eventstore/db-client/generated/persistent_pb.js';
 import sharedPb from '@eventstore/db-client/generated/shared_pb.js';
 import streamsPb from '@eventstore/db-client/generated/streams_pb.js';
 import type { EventFilter, RecordedEvent } from '../../eventstore/port.ts';
@@ -16,30 +17,58 @@ export type ReadRequest = InstanceType<typeof streamsPb.ReadReq>;
 /** The server's `created` counts 100 ns ticks since the Unix epoch. */
 const TICKS_PER_MS = 10_000n;
 
+/** The fields of a recorded event as the server fills them. */
+export interface RecordFields {
+  id: string;
+  streamId: string;
+  revision: number | bigint;
+  /** Commit and prepare, as 23.10+ servers send them for a self-committing event; absent when unknown. */
+  position?: number | bigint;
+  type: string;
+  /** The data's bytes, as text. */
+  data: string;
+  customMetadata?: string;
+  contentType?: string;
+  /** 100 ns ticks since the Unix epoch. */
+  created: bigint;
+}
+
+/** Fills a gRPC RecordedEvent (of the persistent or the streams service) as the server does. */
+export function fillRecord<R extends InstanceType<typeof persistentPb.ReadResp.ReadEvent.RecordedEvent>>(
+  record: R,
+  f: RecordFields,
+): R {
+  const id = new sharedPb.UUID();
+  id.setString(f.id);
+  const stream = new sharedPb.StreamIdentifier();
+  stream.setStreamName(Buffer.from(f.streamId));
+  record.setId(id);
+  record.setStreamIdentifier(stream);
+  record.setStreamRevision(String(f.revision));
+  if (f.position !== undefined) {
+    record.setCommitPosition(String(f.position));
+    record.setPreparePosition(String(f.position));
+  }
+  const metadata = record.getMetadataMap();
+  metadata.set('type', f.type);
+  metadata.set('content-type', f.contentType ?? 'application/json');
+  metadata.set('created', String(f.created));
+  record.setData(Buffer.from(f.data));
+  record.setCustomMetadata(Buffer.from(f.customMetadata ?? '{}'));
+  return record;
+}
+
 /** An event as a 23.10+ server sends it: self-committing, commit and prepare both its log position. */
 export function eventReply(
   event: Pick<RecordedEvent, 'id' | 'streamId' | 'type' | 'revision' | 'position'> &
     Partial<Pick<RecordedEvent, 'data' | 'metadata' | 'recordedAt'>>,
 ): Reply {
-  const record = new ReadResp.ReadEvent.RecordedEvent();
-  const id = new sharedPb.UUID();
-  id.setString(event.id);
-  const stream = new sharedPb.StreamIdentifier();
-  stream.setStreamName(Buffer.from(event.streamId));
-  record.setId(id);
-  record.setStreamIdentifier(stream);
-  record.setStreamRevision(String(event.revision));
-  record.setCommitPosition(String(event.position));
-  record.setPreparePosition(String(event.position));
-  const metadata = record.getMetadataMap();
-  metadata.set('type', event.type);
-  metadata.set('content-type', 'application/json');
-  metadata.set(
-    'created',
-    String(BigInt(Date.parse(event.recordedAt ?? '2026-01-01T00:00:00Z')) * TICKS_PER_MS),
-  );
-  record.setData(Buffer.from(JSON.stringify(event.data ?? {})));
-  record.setCustomMetadata(Buffer.from(JSON.stringify(event.metadata ?? {})));
+  const record = fillRecord(new ReadResp.ReadEvent.RecordedEvent(), {
+    ...event,
+    data: JSON.stringify(event.data ?? {}),
+    customMetadata: JSON.stringify(event.metadata ?? {}),
+    created: BigInt(Date.parse(event.recordedAt ?? '2026-01-01T00:00:00Z')) * TICKS_PER_MS,
+  });
   const read = new ReadResp.ReadEvent();
   read.setEvent(record);
   read.setCommitPosition(String(event.position));
