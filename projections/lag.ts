@@ -1,13 +1,13 @@
 /**
  * How far each projection is behind the log, for `/metrics` and `GET /admin/v1/projections`, at a cost
- * that does not grow with the log (docs/operations.md, "Projections"). The log's head is read at most
- * once an interval, for every projection together. A projection whose checkpoint is at that head
- * lags by nothing and costs no read: its checkpoint follows the log's progress past other streams'
- * events (docs/read-side.md, "Progress past other streams' events"). One behind it is measured (its
- * oldest event not applied, and their count up to 10,001: "more than 10,000") at most once an
- * interval; on EventStoreDB the count is a filtered read, whose server walks the log from the
- * checkpoint: a cost of how far behind the projection is (one stuck on a failed event: growing), never
- * of the history before it.
+ * that does not grow with the log (docs/operations.md, "Projections"). The log's head is read once for
+ * all projections (one event). A projection whose checkpoint is at that head lags by nothing and costs
+ * no more: its checkpoint follows the log's progress past other streams' events
+ * (docs/read-side.md, "Progress past other streams' events"). One behind it is measured: its oldest
+ * event not applied, and their count up to 10,001 ("more than 10,000"), kept while neither its
+ * checkpoint nor the head moves. On EventStoreDB the count is a filtered read whose server walks the
+ * log from the checkpoint: a cost of how far behind the projection is (one stuck on a failed event:
+ * growing), never of the history before it. A lag of 0 always means caught up with the head now.
  */
 import { type Clock, systemClock } from '../domain/clock.ts';
 import type { EventFilter, EventStore } from '../eventstore/port.ts';
@@ -26,54 +26,45 @@ export interface LagOf {
   checkpoint: number;
 }
 
-/** How long a head or a measured lag is used before it is read again. */
-export const LAG_INTERVAL_MS = 1_000;
 const COUNT_UP_TO = 10_001;
 const NONE: Lag = { events: 0, seconds: 0 };
 
 export class ProjectionLags {
   readonly #store: EventStore;
   readonly #clock: Clock;
-  readonly #intervalMs: number;
-  #head: { position: number; at: number } | undefined;
-  #reading: Promise<number> | undefined;
-  readonly #measured = new Map<string, { checkpoint: number; at: number; lag: Lag }>();
+  readonly #measured = new Map<string, { checkpoint: number; head: number; lag: Lag }>();
 
-  constructor(store: EventStore, options: { clock?: Clock; intervalMs?: number } = {}) {
+  constructor(store: EventStore, options: { clock?: Clock } = {}) {
     this.#store = store;
     this.#clock = options.clock ?? systemClock;
-    this.#intervalMs = options.intervalMs ?? LAG_INTERVAL_MS;
   }
 
-  async of(projection: LagOf): Promise<Lag> {
-    const now = this.#clock.now().getTime();
-    if ((await this.#headAt(now)) <= projection.checkpoint) return NONE;
-    const kept = this.#measured.get(projection.name);
-    if (kept && kept.checkpoint === projection.checkpoint && this.#fresh(kept.at, now)) return kept.lag;
-    const lag = await this.#measure(projection, now);
-    this.#measured.set(projection.name, { checkpoint: projection.checkpoint, at: now, lag });
-    return lag;
+  /** The lag of each projection, against one read of the log's head. */
+  async of(projections: readonly LagOf[]): Promise<Lag[]> {
+    const head = await this.#store.headPosition();
+    const out: Lag[] = [];
+    for (const projection of projections) {
+      if (head <= projection.checkpoint) {
+        out.push(NONE);
+        continue;
+      }
+      const kept = this.#measured.get(projection.name);
+      if (kept && kept.checkpoint === projection.checkpoint && kept.head === head) {
+        out.push(kept.lag);
+        continue;
+      }
+      const lag = await this.#measure(projection);
+      this.#measured.set(projection.name, { checkpoint: projection.checkpoint, head, lag });
+      out.push(lag);
+    }
+    return out;
   }
 
-  #fresh(at: number, now: number): boolean {
-    return now >= at && now - at < this.#intervalMs;
-  }
-
-  /** The log's head, read at most once an interval; callers meanwhile share one read. */
-  async #headAt(now: number): Promise<number> {
-    if (this.#head && this.#fresh(this.#head.at, now)) return this.#head.position;
-    this.#reading ??= this.#store.headPosition().finally(() => {
-      this.#reading = undefined;
-    });
-    const position = await this.#reading;
-    this.#head = { position, at: now };
-    return position;
-  }
-
-  async #measure({ filter, checkpoint }: LagOf, now: number): Promise<Lag> {
+  async #measure({ filter, checkpoint }: LagOf): Promise<Lag> {
     const [oldest] = await this.#store.readAll({ after: checkpoint, maxCount: 1, filter });
     if (!oldest) return NONE;
     const events = await this.#store.countAll({ after: checkpoint, filter, max: COUNT_UP_TO });
+    const now = this.#clock.now().getTime();
     return { events, seconds: Math.max(0, (now - Date.parse(oldest.recordedAt)) / 1000) };
   }
 }

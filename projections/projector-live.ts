@@ -3,7 +3,7 @@
  * following the log into the live collections, and how far behind the log it is.
  */
 import { createHash } from 'node:crypto';
-import type { ProjectionLags } from './lag.ts';
+import type { Lag } from './lag.ts';
 import type { Projection, ProjectionStatus, RebuildFailure, RebuildProgress } from './projection.ts';
 import { follow, type ProjectorContext } from './projector-follow.ts';
 import { LeaseLostError, type ReadStore } from './read-store.ts';
@@ -105,19 +105,14 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
  * A projection's status: as this projector runs it while `holding` the lease, or, while another
  * holds it, `standby` at the checkpoint the store has; with its lag behind the log.
  */
-export async function statusOf(
-  r: Running,
-  holding: boolean,
-  readStore: ReadStore,
-  lags: ProjectionLags,
-): Promise<ProjectionStatus> {
-  if (!holding) {
-    // Another projector writes: how far the store says it is.
-    const saved = await readStore.getCheckpoint(r.projection.name);
-    r.checkpoint = saved?.position ?? 0;
-    r.events = saved?.events ?? 0;
-  }
-  const l = await lags.of({ name: r.projection.name, filter: r.projection.filter, checkpoint: r.checkpoint });
+/** While another projector writes: how far the store says a projection is. */
+export async function checkpointFromStore(r: Running, readStore: ReadStore): Promise<void> {
+  const saved = await readStore.getCheckpoint(r.projection.name);
+  r.checkpoint = saved?.position ?? 0;
+  r.events = saved?.events ?? 0;
+}
+
+export function statusOf(r: Running, holding: boolean, l: Lag): ProjectionStatus {
   return {
     name: r.projection.name,
     state: holding ? r.state : 'standby',

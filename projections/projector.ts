@@ -41,7 +41,14 @@ import { ProjectionLags } from './lag.ts';
 import type { Projection, ProjectionStatus } from './projection.ts';
 import type { ProjectorContext } from './projector-follow.ts';
 import { DEFAULT_LEASE_MS, type LeaseOptions, type LeaseState, ProjectorLease } from './projector-lease.ts';
-import { definitionOf, openCollections, type Running, startLive, statusOf } from './projector-live.ts';
+import {
+  checkpointFromStore,
+  definitionOf,
+  openCollections,
+  type Running,
+  startLive,
+  statusOf,
+} from './projector-live.ts';
 import { rebuild, upgrade } from './projector-rebuild.ts';
 import type { Fence, ReadStore } from './read-store.ts';
 
@@ -71,7 +78,7 @@ export interface ProjectorOptions {
    * that has ended (by default none is known to have).
    */
   lease?: Partial<LeaseOptions>;
-  /** Times the lag gauges' reads of the log's head (at most one an interval: projections/lag.ts). */
+  /** Times the age of the oldest event a projection has not applied (`lag_seconds`). */
   clock?: Clock;
 }
 
@@ -238,9 +245,13 @@ export function createProjector(options: ProjectorOptions): Projector {
     isCaughtUp: () => active !== undefined && !active.abort.signal.aborted && active.caughtUp,
     async status() {
       const holding = active !== undefined && !active.abort.signal.aborted;
-      const out: ProjectionStatus[] = [];
-      for (const r of running.values()) out.push(await statusOf(r, holding, readStore, lags));
-      return out;
+      const all = [...running.values()];
+      if (!holding) for (const r of all) await checkpointFromStore(r, readStore);
+      // One read of the log's head for every projection's lag.
+      const measured = await lags.of(
+        all.map((r) => ({ name: r.projection.name, filter: r.projection.filter, checkpoint: r.checkpoint })),
+      );
+      return all.map((r, i) => statusOf(r, holding, measured[i]));
     },
     rebuild(name) {
       const r = running.get(name);

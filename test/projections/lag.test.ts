@@ -1,0 +1,48 @@
+/**
+ * The lag gauges (projections/lag.ts): a lag of 0 means caught up with the log's head now, since
+ * start-up's readiness and the tests wait for it (docs/operations.md, "Projections").
+ */
+import test from 'ava';
+import { ProjectionLags } from '../../projections/lag.ts';
+import { eventStoreFor, seedThings } from './support.ts';
+
+const things = { streamPrefixes: ['thing-'] };
+
+test('a projection at the head lags by nothing; events appended since are counted at the next status', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 5);
+  const lags = new ProjectionLags(store);
+  const checkpoint = await store.headPosition();
+  const [at] = await lags.of([{ name: 'tallies', filter: things, checkpoint }]);
+  t.deepEqual(at, { events: 0, seconds: 0 });
+  // At once, not a second later: a head kept from the last status would still say 0 here.
+  await seedThings(store, 3, 5);
+  const [behind] = await lags.of([{ name: 'tallies', filter: things, checkpoint }]);
+  t.is(behind.events, 3);
+  t.true(behind.seconds >= 0);
+});
+
+test('one read of the head serves every projection, each measured from its own checkpoint', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 4);
+  const middle = await store.headPosition();
+  await seedThings(store, 6, 4);
+  const head = await store.headPosition();
+  let heads = 0;
+  const headPosition = store.headPosition.bind(store);
+  store.headPosition = () => {
+    heads += 1;
+    return headPosition();
+  };
+  const lags = new ProjectionLags(store);
+  const measured = await lags.of([
+    { name: 'a', filter: things, checkpoint: head },
+    { name: 'b', filter: things, checkpoint: middle },
+    { name: 'c', filter: things, checkpoint: 0 },
+  ]);
+  t.deepEqual(
+    measured.map((l) => l.events),
+    [0, 6, 10],
+  );
+  t.is(heads, 1);
+});
