@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
+import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Projector } from '../projections/projector.ts';
 import { type AppState, createRouter, HttpProblem } from './http.ts';
 import { operatorAuth } from './operator-auth.ts';
@@ -16,10 +17,10 @@ export type ProjectorControl = Pick<Projector, 'status' | 'rebuild'>;
 
 export function createProjectionAdminRouter(
   projector: ProjectorControl,
-  operatorToken: string,
+  operators: OperatorAuthenticator,
 ): Router<AppState> {
   const router = createRouter({ prefix: '/admin/v1/projections' });
-  router.use(operatorAuth(operatorToken));
+  router.use(operatorAuth(operators));
 
   router.get('/', async (ctx) => {
     ctx.body = { projections: await projector.status() };

@@ -64,10 +64,10 @@ import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import { webhookHealthRoutes } from './admin-webhook-health.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { requestActor } from './operator-auth.ts';
 import { parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';
 
-const OPERATOR = { type: 'operator', id: 'operator' } as const;
 /** Most deliveries one `recover` call redelivers. */
 export const RECOVER_LIMIT = 10_000;
 /** Delivery streams a `recover` call appends to at once (deliveries of one stream go one by one). */
@@ -201,7 +201,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
     resolve: settings.resolve,
     clock,
   });
-  const meta = (ctx: AppContext) => commandMetadata(ctx, OPERATOR, clock);
+  const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {

@@ -55,6 +55,7 @@ import {
 } from '../webhooks/url-guard.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { requestActor } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';
 
@@ -78,7 +79,6 @@ export interface WebhookAdminDeps {
   webhooks: WebhookSettings;
 }
 
-const OPERATOR = { type: 'operator', id: 'operator' } as const;
 /** The read model's name: the checkpoint a write waits for. */
 const READ_MODEL = 'webhook_subscriptions';
 const MAX_AUTH_TOKEN_LENGTH = 4096;
@@ -177,7 +177,7 @@ function subscriptionShared(deps: WebhookAdminDeps) {
   const { store, commands, readStore, clock } = deps;
   const settings = deps.webhooks;
   const box: SecretBox = createSecretBox(settings.secretKey);
-  const meta = (ctx: AppContext) => commandMetadata(ctx, OPERATOR, clock);
+  const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   /** Whoever gets a write's answer finds the write in `GET /webhooks`. */
   const seen = (position: number) => waitForProjection(readStore, READ_MODEL, position);
   let collection: Collection<WebhookSubscriptionDoc> | undefined;

@@ -6,24 +6,22 @@
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
+import type { CommandHandler } from '../application/command-handler.ts';
+import { generateApiKey } from '../application/credentials.ts';
+import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Clock } from '../domain/clock.ts';
 import * as partner from '../domain/partner.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-models/partner-keys.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
-import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
-
-const OPERATOR = { type: 'operator', id: 'operator' } as const;
-
-import type { CommandHandler } from '../application/command-handler.ts';
-import { generateApiKey } from '../application/credentials.ts';
 import { auditRoutes } from './admin-audit.ts';
+import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import { type AppState, createRouter, HttpProblem, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
-import { operatorAuth } from './operator-auth.ts';
+import { operatorAuth, requestActor } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -33,7 +31,8 @@ export interface AdminDeps {
   /** Where partners are read from (the `partners` read model) and read-your-writes waits. */
   readStore: ReadStore;
   clock: Clock;
-  operatorToken: string;
+  /** Who the bearer of an operator token is (docs/operations.md, "Accounts and roles"). */
+  operators: OperatorAuthenticator;
   /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
 }
@@ -60,7 +59,7 @@ function adminShared(deps: AdminDeps) {
   };
   /** A key works as soon as the answer that shows it arrives: wait until authentication can see it. */
   const seen = (position: number) => waitForProjection(readStore, 'partner_keys', position);
-  const meta = (ctx: Parameters<typeof commandMetadata>[0]) => commandMetadata(ctx, OPERATOR, clock);
+  const meta = (ctx: Parameters<typeof commandMetadata>[0]) => commandMetadata(ctx, requestActor(ctx), clock);
 
   async function loadPartner(id: string) {
     const loaded = await commands.load(partner.streamId(id), partner.decider);
@@ -241,14 +240,14 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   const router = createRouter({ prefix: ADMIN_BASE });
   useEach(
     router,
-    operatorAuth(deps.operatorToken),
+    operatorAuth(deps.operators),
     writeErrors,
     jsonBody(),
     idempotency({
       store: deps.store,
       clock: deps.clock,
       scopeOf: () => 'operator',
-      actorOf: () => OPERATOR,
+      actorOf: requestActor,
       // Keys are stored hashed and signing secrets encrypted: an idempotent replay cannot show one again.
       oneTimeSecrets: ['api_key', 'signing_secret'],
     }),

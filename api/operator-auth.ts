@@ -1,6 +1,14 @@
-/** The operator token guards `/platform` and `/admin`; compared in constant time. */
+/**
+ * Operator tokens guard `/platform` and `/admin`: the request's person, with their role, goes into
+ * `ctx.state.operator` (docs/operations.md, "Accounts and roles").
+ */
 import type { Next } from 'koa';
-import { matchesSecret } from '../application/credentials.ts';
+import {
+  type OperatorAuthenticator,
+  type OperatorPrincipal,
+  operatorActor,
+} from '../application/operator-principal.ts';
+import type { Actor } from '../eventstore/port.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 
 export function bearerToken(ctx: AppContext): string | undefined {
@@ -9,20 +17,35 @@ export function bearerToken(ctx: AppContext): string | undefined {
   return m?.[1];
 }
 
-export function operatorAuth(operatorToken: string) {
-  const isOperatorToken = matchesSecret(operatorToken);
+type OperatorState = { operator?: OperatorPrincipal };
+
+export function operatorAuth(operators: OperatorAuthenticator) {
   return async function requireOperator(ctx: AppContext, next: Next): Promise<void> {
     const token = bearerToken(ctx);
-    if (token === undefined || !isOperatorToken(token)) {
+    const principal = token === undefined ? undefined : await operators.authenticate(token);
+    if (principal === undefined) {
       throw new HttpProblem(401, {
         code: 'unauthorized',
         detail:
           token === undefined
-            ? 'send the operator token as Authorization: Bearer <token>'
+            ? 'send an operator token as Authorization: Bearer <token>'
             : 'invalid operator token',
         headers: { 'WWW-Authenticate': 'Bearer realm="pds-operator"' },
       });
     }
+    (ctx.state as OperatorState).operator = principal;
     await next();
   };
+}
+
+/** The person `operatorAuth` let in. */
+export function operatorOf(ctx: AppContext): OperatorPrincipal {
+  const principal = (ctx.state as OperatorState).operator;
+  if (!principal) throw new Error('operatorOf: the route is not behind operatorAuth');
+  return principal;
+}
+
+/** The actor of the events this request causes. */
+export function requestActor(ctx: AppContext): Actor {
+  return operatorActor(operatorOf(ctx));
 }

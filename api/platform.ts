@@ -10,6 +10,7 @@ import type { Next } from 'koa';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
 import type { Lookups } from '../application/lookups.ts';
+import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { StoreSpecials } from '../application/store-specials.ts';
 import * as brand from '../domain/brand.ts';
 import * as cart from '../domain/cart.ts';
@@ -22,15 +23,17 @@ import * as review from '../domain/review.ts';
 import type { Weight } from '../domain/schemas.ts';
 import * as special from '../domain/special.ts';
 import * as store from '../domain/store.ts';
-import type { EventStore } from '../eventstore/port.ts';
+import type { Actor, EventStore } from '../eventstore/port.ts';
 import { type AppContext, type AppState, createRouter, HttpProblem, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
-import { operatorAuth } from './operator-auth.ts';
+import { operatorAuth, operatorOf } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
 export const PLATFORM_BASE = '/platform/v1';
-const PLATFORM = { type: 'platform', id: 'platform' } as const;
+
+/** The platform's writes are the platform's, made with an operator account's token: the actor names it. */
+const platformActor = (ctx: AppContext): Actor => ({ type: 'platform', id: operatorOf(ctx).operator_id });
 
 export interface PlatformDeps {
   store: EventStore;
@@ -39,7 +42,8 @@ export interface PlatformDeps {
   /** The menu product, product, brand and store a command looks up, kept folded. */
   lookups: Lookups;
   clock: Clock;
-  operatorToken: string;
+  /** Who the bearer of an operator token is (docs/operations.md, "Accounts and roles"). */
+  operators: OperatorAuthenticator;
   /** How long a special's write waits for this process's pricing to apply it (5 s). */
   specialsWaitMs?: number;
   /**
@@ -83,11 +87,11 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   const router = createRouter({ prefix: PLATFORM_BASE });
   useEach(
     router,
-    operatorAuth(deps.operatorToken),
+    operatorAuth(deps.operators),
     writeErrors,
     writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
     jsonBody(),
-    idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: () => PLATFORM }),
+    idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: platformActor }),
   );
   const writes = platformWrites(deps);
   storeRoutes(router, writes);
@@ -110,9 +114,15 @@ function platformWrites(deps: PlatformDeps) {
     decider: Decider<C, E, S>,
     command: C,
   ): Promise<CommandResult<S, E>> {
-    const result = await commands.handle(streamId, decider, command, commandMetadata(ctx, PLATFORM, clock), {
-      ifMatch: ifMatch(ctx),
-    });
+    const result = await commands.handle(
+      streamId,
+      decider,
+      command,
+      commandMetadata(ctx, platformActor(ctx), clock),
+      {
+        ifMatch: ifMatch(ctx),
+      },
+    );
     if (result.events.length > 0) lookups.written(streamId, result.position);
     return result;
   }

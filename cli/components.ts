@@ -14,6 +14,7 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
+import { bootstrapAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -45,7 +46,9 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread): Component 
     start(ctx) {
       const control = thread ? threadProjector(thread) : shared.projector;
       if (!control) return;
-      ctx.app.use(routesOf(createProjectionAdminRouter(control, ctx.config.operatorToken)));
+      ctx.app.use(
+        routesOf(createProjectionAdminRouter(control, bootstrapAuthenticator(ctx.config.operatorToken))),
+      );
     },
     stop() {},
   };
@@ -117,7 +120,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       writeSide = built;
       ctx.readiness.add('write_side_lookups', () => built.built(), { impact: subscriptionImpact(ctx.role) });
       const { specials, lookups } = built;
-      const operatorToken = ctx.config.operatorToken;
+      const operators = bootstrapAuthenticator(ctx.config.operatorToken);
       const readStore = shared.readStore;
       ctx.app.use(
         routesOf(
@@ -127,7 +130,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
             specials,
             lookups,
             clock,
-            operatorToken,
+            operators,
             writeSideBuilt: built.built,
           }),
         ),
@@ -137,9 +140,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
-      ctx.app.use(
-        routesOf(createAdminRouter({ store, commands, readStore, clock, operatorToken, webhooks })),
-      );
+      ctx.app.use(routesOf(createAdminRouter({ store, commands, readStore, clock, operators, webhooks })));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
       if ((await built.settled) === 'built') return;

@@ -86,7 +86,7 @@ test('pds audit cart prints every event with what it changed, then the webhooks 
     lines.slice(2).map((l) => l.split(/\s+/)[3]),
     ['CartCreated', 'CartItemAdded', 'CartCheckedOut', 'CartStatusChanged'],
   );
-  t.true(lines.slice(2).every((l) => l.includes('platform:platform')));
+  t.true(lines.slice(2).every((l) => l.includes('platform:bootstrap')));
   t.true(lines[5].endsWith('status: "pending" → "verification"'), lines[5]);
   t.true(lines[3].includes('amount: 0 → 20'), lines[3]);
   const [header, , delivery] = webhooks.split('\n');

@@ -235,7 +235,7 @@ test('a delivery is parked after its last attempt; redeliver makes it pending ag
     reason: 'redeliver',
     requested_at: requestedAt,
   });
-  t.deepEqual(requested[0].metadata.actor, { type: 'operator', id: 'operator' });
+  t.deepEqual(requested[0].metadata.actor, { type: 'operator', id: 'bootstrap' });
   t.is(requested[0].position, answer.position);
 
   // A delivered one may be sent again too; unknown ones are 404.

@@ -15,6 +15,7 @@ import { createHttpApp, createMetricsRegistry, createReadiness, routesOf } from 
 import { createPlatformRouter } from '../../api/platform.ts';
 import { createCommandHandler } from '../../application/command-handler.ts';
 import { Lookups } from '../../application/lookups.ts';
+import { bootstrapAuthenticator } from '../../application/operator-principal.ts';
 import { createStoreSpecials } from '../../application/store-specials.ts';
 import { createLogger } from '../../cli/logger.ts';
 import { systemClock } from '../../domain/clock.ts';
@@ -56,7 +57,7 @@ async function platformApi(t: ExecutionContext): Promise<{
         specials,
         lookups,
         clock: systemClock,
-        operatorToken: TOKEN,
+        operators: bootstrapAuthenticator(TOKEN),
         specialsWaitMs: 100,
       }),
     ),

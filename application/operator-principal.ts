@@ -1,0 +1,44 @@
+/**
+ * Who calls the admin and platform APIs: the person an operator token stands for, with their role
+ * (docs/operations.md, "Accounts and roles"). The token the service generates in its data dir (or
+ * `PDS_OPERATOR_TOKEN`) is the bootstrap credential: an `admin` for the first start and break-glass.
+ */
+import type { OperatorRole } from '../domain/operator-account.ts';
+import type { Actor } from '../eventstore/port.ts';
+import { matchesSecret } from './credentials.ts';
+
+export interface OperatorPrincipal {
+  /** The account's id, or `bootstrap` for the bootstrap token. */
+  operator_id: string;
+  name: string;
+  role: OperatorRole;
+  /** The token that authenticated the request (`null` for the bootstrap token). */
+  token_id: string | null;
+}
+
+export interface OperatorAuthenticator {
+  /** The person a bearer token stands for; `undefined` for an unknown, expired or revoked token. */
+  authenticate(token: string): Promise<OperatorPrincipal | undefined>;
+}
+
+export const BOOTSTRAP_OPERATOR: OperatorPrincipal = Object.freeze({
+  operator_id: 'bootstrap',
+  name: 'bootstrap token',
+  role: 'admin',
+  token_id: null,
+});
+
+/** The bootstrap token alone, compared in constant time. */
+export function bootstrapAuthenticator(bootstrapToken: string): OperatorAuthenticator {
+  const isBootstrapToken = matchesSecret(bootstrapToken);
+  return {
+    async authenticate(token) {
+      return isBootstrapToken(token) ? BOOTSTRAP_OPERATOR : undefined;
+    },
+  };
+}
+
+/** The actor of the events a person's request causes: the person, not a shared "operator". */
+export function operatorActor(principal: OperatorPrincipal): Actor {
+  return { type: 'operator', id: principal.operator_id };
+}
