@@ -19,6 +19,12 @@ export interface OperatorPrincipal {
 export interface OperatorAuthenticator {
   /** The person a bearer token stands for; `undefined` for an unknown, expired or revoked token. */
   authenticate(token: string): Promise<OperatorPrincipal | undefined>;
+  /**
+   * The person as they stand now (their role may have changed); `undefined` once the token that
+   * authenticated them is revoked or expired, or their account disabled. A console session asks at
+   * every request.
+   */
+  current(principal: OperatorPrincipal): Promise<OperatorPrincipal | undefined>;
 }
 
 export const BOOTSTRAP_OPERATOR: OperatorPrincipal = Object.freeze({
@@ -34,6 +40,9 @@ export function bootstrapAuthenticator(bootstrapToken: string): OperatorAuthenti
   return {
     async authenticate(token) {
       return isBootstrapToken(token) ? BOOTSTRAP_OPERATOR : undefined;
+    },
+    async current(principal) {
+      return principal.operator_id === BOOTSTRAP_OPERATOR.operator_id ? BOOTSTRAP_OPERATOR : undefined;
     },
   };
 }
