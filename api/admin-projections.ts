@@ -7,7 +7,7 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Projector } from '../projections/projector.ts';
-import { type AppState, createRouter, HttpProblem } from './http.ts';
+import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { parseParams } from './validation.ts';
 
@@ -19,7 +19,7 @@ export function createProjectionAdminRouter(
   operatorToken: string,
 ): Router<AppState> {
   const router = createRouter({ prefix: '/admin/v1/projections' });
-  router.use(operatorAuth(operatorToken));
+  useEach(router, securityHeaders, operatorAuth(operatorToken));
 
   router.get('/', async (ctx) => {
     ctx.body = { projections: await projector.status() };

@@ -21,7 +21,7 @@ import { auditRoutes } from './admin-audit.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
-import { type AppState, createRouter, HttpProblem, useEach } from './http.ts';
+import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
@@ -236,11 +236,15 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
   };
 }
 
-/** The admin router: operator token, JSON bodies, idempotent POSTs, problem answers. */
+/**
+ * The admin router: security headers (`no-store`: answers show secrets once and customers' data),
+ * operator token, JSON bodies, idempotent POSTs, problem answers.
+ */
 export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   const router = createRouter({ prefix: ADMIN_BASE });
   useEach(
     router,
+    securityHeaders,
     operatorAuth(deps.operatorToken),
     writeErrors,
     jsonBody(),

@@ -246,11 +246,33 @@ function toProblem(error: unknown, requestId: string): HttpProblem {
   return new HttpProblem(status, { detail, headers });
 }
 
+/**
+ * The headers of every answer that is private JSON (the partner APIs, `/admin`, `/platform`) and of
+ * every problem: no sniffing, framing, caching or referrers. `no-store` matters most where an answer
+ * carries a one-time secret (an API key, a signing secret) or a customer's personal data.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cache-Control': 'no-store',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+  'Strict-Transport-Security': 'max-age=31536000',
+});
+
+/** A router's first middleware where every answer is private JSON (`SECURITY_HEADERS`). */
+export async function securityHeaders(ctx: AppContext, next: Koa.Next): Promise<void> {
+  ctx.set(SECURITY_HEADERS);
+  await next();
+}
+
 function sendProblem(ctx: AppContext, problem: HttpProblem): void {
   // As Koa does for errors: drop headers a handler set before failing, keep only the request id.
   for (const name of ctx.response.headers ? Object.keys(ctx.response.headers) : []) {
     if (name !== 'x-request-id') ctx.remove(name);
   }
+  // A problem is private JSON too, whatever route refused: an admin 401 carries no-store like its 201.
+  ctx.set(SECURITY_HEADERS);
   ctx.set(problem.headers);
   ctx.status = problem.status;
   ctx.type = PROBLEM_CONTENT_TYPE;

@@ -23,7 +23,14 @@ import type { Weight } from '../domain/schemas.ts';
 import * as special from '../domain/special.ts';
 import * as store from '../domain/store.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { type AppContext, type AppState, createRouter, HttpProblem, useEach } from './http.ts';
+import {
+  type AppContext,
+  type AppState,
+  createRouter,
+  HttpProblem,
+  securityHeaders,
+  useEach,
+} from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
@@ -83,6 +90,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   const router = createRouter({ prefix: PLATFORM_BASE });
   useEach(
     router,
+    securityHeaders,
     operatorAuth(deps.operatorToken),
     writeErrors,
     writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
