@@ -17,8 +17,9 @@ COPY webhooks ./webhooks
 COPY domain ./domain
 COPY eventstore ./eventstore
 COPY projections ./projections
-# The data dir holds the embedded store and generated secrets when no external engine is configured.
-RUN mkdir -p /app/data && chown node:node /app/data
+# The data dir holds the embedded store and generated secrets when no external engine is configured:
+# the service's user alone may read it (docs/operations.md, "Secrets").
+RUN mkdir -p -m 700 /app/data && chown node:node /app/data
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \

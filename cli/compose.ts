@@ -20,6 +20,7 @@ import {
   type Readiness,
 } from '../api/http.ts';
 import { MetricsSources } from '../api/metrics-sources.ts';
+import { tightenDataDir } from '../application/private-files.ts';
 import type { Supervisor } from '../application/supervisor.ts';
 import { type EventStoreOptions, openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -180,6 +181,25 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   );
 }
 
+/**
+ * The data dir holds customers' data, key hashes and the secrets (docs/operations.md, "Secrets"): one
+ * that other users can read (made before, by hand, or by an image) loses their access at start, and
+ * the log says what changed. A failure to change it is said, and the start goes on.
+ */
+async function keepDataDirPrivate(dir: string, logger: Logger): Promise<void> {
+  try {
+    const { dirModeWas, files } = await tightenDataDir(dir);
+    if (dirModeWas === null && files.length === 0) return;
+    logger.warn(
+      { data_dir: dir, dir_mode_was: dirModeWas === null ? null : dirModeWas.toString(8), files },
+      'the data dir was open to other users: their access is taken away (directory 0700, files 0600)',
+    );
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    logger.warn({ err: error, data_dir: dir }, "cannot take other users' access away from the data dir");
+  }
+}
+
 export function createService(config: ResolvedConfig, options: ServiceOptions = {}): Service {
   const role = options.role ?? 'all';
   const logger = (options.logger ?? createLogger(config.logLevel)).child({ role });
@@ -230,6 +250,8 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       { config: describeConfig(config), components: components.map((c) => c.name) },
       `starting pds (role ${role})`,
     );
+    // The main thread's: a role thread shares its process and its data dir.
+    if (serves) await keepDataDirPrivate(config.dataDir, logger);
     try {
       eventStore = await (options.openEventStore ?? openEventStore)(
         config.eventStoreUrl,
