@@ -340,19 +340,46 @@ export interface HttpAppOptions {
   role: string;
   /** Other threads' metrics, merged into `/metrics`. */
   metricsSources?: MetricsSources;
+  /**
+   * False: the operational endpoints are not served by this app but by `createOpsApp`'s, on a port of
+   * their own (`PDS_OPS_PORT`), and answer 404 here (docs/operations.md, "Health").
+   */
+  ops?: boolean;
 }
 
+/** The app of the service's port: every router is mounted on it, and (unless `ops` is false) the operational endpoints. */
 export function createHttpApp(options: HttpAppOptions): App {
-  const { logger, registry, readiness, role, metricsSources } = options;
+  const app = sharedApp(options);
+  if (options.ops !== false) app.use(opsRouter(options).routes());
+  // After every router: 405 with `Allow` for a method a path does not serve.
+  app.use(createRouter().allowedMethods());
+  return app;
+}
+
+/** The operational endpoints alone, for the ops port (`PDS_OPS_PORT`): the same request ids, log, metrics and problems. */
+export function createOpsApp(options: HttpAppOptions): App {
+  const app = sharedApp(options);
+  const ops = opsRouter(options);
+  app.use(ops.routes());
+  app.use(ops.allowedMethods());
+  return app;
+}
+
+/** The middleware every app of the process shares: request id, access log and latency, problems. */
+function sharedApp(options: HttpAppOptions): App {
+  const { logger, registry } = options;
   const KoaApp = require('koa') as typeof Koa;
   const app: App = new KoaApp<AppState>();
 
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Duration of HTTP requests in seconds, by method, route pattern and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
-  });
+  // One histogram for the process's apps (the service's port and the ops port).
+  const duration =
+    (registry.getSingleMetric('http_request_duration_seconds') as Histogram<'method' | 'route' | 'status'>) ??
+    new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Duration of HTTP requests in seconds, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    });
 
   // Errors Koa itself reports (e.g. a failing response stream); without a listener it prints to stderr.
   app.on('error', (error: unknown, ctx?: AppContext) => {
@@ -414,7 +441,12 @@ export function createHttpApp(options: HttpAppOptions): App {
       sendProblem(ctx, new HttpProblem(ctx.status, { detail, headers }));
     }
   });
+  return app;
+}
 
+/** `/healthz`, `/readyz` and `/metrics` (docs/operations.md, "Health"). */
+function opsRouter(options: HttpAppOptions): Router<AppState> {
+  const { registry, readiness, role, metricsSources } = options;
   // The probes answer with JSON text: Koa tests an object body against `Response`, `Blob` and
   // `ReadableStream`, and the first use of those globals loads undici (17 ms), which a start then paid
   // before its first /readyz. The first partner answer pays it, unless the warm-up below came first
@@ -446,8 +478,5 @@ export function createHttpApp(options: HttpAppOptions): App {
     ctx.body = metricsSources ? await metricsSources.render(registry) : await registry.metrics();
     ctx.type = registry.contentType;
   });
-  app.use(ops.routes());
-  app.use(ops.allowedMethods());
-
-  return app;
+  return ops;
 }

@@ -5,7 +5,8 @@
  * order (each gets the shared `ServiceContext`), and stops them in reverse. The HTTP listener is
  * always the last component: every router is mounted before the first request arrives, and on stop
  * it is the first to go, draining requests while the rest is still up. Every role serves the
- * operational endpoints, so each process can carry a container healthcheck.
+ * operational endpoints, so each process can carry a container healthcheck: on its port, or with
+ * `PDS_OPS_PORT` on that port only, whose listener starts just before the service's and stops after it.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +17,7 @@ import {
   type App,
   createHttpApp,
   createMetricsRegistry,
+  createOpsApp,
   createReadiness,
   type Readiness,
 } from '../api/http.ts';
@@ -72,6 +74,8 @@ export interface Service {
   readonly components: readonly string[];
   /** Opens the event store, starts the components; resolves with the port the HTTP server is bound to (0: none). */
   start(): Promise<number>;
+  /** The port the operational endpoints are bound to when they have one of their own (`PDS_OPS_PORT`), once started; else 0. */
+  opsPort(): number;
   /** Graceful and idempotent: drains HTTP requests (up to a deadline), stops components, closes the store. */
   stop(): Promise<void>;
 }
@@ -100,13 +104,19 @@ async function openReadStore(url: string, options: OpenReadStoreOptions): Promis
 }
 
 /**
- * The HTTP server as a component. `stop()` stops accepting connections, closes idle keep-alive
- * connections as they become idle, and after the deadline closes whatever is still open.
+ * An HTTP server as a component: the service's port (`app` is the context's), or the ops port's.
+ * `stop()` stops accepting connections, closes idle keep-alive connections as they become idle, and
+ * after the deadline closes whatever is still open.
  */
-function httpListener(port: number, stopTimeoutMs: number): Component & { port(): number } {
+function httpListener(
+  name: string,
+  port: number,
+  stopTimeoutMs: number,
+  appOf: (ctx: ServiceContext) => App,
+): Component & { port(): number } {
   let server: Server | undefined;
   return {
-    name: 'http',
+    name,
     roles: ['api', 'projector', 'dispatcher'],
     async start(ctx) {
       // Slow clients are cut off: headers within 8 s, the whole request within 12 s (Node's defaults,
@@ -121,7 +131,7 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
           keepAliveTimeout: 5_000,
           connectionsCheckingInterval: 1_000,
         },
-        ctx.app.callback(),
+        appOf(ctx).callback(),
       );
       s.on('clientError', answerClientError);
       await new Promise<void>((resolve, reject) => {
@@ -208,14 +218,25 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   const metricsSources = new MetricsSources();
   const serves = options.listen !== false;
   // A role thread serves no HTTP: it builds no app, and so never loads Koa.
-  const app = serves ? createHttpApp({ logger, registry, readiness, role, metricsSources }) : undefined;
+  // With PDS_OPS_PORT the operational endpoints are served on their port only (docs/operations.md, "Health").
+  const opsApart = serves && config.opsPort !== null;
+  const app = serves
+    ? createHttpApp({ logger, registry, readiness, role, metricsSources, ops: !opsApart })
+    : undefined;
+  const opsApp = opsApart ? createOpsApp({ logger, registry, readiness, role, metricsSources }) : undefined;
   const appOf = (): App => {
     if (!app) throw new Error(`this ${role} service serves no HTTP: none of its components may mount routes`);
     return app;
   };
   const supervisor = createSupervisor(logger, readiness, registry, role);
-  const listener = serves ? httpListener(config.port, options.stopTimeoutMs ?? 8_000) : undefined;
-  const components = [...(options.components ?? []), ...(listener ? [listener] : [])].filter(
+  const stopTimeoutMs = options.stopTimeoutMs ?? 8_000;
+  const listener = serves ? httpListener('http', config.port, stopTimeoutMs, (ctx) => ctx.app) : undefined;
+  // Started before the service's port and stopped after it: probes see the whole drain.
+  const opsListener = opsApp
+    ? httpListener('ops-http', config.opsPort ?? 0, stopTimeoutMs, () => opsApp)
+    : undefined;
+  const listeners = [...(opsListener ? [opsListener] : []), ...(listener ? [listener] : [])];
+  const components = [...(options.components ?? []), ...listeners].filter(
     (component) => role === 'all' || component.roles.includes(role),
   );
 
@@ -295,6 +316,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
     registry,
     readiness,
     components: components.map((c) => c.name),
+    opsPort: () => opsListener?.port() ?? 0,
     start() {
       if (starting) throw new Error('service already started');
       starting = run();
