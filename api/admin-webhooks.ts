@@ -40,7 +40,7 @@ import {
   secretContext,
 } from '../application/credentials.ts';
 import type { Clock } from '../domain/clock.ts';
-import { id as storeId } from '../domain/schemas.ts';
+import { oneLineText, id as storeId } from '../domain/schemas.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import {
@@ -129,7 +129,7 @@ const authToken = z
   );
 const storeIds = z.array(storeId).min(1).max(webhooks.MAX_STORE_IDS);
 const eventKinds = z.array(webhooks.webhookEventKind).min(1);
-const url = z.string().min(1).max(webhooks.MAX_URL_LENGTH);
+const url = oneLineText.min(1).max(webhooks.MAX_URL_LENGTH);
 
 export const createWebhookBody = z.strictObject({
   url,

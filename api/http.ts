@@ -17,7 +17,7 @@ import type { Readiness } from './readiness.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
-const { STATUS_CODES } = process.getBuiltinModule('node:http');
+const { METHODS, STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** What the shared middleware puts in `ctx.state` for every later handler. */
 export interface AppState {
@@ -351,18 +351,26 @@ export interface HttpAppOptions {
 export function createHttpApp(options: HttpAppOptions): App {
   const app = sharedApp(options);
   if (options.ops !== false) app.use(opsRouter(options).routes());
-  // After every router: 405 with `Allow` for a method a path does not serve.
-  app.use(createRouter().allowedMethods());
+  app.use(methodNotAllowed());
   return app;
 }
 
 /** The operational endpoints alone, for the ops port (`PDS_OPS_PORT`): the same request ids, log, metrics and problems. */
 export function createOpsApp(options: HttpAppOptions): App {
   const app = sharedApp(options);
-  const ops = opsRouter(options);
-  app.use(ops.routes());
-  app.use(ops.allowedMethods());
+  app.use(opsRouter(options).routes());
+  app.use(methodNotAllowed());
   return app;
+}
+
+/**
+ * After every router: a method a path does not serve answers 405 with the path's `Allow`, whatever
+ * the method (`TRACE`, `PROPFIND`, …): the router's own default answers 501 for a method outside its
+ * list, which says the server cannot do it rather than that this resource does not. A path no router
+ * serves stays a 404 (docs/partner-api.md, "Errors and limits").
+ */
+function methodNotAllowed(): Koa.Middleware<AppState> {
+  return createRouter({ methods: [...METHODS] }).allowedMethods() as Koa.Middleware<AppState>;
 }
 
 /** The middleware every app of the process shares: request id, access log and latency, problems. */

@@ -20,6 +20,7 @@ import {
   createOpsApp,
   createReadiness,
   type Readiness,
+  SECURITY_HEADERS,
 } from '../api/http.ts';
 import { MetricsSources } from '../api/metrics-sources.ts';
 import { tightenDataDir } from '../application/private-files.ts';
@@ -134,6 +135,8 @@ function httpListener(
         appOf(ctx).callback(),
       );
       s.on('clientError', answerClientError);
+      // Node hands a CONNECT to no request handler and, without this, closes the connection unanswered.
+      s.on('connect', (_req, socket: Duplex) => answerRaw(socket, 405, METHOD_REFUSAL));
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
         s.listen(port, () => {
@@ -165,11 +168,16 @@ function httpListener(
 
 /**
  * A request Node refuses before the app sees it (headers too large, a malformed request line, a
- * timeout) gets a problem document like every other refusal, instead of Node's bare answer.
+ * timeout) gets a problem document like every other refusal, instead of Node's bare answer. A method
+ * Node's parser does not know (`TRACK`) is a 405, as a method a path does not serve is in the app.
  */
 function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
     socket.destroy();
+    return;
+  }
+  if (err.code === 'HPE_INVALID_METHOD') {
+    answerRaw(socket, 405, METHOD_REFUSAL);
     return;
   }
   const [status, title, code] =
@@ -178,15 +186,43 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'request_timeout']
         : [400, 'Bad Request', 'malformed_request'];
+  answerRaw(socket, status, {
+    title,
+    code,
+    detail: `the request was refused before it was read: ${title.toLowerCase()}`,
+  });
+}
+
+/**
+ * A method no route serves, on a request whose target Node did not read (CONNECT names a host, not a
+ * path): its `Allow` names the methods the service's routes serve.
+ */
+const METHOD_REFUSAL = {
+  title: 'Method Not Allowed',
+  code: 'method_not_allowed',
+  detail: 'this service serves GET, HEAD, OPTIONS, POST, PUT, PATCH and DELETE only; it is no proxy',
+  headers: { Allow: 'GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE' },
+};
+
+/** A problem document written on the socket, which then closes: with the security headers of every problem. */
+function answerRaw(
+  socket: Duplex,
+  status: number,
+  problem: { title: string; code: string; detail: string; headers?: Record<string, string> },
+): void {
   const body = JSON.stringify({
     type: 'about:blank',
-    title,
+    title: problem.title,
     status,
-    detail: `the request was refused before it was read: ${title.toLowerCase()}`,
-    code,
+    detail: problem.detail,
+    code: problem.code,
   });
+  const headers = { ...SECURITY_HEADERS, ...problem.headers };
   socket.end(
-    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+    `HTTP/1.1 ${status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
+      Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
