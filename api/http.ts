@@ -1,7 +1,8 @@
 /**
  * The Koa app every process serves: shared middleware (request id, access log, metrics, RFC 9457
- * problem responses) and the operational endpoints `/healthz`, `/readyz`, `/metrics`. Partner,
- * platform and admin routers are mounted into the same app with `app.use(routesOf(router))`.
+ * problem responses) and the operational endpoints `/healthz`, `/readyz`, `/metrics` (or, with
+ * `PDS_OPS_PORT`, those on an app of their own, `createOpsApp`). Partner, platform and admin routers
+ * are mounted into the same app with `app.use(routesOf(router))`.
  */
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
