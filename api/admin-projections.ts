@@ -8,7 +8,7 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Projector } from '../projections/projector.ts';
-import { type AppState, createRouter, HttpProblem } from './http.ts';
+import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { operatorAuth } from './operator-auth.ts';
 import { parseParams } from './validation.ts';
 
@@ -20,7 +20,7 @@ export function createProjectionAdminRouter(
   operators: OperatorAuthenticator,
 ): Router<AppState> {
   const router = createRouter({ prefix: '/admin/v1/projections' });
-  router.use(operatorAuth(operators));
+  useEach(router, securityHeaders, operatorAuth(operators));
 
   router.get('/', async (ctx) => {
     ctx.body = { projections: await projector.status() };

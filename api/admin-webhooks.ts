@@ -22,9 +22,10 @@
  * every delivery, since DNS answers change): an absolute URL of at most 2048 characters without user
  * info; `https` only unless private webhook URLs are allowed (`PDS_ALLOW_PRIVATE_WEBHOOK_URLS`, by
  * default only in embedded mode), which also allows `http`; the host is resolved (at most 5 s) and
- * refused when it does not resolve, or when one of its addresses is loopback, private, link-local,
- * shared, multicast or reserved (unless private URLs are allowed) or the cloud metadata address
- * (always). Refusals are 422 problems naming `url`, with the guard's `reason`.
+ * refused when it does not resolve, or when one of its addresses is loopback, private, shared,
+ * multicast or reserved (unless private URLs are allowed) or link-local, cloud metadata or unspecified
+ * (always). Refusals are 422 problems naming `url`, with the guard's `reason`; they name the host,
+ * never the address it resolved to.
  */
 
 import type { KeyObject } from 'node:crypto';
@@ -39,7 +40,7 @@ import {
   secretContext,
 } from '../application/credentials.ts';
 import type { Clock } from '../domain/clock.ts';
-import { id as storeId } from '../domain/schemas.ts';
+import { oneLineText, id as storeId } from '../domain/schemas.ts';
 import * as webhooks from '../domain/webhook-subscription.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import {
@@ -63,7 +64,7 @@ import { answerWrite, commandMetadata } from './write-support.ts';
 export interface WebhookSettings {
   /** `PDS_SECRET_KEY`: seals auth tokens and signing secrets before they enter any event. */
   secretKey: KeyObject;
-  /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`: allows http and private, loopback and link-local addresses. */
+  /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`: allows http and private and loopback addresses (never link-local or metadata). */
   allowPrivateWebhookUrls: boolean;
   /** `PDS_WEBHOOK_TIMEOUT`: bounds a test request (`POST /webhooks/{id}/test`). */
   timeoutMs: number;
@@ -128,7 +129,7 @@ const authToken = z
   );
 const storeIds = z.array(storeId).min(1).max(webhooks.MAX_STORE_IDS);
 const eventKinds = z.array(webhooks.webhookEventKind).min(1);
-const url = z.string().min(1).max(webhooks.MAX_URL_LENGTH);
+const url = oneLineText.min(1).max(webhooks.MAX_URL_LENGTH);
 
 export const createWebhookBody = z.strictObject({
   url,

@@ -19,7 +19,7 @@ import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
-import { type AppState, createRouter, HttpProblem, useEach } from './http.ts';
+import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth, requestActor } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
@@ -235,11 +235,15 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
   };
 }
 
-/** The admin router: operator token, JSON bodies, idempotent POSTs, problem answers. */
+/**
+ * The admin router: security headers (`no-store`: answers show secrets once and customers' data),
+ * operator token, JSON bodies, idempotent POSTs, problem answers.
+ */
 export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   const router = createRouter({ prefix: ADMIN_BASE });
   useEach(
     router,
+    securityHeaders,
     operatorAuth(deps.operators),
     writeErrors,
     jsonBody(),

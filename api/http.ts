@@ -1,7 +1,8 @@
 /**
  * The Koa app every process serves: shared middleware (request id, access log, metrics, RFC 9457
- * problem responses) and the operational endpoints `/healthz`, `/readyz`, `/metrics`. Partner,
- * platform and admin routers are mounted into the same app with `app.use(routesOf(router))`.
+ * problem responses) and the operational endpoints `/healthz`, `/readyz`, `/metrics` (or, with
+ * `PDS_OPS_PORT`, those on an app of their own, `createOpsApp`). Partner, platform and admin routers
+ * are mounted into the same app with `app.use(routesOf(router))`.
  */
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -17,7 +18,7 @@ import type { Readiness } from './readiness.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
-const { STATUS_CODES } = process.getBuiltinModule('node:http');
+const { METHODS, STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** What the shared middleware puts in `ctx.state` for every later handler. */
 export interface AppState {
@@ -246,11 +247,33 @@ function toProblem(error: unknown, requestId: string): HttpProblem {
   return new HttpProblem(status, { detail, headers });
 }
 
+/**
+ * The headers of every answer that is private JSON (the partner APIs, `/admin`, `/platform`) and of
+ * every problem: no sniffing, framing, caching or referrers. `no-store` matters most where an answer
+ * carries a one-time secret (an API key, a signing secret) or a customer's personal data.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cache-Control': 'no-store',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+  'Strict-Transport-Security': 'max-age=31536000',
+});
+
+/** A router's first middleware where every answer is private JSON (`SECURITY_HEADERS`). */
+export async function securityHeaders(ctx: AppContext, next: Koa.Next): Promise<void> {
+  ctx.set(SECURITY_HEADERS);
+  await next();
+}
+
 function sendProblem(ctx: AppContext, problem: HttpProblem): void {
   // As Koa does for errors: drop headers a handler set before failing, keep only the request id.
   for (const name of ctx.response.headers ? Object.keys(ctx.response.headers) : []) {
     if (name !== 'x-request-id') ctx.remove(name);
   }
+  // A problem is private JSON too, whatever route refused: an admin 401 carries no-store like its 201.
+  ctx.set(SECURITY_HEADERS);
   ctx.set(problem.headers);
   ctx.status = problem.status;
   ctx.type = PROBLEM_CONTENT_TYPE;
@@ -318,19 +341,54 @@ export interface HttpAppOptions {
   role: string;
   /** Other threads' metrics, merged into `/metrics`. */
   metricsSources?: MetricsSources;
+  /**
+   * False: the operational endpoints are not served by this app but by `createOpsApp`'s, on a port of
+   * their own (`PDS_OPS_PORT`), and answer 404 here (docs/operations.md, "Health").
+   */
+  ops?: boolean;
 }
 
+/** The app of the service's port: every router is mounted on it, and (unless `ops` is false) the operational endpoints. */
 export function createHttpApp(options: HttpAppOptions): App {
-  const { logger, registry, readiness, role, metricsSources } = options;
+  const app = sharedApp(options);
+  if (options.ops !== false) app.use(opsRouter(options).routes());
+  app.use(methodNotAllowed());
+  return app;
+}
+
+/** The operational endpoints alone, for the ops port (`PDS_OPS_PORT`): the same request ids, log, metrics and problems. */
+export function createOpsApp(options: HttpAppOptions): App {
+  const app = sharedApp(options);
+  app.use(opsRouter(options).routes());
+  app.use(methodNotAllowed());
+  return app;
+}
+
+/**
+ * After every router: a method a path does not serve answers 405 with the path's `Allow`, whatever
+ * the method (`TRACE`, `PROPFIND`, …): the router's own default answers 501 for a method outside its
+ * list, which says the server cannot do it rather than that this resource does not. A path no router
+ * serves stays a 404 (docs/partner-api.md, "Errors and limits").
+ */
+function methodNotAllowed(): Koa.Middleware<AppState> {
+  return createRouter({ methods: [...METHODS] }).allowedMethods() as Koa.Middleware<AppState>;
+}
+
+/** The middleware every app of the process shares: request id, access log and latency, problems. */
+function sharedApp(options: HttpAppOptions): App {
+  const { logger, registry } = options;
   const KoaApp = require('koa') as typeof Koa;
   const app: App = new KoaApp<AppState>();
 
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Duration of HTTP requests in seconds, by method, route pattern and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
-  });
+  // One histogram for the process's apps (the service's port and the ops port).
+  const duration =
+    (registry.getSingleMetric('http_request_duration_seconds') as Histogram<'method' | 'route' | 'status'>) ??
+    new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Duration of HTTP requests in seconds, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    });
 
   // Errors Koa itself reports (e.g. a failing response stream); without a listener it prints to stderr.
   app.on('error', (error: unknown, ctx?: AppContext) => {
@@ -392,7 +450,12 @@ export function createHttpApp(options: HttpAppOptions): App {
       sendProblem(ctx, new HttpProblem(ctx.status, { detail, headers }));
     }
   });
+  return app;
+}
 
+/** `/healthz`, `/readyz` and `/metrics` (docs/operations.md, "Health"). */
+function opsRouter(options: HttpAppOptions): Router<AppState> {
+  const { registry, readiness, role, metricsSources } = options;
   // The probes answer with JSON text: Koa tests an object body against `Response`, `Blob` and
   // `ReadableStream`, and the first use of those globals loads undici (17 ms), which a start then paid
   // before its first /readyz. The first partner answer pays it, unless the warm-up below came first
@@ -424,8 +487,5 @@ export function createHttpApp(options: HttpAppOptions): App {
     ctx.body = metricsSources ? await metricsSources.render(registry) : await registry.metrics();
     ctx.type = registry.contentType;
   });
-  app.use(ops.routes());
-  app.use(ops.allowedMethods());
-
-  return app;
+  return ops;
 }

@@ -24,7 +24,14 @@ import type { Weight } from '../domain/schemas.ts';
 import * as special from '../domain/special.ts';
 import * as store from '../domain/store.ts';
 import type { Actor, EventStore } from '../eventstore/port.ts';
-import { type AppContext, type AppState, createRouter, HttpProblem, useEach } from './http.ts';
+import {
+  type AppContext,
+  type AppState,
+  createRouter,
+  HttpProblem,
+  securityHeaders,
+  useEach,
+} from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth, operatorOf } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
@@ -87,6 +94,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   const router = createRouter({ prefix: PLATFORM_BASE });
   useEach(
     router,
+    securityHeaders,
     operatorAuth(deps.operators),
     writeErrors,
     writeSideBuilt(deps.writeSideBuilt ?? (() => true)),

@@ -5,7 +5,8 @@
  * order (each gets the shared `ServiceContext`), and stops them in reverse. The HTTP listener is
  * always the last component: every router is mounted before the first request arrives, and on stop
  * it is the first to go, draining requests while the rest is still up. Every role serves the
- * operational endpoints, so each process can carry a container healthcheck.
+ * operational endpoints, so each process can carry a container healthcheck: on its port, or with
+ * `PDS_OPS_PORT` on that port only, whose listener starts just before the service's and stops after it.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,10 +17,13 @@ import {
   type App,
   createHttpApp,
   createMetricsRegistry,
+  createOpsApp,
   createReadiness,
   type Readiness,
+  SECURITY_HEADERS,
 } from '../api/http.ts';
 import { MetricsSources } from '../api/metrics-sources.ts';
+import { tightenDataDir } from '../application/private-files.ts';
 import type { Supervisor } from '../application/supervisor.ts';
 import { type EventStoreOptions, openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -71,6 +75,8 @@ export interface Service {
   readonly components: readonly string[];
   /** Opens the event store, starts the components; resolves with the port the HTTP server is bound to (0: none). */
   start(): Promise<number>;
+  /** The port the operational endpoints are bound to when they have one of their own (`PDS_OPS_PORT`), once started; else 0. */
+  opsPort(): number;
   /** Graceful and idempotent: drains HTTP requests (up to a deadline), stops components, closes the store. */
   stop(): Promise<void>;
 }
@@ -99,13 +105,19 @@ async function openReadStore(url: string, options: OpenReadStoreOptions): Promis
 }
 
 /**
- * The HTTP server as a component. `stop()` stops accepting connections, closes idle keep-alive
- * connections as they become idle, and after the deadline closes whatever is still open.
+ * An HTTP server as a component: the service's port (`app` is the context's), or the ops port's.
+ * `stop()` stops accepting connections, closes idle keep-alive connections as they become idle, and
+ * after the deadline closes whatever is still open.
  */
-function httpListener(port: number, stopTimeoutMs: number): Component & { port(): number } {
+function httpListener(
+  name: string,
+  port: number,
+  stopTimeoutMs: number,
+  appOf: (ctx: ServiceContext) => App,
+): Component & { port(): number } {
   let server: Server | undefined;
   return {
-    name: 'http',
+    name,
     roles: ['api', 'projector', 'dispatcher'],
     async start(ctx) {
       // Slow clients are cut off: headers within 8 s, the whole request within 12 s (Node's defaults,
@@ -120,9 +132,11 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
           keepAliveTimeout: 5_000,
           connectionsCheckingInterval: 1_000,
         },
-        ctx.app.callback(),
+        appOf(ctx).callback(),
       );
       s.on('clientError', answerClientError);
+      // Node hands a CONNECT to no request handler and, without this, closes the connection unanswered.
+      s.on('connect', (_req, socket: Duplex) => answerRaw(socket, 405, METHOD_REFUSAL));
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
         s.listen(port, () => {
@@ -154,11 +168,16 @@ function httpListener(port: number, stopTimeoutMs: number): Component & { port()
 
 /**
  * A request Node refuses before the app sees it (headers too large, a malformed request line, a
- * timeout) gets a problem document like every other refusal, instead of Node's bare answer.
+ * timeout) gets a problem document like every other refusal, instead of Node's bare answer. A method
+ * Node's parser does not know (`TRACK`) is a 405, as a method a path does not serve is in the app.
  */
 function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
     socket.destroy();
+    return;
+  }
+  if (err.code === 'HPE_INVALID_METHOD') {
+    answerRaw(socket, 405, METHOD_REFUSAL);
     return;
   }
   const [status, title, code] =
@@ -167,17 +186,64 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'request_timeout']
         : [400, 'Bad Request', 'malformed_request'];
+  answerRaw(socket, status, {
+    title,
+    code,
+    detail: `the request was refused before it was read: ${title.toLowerCase()}`,
+  });
+}
+
+/**
+ * A method no route serves, on a request whose target Node did not read (CONNECT names a host, not a
+ * path): its `Allow` names the methods the service's routes serve.
+ */
+const METHOD_REFUSAL = {
+  title: 'Method Not Allowed',
+  code: 'method_not_allowed',
+  detail: 'this service serves GET, HEAD, OPTIONS, POST, PUT, PATCH and DELETE only; it is no proxy',
+  headers: { Allow: 'GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE' },
+};
+
+/** A problem document written on the socket, which then closes: with the security headers of every problem. */
+function answerRaw(
+  socket: Duplex,
+  status: number,
+  problem: { title: string; code: string; detail: string; headers?: Record<string, string> },
+): void {
   const body = JSON.stringify({
     type: 'about:blank',
-    title,
+    title: problem.title,
     status,
-    detail: `the request was refused before it was read: ${title.toLowerCase()}`,
-    code,
+    detail: problem.detail,
+    code: problem.code,
   });
+  const headers = { ...SECURITY_HEADERS, ...problem.headers };
   socket.end(
-    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+    `HTTP/1.1 ${status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
+      Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * The data dir holds customers' data, key hashes and the secrets (docs/operations.md, "Secrets"): one
+ * that other users can read (made before, by hand, or by an image) loses their access at start, and
+ * the log says what changed. A failure to change it is said, and the start goes on.
+ */
+async function keepDataDirPrivate(dir: string, logger: Logger): Promise<void> {
+  try {
+    const { dirModeWas, files } = await tightenDataDir(dir);
+    if (dirModeWas === null && files.length === 0) return;
+    logger.warn(
+      { data_dir: dir, dir_mode_was: dirModeWas === null ? null : dirModeWas.toString(8), files },
+      'the data dir was open to other users: their access is taken away (directory 0700, files 0600)',
+    );
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    logger.warn({ err: error, data_dir: dir }, "cannot take other users' access away from the data dir");
+  }
 }
 
 export function createService(config: ResolvedConfig, options: ServiceOptions = {}): Service {
@@ -188,14 +254,25 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   const metricsSources = new MetricsSources();
   const serves = options.listen !== false;
   // A role thread serves no HTTP: it builds no app, and so never loads Koa.
-  const app = serves ? createHttpApp({ logger, registry, readiness, role, metricsSources }) : undefined;
+  // With PDS_OPS_PORT the operational endpoints are served on their port only (docs/operations.md, "Health").
+  const opsApart = serves && config.opsPort !== null;
+  const app = serves
+    ? createHttpApp({ logger, registry, readiness, role, metricsSources, ops: !opsApart })
+    : undefined;
+  const opsApp = opsApart ? createOpsApp({ logger, registry, readiness, role, metricsSources }) : undefined;
   const appOf = (): App => {
     if (!app) throw new Error(`this ${role} service serves no HTTP: none of its components may mount routes`);
     return app;
   };
   const supervisor = createSupervisor(logger, readiness, registry, role);
-  const listener = serves ? httpListener(config.port, options.stopTimeoutMs ?? 8_000) : undefined;
-  const components = [...(options.components ?? []), ...(listener ? [listener] : [])].filter(
+  const stopTimeoutMs = options.stopTimeoutMs ?? 8_000;
+  const listener = serves ? httpListener('http', config.port, stopTimeoutMs, (ctx) => ctx.app) : undefined;
+  // Started before the service's port and stopped after it: probes see the whole drain.
+  const opsListener = opsApp
+    ? httpListener('ops-http', config.opsPort ?? 0, stopTimeoutMs, () => opsApp)
+    : undefined;
+  const listeners = [...(opsListener ? [opsListener] : []), ...(listener ? [listener] : [])];
+  const components = [...(options.components ?? []), ...listeners].filter(
     (component) => role === 'all' || component.roles.includes(role),
   );
 
@@ -230,6 +307,8 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       { config: describeConfig(config), components: components.map((c) => c.name) },
       `starting pds (role ${role})`,
     );
+    // The main thread's: a role thread shares its process and its data dir.
+    if (serves) await keepDataDirPrivate(config.dataDir, logger);
     try {
       eventStore = await (options.openEventStore ?? openEventStore)(
         config.eventStoreUrl,
@@ -273,6 +352,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
     registry,
     readiness,
     components: components.map((c) => c.name),
+    opsPort: () => opsListener?.port() ?? 0,
     start() {
       if (starting) throw new Error('service already started');
       starting = run();

@@ -24,6 +24,11 @@ export const SECRET_KEY_FILE = 'secret-key';
 /** Configuration as the environment states it; secrets kept in the data dir are still `null`. */
 export interface Config {
   port: number;
+  /**
+   * `PDS_OPS_PORT`: when set, `/healthz`, `/readyz` and `/metrics` are served on this port only (and
+   * answer 404 on `port`), so the public port shows no internals (docs/operations.md, "Health").
+   */
+  opsPort: number | null;
   /** Absolute path. */
   dataDir: string;
   /** `sqlite:<file>` or an EventStoreDB/KurrentDB connection string. */
@@ -226,6 +231,7 @@ const logLevel = parsed((raw) =>
 
 const envSchema = z.object({
   PORT: port.optional(),
+  PDS_OPS_PORT: port.optional(),
   PDS_DATA_DIR: dataDir.optional(),
   PDS_EVENT_STORE: eventStoreUrl.optional(),
   PDS_READ_STORE: readStoreUrl.optional(),
@@ -315,9 +321,17 @@ export function parseConfig(env: Env): Config {
         'a projector thread needs an event store and a read store it can open too, not memory or sqlite::memory:',
     });
   }
+  const servicePort = v.PORT ?? DEFAULTS.port;
+  if (v.PDS_OPS_PORT !== undefined && v.PDS_OPS_PORT !== 0 && v.PDS_OPS_PORT === servicePort) {
+    missing.push({
+      variable: 'PDS_OPS_PORT',
+      problem: `must differ from PORT (${servicePort}): the operational endpoints get a port of their own`,
+    });
+  }
   if (missing.length > 0) throw new ConfigError(missing);
   return Object.freeze({
-    port: v.PORT ?? DEFAULTS.port,
+    port: servicePort,
+    opsPort: v.PDS_OPS_PORT ?? null,
     dataDir: dir,
     eventStoreUrl: eventStore,
     embedded,
@@ -453,6 +467,7 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
   const inDataDir = (file: string) => `in ${path.join(config.dataDir, file)}`;
   return {
     port: config.port,
+    ops_port: config.opsPort,
     data_dir: config.dataDir,
     event_store: redactUrl(config.eventStoreUrl),
     embedded: config.embedded,

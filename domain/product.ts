@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { type Decider, invalid } from './decider.ts';
 import { defineEvent, type EventOf } from './events.ts';
-import { id, isoDateTime, kind, lineage, nonEmpty, percent, webUrl } from './schemas.ts';
+import { freeText, id, isoDateTime, kind, lineage, nonEmpty, percent, webUrl } from './schemas.ts';
 
 export const streamId = (productId: number) => `product-${productId}`;
 
@@ -14,7 +14,7 @@ export const productFields = z.strictObject({
   kind,
   kind_subtype: nonEmpty(100).nullable().default(null),
   lineage: lineage.nullable().default(null),
-  description: z.string().trim().max(10_000).nullable().default(null),
+  description: freeText(10_000).nullable().default(null),
   percent_thc: percent.nullable().default(null),
   percent_cbd: percent.nullable().default(null),
   image_urls: z.array(webUrl).max(20).default([]),

@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { type Decider, invalid } from './decider.ts';
 import { defineEvent, type EventOf } from './events.ts';
-import { id, isoDateTime, nonEmpty } from './schemas.ts';
+import { freeText, id, isoDateTime, nonEmpty } from './schemas.ts';
 
 export const streamId = (reviewId: number) => `review-${reviewId}`;
 
@@ -17,7 +17,7 @@ export const reviewFields = z.strictObject({
   product_id: id,
   store_id: id,
   rating: z.number().int().min(1).max(5),
-  comment: z.string().trim().max(5000).nullable().default(null),
+  comment: freeText(5000).nullable().default(null),
   feelings: tags.default([]),
   activities: tags.default([]),
   verified: z.boolean(),

@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { type Decider, invalid } from './decider.ts';
 import { defineEvent, type EventOf } from './events.ts';
-import { id, isoDateTime, kind, money, nonEmpty } from './schemas.ts';
+import { freeText, id, isoDateTime, kind, money, nonEmpty } from './schemas.ts';
 
 export const streamId = (specialId: number) => `special-${specialId}`;
 
@@ -48,7 +48,7 @@ export const specialFields = z
   .strictObject({
     store_id: id,
     title: nonEmpty(200),
-    description: z.string().trim().max(5000).nullable().default(null),
+    description: freeText(5000).nullable().default(null),
     special_type: specialType,
     discount_type: discountType,
     discount_value: money,

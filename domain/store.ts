@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { type Decider, invalid, notFound } from './decider.ts';
 import { defineEvent, type EventOf } from './events.ts';
-import { id, isoDateTime, nonEmpty, openingHours, usZip, webUrl } from './schemas.ts';
+import { freeText, id, isoDateTime, nonEmpty, openingHours, usZip, webUrl } from './schemas.ts';
 
 export const streamId = (storeId: number) => `store-${storeId}`;
 
@@ -144,7 +144,7 @@ const duplicateName = (fields: { name: string }[]) =>
  */
 export const curbsidePickupSettingFields = z.strictObject({
   enabled: z.boolean(),
-  arrival_instructions: z.string().trim().max(2000).nullable().default(null),
+  arrival_instructions: freeText(2000).nullable().default(null),
   hours: openingHours.default([]),
   window_minutes: z.number().int().min(5).max(240).default(15),
   max_orders_per_window: z.number().int().min(1).max(1000).default(10),

@@ -2,7 +2,7 @@
  * `docker-compose.yml` and the `Dockerfile`, read as files (no Docker engine needed): both engines, the
  * three roles with healthchecks, and only configuration variables the service knows.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -13,6 +13,7 @@ import { parse } from 'yaml';
 import { ROLES } from '../cli/compose.ts';
 import { CONFIG_VARIABLES, parseConfig } from '../cli/config.ts';
 import { npmStartArgs, npmStartEnv } from './support/npm-start.ts';
+import { startService } from './support/service.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -201,4 +202,37 @@ test('npm run bench has the V8 flags of npm start, since the api bench serves in
   const pkg = JSON.parse(await readFile(`${ROOT}package.json`, 'utf8')) as { scripts: { bench: string } };
   const benchFlags = /^node ((?:--\S+ )*)bench\/run\.ts$/.exec(pkg.scripts.bench)?.[1].trim().split(' ');
   t.deepEqual(benchFlags, ['--expose-gc', ...startNodeFlags()]);
+});
+
+/** Runs a healthcheck's `node -e` program with this environment: its exit code. */
+function healthcheck(program: string, env: Record<string, string>): Promise<number> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['-e', program], { env: { PATH: process.env.PATH ?? '', ...env } }, (error) =>
+      resolve(error ? Number(error.code ?? 1) : 0),
+    );
+  });
+}
+
+test("the image's and the compose roles' healthchecks ask the port that serves /readyz, PDS_OPS_PORT or PORT", async (t) => {
+  const dockerfile = await readFile(`${ROOT}Dockerfile`, 'utf8');
+  const image = JSON.parse(/^\s+CMD (\[.+\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
+  const { services } = await compose();
+  const role = services.api.healthcheck?.test as string[];
+  const programs = { image: image.slice(image.indexOf('-e') + 1)[0], compose: role[role.indexOf('-e') + 1] };
+  t.truthy(programs.image && programs.compose, JSON.stringify(programs));
+
+  const together = await startService(t);
+  const apart = await startService(t, { env: { PDS_OPS_PORT: '0' } });
+  const port = (base: string) => new URL(base).port;
+  const opsPort = String(apart.service.opsPort());
+  for (const [name, program] of Object.entries(programs)) {
+    t.is(await healthcheck(program, { PORT: port(together.base) }), 0, `${name}: on PORT`);
+    t.is(
+      await healthcheck(program, { PORT: port(apart.base), PDS_OPS_PORT: opsPort }),
+      0,
+      `${name}: ops port`,
+    );
+    // The service's port answers 404 for /readyz once the ops port has it: asking it would fail.
+    t.is(await healthcheck(program, { PORT: port(apart.base) }), 1, `${name}: the wrong port fails`);
+  }
 });

@@ -13,10 +13,10 @@ import { createLogger } from '../cli/logger.ts';
 
 type LogLine = Record<string, unknown>;
 
-async function service(t: ExecutionContext, options: ServiceOptions) {
+async function service(t: ExecutionContext, options: ServiceOptions, env: Record<string, string> = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), 'pds-compose-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const config = await loadConfig({ PDS_DATA_DIR: dir, PORT: '0' });
+  const config = await loadConfig({ PDS_DATA_DIR: dir, PORT: '0', ...env });
   const lines: LogLine[] = [];
   const logger = createLogger('debug', { write: (line: string) => void lines.push(JSON.parse(line)) });
   const s = createService(config, { logger, ...options });
@@ -72,6 +72,51 @@ test('a single role runs only its components, plus the ops HTTP server', async (
   const port = await s.start();
   t.deepEqual(events, ['start dispatcher (dispatcher, store sqlite)']);
   t.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+});
+
+const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
+
+test('PDS_OPS_PORT: the ops endpoints answer on their own port only, which opens before HTTP and closes after it', async (t) => {
+  const events: string[] = [];
+  const { service: s } = await service(
+    t,
+    { role: 'all', components: [recorder(events, 'first', ['api']), slowRoutes(Promise.resolve())] },
+    { PDS_OPS_PORT: '0' },
+  );
+  t.deepEqual(s.components, ['first', 'slow-api', 'ops-http', 'http']);
+  t.is(s.opsPort(), 0, 'not bound before the start');
+  const port = await s.start();
+  const opsPort = s.opsPort();
+  t.true(opsPort > 0 && opsPort !== port, `${opsPort} beside ${port}`);
+  const main = `http://127.0.0.1:${port}`;
+  const ops = `http://127.0.0.1:${opsPort}`;
+
+  t.is((await fetch(`${main}/slow`)).status, 200, 'the service port serves the routes');
+  for (const p of OPS_PATHS) {
+    const here = await fetch(`${main}${p}`);
+    t.is(here.status, 404, `${p} on the service port`);
+    t.regex(here.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    t.like(await here.json(), { status: 404, code: 'not_found' });
+    t.is((await fetch(`${ops}${p}`)).status, 200, `${p} on the ops port`);
+  }
+  t.like(await (await fetch(`${ops}/readyz`)).json(), { status: 'ready', role: 'all' });
+  t.is((await fetch(`${ops}/slow`)).status, 404, 'the ops port serves nothing else');
+  // One registry: both ports' requests are counted (the three 404s of the service port, /slow on the ops port).
+  const metrics = await (await fetch(`${ops}/metrics`)).text();
+  t.regex(metrics, /http_request_duration_seconds_count\{method="GET",route="\/slow",status="200"\} 1/);
+  t.regex(metrics, /http_request_duration_seconds_count\{method="GET",route="unmatched",status="404"\} 4/);
+
+  await s.stop();
+  await t.throwsAsync(fetch(`${ops}/healthz`), undefined, 'closed by the stop');
+  await t.throwsAsync(fetch(`${main}/healthz`));
+});
+
+test('without PDS_OPS_PORT the ops endpoints are on the service port, and there is no other listener', async (t) => {
+  const { service: s } = await service(t, { role: 'all', components: [] });
+  t.deepEqual(s.components, ['http']);
+  const port = await s.start();
+  t.is(s.opsPort(), 0);
+  for (const p of OPS_PATHS) t.is((await fetch(`http://127.0.0.1:${port}${p}`)).status, 200, p);
 });
 
 test('a component failing to start undoes the start', async (t) => {

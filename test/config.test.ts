@@ -80,6 +80,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
   const config = parseConfig({});
   t.deepEqual(config, {
     port: 8080,
+    opsPort: null,
     dataDir: path.resolve('data'),
     eventStoreUrl: `sqlite:${path.resolve('data', 'events.db')}`,
     embedded: true,
@@ -194,6 +195,11 @@ const valid: Record<string, Case[]> = {
     { env: { PORT: '0' }, check: (c) => c.port, expected: 0 },
     { env: { PORT: '3000' }, check: (c) => c.port, expected: 3000 },
     { env: { PORT: '65535' }, check: (c) => c.port, expected: 65535 },
+  ],
+  PDS_OPS_PORT: [
+    { env: { PDS_OPS_PORT: '9090' }, check: (c) => [c.port, c.opsPort], expected: [8080, 9090] },
+    { env: { PDS_OPS_PORT: '0', PORT: '0' }, check: (c) => [c.port, c.opsPort], expected: [0, 0] },
+    { env: { PDS_OPS_PORT: '8080', PORT: '3000' }, check: (c) => c.opsPort, expected: 8080 },
   ],
   PDS_DATA_DIR: [
     { env: { PDS_DATA_DIR: '/srv/pds' }, check: (c) => c.dataDir, expected: '/srv/pds' },
@@ -329,6 +335,11 @@ const bad: [string, string, Env?][] = [
   ['PORT', '65536'],
   ['PORT', '80.5'],
   ['PORT', '0x50'],
+  ['PDS_OPS_PORT', 'metrics'],
+  ['PDS_OPS_PORT', '65536'],
+  // The public port and the ops port cannot be one port.
+  ['PDS_OPS_PORT', '8080'],
+  ['PDS_OPS_PORT', '3000', { PORT: '3000' }],
   ['PDS_EVENT_STORE', 'postgres://localhost/pds'],
   ['PDS_EVENT_STORE', 'sqlite:'],
   ['PDS_EVENT_STORE', 'esdb://'],

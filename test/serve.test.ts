@@ -195,6 +195,25 @@ test('each role serves the ops endpoints and names its role in /readyz', async (
   t.is(await exitWithin(r, 10_000), 0);
 });
 
+test('with PDS_OPS_PORT the ops endpoints answer on that port only, and the banner names it', async (t) => {
+  const dir = await tempDir(t);
+  const r = run(t, { PDS_DATA_DIR: dir, PDS_OPS_PORT: '0' }, ['--role', 'dispatcher']);
+  const base = await listening(t, r);
+  const opsLine =
+    /^pds: operational endpoints \(\/healthz, \/readyz, \/metrics\) on http:\/\/localhost:(\d+)$/m;
+  for (let i = 0; !opsLine.test(r.stdout()) && i < 100; i++) await new Promise((res) => setTimeout(res, 20));
+  const opsPort = opsLine.exec(r.stdout())?.[1];
+  t.truthy(opsPort, r.stdout());
+  const ops = `http://127.0.0.1:${opsPort}`;
+  t.not(ops, base);
+  t.like(await (await fetch(`${ops}/readyz`)).json(), { status: 'ready', role: 'dispatcher' });
+  t.is((await fetch(`${ops}/healthz`)).status, 200);
+  t.regex(await (await fetch(`${ops}/metrics`)).text(), /^process_start_time_seconds \d+/m);
+  for (const p of ['/healthz', '/readyz', '/metrics']) t.is((await fetch(`${base}${p}`)).status, 404, p);
+  r.child.kill('SIGTERM');
+  t.is(await exitWithin(r, 10_000), 0);
+});
+
 test('bad configuration: exit 1 and exactly one line on stderr naming the variable', async (t) => {
   const dir = await tempDir(t);
   const r = run(t, { PDS_DATA_DIR: dir, PORT: 'abc' });

@@ -18,7 +18,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Response } from 'got';
 import type { Clock } from '../domain/clock.ts';
-import { checkWebhookUrl, pinnedLookup, type Resolver } from './url-guard.ts';
+import { checkWebhookUrl, pinnedLookup, type Resolver, withoutResolvedAddresses } from './url-guard.ts';
 
 // Not `import … from 'node:http'`: as an ES module it loads undici for its WebSocket export, 38 ms of
 // every start (docs/read-side.md, "Start-up and restart").
@@ -238,7 +238,7 @@ export async function deliverOnce(input: DeliverInput): Promise<DeliveryResult> 
   } catch (error) {
     request.destroy();
     const { code, message } = classifyTransportError(error, input.timeoutMs, http);
-    return result('failed', { errorCode: code, error: message });
+    return result('failed', { errorCode: code, error: withoutResolvedAddresses(message, check) });
   }
 
   const status = response.statusCode;

@@ -5,12 +5,18 @@
  * `checkWebhookUrl` parses the URL, resolves its host and refuses it when any resolved address is not a
  * public unicast address (one bad address is enough: the connection could go to any of them). Unless
  * private URLs are allowed it also requires https, so the bearer token and the body are not sent in clear.
+ * Link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, 100.100.100.200, fd00:ec2::254)
+ * and the unspecified ones (0.0.0.0/8, `::`, which reach the local host) are refused even where private
+ * URLs are allowed: no receiver lives there, and the metadata service hands out the host's credentials.
+ * A refusal names the host and the kind of address, never the address a name resolved to: the
+ * operator's answer and the delivery log must not map an internal network.
  * `pinnedLookup` then hands the HTTP agent only the addresses that were checked, so a DNS answer that
  * changes between the check and the connection (DNS rebinding) cannot redirect the request.
  *
  * Ranges are matched with node:net's BlockList (no dependency). BlockList applies IPv4 rules to
  * IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) by itself; NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`)
- * addresses embed an IPv4 address too, so each IPv4 range is also added in those two forms.
+ * addresses embed an IPv4 address too, so each IPv4 range is also added in those two forms, and the
+ * ranges always refused in the deprecated IPv4-compatible form (`::169.254.169.254`) as well.
  */
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -41,8 +47,6 @@ export interface UrlRefusal {
   reason: UrlRefusalReason;
   /** One line, safe to log and to return to the operator (never contains URL credentials). */
   message: string;
-  /** The offending address, for the address categories. */
-  address?: string;
 }
 
 export interface UrlApproval {
@@ -74,6 +78,7 @@ const V4: readonly (readonly [AddressCategory, string, number])[] = [
   ['unspecified', '0.0.0.0', 8], // "this network"; connecting to 0.0.0.0 reaches the local host
   ['loopback', '127.0.0.0', 8],
   ['metadata', '169.254.169.254', 32], // cloud instance metadata (AWS, GCP, Azure, OpenStack…)
+  ['metadata', '100.100.100.200', 32], // Alibaba Cloud instance metadata (inside 100.64.0.0/10)
   ['link_local', '169.254.0.0', 16],
   ['private', '10.0.0.0', 8],
   ['private', '172.16.0.0', 12],
@@ -127,6 +132,12 @@ const CATEGORY_ORDER: readonly AddressCategory[] = [
   'reserved',
 ];
 
+/**
+ * Categories refused even when private URLs are allowed (docs/webhooks.md, "Subscriptions"): no
+ * receiver lives at a link-local or metadata address, and an unspecified one reaches the local host.
+ */
+const ALWAYS_REFUSED: ReadonlySet<AddressCategory> = new Set(['metadata', 'link_local', 'unspecified']);
+
 const LISTS = new Map<AddressCategory, BlockList>(CATEGORY_ORDER.map((c) => [c, new BlockList()]));
 for (const [category, network, prefix] of V4) {
   const list = LISTS.get(category)!;
@@ -134,6 +145,11 @@ for (const [category, network, prefix] of V4) {
   // The same range reached through NAT64 (RFC 6052 well-known prefix) or 6to4.
   list.addSubnet(`64:ff9b::${v4AsV6Groups(network)}`, 96 + prefix, 'ipv6');
   list.addSubnet(`2002:${v4AsV6Groups(network)}::`, 16 + prefix, 'ipv6');
+  // IPv4-compatible (`::a.b.c.d`, deprecated; a stack with a 6in4 tunnel may still send it on). Not
+  // for 0.0.0.0/8, whose form `::/104` holds `::1`.
+  if (ALWAYS_REFUSED.has(category) && category !== 'unspecified') {
+    list.addSubnet(`::${v4AsV6Groups(network)}`, 96 + prefix, 'ipv6');
+  }
 }
 for (const [category, network, prefix] of V6) LISTS.get(category)!.addSubnet(network, prefix, 'ipv6');
 
@@ -142,9 +158,6 @@ const V6_ROUTABLE = new BlockList();
 V6_ROUTABLE.addSubnet('2000::', 3, 'ipv6');
 V6_ROUTABLE.addSubnet('64:ff9b::', 96, 'ipv6');
 V6_ROUTABLE.addSubnet('::ffff:0:0', 96, 'ipv6');
-
-/** Categories refused even when private URLs are allowed: no receiver lives at the metadata address. */
-const ALWAYS_REFUSED: ReadonlySet<AddressCategory> = new Set(['metadata']);
 
 /**
  * The category of a non-public address, `null` for a public unicast one, or `'invalid_address'`
@@ -175,8 +188,8 @@ const DESCRIPTIONS: Record<AddressCategory | 'invalid_address', string> = {
   invalid_address: 'not an IP address',
 };
 
-function refuse(reason: UrlRefusalReason, message: string, address?: string): UrlRefusal {
-  return address === undefined ? { ok: false, reason, message } : { ok: false, reason, message, address };
+function refuse(reason: UrlRefusalReason, message: string): UrlRefusal {
+  return { ok: false, reason, message };
 }
 
 /**
@@ -217,24 +230,43 @@ export async function checkWebhookUrl(raw: string, options: CheckOptions): Promi
     if (addresses.length === 0) return refuse('unresolvable', `the host ${hostname} has no address`);
   }
 
+  // The address a name resolved to is not said: what the operator and the delivery log see must not
+  // map the network (an IP literal is the host itself, so the host names it).
   for (const { address } of addresses) {
     const category = classifyAddress(address);
     if (category === null) continue;
     if (category === 'invalid_address') {
       return refuse(
         'invalid_address',
-        `the host ${hostname} resolved to ${address}: not an IP address`,
-        address,
+        `the host ${hostname} resolved to something that is not an IP address`,
       );
     }
-    if (options.allowPrivate && !ALWAYS_REFUSED.has(category)) continue;
+    const always = ALWAYS_REFUSED.has(category);
+    if (options.allowPrivate && !always) continue;
     return refuse(
       category,
-      `the host ${hostname} resolves to ${address}, ${DESCRIPTIONS[category]}; webhook URLs must be public`,
-      address,
+      `the host ${hostname} resolves to ${DESCRIPTIONS[category]}; ${always ? 'no webhook is ever sent there' : 'webhook URLs must be public'}`,
     );
   }
   return { ok: true, url, hostname, addresses };
+}
+
+/**
+ * A connection error's message without the address a name resolved to (`connect ECONNREFUSED
+ * 10.0.0.7:443` → `connect ECONNREFUSED`): the delivery log says what failed, not where the name points.
+ * An IP literal host is the URL's own, and stays.
+ */
+export function withoutResolvedAddresses(
+  message: string,
+  approval: Pick<UrlApproval, 'hostname' | 'addresses'>,
+): string {
+  if (isIP(approval.hostname) !== 0) return message;
+  let out = message;
+  for (const { address } of approval.addresses) {
+    const escaped = address.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out.replace(new RegExp(` ?\\[?${escaped}\\]?(?::\\d+)?`, 'g'), '');
+  }
+  return out;
 }
 
 function lookupError(message: string, code: string, hostname: string): NodeJS.ErrnoException {

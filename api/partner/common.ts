@@ -112,18 +112,8 @@ export function rateLimit(now: () => number = Date.now) {
   };
 }
 
-/** Headers for an API whose answers are private JSON: no sniffing, framing, caching or referrers. */
-export async function securityHeaders(ctx: AppContext, next: Next): Promise<void> {
-  ctx.set({
-    'X-Content-Type-Options': 'nosniff',
-    'X-Frame-Options': 'DENY',
-    'Referrer-Policy': 'no-referrer',
-    'Cache-Control': 'no-store',
-    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
-    'Strict-Transport-Security': 'max-age=31536000',
-  });
-  await next();
-}
+/** The partner APIs' answers are private JSON (`SECURITY_HEADERS`). */
+export { securityHeaders } from '../http.ts';
 
 // ---- paging -----------------------------------------------------------------------------------------
 

@@ -102,7 +102,8 @@ async function fingerprint(file: string, upTo: number): Promise<string> {
 
 async function saveProgress(file: string, progress: Progress): Promise<void> {
   const temp = `${file}.${process.pid}.tmp`;
-  await writeFile(temp, `${JSON.stringify(progress)}\n`);
+  // Its failures quote the lines' answers: private to the operator, as the data dir's files are.
+  await writeFile(temp, `${JSON.stringify(progress)}\n`, { mode: 0o600 });
   await rename(temp, file);
 }
 

@@ -123,6 +123,11 @@ async function serve(role: Role): Promise<void> {
   const url = `http://localhost:${port}`;
   log.info({ url, components: service.components }, `listening on ${url}`);
   process.stdout.write(`pds: listening on ${url} (role ${role})\npds: ${tokenLine(config)}\n`);
+  if (service.opsPort() !== 0) {
+    const opsUrl = `http://localhost:${service.opsPort()}`;
+    log.info({ url: opsUrl }, `operational endpoints (/healthz, /readyz, /metrics) on ${opsUrl}`);
+    process.stdout.write(`pds: operational endpoints (/healthz, /readyz, /metrics) on ${opsUrl}\n`);
+  }
   if (config.sandbox && role !== 'all') {
     log.info('PDS_SANDBOX is on, but only `pds serve --role all` seeds it: run `pds sandbox seed` once');
   }

@@ -4,7 +4,17 @@
  * `context`.
  */
 import { z } from 'zod';
-import { id, isoDateTime, uuid, type Weight, weight } from '../schemas.ts';
+import {
+  freeText,
+  id,
+  isoDateTime,
+  oneLine,
+  oneLineText,
+  printableText,
+  uuid,
+  type Weight,
+  weight,
+} from '../schemas.ts';
 import {
   type ArrivalFormField,
   type CartAssignment,
@@ -20,7 +30,8 @@ import {
   reservationMode,
 } from './vocabulary.ts';
 
-const text = (max: number) => z.string().trim().max(max);
+/** One line of printable text (docs/write-side.md): names, codes, windows. */
+const text = oneLine;
 
 export const createCartFields = z.strictObject({
   uuid: uuid.optional(),
@@ -57,14 +68,14 @@ export const changeCartStatusFields = z.strictObject({
   assigned_employee_name: text(200).nullable().optional(),
   assigned_manager_id: id.nullable().optional(),
   assigned_manager_name: text(200).nullable().optional(),
-  checkout_message: text(1000).nullable().optional(),
+  checkout_message: freeText(1000).nullable().optional(),
   pos_order_id: text(100).nullable().optional(),
   queue_number: z.number().int().min(0).max(1_000_000).nullable().optional(),
   /** 1–5; only with `with_review`, and required there. */
   rating: z.number().int().min(1).max(5).optional(),
 });
 /** The arrival form's answers; which names are accepted depends on the store's setting (checked by the decider). */
-export const curbsideArrivalFields = z.record(z.string().max(100), z.string());
+export const curbsideArrivalFields = z.record(oneLineText.max(100), printableText);
 
 export type CartCommand =
   | {

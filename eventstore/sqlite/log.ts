@@ -5,10 +5,11 @@
  * channel named after the file, sent once the commit is visible; at another process's, through a
  * file-system watch on the WAL.
  */
-import { closeSync, fdatasyncSync, mkdirSync, openSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { closeSync, fdatasyncSync, openSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { BroadcastChannel } from 'node:worker_threads';
+import { preparePrivateSqliteFile } from '../../application/private-files.ts';
 import { EventStoreUnavailableError } from '../port.ts';
 import { Journal, type JournalRun } from './journal.ts';
 import { isBusy, SCHEMA } from './rows.ts';
@@ -121,7 +122,8 @@ export interface Log {
 }
 
 export function openLog(path: string, options: SqliteEventStoreOptions = {}): Log {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  // Customers' data: 0600, and so are the WAL and shared memory SQLite makes beside it.
+  preparePrivateSqliteFile(path);
   const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5_000 });
   db.exec('PRAGMA journal_mode = WAL');
   db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);

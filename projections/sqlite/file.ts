@@ -5,6 +5,7 @@
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
+import { preparePrivateSqliteFile } from '../../application/private-files.ts';
 import { LEASES_TABLE } from './leases.ts';
 
 /** `PRAGMA application_id` of a read store file ("PDSR"), and the schema this code reads. */
@@ -85,7 +86,10 @@ function moveAside(path: string): void {
 
 /** Opens (or creates, or replaces) the file and its schema. */
 export function openFile(path: string, options: FileOptions) {
+  const missing = path !== ':memory:' && !existsSync(path);
   const open = () => {
+    // Customers' data: 0600, and so are the WAL and shared memory SQLite makes beside it.
+    preparePrivateSqliteFile(path);
     const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5_000 });
     try {
       configure(db, options.cacheMiB ?? 32);
@@ -95,7 +99,6 @@ export function openFile(path: string, options: FileOptions) {
       throw err;
     }
   };
-  const missing = path !== ':memory:' && !existsSync(path);
   try {
     const { db, schema } = open();
     if (schema === 'empty') createSchema(db);

@@ -277,6 +277,51 @@ test('without PDS_ALLOW_PRIVATE_WEBHOOK_URLS, http and private, loopback and lin
   t.true(shown.webhook.enabled, 'the refused request changed nothing at all');
 });
 
+test('with private webhook URLs allowed, link-local, metadata and unspecified addresses are still refused, in every form', async (t) => {
+  // The embedded service allows private webhook URLs (loopback receivers on one machine).
+  const svc = await startService(t);
+  await seedStores(t, svc, [10]);
+  const inspect = await svc.openStore();
+  const body = (url: string) => ({ url, auth_token: 'receiver-token', store_ids: [10] });
+  const refused: [string, string][] = [
+    ['http://169.254.0.1/hooks', 'link_local'],
+    ['http://169.254.169.254/latest/meta-data', 'metadata'],
+    ['http://100.100.100.200/latest/meta-data', 'metadata'],
+    ['http://[fd00:ec2::254]/latest/meta-data', 'metadata'],
+    ['http://[fe80::1]/hooks', 'link_local'],
+    ['http://[::ffff:169.254.169.254]/latest', 'metadata'],
+    ['http://[::ffff:a9fe:101]/hooks', 'link_local'],
+    ['http://[::ffff:100.100.100.200]/latest', 'metadata'],
+    ['http://[::169.254.169.254]/latest', 'metadata'],
+    ['http://[64:ff9b::a9fe:a9fe]/latest', 'metadata'],
+    ['http://2852039166/latest', 'metadata'],
+    ['http://0.0.0.0:9/hooks', 'unspecified'],
+    ['http://[::]:9/hooks', 'unspecified'],
+    ['http://[::ffff:0.0.0.0]:9/hooks', 'unspecified'],
+  ];
+  for (const [url, reason] of refused) {
+    const p = await appendsNothing(t, inspect, async () =>
+      problem(t, await svc.call('POST', `${ADMIN}/webhooks`, body(url)), 422, 'private_url'),
+    );
+    t.is(p.reason, reason, url);
+    t.deepEqual(
+      p.errors.map((e: Json) => e.field),
+      ['url'],
+    );
+    t.regex(p.detail, /no webhook is ever sent there$/, url);
+  }
+  // Loopback and private receivers are still allowed here; changing one to a refused address is refused.
+  const created = await create(t, svc, body(LOCAL_URL));
+  const id = created.webhook.webhook_id;
+  for (const [url, reason] of refused.slice(0, 3)) {
+    const p = await appendsNothing(t, inspect, async () =>
+      problem(t, await svc.call('PATCH', `${ADMIN}/webhooks/${id}`, { url }), 422, 'private_url'),
+    );
+    t.is(p.reason, reason, url);
+  }
+  t.is((await ok(t, await svc.call('GET', `${ADMIN}/webhooks/${id}`))).webhook.url, LOCAL_URL);
+});
+
 test('GET /webhooks pages in webhook id order, filters by store and state, and refuses bad queries', async (t) => {
   const svc = await startService(t);
   await seedStores(t, svc);

@@ -103,7 +103,7 @@ test('every route the service serves is in the hostile catalogue, and is attacke
         minLength: 1,
         maxLength: 4,
       }),
-      fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
+      fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'TRACE'),
       fc.boolean(),
     )
     .map(([prefix, segments, method, authorized]) => ({

@@ -59,7 +59,8 @@ export interface Harness {
   agent: http.Agent;
 }
 
-const OTHER_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** Methods sent to a route that does not serve them: TRACE and PROPFIND too, which no route serves (405). */
+const OTHER_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND'];
 
 /** Sends one request as it is and reads the whole answer. */
 export function send(

@@ -268,6 +268,57 @@ test('a URL the guard refuses is never connected to', async (t) => {
   t.is(r.received.length, 0);
 });
 
+test('a name that resolves later to a link-local or metadata address is refused at that attempt, even with private URLs allowed, and its error names no address', async (t) => {
+  const r = await receiver((_req, res) => res.end('ok'));
+  t.teardown(r.close);
+  // Checked when subscribed (loopback: allowed here), then DNS answers otherwise at a later attempt.
+  const answers = [
+    ['127.0.0.1'],
+    ['169.254.169.254'],
+    ['127.0.0.1', 'fe80::1'],
+    ['::ffff:100.100.100.200'],
+    ['0.0.0.0'],
+  ];
+  let call = 0;
+  const resolve = async () =>
+    answers[Math.min(call++, answers.length - 1)].map((address) => ({
+      address,
+      family: address.includes(':') ? 6 : 4,
+    }));
+  const url = `http://later.partner.test:${r.port}/hook`;
+  t.like(await deliver(url, { resolve }), { outcome: 'delivered' });
+  const refused = [];
+  for (let i = 1; i < answers.length; i++) refused.push(await deliver(url, { resolve }));
+  t.deepEqual(
+    refused.map((x) => [x.outcome, x.errorCode, x.error?.split(':')[0]]),
+    [
+      ['failed', 'url_refused', 'metadata'],
+      ['failed', 'url_refused', 'link_local'],
+      ['failed', 'url_refused', 'metadata'],
+      ['failed', 'url_refused', 'unspecified'],
+    ],
+  );
+  t.is(r.received.length, 1, 'never connected after the first attempt');
+  // The error is what the delivery log records: the host and the kind of address, not the address.
+  for (const x of refused) {
+    t.regex(
+      x.error ?? '',
+      /^\w+: the host later\.partner\.test resolves to .+; no webhook is ever sent there$/,
+    );
+    t.false(/169\.254|100\.100|fe80|0\.0\.0\.0|127\.0\.0\.1/.test(x.error ?? ''), x.error ?? '');
+  }
+});
+
+test('a connection refused at the address a name resolved to: the error names the host, not the address', async (t) => {
+  const r = await receiver(() => {});
+  await r.close();
+  const resolve = async () => [{ address: '127.0.0.1', family: 4 }];
+  const result = await deliver(`http://down.partner.test:${r.port}/hook`, { resolve });
+  t.like(result, { outcome: 'failed', errorCode: 'connection_refused' });
+  t.regex(result.error ?? '', /ECONNREFUSED/);
+  t.false((result.error ?? '').includes('127.0.0.1'), result.error ?? '');
+});
+
 test('a host that does not resolve in time: failed (timeout) within the timeout', async (t) => {
   const resolve = () => new Promise<never>(() => {});
   const result = await deliver('https://hanging-dns.partner.test/', { resolve, timeoutMs: 200 });

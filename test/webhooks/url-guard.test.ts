@@ -6,6 +6,7 @@ import {
   classifyAddress,
   pinnedLookup,
   type Resolver,
+  withoutResolvedAddresses,
 } from '../../webhooks/url-guard.ts';
 
 const familyOf = (address: string) => (address.includes(':') ? 6 : 4);
@@ -53,6 +54,7 @@ const ADDRESSES: [string, AddressCategory | null][] = [
   // link-local and metadata
   ['169.254.0.1', 'link_local'],
   ['169.254.169.254', 'metadata'],
+  ['100.100.100.200', 'metadata'], // Alibaba Cloud, inside carrier-grade NAT space
   ['fd00:ec2::254', 'metadata'],
   ['fe80::1', 'link_local'],
   ['fe80::1%eth0', 'link_local'],
@@ -64,6 +66,7 @@ const ADDRESSES: [string, AddressCategory | null][] = [
   // carrier-grade NAT
   ['100.64.0.1', 'shared_address_space'],
   ['100.127.255.254', 'shared_address_space'],
+  ['100.100.100.199', 'shared_address_space'],
   // multicast and reserved
   ['224.0.0.1', 'multicast'],
   ['239.255.255.250', 'multicast'],
@@ -87,6 +90,14 @@ const ADDRESSES: [string, AddressCategory | null][] = [
   ['64:ff9b::a00:1', 'private'],
   ['64:ff9b::7f00:1', 'loopback'],
   ['64:ff9b::a9fe:a9fe', 'metadata'],
+  ['::ffff:100.100.100.200', 'metadata'],
+  ['::ffff:a9fe:101', 'link_local'],
+  ['2002:a9fe:a9fe::', 'metadata'],
+  ['64:ff9b::6464:64c8', 'metadata'],
+  // IPv4-compatible forms of the ranges refused even where private URLs are allowed
+  ['::a9fe:a9fe', 'metadata'],
+  ['::169.254.0.9', 'link_local'],
+  ['::6464:64c8', 'metadata'],
   ['2002:c0a8:101::1', 'private'],
   ['2002:7f00:1::', 'loopback'],
 ];
@@ -165,7 +176,7 @@ test('checkWebhookUrl: table of URLs (private URLs not allowed)', async (t) => {
   }
 });
 
-test('checkWebhookUrl: a host with one private address among public ones is refused, naming it', async (t) => {
+test('checkWebhookUrl: a host with one private address among public ones is refused, naming the host and the kind, not the address', async (t) => {
   const check = await checkWebhookUrl('https://mixed.partner.example/hook', {
     allowPrivate: false,
     resolve: dns,
@@ -173,8 +184,11 @@ test('checkWebhookUrl: a host with one private address among public ones is refu
   t.false(check.ok);
   if (check.ok) return;
   t.is(check.reason, 'private');
-  t.is(check.address, '192.168.0.10');
-  t.regex(check.message, /mixed\.partner\.example resolves to 192\.168\.0\.10, a private address/);
+  t.deepEqual(Object.keys(check).sort(), ['message', 'ok', 'reason']);
+  t.is(
+    check.message,
+    'the host mixed.partner.example resolves to a private address; webhook URLs must be public',
+  );
 });
 
 test('checkWebhookUrl: approval carries the URL, the bare host and every checked address', async (t) => {
@@ -234,6 +248,116 @@ test('checkWebhookUrl: allowPrivate lets http and loopback/private through, neve
     const check = await checkWebhookUrl(url, allowed);
     t.is(check.ok ? 'ok' : check.reason, reason, url);
   }
+});
+
+/** Names that resolve to an address no webhook is ever sent to, whatever PDS_ALLOW_PRIVATE_WEBHOOK_URLS says. */
+const NEVER = fakeDns({
+  'linklocal.partner.example': ['169.254.7.7'],
+  'aws.partner.example': ['169.254.169.254'],
+  'alibaba.partner.example': ['100.100.100.200'],
+  'aws6.partner.example': ['fd00:ec2::254'],
+  'fe80.partner.example': ['fe80::1234:5678'],
+  'mapped.partner.example': ['::ffff:169.254.169.254'],
+  'mapped-hex.partner.example': ['::ffff:a9fe:707'],
+  'compat.partner.example': ['::a9fe:a9fe'],
+  'nat64.partner.example': ['64:ff9b::a9fe:a9fe'],
+  'zero.partner.example': ['0.0.0.0'],
+  'zero6.partner.example': ['::'],
+  // One such address among public ones is enough: the connection could go to any of them.
+  'mixed.partner.example': ['93.184.216.34', '169.254.3.3'],
+  'mixed6.partner.example': ['2606:2800:220:1::1', 'fe80::99'],
+});
+
+test('checkWebhookUrl: link-local, metadata and unspecified addresses are refused in every form, even where private URLs are allowed', async (t) => {
+  const literals: [string, AddressCategory][] = [
+    ['http://169.254.0.1/hook', 'link_local'],
+    ['http://169.254.255.255:8080/hook', 'link_local'],
+    ['http://169.254.169.254/latest/meta-data', 'metadata'],
+    ['http://100.100.100.200/latest/meta-data', 'metadata'],
+    ['http://[fd00:ec2::254]/latest/meta-data', 'metadata'],
+    ['http://[fe80::1]/hook', 'link_local'],
+    ['http://[febf:ffff::1]/hook', 'link_local'],
+    ['http://[::ffff:169.254.169.254]/latest', 'metadata'],
+    ['http://[::ffff:a9fe:101]/hook', 'link_local'],
+    ['http://[::ffff:100.100.100.200]/latest', 'metadata'],
+    ['http://[::169.254.169.254]/latest', 'metadata'],
+    ['http://[64:ff9b::a9fe:a9fe]/latest', 'metadata'],
+    ['http://[2002:a9fe:a9fe::1]/latest', 'metadata'],
+    ['http://2852039166/latest', 'metadata'], // 169.254.169.254 as one number
+    ['http://0xa9.0xfe.0xa9.0xfe/latest', 'metadata'],
+    ['http://0.0.0.0:8080/hook', 'unspecified'],
+    ['http://0/hook', 'unspecified'],
+    ['http://[::]/hook', 'unspecified'],
+    ['http://[::ffff:0.0.0.0]/hook', 'unspecified'],
+  ];
+  const names: [string, AddressCategory][] = [
+    ['http://linklocal.partner.example/hook', 'link_local'],
+    ['http://aws.partner.example/hook', 'metadata'],
+    ['http://alibaba.partner.example/hook', 'metadata'],
+    ['http://aws6.partner.example/hook', 'metadata'],
+    ['http://fe80.partner.example/hook', 'link_local'],
+    ['http://mapped.partner.example/hook', 'metadata'],
+    ['http://mapped-hex.partner.example/hook', 'link_local'],
+    ['http://compat.partner.example/hook', 'metadata'],
+    ['http://nat64.partner.example/hook', 'metadata'],
+    ['http://zero.partner.example/hook', 'unspecified'],
+    ['http://zero6.partner.example/hook', 'unspecified'],
+    ['https://mixed.partner.example/hook', 'link_local'],
+    ['https://mixed6.partner.example/hook', 'link_local'],
+  ];
+  for (const allowPrivate of [true, false]) {
+    for (const [url, expected] of [...literals, ...names]) {
+      // https where http is refused anyway, so the address is what refuses it.
+      const asked = allowPrivate ? url : url.replace(/^http:/, 'https:');
+      const check = await checkWebhookUrl(asked, { allowPrivate, resolve: NEVER });
+      t.is(check.ok ? 'ok' : check.reason, expected, `${asked} (private URLs allowed: ${allowPrivate})`);
+    }
+  }
+  // What a name resolved to is never said; the host and the kind of address are.
+  for (const [url] of names) {
+    const check = await checkWebhookUrl(url, { allowPrivate: true, resolve: NEVER });
+    if (check.ok) continue;
+    const host = new URL(url).hostname;
+    const resolved = (await NEVER(host)).map((a) => a.address);
+    t.true(check.message.startsWith(`the host ${host} resolves to `), check.message);
+    t.regex(check.message, /no webhook is ever sent there$/);
+    for (const address of resolved)
+      t.false(check.message.includes(address), `${check.message} names ${address}`);
+    t.false(/\d+\.\d+\.\d+\.\d+|[0-9a-f]*::[0-9a-f]*/i.test(check.message.replace(host, '')), check.message);
+  }
+  // The neighbours stay allowed where private URLs are: loopback, private, carrier-grade NAT.
+  for (const url of [
+    'http://127.0.0.1/h',
+    'http://10.0.0.1/h',
+    'http://100.100.100.199/h',
+    'http://[fd00:ec2::253]/h',
+  ]) {
+    const check = await checkWebhookUrl(url, { allowPrivate: true, resolve: NEVER });
+    t.true(check.ok, url);
+  }
+});
+
+test('withoutResolvedAddresses: a connection error names no address a name resolved to; an IP literal host keeps its own', (t) => {
+  const named = {
+    hostname: 'hooks.partner.example',
+    addresses: [
+      { address: '10.0.0.7', family: 4 },
+      { address: 'fd12::7', family: 6 },
+    ],
+  };
+  t.is(withoutResolvedAddresses('connect ECONNREFUSED 10.0.0.7:443', named), 'connect ECONNREFUSED');
+  t.is(withoutResolvedAddresses('connect ECONNREFUSED fd12::7:8443', named), 'connect ECONNREFUSED');
+  t.is(
+    withoutResolvedAddresses('connect ETIMEDOUT [fd12::7]:443 after 10.0.0.7', named),
+    'connect ETIMEDOUT after',
+  );
+  // 10.0.0.70 is another address, not the one resolved: only exact addresses are withheld.
+  t.is(withoutResolvedAddresses('read ECONNRESET', named), 'read ECONNRESET');
+  const literal = { hostname: '10.0.0.7', addresses: [{ address: '10.0.0.7', family: 4 }] };
+  t.is(
+    withoutResolvedAddresses('connect ECONNREFUSED 10.0.0.7:443', literal),
+    'connect ECONNREFUSED 10.0.0.7:443',
+  );
 });
 
 test('checkWebhookUrl: the default resolver (node:dns) resolves localhost to loopback', async (t) => {
