@@ -5,8 +5,10 @@
  * threads load without the APIs.
  */
 
+import path from 'node:path';
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
+import { createSessionRouter } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
@@ -14,11 +16,13 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
+import { ConsoleSessions } from '../application/console-sessions.ts';
 import { bootstrapAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
+import type { ReadStore } from '../projections/read-store.ts';
 import type { Component } from './compose.ts';
 import {
   createTimers,
@@ -33,7 +37,44 @@ import { subscriptionImpact } from './supervision.ts';
 export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
 
 /** What components build for each other. */
-export interface Shared extends DispatcherShared, ReadSideShared {}
+export interface Shared extends DispatcherShared, ReadSideShared {
+  /** The console's sessions, where the admin API is served. */
+  sessions?: ConsoleSessions;
+}
+
+/**
+ * The store of the console's sessions (docs/operations.md, "The console"): beside a SQLite read store
+ * file, a file of their own (`sessions.db`), so a sign-in never waits for a projector's commit to
+ * `read.db`; otherwise (`undefined`) the read store itself: MongoDB, which every `api` replica shares,
+ * or this process's `memory`.
+ */
+export function sessionStoreUrl(readStoreUrl: string): string | undefined {
+  if (!readStoreUrl.startsWith('sqlite:') || readStoreUrl === 'sqlite::memory:') return undefined;
+  return `sqlite:${path.join(path.dirname(readStoreUrl.slice('sqlite:'.length)), 'sessions.db')}`;
+}
+
+/** The console's sessions, opened before the routes that accept them. */
+export function consoleSessions(shared: Shared, clock: Clock = systemClock): Component {
+  let own: ReadStore | undefined;
+  return {
+    name: 'console-sessions',
+    roles: ['api'],
+    async start(ctx) {
+      if (!shared.readStore) throw new Error('the console sessions need the read side started first');
+      const url = sessionStoreUrl(ctx.config.readStoreUrl);
+      if (url !== undefined) own = await ctx.openReadStore(url, { cacheMiB: 2 });
+      shared.sessions = await ConsoleSessions.open(
+        own ?? shared.readStore,
+        bootstrapAuthenticator(ctx.config.operatorToken),
+        clock,
+        { absoluteMs: ctx.config.consoleSessionMs, idleMs: ctx.config.consoleIdleMs },
+      );
+    },
+    async stop() {
+      await own?.close();
+    },
+  };
+}
 
 /**
  * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
@@ -47,7 +88,13 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread): Component 
       const control = thread ? threadProjector(thread) : shared.projector;
       if (!control) return;
       ctx.app.use(
-        routesOf(createProjectionAdminRouter(control, bootstrapAuthenticator(ctx.config.operatorToken))),
+        routesOf(
+          createProjectionAdminRouter(
+            control,
+            bootstrapAuthenticator(ctx.config.operatorToken),
+            shared.sessions,
+          ),
+        ),
       );
     },
     stop() {},
@@ -140,7 +187,11 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
-      ctx.app.use(routesOf(createAdminRouter({ store, commands, readStore, clock, operators, webhooks })));
+      const { sessions } = shared;
+      if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock })));
+      ctx.app.use(
+        routesOf(createAdminRouter({ store, commands, readStore, clock, operators, sessions, webhooks })),
+      );
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
       if ((await built.settled) === 'built') return;
@@ -163,6 +214,7 @@ export function defaultComponents(clock: Clock = systemClock, timers: Timers = c
   const shared: Shared = {};
   return [
     readSide(shared),
+    consoleSessions(shared, clock),
     projectionAdmin(shared),
     partnerApi(shared, clock),
     writeApi(shared, clock),
@@ -192,6 +244,7 @@ export function threadedComponents(
     ...(dispatcher ? [dispatcher] : []),
     ...(projector ? [projector] : []),
     readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
+    consoleSessions(shared, clock),
     projectionAdmin(shared, projector),
     partnerApi(shared, clock),
     writeApi(shared, clock),
