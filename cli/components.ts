@@ -17,13 +17,13 @@ import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
 import { ConsoleSessions } from '../application/console-sessions.ts';
-import { bootstrapAuthenticator } from '../application/operator-principal.ts';
+import { bootstrapAuthenticator, type OperatorAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
-import type { Component } from './compose.ts';
+import type { Component, ServiceContext } from './compose.ts';
 import {
   createTimers,
   type DispatcherShared,
@@ -38,8 +38,16 @@ export { createTimers, type Timers, tickTimers } from './dispatcher-components.t
 
 /** What components build for each other. */
 export interface Shared extends DispatcherShared, ReadSideShared {
+  /** Who the bearer of an operator token is: one authenticator for every route and session. */
+  operators?: OperatorAuthenticator;
   /** The console's sessions, where the admin API is served. */
   sessions?: ConsoleSessions;
+}
+
+/** The process's operator authenticator: the one given, else the bootstrap token's. */
+function operatorsOf(shared: Shared, ctx: ServiceContext): OperatorAuthenticator {
+  shared.operators ??= bootstrapAuthenticator(ctx.config.operatorToken);
+  return shared.operators;
 }
 
 /**
@@ -63,12 +71,10 @@ export function consoleSessions(shared: Shared, clock: Clock = systemClock): Com
       if (!shared.readStore) throw new Error('the console sessions need the read side started first');
       const url = sessionStoreUrl(ctx.config.readStoreUrl);
       if (url !== undefined) own = await ctx.openReadStore(url, { cacheMiB: 2 });
-      shared.sessions = await ConsoleSessions.open(
-        own ?? shared.readStore,
-        bootstrapAuthenticator(ctx.config.operatorToken),
-        clock,
-        { absoluteMs: ctx.config.consoleSessionMs, idleMs: ctx.config.consoleIdleMs },
-      );
+      shared.sessions = await ConsoleSessions.open(own ?? shared.readStore, operatorsOf(shared, ctx), clock, {
+        absoluteMs: ctx.config.consoleSessionMs,
+        idleMs: ctx.config.consoleIdleMs,
+      });
     },
     async stop() {
       await own?.close();
@@ -87,15 +93,7 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread): Component 
     start(ctx) {
       const control = thread ? threadProjector(thread) : shared.projector;
       if (!control) return;
-      ctx.app.use(
-        routesOf(
-          createProjectionAdminRouter(
-            control,
-            bootstrapAuthenticator(ctx.config.operatorToken),
-            shared.sessions,
-          ),
-        ),
-      );
+      ctx.app.use(routesOf(createProjectionAdminRouter(control, operatorsOf(shared, ctx), shared.sessions)));
     },
     stop() {},
   };
@@ -167,7 +165,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       writeSide = built;
       ctx.readiness.add('write_side_lookups', () => built.built(), { impact: subscriptionImpact(ctx.role) });
       const { specials, lookups } = built;
-      const operators = bootstrapAuthenticator(ctx.config.operatorToken);
+      const operators = operatorsOf(shared, ctx);
       const readStore = shared.readStore;
       ctx.app.use(
         routesOf(
@@ -209,9 +207,17 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
   };
 }
 
-/** Every component in this process and thread; tests inject a clock and run the timers with `tickTimers`. */
-export function defaultComponents(clock: Clock = systemClock, timers: Timers = createTimers()): Component[] {
-  const shared: Shared = {};
+/**
+ * Every component in this process and thread; tests inject a clock and run the timers with
+ * `tickTimers`, and may give the operator authenticator (people with other roles than the bootstrap
+ * token's).
+ */
+export function defaultComponents(
+  clock: Clock = systemClock,
+  timers: Timers = createTimers(),
+  operators?: OperatorAuthenticator,
+): Component[] {
+  const shared: Shared = { operators };
   return [
     readSide(shared),
     consoleSessions(shared, clock),
