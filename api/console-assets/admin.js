@@ -22,6 +22,9 @@ async function answerOf(res) {
   return parsed;
 }
 
+/** The calls under way: sign-out waits for them, so none arrives after the session has ended. */
+const underWay = new Set();
+
 /** Told when a call finds the session ended (401): the console shows the sign-in form again. */
 let onSessionEnded = () => {};
 export function whenSessionEnds(handler) {
@@ -37,12 +40,14 @@ export async function admin(session, method, path, body) {
   const headers = {};
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (!SAFE_METHODS.has(method)) headers['x-csrf-token'] = session.csrf_token;
-  const res = await fetch(`/admin/v1${path}`, {
+  const call = fetch(`/admin/v1${path}`, {
     method,
     headers,
     credentials: 'same-origin',
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  underWay.add(call);
+  const res = await call.finally(() => underWay.delete(call));
   if (res.status === 401) onSessionEnded();
   return answerOf(res);
 }
@@ -64,8 +69,9 @@ export async function currentSession() {
   return session?.operator ? session : null;
 }
 
-/** Ends the session on the server; the cookie is cleared with it. */
+/** Ends the session on the server, once the calls under way are answered; the cookie is cleared with it. */
 export async function signOut(session) {
+  await Promise.allSettled([...underWay]);
   await admin(session, 'DELETE', '/session');
 }
 

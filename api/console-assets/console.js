@@ -54,7 +54,8 @@ function SignIn({ onSignedIn, problem }) {
 const viewOf = () => VIEWS.find((v) => `#${v.id}` === location.hash) ?? VIEWS[0];
 
 function App() {
-  // undefined: asking the service; null: signed out; else the session (person, role, CSRF token).
+  // undefined: asking the service (or signing out); null: signed out; else the session (person, role,
+  // CSRF token).
   const [session, setSession] = useState(undefined);
   const [problem, setProblem] = useState(null);
   const [view, setView] = useState(viewOf);
@@ -70,6 +71,8 @@ function App() {
   }, []);
   const ended = useCallback(() => setSession(null), []);
   const leave = useCallback(async () => {
+    // The views go first, so they start no call; then the session ends on the server.
+    setSession(undefined);
     try {
       await signOut(session);
     } catch (e) {

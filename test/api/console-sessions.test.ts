@@ -4,6 +4,8 @@
  * admin API without a bearer token; writes need the session's CSRF token; sign-out ends the session
  * on the server; a session ends after its lifetime or idle time (injected clock) and outlives a restart.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
 import { problem } from '../support/admin-answers.ts';
@@ -210,6 +212,7 @@ test('a session outlives a restart of the service on the same data dir', async (
   const first = await startService(t);
   const { cookie, csrf } = await signIn(first);
   await first.service.stop();
+  t.true(existsSync(path.join(first.dataDir, 'sessions.db')), 'in a file of their own beside read.db');
   const second = await startService(t, { dataDir: first.dataDir });
   const res = await withCookie(second, cookie, 'GET', '/admin/v1/session');
   t.is(res.status, 200, await res.clone().text());
