@@ -6,6 +6,7 @@
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
+import type { ConsoleSessions } from '../application/console-sessions.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Projector } from '../projections/projector.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
@@ -18,9 +19,11 @@ export type ProjectorControl = Pick<Projector, 'status' | 'rebuild'>;
 export function createProjectionAdminRouter(
   projector: ProjectorControl,
   operators: OperatorAuthenticator,
+  /** The console's sessions, where the console is served (docs/operations.md, "The console"). */
+  sessions?: ConsoleSessions,
 ): Router<AppState> {
   const router = createRouter({ prefix: '/admin/v1/projections' });
-  useEach(router, securityHeaders, operatorAuth(operators));
+  useEach(router, securityHeaders, operatorAuth(operators, sessions));
 
   router.get('/', async (ctx) => {
     ctx.body = { projections: await projector.status() };

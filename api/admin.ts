@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { z } from 'zod';
 import type { CommandHandler } from '../application/command-handler.ts';
+import type { ConsoleSessions } from '../application/console-sessions.ts';
 import { generateApiKey } from '../application/credentials.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -33,6 +34,8 @@ export interface AdminDeps {
   clock: Clock;
   /** Who the bearer of an operator token is (docs/operations.md, "Accounts and roles"). */
   operators: OperatorAuthenticator;
+  /** The console's sessions, which authenticate a request without a bearer token (docs/operations.md, "The console"). */
+  sessions?: ConsoleSessions;
   /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
 }
@@ -244,7 +247,7 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
   useEach(
     router,
     securityHeaders,
-    operatorAuth(deps.operators),
+    operatorAuth(deps.operators, deps.sessions),
     writeErrors,
     jsonBody(),
     idempotency({

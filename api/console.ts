@@ -1,9 +1,10 @@
 /**
  * `/console`: the operators' and auditors' screen (README, "Operator console"). The page is a shell
  * that loads one ES module (`console-assets/console.js`), which renders with Preact and htm straight
- * from `node_modules`: no build step, no CDN. It holds no authority of its own: the operator signs in
- * with the operator token, which stays in the tab's `sessionStorage` (never in a URL, a cookie or a
- * log), and every call goes to `/admin/v1` with it.
+ * from `node_modules`: no build step, no CDN. It holds no authority of its own: signing in exchanges
+ * the person's token for a session (`/admin/v1/session`, an HttpOnly cookie no script of the page can
+ * read; docs/operations.md, "The console"), every call goes to `/admin/v1` in it, and the page shows
+ * what the person's role can do.
  *
  * Strict Content-Security-Policy: scripts from this origin only, plus the page's one inline script,
  * the import map that names Preact's modules (it must be inline, and is allowed by its hash).

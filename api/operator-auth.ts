@@ -1,14 +1,18 @@
 /**
  * Operator tokens guard `/platform` and `/admin`: the request's person, with their role, goes into
- * `ctx.state.operator` (docs/operations.md, "Accounts and roles").
+ * `ctx.state.operator` (docs/operations.md, "Accounts and roles"). Where console sessions are given,
+ * a request without `Authorization` may come with the console's session cookie instead
+ * (docs/operations.md, "The console").
  */
 import type { Next } from 'koa';
+import type { ConsoleSessions } from '../application/console-sessions.ts';
 import {
   type OperatorAuthenticator,
   type OperatorPrincipal,
   operatorActor,
 } from '../application/operator-principal.ts';
 import type { Actor } from '../eventstore/port.ts';
+import { sessionIdOf, sessionOf } from './console-session.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 
 export function bearerToken(ctx: AppContext): string | undefined {
@@ -19,8 +23,19 @@ export function bearerToken(ctx: AppContext): string | undefined {
 
 type OperatorState = { operator?: OperatorPrincipal };
 
-export function operatorAuth(operators: OperatorAuthenticator) {
+/**
+ * A bearer token (the CLI, integrations) or, with `sessions`, the console's session cookie: the
+ * session's person as `current()` says they stand now, and a write needs its CSRF token. A request
+ * with an `Authorization` header is judged by that header alone.
+ */
+export function operatorAuth(operators: OperatorAuthenticator, sessions?: ConsoleSessions) {
   return async function requireOperator(ctx: AppContext, next: Next): Promise<void> {
+    const sessionId = sessions && !ctx.get('Authorization') ? sessionIdOf(ctx) : undefined;
+    if (sessions && sessionId !== undefined) {
+      (ctx.state as OperatorState).operator = (await sessionOf(ctx, sessions, sessionId)).operator;
+      await next();
+      return;
+    }
     const token = bearerToken(ctx);
     const principal = token === undefined ? undefined : await operators.authenticate(token);
     if (principal === undefined) {

@@ -5,8 +5,10 @@
  * threads load without the APIs.
  */
 
+import path from 'node:path';
 import { createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
+import { createSessionRouter } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
@@ -14,12 +16,14 @@ import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
-import { bootstrapAuthenticator } from '../application/operator-principal.ts';
+import { ConsoleSessions } from '../application/console-sessions.ts';
+import { bootstrapAuthenticator, type OperatorAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
-import type { Component } from './compose.ts';
+import type { ReadStore } from '../projections/read-store.ts';
+import type { Component, ServiceContext } from './compose.ts';
 import {
   createTimers,
   type DispatcherShared,
@@ -33,7 +37,50 @@ import { subscriptionImpact } from './supervision.ts';
 export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
 
 /** What components build for each other. */
-export interface Shared extends DispatcherShared, ReadSideShared {}
+export interface Shared extends DispatcherShared, ReadSideShared {
+  /** Who the bearer of an operator token is: one authenticator for every route and session. */
+  operators?: OperatorAuthenticator;
+  /** The console's sessions, where the admin API is served. */
+  sessions?: ConsoleSessions;
+}
+
+/** The process's operator authenticator: the one given, else the bootstrap token's. */
+function operatorsOf(shared: Shared, ctx: ServiceContext): OperatorAuthenticator {
+  shared.operators ??= bootstrapAuthenticator(ctx.config.operatorToken);
+  return shared.operators;
+}
+
+/**
+ * The store of the console's sessions (docs/operations.md, "The console"): beside a SQLite read store
+ * file, a file of their own (`sessions.db`), so a sign-in never waits for a projector's commit to
+ * `read.db`; otherwise (`undefined`) the read store itself: MongoDB, which every `api` replica shares,
+ * or this process's `memory`.
+ */
+export function sessionStoreUrl(readStoreUrl: string): string | undefined {
+  if (!readStoreUrl.startsWith('sqlite:') || readStoreUrl === 'sqlite::memory:') return undefined;
+  return `sqlite:${path.join(path.dirname(readStoreUrl.slice('sqlite:'.length)), 'sessions.db')}`;
+}
+
+/** The console's sessions, opened before the routes that accept them. */
+export function consoleSessions(shared: Shared, clock: Clock = systemClock): Component {
+  let own: ReadStore | undefined;
+  return {
+    name: 'console-sessions',
+    roles: ['api'],
+    async start(ctx) {
+      if (!shared.readStore) throw new Error('the console sessions need the read side started first');
+      const url = sessionStoreUrl(ctx.config.readStoreUrl);
+      if (url !== undefined) own = await ctx.openReadStore(url, { cacheMiB: 2 });
+      shared.sessions = await ConsoleSessions.open(own ?? shared.readStore, operatorsOf(shared, ctx), clock, {
+        absoluteMs: ctx.config.consoleSessionMs,
+        idleMs: ctx.config.consoleIdleMs,
+      });
+    },
+    async stop() {
+      await own?.close();
+    },
+  };
+}
 
 /**
  * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
@@ -46,9 +93,7 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread): Component 
     start(ctx) {
       const control = thread ? threadProjector(thread) : shared.projector;
       if (!control) return;
-      ctx.app.use(
-        routesOf(createProjectionAdminRouter(control, bootstrapAuthenticator(ctx.config.operatorToken))),
-      );
+      ctx.app.use(routesOf(createProjectionAdminRouter(control, operatorsOf(shared, ctx), shared.sessions)));
     },
     stop() {},
   };
@@ -120,7 +165,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       writeSide = built;
       ctx.readiness.add('write_side_lookups', () => built.built(), { impact: subscriptionImpact(ctx.role) });
       const { specials, lookups } = built;
-      const operators = bootstrapAuthenticator(ctx.config.operatorToken);
+      const operators = operatorsOf(shared, ctx);
       const readStore = shared.readStore;
       ctx.app.use(
         routesOf(
@@ -140,7 +185,11 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
-      ctx.app.use(routesOf(createAdminRouter({ store, commands, readStore, clock, operators, webhooks })));
+      const { sessions } = shared;
+      if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock })));
+      ctx.app.use(
+        routesOf(createAdminRouter({ store, commands, readStore, clock, operators, sessions, webhooks })),
+      );
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
       if ((await built.settled) === 'built') return;
@@ -158,11 +207,20 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
   };
 }
 
-/** Every component in this process and thread; tests inject a clock and run the timers with `tickTimers`. */
-export function defaultComponents(clock: Clock = systemClock, timers: Timers = createTimers()): Component[] {
-  const shared: Shared = {};
+/**
+ * Every component in this process and thread; tests inject a clock and run the timers with
+ * `tickTimers`, and may give the operator authenticator (people with other roles than the bootstrap
+ * token's).
+ */
+export function defaultComponents(
+  clock: Clock = systemClock,
+  timers: Timers = createTimers(),
+  operators?: OperatorAuthenticator,
+): Component[] {
+  const shared: Shared = { operators };
   return [
     readSide(shared),
+    consoleSessions(shared, clock),
     projectionAdmin(shared),
     partnerApi(shared, clock),
     writeApi(shared, clock),
@@ -192,6 +250,7 @@ export function threadedComponents(
     ...(dispatcher ? [dispatcher] : []),
     ...(projector ? [projector] : []),
     readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
+    consoleSessions(shared, clock),
     projectionAdmin(shared, projector),
     partnerApi(shared, clock),
     writeApi(shared, clock),

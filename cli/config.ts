@@ -62,6 +62,9 @@ export interface Config {
   projectorLeaseMs: number;
   /** `null`: kept in `<dataDir>/operator-token`, generated on first start. */
   operatorToken: string | null;
+  /** Console sessions: absolute lifetime and idle timeout (docs/operations.md, "The console"). */
+  consoleSessionMs: number;
+  consoleIdleMs: number;
   abandonAfterMs: number;
   webhookTimeoutMs: number;
   webhookRetryScheduleMs: readonly number[];
@@ -241,6 +244,8 @@ const envSchema = z.object({
   PDS_PROJECTOR_THREAD: flag.optional(),
   PDS_PROJECTOR_LEASE: leaseDuration.optional(),
   PDS_OPERATOR_TOKEN: operatorToken.optional(),
+  PDS_CONSOLE_SESSION_LIFETIME: positiveDuration.optional(),
+  PDS_CONSOLE_SESSION_IDLE: positiveDuration.optional(),
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
@@ -263,6 +268,8 @@ export const DEFAULTS = {
   dispatcherStoreFile: 'dispatcher.db',
   readStoreCacheMiB: 32,
   projectorLease: '15s',
+  consoleSessionLifetime: '8h',
+  consoleSessionIdle: '30m',
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
@@ -350,6 +357,8 @@ export function parseConfig(env: Env): Config {
       (embedded && eventStore !== 'sqlite::memory:' && sharedReadStore && readStore.startsWith('sqlite:')),
     projectorLeaseMs: v.PDS_PROJECTOR_LEASE ?? parseDuration(DEFAULTS.projectorLease),
     operatorToken: v.PDS_OPERATOR_TOKEN ?? null,
+    consoleSessionMs: v.PDS_CONSOLE_SESSION_LIFETIME ?? parseDuration(DEFAULTS.consoleSessionLifetime),
+    consoleIdleMs: v.PDS_CONSOLE_SESSION_IDLE ?? parseDuration(DEFAULTS.consoleSessionIdle),
     abandonAfterMs: v.PDS_ABANDON_AFTER ?? parseDuration(DEFAULTS.abandonAfter),
     webhookTimeoutMs: v.PDS_WEBHOOK_TIMEOUT ?? parseDuration(DEFAULTS.webhookTimeout),
     webhookRetryScheduleMs: Object.freeze(
@@ -486,6 +495,8 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
       sources?.secretKeySource,
       config.secretKey ? 'from PDS_SECRET_KEY' : inDataDir(SECRET_KEY_FILE),
     ),
+    console_session_lifetime: formatDuration(config.consoleSessionMs),
+    console_session_idle: formatDuration(config.consoleIdleMs),
     abandon_after: formatDuration(config.abandonAfterMs),
     webhook_timeout: formatDuration(config.webhookTimeoutMs),
     webhook_retry_schedule: config.webhookRetryScheduleMs.map(formatDuration).join(','),

@@ -11,6 +11,13 @@ const REDACT_PATHS = [
   'req.headers.authorization',
   'headers.cookie',
   '*.headers.cookie',
+  'req.headers.cookie',
+  // The console's session cookie, as a request carries it and as an answer sets it.
+  'cookie',
+  'Cookie',
+  'headers["set-cookie"]',
+  '*.headers["set-cookie"]',
+  'res.headers["set-cookie"]',
   ...[
     'token',
     'operatorToken',
@@ -25,6 +32,10 @@ const REDACT_PATHS = [
     'apiKey',
     'api_key',
     'password',
+    'sessionId',
+    'session_id',
+    'csrfToken',
+    'csrf_token',
   ].flatMap((key) => [key, `*.${key}`]),
 ];
 

@@ -91,6 +91,8 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     projectorThread: true,
     projectorLeaseMs: 15_000,
     operatorToken: null,
+    consoleSessionMs: 8 * 3_600_000,
+    consoleIdleMs: 30 * 60_000,
     abandonAfterMs: 6 * 3_600_000,
     webhookTimeoutMs: 15_000,
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
@@ -262,6 +264,12 @@ const valid: Record<string, Case[]> = {
       expected: 'Abc-._~+/0123456789==',
     },
   ],
+  PDS_CONSOLE_SESSION_LIFETIME: [
+    { env: { PDS_CONSOLE_SESSION_LIFETIME: '12h' }, check: (c) => c.consoleSessionMs, expected: 43_200_000 },
+  ],
+  PDS_CONSOLE_SESSION_IDLE: [
+    { env: { PDS_CONSOLE_SESSION_IDLE: '15m' }, check: (c) => c.consoleIdleMs, expected: 900_000 },
+  ],
   PDS_ABANDON_AFTER: [
     { env: { PDS_ABANDON_AFTER: '90m' }, check: (c) => c.abandonAfterMs, expected: 5_400_000 },
     { env: { PDS_ABANDON_AFTER: '2s' }, check: (c) => c.abandonAfterMs, expected: 2_000 },
@@ -356,6 +364,8 @@ const bad: [string, string, Env?][] = [
   ['PDS_OPERATOR_TOKEN', 'short'],
   ['PDS_OPERATOR_TOKEN', 'has spaces but is long enough'],
   ['PDS_OPERATOR_TOKEN', 'ünïcödé-token-that-is-long'],
+  ['PDS_CONSOLE_SESSION_LIFETIME', '0s'],
+  ['PDS_CONSOLE_SESSION_IDLE', 'a while'],
   ['PDS_ABANDON_AFTER', 'soon'],
   ['PDS_ABANDON_AFTER', '6'],
   ['PDS_ABANDON_AFTER', '0s'],

@@ -7,37 +7,21 @@
  * origin; axe-core finds no serious or critical accessibility violation in each view. Each test leaves
  * a screenshot in `test-artifacts/screenshots/`.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import test, { type ExecutionContext } from 'ava';
-import type { Page } from 'playwright-core';
 import { roleThread } from '../cli/role-thread.ts';
-import { browserMissing, launchBrowser, screenshot, watchedPage } from './support/browser.ts';
+import {
+  accessibilityProblems,
+  browserMissing,
+  launchBrowser,
+  screenshot,
+  watchedPage,
+} from './support/browser.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
 import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PROJECTIONS = ['carts', 'catalog', 'partner_keys', 'webhook_deliveries', 'webhook_subscriptions'];
-
-/** axe-core's serious and critical violations on the page as it is (run outside the page's CSP). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
-    return (await axe.run()).violations;
-  });
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 /** The console of `svc` in a fresh browser, signed in, on the view `hash` names. */
 async function signedIn(t: ExecutionContext, svc: TestService, hash: string) {
@@ -121,7 +105,11 @@ if (missing) {
 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Operator token').waitFor();
-    t.is(await page.evaluate(() => sessionStorage.length), 0, 'signing out forgets the token');
+    t.deepEqual(
+      await page.evaluate(() => [sessionStorage.length, localStorage.length]),
+      [0, 0],
+      'the tab keeps nothing',
+    );
     t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 

@@ -393,6 +393,23 @@ test('the logger censors authorization headers, tokens, secrets and keys', (t) =
   t.true(text.includes('https://example.com'));
 });
 
+test("the logger censors the console's session cookie and CSRF token wherever a log call puts them", (t) => {
+  const lines: LogLine[] = [];
+  const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line)) });
+  logger.info(
+    {
+      cookie: 'pds_console_session=c1',
+      req: { headers: { cookie: 'pds_console_session=c2' } },
+      res: { headers: { 'set-cookie': 'pds_console_session=c3; HttpOnly' } },
+      headers: { 'set-cookie': 'pds_console_session=c4' },
+      session: { session_id: 'c5', csrf_token: 'x1', csrfToken: 'x2' },
+    },
+    'hello',
+  );
+  const text = JSON.stringify(lines);
+  for (const secret of ['c1', 'c2', 'c3', 'c4', 'c5', 'x1', 'x2']) t.false(text.includes(secret), secret);
+});
+
 /** An app of the shared middleware alone, logging nothing, for routers a test mounts itself. */
 const quietApp = () =>
   createHttpApp({

@@ -26,7 +26,10 @@ async function partnerAnswers(s: TestService, world: World): Promise<Record<stri
     const url =
       spec.path.replace(/:(\w+)/g, (_, name: string) => pct(valid[name][0])) +
       (required.length > 0 ? `?${required.join('&')}` : '');
-    const key = spec.auth === 'public' || spec.auth === 'operator' ? undefined : world.keys[spec.auth];
+    const key =
+      spec.auth === 'public' || spec.auth === 'operator' || spec.auth === 'session'
+        ? undefined
+        : world.keys[spec.auth];
     const res = await send(s.base, undefined, {
       method: 'GET',
       url,

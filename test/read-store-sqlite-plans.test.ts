@@ -11,7 +11,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import test from 'ava';
 import { observeQueries } from '../projections/sqlite/documents-table.ts';
 import { send } from './hostile/harness.ts';
@@ -34,9 +33,11 @@ function pathOf(spec: RouteSpec, world: World): string {
   return spec.path.replace(/:(\w+)/g, (_, name: string) => pct(valid[name][0]));
 }
 
-function keyOf(spec: RouteSpec, s: TestService, world: World): string | undefined {
-  if (spec.auth === 'operator') return s.token;
-  return spec.auth === 'public' ? undefined : world.keys[spec.auth];
+/** The credentials of a route's caller, as headers: a bearer token, or the console session's cookie. */
+function credentialsOf(spec: RouteSpec, s: TestService, world: World): Record<string, string> {
+  if (spec.auth === 'session') return { cookie: world.session.cookie, 'x-csrf-token': world.session.csrf };
+  const key = spec.auth === 'operator' ? s.token : spec.auth === 'public' ? undefined : world.keys[spec.auth];
+  return key ? { authorization: `Bearer ${key}` } : {};
 }
 
 /** The URLs a well-behaved client asks of a route: plain, with each query parameter, and all of them. */
@@ -67,20 +68,14 @@ test('every query of every route, and of the projections, is served by an index 
   const seen = new Map<string, Seen>();
   let during = 'projections';
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-plans-'));
-  let db: DatabaseSync | undefined;
-  const explain = (sql: string, params: readonly SQLInputValue[]) => {
-    db ??= new DatabaseSync(path.join(dataDir, 'read.db'), { readOnly: true });
-    return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map(
-      (r) => r.detail,
-    );
-  };
-  const unobserve = observeQueries((sql, params, bounded) => {
+  // Each statement explained on its own connection: read.db, dispatcher.db and sessions.db have tables
+  // of alike names.
+  const unobserve = observeQueries((sql, _params, bounded, explain) => {
     const key = `${bounded ? 'bounded' : 'all'} ${sql}`;
-    if (!seen.has(key)) seen.set(key, { plan: explain(sql, params), bounded, during });
+    if (!seen.has(key)) seen.set(key, { plan: explain(), bounded, during });
   });
   t.teardown(async () => {
     unobserve();
-    db?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
   const s = await startService(t, { dataDir });
@@ -93,8 +88,7 @@ test('every query of every route, and of the projections, is served by an index 
   const ordered = [...allRoutes].sort((a, b) => Number(a.method !== 'GET') - Number(b.method !== 'GET'));
   let requests = 0;
   for (const spec of ordered) {
-    const key = keyOf(spec, s, world);
-    const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+    const headers = credentialsOf(spec, s, world);
     const body = spec.body?.(world);
     if (body !== undefined) headers['content-type'] = 'application/json';
     for (const url of spec.method === 'GET' ? urlsOf(spec, world) : [pathOf(spec, world)]) {
@@ -117,13 +111,13 @@ test('every query of every route, and of the projections, is served by an index 
     }
   }
   for (const spec of ordered.filter((r) => r.method === 'GET' && r.query.includes('limit'))) {
-    const key = keyOf(spec, s, world);
+    const headers = credentialsOf(spec, s, world);
     const url = `${urlsOf(spec, world)[0]}${spec.requiredQuery?.length ? '&' : '?'}limit=1`;
     during = `GET ${url}`;
     const res = await send(s.base, agent, {
       method: 'GET',
       url,
-      headers: key ? { authorization: `Bearer ${key}` } : {},
+      headers,
     });
     const link = String(res.headers.link ?? '').match(/<([^>]+)>;\s*rel="next"/);
     if (link) {
@@ -132,7 +126,7 @@ test('every query of every route, and of the projections, is served by an index 
       await send(s.base, agent, {
         method: 'GET',
         url: `${next.pathname}${next.search}`,
-        headers: key ? { authorization: `Bearer ${key}` } : {},
+        headers,
       });
     }
     requests += 1;

@@ -1,5 +1,5 @@
-// What the console's views share: htm bound to Preact, the one way they call the admin API, and
-// the hook that reads from it.
+// What the console's views share: htm bound to Preact, the one way they call the admin API (in the
+// session), what each role may do there, and the hook that reads from it.
 
 import htm from 'htm';
 import { h } from 'preact';
@@ -7,15 +7,11 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 
 export const html = htm.bind(h);
 
-/** A call to `/admin/v1`; a refusal throws with the problem's detail and status. */
-export async function admin(token, method, path, body) {
-  const headers = { authorization: `Bearer ${token}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`/admin/v1${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+/** Methods that change nothing: the only ones a session call may make without its CSRF token. */
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/** The answer's JSON; a refusal throws with the problem's detail and status. */
+async function answerOf(res) {
   const text = await res.text();
   const parsed = text ? JSON.parse(text) : null;
   if (!res.ok) {
@@ -25,6 +21,74 @@ export async function admin(token, method, path, body) {
   }
   return parsed;
 }
+
+/** The calls under way: sign-out waits for them, so none arrives after the session has ended. */
+const underWay = new Set();
+
+/** Told when a call finds the session ended (401): the console shows the sign-in form again. */
+let onSessionEnded = () => {};
+export function whenSessionEnds(handler) {
+  onSessionEnded = handler;
+}
+
+/**
+ * A call to `/admin/v1` in the session: the browser sends the session cookie (HttpOnly, so this page
+ * never sees it), and a write carries the session's CSRF token. A refusal throws with the problem's
+ * detail and status (401: the session has ended).
+ */
+export async function admin(session, method, path, body) {
+  const headers = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (!SAFE_METHODS.has(method)) headers['x-csrf-token'] = session.csrf_token;
+  const call = fetch(`/admin/v1${path}`, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  underWay.add(call);
+  const res = await call.finally(() => underWay.delete(call));
+  if (res.status === 401) onSessionEnded();
+  return answerOf(res);
+}
+
+/** Signs in: the token goes out this once, and the session comes back as a cookie. */
+export async function signIn(token) {
+  const res = await fetch('/admin/v1/session', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    credentials: 'same-origin',
+    body: JSON.stringify({ token }),
+  });
+  return answerOf(res);
+}
+
+/** The session this browser has (after a reload), or null. */
+export async function currentSession() {
+  const session = await answerOf(await fetch('/admin/v1/session', { credentials: 'same-origin' }));
+  return session?.operator ? session : null;
+}
+
+/** Ends the session on the server, once the calls under way are answered; the cookie is cleared with it. */
+export async function signOut(session) {
+  await Promise.allSettled([...underWay]);
+  await admin(session, 'DELETE', '/session');
+}
+
+/**
+ * What each role may do in the console (docs/operations.md, "The console"): an auditor reads; an
+ * operator also changes partners and their keys, webhooks, deliveries and projections; an admin also
+ * manages accounts. The admin API refuses the same writes whatever the page shows.
+ */
+const OPERATOR_ACTIONS = ['partners.write', 'webhooks.write', 'deliveries.redeliver', 'projections.rebuild'];
+const ROLE_ACTIONS = {
+  admin: new Set([...OPERATOR_ACTIONS, 'accounts.manage']),
+  operator: new Set(OPERATOR_ACTIONS),
+  auditor: new Set(),
+};
+
+/** Whether the session's person may take `action` (one of the actions above). */
+export const can = (session, action) => ROLE_ACTIONS[session?.operator?.role]?.has(action) ?? false;
 
 export const number = (n) => n.toLocaleString('en-US');
 
@@ -41,20 +105,20 @@ export const time = (iso) =>
 
 /**
  * Reads `field` of `GET /admin/v1${path}` when the view shows, on `refresh()`, and every `everyMs` if
- * given. A refused token signs out (`onUnauthorized`); another failure is kept in `error`.
+ * given. An ended session signs out (`onUnauthorized`); another failure is kept in `error`.
  */
-export function useAdminRead(token, path, field, onUnauthorized, everyMs) {
+export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
   const [value, setValue] = useState(null);
   const [error, setError] = useState(null);
   const refresh = useCallback(async () => {
     try {
-      setValue((await admin(token, 'GET', path))[field]);
+      setValue((await admin(session, 'GET', path))[field]);
       setError(null);
     } catch (e) {
       if (e.status === 401) onUnauthorized();
       else setError(e.message);
     }
-  }, [token, path, field, onUnauthorized]);
+  }, [session, path, field, onUnauthorized]);
   useEffect(() => {
     refresh();
     if (!everyMs) return undefined;

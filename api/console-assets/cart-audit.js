@@ -69,19 +69,19 @@ function Timeline({ history, deliveries }) {
 }
 
 /** Every delivery of the cart, following the pages. */
-async function cartDeliveries(token, uuid) {
+async function cartDeliveries(session, uuid) {
   const all = [];
   let cursor = null;
   do {
     const query = new URLSearchParams({ limit: '500', ...(cursor ? { cursor } : {}) });
-    const page = await admin(token, 'GET', `/carts/${encodeURIComponent(uuid)}/webhooks?${query}`);
+    const page = await admin(session, 'GET', `/carts/${encodeURIComponent(uuid)}/webhooks?${query}`);
     all.push(...page.deliveries);
     cursor = page.next_cursor;
   } while (cursor);
   return all;
 }
 
-export function CartAudit({ token, onUnauthorized }) {
+export function CartAudit({ session, onUnauthorized }) {
   const [uuid, setUuid] = useState('');
   const [found, setFound] = useState(null);
   const [error, setError] = useState(null);
@@ -92,8 +92,8 @@ export function CartAudit({ token, onUnauthorized }) {
     const id = uuid.trim();
     try {
       const [history, deliveries] = await Promise.all([
-        admin(token, 'GET', `/carts/${encodeURIComponent(id)}/history`),
-        cartDeliveries(token, id),
+        admin(session, 'GET', `/carts/${encodeURIComponent(id)}/history`),
+        cartDeliveries(session, id),
       ]);
       setFound({ history, deliveries });
     } catch (e) {

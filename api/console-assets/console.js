@@ -1,16 +1,16 @@
 // The operator console (api/console.ts; README, "Operator console"): Preact and htm as ES modules, no
-// build. The operator token stays in this tab's sessionStorage and goes out only in the Authorization
-// header of calls to /admin/v1: the console has no authority of its own. Views are chosen by the
-// URL's fragment (#overview, …), which never carries the token.
+// build. Signing in posts the token once and gets a session: an HttpOnly cookie this page cannot read,
+// which the browser sends with every call to /admin/v1, and a CSRF token kept in memory for writes.
+// Nothing is kept in sessionStorage or localStorage; a reload asks the service for the session.
+// Views are chosen by the URL's fragment (#overview, …); each shows what the person's role can do.
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { admin, html } from './admin.js';
+import { currentSession, html, signIn, signOut, whenSessionEnds } from './admin.js';
 import { CartAudit } from './cart-audit.js';
 import { Overview } from './overview.js';
 import { Partners } from './partners.js';
 import { Webhooks } from './webhooks.js';
 
-const TOKEN_KEY = 'pds.operator-token';
 const VIEWS = [
   { id: 'overview', title: 'Overview', View: Overview },
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
@@ -18,7 +18,7 @@ const VIEWS = [
   { id: 'cart-audit', title: 'Cart audit', View: CartAudit },
 ];
 
-function SignIn({ onSignedIn }) {
+function SignIn({ onSignedIn, problem }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState(null);
   const [checking, setChecking] = useState(false);
@@ -27,9 +27,9 @@ function SignIn({ onSignedIn }) {
     setChecking(true);
     setError(null);
     try {
-      await admin(token, 'GET', '/projections');
-      sessionStorage.setItem(TOKEN_KEY, token);
-      onSignedIn(token);
+      const session = await signIn(token);
+      setToken('');
+      onSignedIn(session);
     } catch (e) {
       setError(e.status === 401 ? 'That token was refused. Check it and try again.' : e.message);
     } finally {
@@ -39,11 +39,12 @@ function SignIn({ onSignedIn }) {
   return html`
     <main class="sign-in">
       <h1>Partner Data Service console</h1>
+      ${problem && html`<p class="error" role="alert">${problem}</p>`}
       <form onSubmit=${submit}>
         <label for="token">Operator token</label>
         <input id="token" name="token" type="password" autocomplete="off" required
           value=${token} onInput=${(e) => setToken(e.currentTarget.value)} />
-        <p class="hint">Kept in this browser tab only, until you sign out or close it.</p>
+        <p class="hint">Sent once to start a session; the page keeps no copy of it.</p>
         <button type="submit" disabled=${checking}>${checking ? 'Checking…' : 'Sign in'}</button>
         ${error && html`<p class="error" role="alert">${error}</p>`}
       </form>
@@ -53,19 +54,42 @@ function SignIn({ onSignedIn }) {
 const viewOf = () => VIEWS.find((v) => `#${v.id}` === location.hash) ?? VIEWS[0];
 
 function App() {
-  const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN_KEY));
+  // undefined: asking the service (or signing out); null: signed out; else the session (person, role,
+  // CSRF token).
+  const [session, setSession] = useState(undefined);
+  const [problem, setProblem] = useState(null);
   const [view, setView] = useState(viewOf);
   useEffect(() => {
     const follow = () => setView(viewOf());
     addEventListener('hashchange', follow);
+    whenSessionEnds(() => setSession(null));
+    currentSession().then(setSession, (e) => {
+      setProblem(`Could not reach the admin API: ${e.message}`);
+      setSession(null);
+    });
     return () => removeEventListener('hashchange', follow);
   }, []);
-  const signOut = useCallback(() => {
-    sessionStorage.removeItem(TOKEN_KEY);
-    setToken(null);
-  }, []);
-  if (!token) return html`<${SignIn} onSignedIn=${setToken} />`;
+  const ended = useCallback(() => setSession(null), []);
+  const leave = useCallback(async () => {
+    // The views go first, so they start no call; then the session ends on the server.
+    setSession(undefined);
+    try {
+      await signOut(session);
+    } catch (e) {
+      if (e.status !== 401) setProblem(`Signing out failed (${e.message}): the session may still be live.`);
+    }
+    setSession(null);
+  }, [session]);
+  if (session === undefined) return html`<main><p>Loading…</p></main>`;
+  if (session === null) {
+    const signedIn = (s) => {
+      setProblem(null);
+      setSession(s);
+    };
+    return html`<${SignIn} onSignedIn=${signedIn} problem=${problem} />`;
+  }
   const { View } = view;
+  const { operator } = session;
   return html`
     <header class="top">
       <p class="brand">Partner Data Service console</p>
@@ -75,11 +99,12 @@ function App() {
             html`<a key=${v.id} href=${`#${v.id}`} aria-current=${v === view ? 'page' : undefined}>${v.title}</a>`,
         )}
       </nav>
-      <button type="button" class="secondary" onClick=${signOut}>Sign out</button>
+      <p class="who">Signed in as <strong>${operator.name}</strong> <span class="role" data-role=${operator.role}>${operator.role}</span></p>
+      <button type="button" class="secondary" onClick=${leave}>Sign out</button>
     </header>
     <main>
       <h1 class="visually-hidden">${view.title}</h1>
-      <${View} key=${view.id} token=${token} onUnauthorized=${signOut} />
+      <${View} key=${view.id} session=${session} onUnauthorized=${ended} />
     </main>`;
 }
 

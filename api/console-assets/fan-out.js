@@ -18,8 +18,8 @@ function OldestPending({ event }) {
     ${number(event.age_seconds)} s old (recorded ${time(event.recorded_at)})`;
 }
 
-export function FanOut({ token, onUnauthorized }) {
-  const read = useAdminRead(token, '/webhook-fan-out', 'fan_out', onUnauthorized, POLL_MS);
+export function FanOut({ session, onUnauthorized }) {
+  const read = useAdminRead(session, '/webhook-fan-out', 'fan_out', onUnauthorized, POLL_MS);
   const f = read.value;
   return html`
     <section aria-labelledby="fan-out-title">

@@ -123,9 +123,9 @@ function DataTable({ health: h, per }) {
 }
 
 /** A subscription's health in the chosen window, read again every 10 s. */
-export function Health({ token, webhook, window, onUnauthorized }) {
+export function Health({ session, webhook, window, onUnauthorized }) {
   const read = useAdminRead(
-    token,
+    session,
     `/webhooks/${webhook.webhook_id}/health?window=${window}`,
     'health',
     onUnauthorized,

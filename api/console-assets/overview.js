@@ -7,8 +7,8 @@ import { FanOut } from './fan-out.js';
 import { Health, WindowChoice } from './health.js';
 import { Projections } from './projections.js';
 
-function WebhookHealth({ token, onUnauthorized }) {
-  const read = useAdminRead(token, '/webhooks?limit=100', 'webhooks', onUnauthorized);
+function WebhookHealth({ session, onUnauthorized }) {
+  const read = useAdminRead(session, '/webhooks?limit=100', 'webhooks', onUnauthorized);
   const [window, setWindow] = useState('1h');
   const webhooks = read.value;
   return html`
@@ -27,16 +27,16 @@ function WebhookHealth({ token, onUnauthorized }) {
                 (w) => html`
                   <article key=${w.webhook_id} class="card" aria-label=${`Health of ${w.url}`}>
                     <h3><code>${w.url}</code> ${w.enabled ? '' : html`<span class="muted">(disabled)</span>`}</h3>
-                    <${Health} token=${token} webhook=${w} window=${window} onUnauthorized=${onUnauthorized} />
+                    <${Health} session=${session} webhook=${w} window=${window} onUnauthorized=${onUnauthorized} />
                   </article>`,
               )
       }
     </section>`;
 }
 
-export function Overview({ token, onUnauthorized }) {
+export function Overview({ session, onUnauthorized }) {
   return html`
-    <${Projections} token=${token} onUnauthorized=${onUnauthorized} />
-    <${FanOut} token=${token} onUnauthorized=${onUnauthorized} />
-    <${WebhookHealth} token=${token} onUnauthorized=${onUnauthorized} />`;
+    <${Projections} session=${session} onUnauthorized=${onUnauthorized} />
+    <${FanOut} session=${session} onUnauthorized=${onUnauthorized} />
+    <${WebhookHealth} session=${session} onUnauthorized=${onUnauthorized} />`;
 }

@@ -1,8 +1,9 @@
 // The partners view: every partner with its keys and rate limit, a form that registers one and shows
 // its first API key once, with a copy button, and per partner: issue, rotate and revoke keys, and
-// change the rate limit (GET, POST and PATCH /admin/v1/partners, …/{id}/keys).
+// change the rate limit (GET, POST and PATCH /admin/v1/partners, …/{id}/keys). The writes show only
+// to a role that may make them.
 import { useState } from 'preact/hooks';
-import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+import { admin, can, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
 
 const KINDS = {
   brand: 'brand_ids',
@@ -11,7 +12,7 @@ const KINDS = {
   store_menu_feed: 'store_ids',
 };
 
-function CreatePartner({ token, onCreated }) {
+function CreatePartner({ session, onCreated }) {
   const [form, setForm] = useState({ name: '', kind: 'brand', scope: '', rate: '' });
   const [error, setError] = useState(null);
   const field = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
@@ -22,7 +23,7 @@ function CreatePartner({ token, onCreated }) {
     if (form.kind === 'brand_feed' && body.brand_ids.length === 0) body.all_brands = true;
     if (form.rate) body.rate_limit_per_minute = Number(form.rate);
     try {
-      onCreated(await admin(token, 'POST', '/partners', body));
+      onCreated(await admin(session, 'POST', '/partners', body));
       setForm({ name: '', kind: form.kind, scope: '', rate: '' });
     } catch (e) {
       setError(e.message);
@@ -46,7 +47,7 @@ function CreatePartner({ token, onCreated }) {
     </form>`;
 }
 
-function ManagePartner({ token, partner, onKey, onChanged }) {
+function ManagePartner({ session, partner, onKey, onChanged }) {
   const [rate, setRate] = useState(String(partner.rate_limit_per_minute));
   const { message, act } = useWrite({
     secret: { field: 'api_key', what: 'API key' },
@@ -59,7 +60,7 @@ function ManagePartner({ token, partner, onKey, onChanged }) {
     <div class="manage">
       <button type="button" onClick=${() =>
         act(
-          () => admin(token, 'POST', `${base}/keys`, {}),
+          () => admin(session, 'POST', `${base}/keys`, {}),
           () => `A new key was issued for ${partner.name}.`,
         )}>
         Issue a key</button>
@@ -70,13 +71,13 @@ function ManagePartner({ token, partner, onKey, onChanged }) {
               <button type="button" class="secondary" aria-label=${`Rotate key ${k.key_prefix}`}
                 onClick=${() =>
                   act(
-                    () => admin(token, 'POST', `${base}/keys/${k.key_id}/rotate`, {}),
+                    () => admin(session, 'POST', `${base}/keys/${k.key_id}/rotate`, {}),
                     () => `Key ${k.key_prefix}… was rotated for ${partner.name}.`,
                   )}>Rotate</button>
               <button type="button" class="secondary" aria-label=${`Revoke key ${k.key_prefix}`}
                 onClick=${() =>
                   act(
-                    () => admin(token, 'DELETE', `${base}/keys/${k.key_id}`),
+                    () => admin(session, 'DELETE', `${base}/keys/${k.key_id}`),
                     () => `Key ${k.key_prefix}… is revoked.`,
                   )}>Revoke</button>
             </li>`,
@@ -85,7 +86,7 @@ function ManagePartner({ token, partner, onKey, onChanged }) {
       <form class="inline" onSubmit=${(e) => {
         e.preventDefault();
         act(
-          () => admin(token, 'PATCH', base, { rate_limit_per_minute: Number(rate) }),
+          () => admin(session, 'PATCH', base, { rate_limit_per_minute: Number(rate) }),
           () => `The rate limit of ${partner.name} is ${rate}/min.`,
         );
       }}>
@@ -97,10 +98,11 @@ function ManagePartner({ token, partner, onKey, onChanged }) {
     </div>`;
 }
 
-export function Partners({ token, onUnauthorized }) {
-  const read = useAdminRead(token, '/partners?limit=100', 'partners', onUnauthorized);
+export function Partners({ session, onUnauthorized }) {
+  const read = useAdminRead(session, '/partners?limit=100', 'partners', onUnauthorized);
   const partners = read.value;
   const [created, setCreated] = useState(null);
+  const writes = can(session, 'partners.write');
   const onCreated = (answer) => {
     setCreated({ title: `${answer.partner.name} is registered.`, value: answer.api_key });
     read.refresh();
@@ -110,7 +112,7 @@ export function Partners({ token, onUnauthorized }) {
       <h2 id="view-title">Partners</h2>
       ${created && html`<${ShownOnce} shown=${created} onDismiss=${() => setCreated(null)} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the partners: ${read.error}</p>`}
-      <${CreatePartner} token=${token} onCreated=${onCreated} />
+      ${writes && html`<${CreatePartner} session=${session} onCreated=${onCreated} />`}
       ${
         partners === null
           ? html`<p>Loading…</p>`
@@ -119,7 +121,7 @@ export function Partners({ token, onUnauthorized }) {
             <table>
               <thead><tr><th scope="col">Partner</th><th scope="col">Kind</th><th scope="col">Scope</th>
                 <th scope="col">Rate limit</th><th scope="col">Keys</th><th scope="col">Created</th>
-                <th scope="col"><span class="visually-hidden">Manage</span></th></tr></thead>
+                ${writes && html`<th scope="col"><span class="visually-hidden">Manage</span></th>`}</tr></thead>
               <tbody>
                 ${partners.map(
                   (p) => html`
@@ -130,9 +132,12 @@ export function Partners({ token, onUnauthorized }) {
                       <td class="num">${p.rate_limit_per_minute}/min</td>
                       <td>${p.keys.map((k) => html`<div key=${k.key_id}><code>${k.key_prefix}…</code> ${k.status}</div>`)}</td>
                       <td>${time(p.created_at)}</td>
-                      <td><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
-                        <${ManagePartner} token=${token} partner=${p} onKey=${setCreated} onChanged=${read.refresh} />
-                      </details></td>
+                      ${
+                        writes &&
+                        html`<td><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
+                          <${ManagePartner} session=${session} partner=${p} onKey=${setCreated} onChanged=${read.refresh} />
+                        </details></td>`
+                      }
                     </tr>`,
                 )}
               </tbody>

@@ -1,7 +1,8 @@
 // The projections view: each read model's state, checkpoint and lag, and a rebuild whose progress
-// moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild).
+// moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild); the
+// Rebuild buttons show only to a role that may rebuild.
 import { useState } from 'preact/hooks';
-import { admin, html, number, useAdminRead } from './admin.js';
+import { admin, can, html, number, useAdminRead } from './admin.js';
 
 const POLL_MS = 1000;
 
@@ -30,21 +31,25 @@ function ProjectionRow({ projection, onRebuild }) {
               <span class="percent">${percent}%</span> ${failure}`
         }
       </td>
-      <td>
-        <button type="button" disabled=${rebuilding || standby} onClick=${() => onRebuild(p.name)}
-          title=${standby ? 'This projector stands by: the one holding the lease rebuilds' : undefined}
-          aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>
-      </td>
+      ${
+        onRebuild &&
+        html`<td>
+          <button type="button" disabled=${rebuilding || standby} onClick=${() => onRebuild(p.name)}
+            title=${standby ? 'This projector stands by: the one holding the lease rebuilds' : undefined}
+            aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>
+        </td>`
+      }
     </tr>`;
 }
 
-export function Projections({ token, onUnauthorized }) {
-  const read = useAdminRead(token, '/projections', 'projections', onUnauthorized, POLL_MS);
+export function Projections({ session, onUnauthorized }) {
+  const read = useAdminRead(session, '/projections', 'projections', onUnauthorized, POLL_MS);
   const projections = read.value;
   const [message, setMessage] = useState(null);
+  const rebuilds = can(session, 'projections.rebuild');
   const rebuild = async (name) => {
     try {
-      await admin(token, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
+      await admin(session, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
       setMessage(`Rebuilding ${name}: its progress shows below.`);
       await read.refresh();
     } catch (e) {
@@ -54,8 +59,7 @@ export function Projections({ token, onUnauthorized }) {
   return html`
     <section aria-labelledby="projections-title">
       <h2 id="projections-title">Projections</h2>
-      <p class="hint">Each read model, how far it has applied the event log, and a rebuild into fresh copies
-        while the live ones serve. Updated every second.</p>
+      <p class="hint">Each read model, how far it has applied the event log${rebuilds ? ', and a rebuild into fresh copies while the live ones serve' : ''}. Updated every second.</p>
       <p class="status" role="status">${message ?? (read.error ? `Could not read the projections: ${read.error}` : '')}</p>
       ${
         projections === null
@@ -66,10 +70,10 @@ export function Projections({ token, onUnauthorized }) {
               <thead>
                 <tr><th scope="col">Projection</th><th scope="col">State</th><th scope="col">Checkpoint</th>
                   <th scope="col">Lag (events)</th><th scope="col">Lag (time)</th><th scope="col">Rebuild</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th></tr>
+                  ${rebuilds && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr>
               </thead>
               <tbody>
-                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuild} />`)}
+                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuilds ? rebuild : undefined} />`)}
               </tbody>
             </table>
           </div>`

@@ -1,9 +1,10 @@
 // The webhooks view: the subscriptions, created (the signing secret shown once), disabled or enabled,
 // their secret rotated, a test event sent, failed deliveries recovered since a time; a subscription's
 // health (health.js) and its deliveries filtered by status, each with every attempt, and a redeliver
-// button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators").
+// button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). The writes show only
+// to a role that may make them.
 import { useState } from 'preact/hooks';
-import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+import { admin, can, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
 import { Health, WindowChoice } from './health.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
@@ -50,6 +51,7 @@ function Delivery({ delivery, onRedeliver }) {
         ${d.parked_reason && html`<p>Parked: ${d.parked_reason}</p>`}
         <${Attempts} attempts=${d.attempts} />
         ${
+          onRedeliver &&
           REDELIVERABLE.has(d.status) &&
           html`<button type="button" onClick=${() => onRedeliver(d)}>Redeliver</button>`
         }
@@ -57,11 +59,11 @@ function Delivery({ delivery, onRedeliver }) {
     </li>`;
 }
 
-function Deliveries({ token, webhook, onUnauthorized }) {
+function Deliveries({ session, webhook, onUnauthorized }) {
   const [status, setStatus] = useState('all');
   const query = status === 'all' ? '' : `?status=${status}`;
   const read = useAdminRead(
-    token,
+    session,
     `/webhooks/${webhook.webhook_id}/deliveries${query}`,
     'deliveries',
     onUnauthorized,
@@ -70,7 +72,7 @@ function Deliveries({ token, webhook, onUnauthorized }) {
   const [message, setMessage] = useState(null);
   const redeliver = async (d) => {
     try {
-      await admin(token, 'POST', `/webhooks/deliveries/${d.delivery_id}/redeliver`);
+      await admin(session, 'POST', `/webhooks/deliveries/${d.delivery_id}/redeliver`);
       setMessage(
         `Delivery ${d.delivery_id} is pending again; the dispatcher sends it with the same webhook id.`,
       );
@@ -95,7 +97,7 @@ function Deliveries({ token, webhook, onUnauthorized }) {
           ? html`<p>Loading…</p>`
           : deliveries.length === 0
             ? html`<p class="muted">No deliveries${status === 'all' ? '' : ` ${status}`}.</p>`
-            : html`<ul class="deliveries">${deliveries.map((d) => html`<${Delivery} key=${d.delivery_id} delivery=${d} onRedeliver=${redeliver} />`)}</ul>`
+            : html`<ul class="deliveries">${deliveries.map((d) => html`<${Delivery} key=${d.delivery_id} delivery=${d} onRedeliver=${can(session, 'deliveries.redeliver') ? redeliver : undefined} />`)}</ul>`
       }
     </section>`;
 }
@@ -115,7 +117,7 @@ function EventKinds({ chosen, onChange }) {
     </fieldset>`;
 }
 
-function CreateWebhook({ token, onCreated }) {
+function CreateWebhook({ session, onCreated }) {
   const [form, setForm] = useState({ url: '', auth_token: '', stores: '', events: [...EVENT_KINDS] });
   const [error, setError] = useState(null);
   const field = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
@@ -129,7 +131,7 @@ function CreateWebhook({ token, onCreated }) {
       events: form.events,
     };
     try {
-      onCreated(await admin(token, 'POST', '/webhooks', body));
+      onCreated(await admin(session, 'POST', '/webhooks', body));
       setForm({ url: '', auth_token: '', stores: '', events: [...EVENT_KINDS] });
     } catch (e) {
       setError(e.message);
@@ -178,7 +180,7 @@ function ChangeWebhook({ webhook, onChange }) {
     </form>`;
 }
 
-function ManageWebhook({ token, webhook, onSecret, onChanged }) {
+function ManageWebhook({ session, webhook, onSecret, onChanged }) {
   const [since, setSince] = useState('');
   const base = `/webhooks/${webhook.webhook_id}`;
   const { message, act } = useWrite({
@@ -188,14 +190,14 @@ function ManageWebhook({ token, webhook, onSecret, onChanged }) {
   });
   const testSend = () =>
     act(
-      () => admin(token, 'POST', `${base}/test`, { event: 'cart_status_updated' }),
+      () => admin(session, 'POST', `${base}/test`, { event: 'cart_status_updated' }),
       ({ result }) =>
         `Test event sent: ${result.outcome}${result.status === null ? '' : `, HTTP ${result.status}`}, ${result.duration_ms} ms${result.error ? ` (${result.error})` : ''}.`,
     );
   const recover = (e) => {
     e.preventDefault();
     act(
-      () => admin(token, 'POST', `${base}/recover`, { since: new Date(since).toISOString() }),
+      () => admin(session, 'POST', `${base}/recover`, { since: new Date(since).toISOString() }),
       (a) =>
         `${a.recovered} failed or parked deliver${a.recovered === 1 ? 'y is' : 'ies are'} pending again.`,
     );
@@ -206,14 +208,14 @@ function ManageWebhook({ token, webhook, onSecret, onChanged }) {
         <button type="button" class="secondary"
           onClick=${() =>
             act(
-              () => admin(token, 'PATCH', base, { enabled: !webhook.enabled }),
+              () => admin(session, 'PATCH', base, { enabled: !webhook.enabled }),
               () => (webhook.enabled ? 'Disabled.' : 'Enabled.'),
             )}>
           ${webhook.enabled ? 'Disable' : 'Enable'}</button>
         <button type="button" class="secondary"
           onClick=${() =>
             act(
-              () => admin(token, 'POST', `${base}/rotate-secret`, {}),
+              () => admin(session, 'POST', `${base}/rotate-secret`, {}),
               () => `The secret of ${webhook.url} was rotated.`,
             )}>
           Rotate secret</button>
@@ -222,7 +224,7 @@ function ManageWebhook({ token, webhook, onSecret, onChanged }) {
       <${ChangeWebhook} webhook=${webhook}
         onChange=${(body) =>
           act(
-            () => admin(token, 'PATCH', base, body),
+            () => admin(session, 'PATCH', base, body),
             () => 'Changed.',
           )} />
       <form class="inline" onSubmit=${recover}>
@@ -236,22 +238,23 @@ function ManageWebhook({ token, webhook, onSecret, onChanged }) {
 }
 
 /** A subscription's health, then its deliveries. */
-function Chosen({ token, webhook, onUnauthorized }) {
+function Chosen({ session, webhook, onUnauthorized }) {
   const [window, setWindow] = useState('1h');
   return html`
     <section aria-labelledby="chosen-health-title">
       <h3 id="chosen-health-title">Health of <code>${webhook.url}</code></h3>
       <${WindowChoice} window=${window} onChange=${setWindow} />
-      <${Health} token=${token} webhook=${webhook} window=${window} onUnauthorized=${onUnauthorized} />
+      <${Health} session=${session} webhook=${webhook} window=${window} onUnauthorized=${onUnauthorized} />
     </section>
-    <${Deliveries} token=${token} webhook=${webhook} onUnauthorized=${onUnauthorized} />`;
+    <${Deliveries} session=${session} webhook=${webhook} onUnauthorized=${onUnauthorized} />`;
 }
 
-export function Webhooks({ token, onUnauthorized }) {
-  const read = useAdminRead(token, '/webhooks?limit=100', 'webhooks', onUnauthorized);
+export function Webhooks({ session, onUnauthorized }) {
+  const read = useAdminRead(session, '/webhooks?limit=100', 'webhooks', onUnauthorized);
   const webhooks = read.value;
   const [chosen, setChosen] = useState(null);
   const [secret, setSecret] = useState(null);
+  const writes = can(session, 'webhooks.write');
   const onCreated = (answer) => {
     setSecret({
       title: `${answer.webhook.url} is subscribed.`,
@@ -264,7 +267,7 @@ export function Webhooks({ token, onUnauthorized }) {
     <section aria-labelledby="view-title">
       <h2 id="view-title">Webhooks</h2>
       ${secret && html`<${ShownOnce} shown=${secret} onDismiss=${() => setSecret(null)} />`}
-      <${CreateWebhook} token=${token} onCreated=${onCreated} />
+      ${writes && html`<${CreateWebhook} session=${session} onCreated=${onCreated} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
       ${
         webhooks === null
@@ -286,15 +289,18 @@ export function Webhooks({ token, onUnauthorized }) {
                         <td>${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
                         <td><button type="button" class="secondary" onClick=${() => setChosen(w)}
                           aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
-                          <details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
-                            <${ManageWebhook} token=${token} webhook=${w} onSecret=${setSecret} onChanged=${read.refresh} />
-                          </details></td>
+                          ${
+                            writes &&
+                            html`<details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
+                              <${ManageWebhook} session=${session} webhook=${w} onSecret=${setSecret} onChanged=${read.refresh} />
+                            </details>`
+                          }</td>
                       </tr>`,
                   )}
                 </tbody>
               </table>
             </div>`
       }
-      ${chosen && html`<${Chosen} key=${chosen.webhook_id} token=${token} webhook=${chosen} onUnauthorized=${onUnauthorized} />`}
+      ${chosen && html`<${Chosen} key=${chosen.webhook_id} session=${session} webhook=${chosen} onUnauthorized=${onUnauthorized} />`}
     </section>`;
 }

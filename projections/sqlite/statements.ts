@@ -16,9 +16,16 @@ export interface Statements {
 
 /**
  * Told of a query statement as it runs: `bounded` when the caller reads rows in index order only until
- * its limit is met (a page), so a walk over a whole index is not a scan of it.
+ * its limit is met (a page), so a walk over a whole index is not a scan of it. `explain` gives SQLite's
+ * plan for it on its own connection (a process may have several store files open, with alike table
+ * names), one line per step.
  */
-export type QueryObserver = (sql: string, params: readonly SQLInputValue[], bounded: boolean) => void;
+export type QueryObserver = (
+  sql: string,
+  params: readonly SQLInputValue[],
+  bounded: boolean,
+  explain: () => string[],
+) => void;
 
 /** Observers of every SQLite read store in this process (the plan tests EXPLAIN what routes run). */
 const observers = new Set<QueryObserver>();
@@ -34,8 +41,13 @@ export function observed(
   params: readonly SQLInputValue[],
   bounded: boolean,
 ) {
-  statements.onQuery?.(sql, params, bounded);
-  for (const o of observers) o(sql, params, bounded);
+  if (statements.onQuery === undefined && observers.size === 0) return;
+  const explain = () =>
+    (statements.get(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as unknown as unknown[][]).map((row) =>
+      String(row[3]),
+    );
+  statements.onQuery?.(sql, params, bounded, explain);
+  for (const o of observers) o(sql, params, bounded, explain);
 }
 
 /** The ids and JSON of matching rows, walked in order; closes the statement's read when left early. */

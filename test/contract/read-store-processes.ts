@@ -1,10 +1,14 @@
 /**
  * The ReadStore contract for two processes on one store (two stores opened on the same file or
- * database): what one leaves behind and the other finds. Every adapter passes it; the MongoDB run is
- * at the end of read-store-mongo.test.ts.
+ * database): what one leaves behind and the other finds, the console's sessions included (several
+ * `api` replicas on one MongoDB). Every adapter passes it; the MongoDB run is at the end of
+ * read-store-mongo.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { ExecutionContext, TestFn } from 'ava';
+import { CONSOLE_SESSIONS, ConsoleSessions } from '../../application/console-sessions.ts';
+import { BOOTSTRAP_OPERATOR, bootstrapAuthenticator } from '../../application/operator-principal.ts';
+import { manualClock } from '../../domain/clock.ts';
 import {
   type Checkpoint,
   type Collection,
@@ -179,6 +183,37 @@ export function readStoreProcessesContract(test: TestFn, adapter: string, openTw
       t.deepEqual(await next.getCheckpoint(`${p}-items`), at(6));
       await next.setCheckpoint(`${p}-items`, at(7), current);
       t.deepEqual(await next.getCheckpoint(`${p}-items`), at(7));
+    },
+  );
+
+  test(
+    name(
+      "the console's sessions are every api process's: one signs in, another serves the session, a sign-out in either ends it",
+    ),
+    async (t) => {
+      const [one, two] = await openTwo(t);
+      const clock = manualClock('2026-03-01T09:00:00.000Z');
+      const operators = bootstrapAuthenticator('bootstrap-token-of-the-contract');
+      const lifetime = { absoluteMs: 8 * 3_600_000, idleMs: 30 * 60_000 };
+      const [here, there] = [
+        await ConsoleSessions.open(one, operators, clock, lifetime),
+        await ConsoleSessions.open(two, operators, clock, lifetime),
+      ];
+      const started = await here.start(BOOTSTRAP_OPERATOR);
+      const served = await there.resume(started.id);
+      t.deepEqual(served?.operator, BOOTSTRAP_OPERATOR);
+      t.is(served?.csrf_token, started.csrf_token);
+      t.true(served?.acceptsCsrf(started.csrf_token));
+      const stored = JSON.stringify(await (await two.collection(CONSOLE_SESSIONS)).find({}));
+      t.false(stored.includes(started.id) || stored.includes(started.csrf_token), 'hashes only');
+
+      await there.end(started.id);
+      t.is(await here.resume(started.id), undefined, 'signed out on the other process');
+      const idle = await there.start(BOOTSTRAP_OPERATOR);
+      clock.advance(31 * 60_000);
+      await here.start(BOOTSTRAP_OPERATOR);
+      t.is(await there.resume(idle.id), undefined);
+      t.is(await (await one.collection(CONSOLE_SESSIONS)).count(), 1, 'the ended one is gone');
     },
   );
 }

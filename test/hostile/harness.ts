@@ -176,11 +176,23 @@ function safe<T>(f: () => T): T | undefined {
   }
 }
 
+/** The bearer token of the route's caller: the operator token or a partner's key (none: public, session). */
+function bearerOf(spec: RouteSpec, h: Harness): string | undefined {
+  if (spec.auth === 'operator') return h.s.token;
+  return spec.auth === 'public' || spec.auth === 'session' ? undefined : h.world.keys[spec.auth];
+}
+
+/** The credentials a well-behaved caller of the route sends, as headers. */
+function credentialsOf(spec: RouteSpec, h: Harness): Record<string, string> {
+  if (spec.auth === 'session')
+    return { cookie: h.world.session.cookie, 'x-csrf-token': h.world.session.csrf };
+  const own = bearerOf(spec, h);
+  return own === undefined ? {} : { authorization: `Bearer ${own}` };
+}
+
 /** The route's request as a well-behaved client sends it: the first valid value of every part. */
 export function validRequest(spec: RouteSpec, h: Harness): HostileRequest {
   const valid = spec.params(h.world);
-  const own =
-    spec.auth === 'operator' ? h.s.token : spec.auth === 'public' ? undefined : h.world.keys[spec.auth];
   const template = spec.body?.(h.world);
   const required = (spec.requiredQuery ?? []).map((k) => `${k}=${pct(validQueryValues(k)[0])}`);
   const requiredQuery = required.length > 0 ? `?${required.join('&')}` : '';
@@ -188,7 +200,7 @@ export function validRequest(spec: RouteSpec, h: Harness): HostileRequest {
     method: spec.method,
     url: spec.path.replace(/:(\w+)/g, (_, name: string) => pct(valid[name][0])) + requiredQuery,
     headers: {
-      ...(own ? { authorization: `Bearer ${own}` } : {}),
+      ...credentialsOf(spec, h),
       ...(template ? { 'content-type': 'application/json' } : {}),
     },
     body: template ? JSON.stringify(template) : undefined,
@@ -267,17 +279,31 @@ export function requestsOf(spec: RouteSpec, h: Harness): fc.Arbitrary<HostileReq
   );
   const query = (parts: string[]) => (parts.length ? `?${parts.join('&')}` : '');
 
-  const own =
-    spec.auth === 'operator' ? h.s.token : spec.auth === 'public' ? undefined : h.world.keys[spec.auth];
-  const validAuth = fc.constant(own === undefined ? undefined : `Bearer ${own}`);
+  const own = bearerOf(spec, h);
+  const validAuth = fc.constant(credentialsOf(spec, h));
   const others = [h.s.token, ...KINDS.map((k) => h.world.keys[k])].filter((k) => k !== own);
-  const hostileAuth = fc.oneof(
-    fc.constantFrom(...others).map((k) => `Bearer ${k}`),
-    hostileAuthorization,
-    fc.constant(undefined),
+  const bearer = (value: string): Record<string, string> => ({ authorization: value });
+  const { cookie, csrf } = h.world.session;
+  const hostileAuth: fc.Arbitrary<Record<string, string>> = fc.oneof(
+    fc.constantFrom(...others).map((k) => bearer(`Bearer ${k}`)),
+    hostileAuthorization.map(bearer),
+    fc.constant({}),
     // The right credential in a wrong form.
     ...(own
-      ? [fc.constantFrom(own, `bearer  ${own}`, `Bearer ${own}x`, `Token ${own}`, `Bearer ${own} ${own}`)]
+      ? [
+          fc
+            .constantFrom(own, `bearer  ${own}`, `Bearer ${own}x`, `Token ${own}`, `Bearer ${own} ${own}`)
+            .map(bearer),
+        ]
+      : []),
+    // The session's cookie without its CSRF token or with a wrong one, a forged cookie, a mangled header.
+    ...(spec.auth === 'session'
+      ? [
+          fc.constant({ cookie }),
+          hostileHeaderValue.map((v) => ({ cookie, 'x-csrf-token': v })),
+          hostileHeaderValue.map((v) => ({ cookie: `pds_console_session=${v}`, 'x-csrf-token': csrf })),
+          hostileHeaderValue.map((v) => ({ cookie: v, 'x-csrf-token': csrf })),
+        ]
       : []),
   );
 
@@ -343,8 +369,7 @@ export function requestsOf(spec: RouteSpec, h: Harness): fc.Arbitrary<HostileReq
         });
       })
       .map(({ focus: f, method: m, path: p, query: q, auth: a, body: b, headers: more }) => {
-        const headers: Record<string, string> = { ...more };
-        if (a !== undefined) headers.authorization = a;
+        const headers: Record<string, string> = { ...more, ...a };
         const withBody = b.text !== undefined && m !== 'GET' && m !== 'HEAD';
         if (withBody && b.type !== undefined) headers['content-type'] = b.type;
         return {

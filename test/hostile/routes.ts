@@ -13,7 +13,8 @@ import type { Json } from './values.ts';
 import type { World } from './world.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type Auth = 'operator' | PartnerKind | 'public';
+/** Who may call a route: the operator token, a partner kind's key, anyone, or a console session. */
+export type Auth = 'operator' | PartnerKind | 'public' | 'session';
 
 export interface RouteSpec {
   method: Method;
@@ -257,6 +258,10 @@ export const adminRoutes: readonly RouteSpec[] = [
   spec('POST', `${A}/projections/:name/rebuild`, 'operator', () => ({
     name: ['catalog', 'carts', 'webhook_deliveries'],
   })),
+  // The console's session: sign-in takes the token; sign-out, last, ends the world's session.
+  spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }) }),
+  spec('GET', `${A}/session`, 'session'),
+  spec('DELETE', `${A}/session`, 'session'),
 ];
 
 // ---- public: operational endpoints, OpenAPI documents, the docs page, the console's page ------------

@@ -47,6 +47,13 @@ export interface World {
   redeliverableId: string;
   receiver: Receiver;
   authToken: string;
+  /** The operator token, which signs in to the console. */
+  operatorToken: string;
+  /**
+   * A console session (`POST /admin/v1/session`): its cookie and CSRF token. The sign-out route's
+   * valid request ends it, so the session routes come last in the catalogue.
+   */
+  session: { cookie: string; csrf: string };
 }
 
 async function must(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
@@ -228,6 +235,16 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
   };
   const deliveryId = await firstDelivery(webhookId);
   const redeliverableId = await firstDelivery(untouchedId);
+  const signIn = await fetch(`${s.base}/admin/v1/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: s.token }),
+  });
+  if (signIn.status !== 201) throw new Error(`sign-in answered ${signIn.status}: ${await signIn.text()}`);
+  const session = {
+    cookie: signIn.headers.getSetCookie()[0].split(';')[0],
+    csrf: ((await signIn.json()) as { csrf_token: string }).csrf_token,
+  };
 
   return {
     stores: { inScope: [101, 102], outOfScope: 103 },
@@ -251,5 +268,7 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     redeliverableId,
     receiver,
     authToken,
+    operatorToken: s.token,
+    session,
   };
 }

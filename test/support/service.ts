@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { ExecutionContext } from 'ava';
+import type { OperatorAuthenticator } from '../../application/operator-principal.ts';
 import {
   createTimers,
   defaultComponents,
@@ -82,6 +83,8 @@ export async function startService(
      * (`PDS_TEST_THREAD_LOG=debug` to see more), not into `logs()`.
      */
     threads?: Threads;
+    /** Who operator tokens stand for (people of every role); the bootstrap token alone by default. */
+    operators?: OperatorAuthenticator;
   } = {},
 ): Promise<TestService> {
   // A given data dir belongs to the caller (e.g. to restart on the same events); a new one is removed.
@@ -101,7 +104,7 @@ export async function startService(
     role: options.role ?? 'all',
     components: options.threads
       ? threadedComponents(options.threads)
-      : defaultComponents(options.clock ?? systemClock, timers),
+      : defaultComponents(options.clock ?? systemClock, timers, options.operators),
     logger: createLogger('debug', sink),
     stopTimeoutMs: 1_000,
     eventStoreOptions: eventStoreOptionsOf(
