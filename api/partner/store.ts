@@ -366,46 +366,50 @@ const postCurbsideArrival = route({
   body: curbsideArrivalBody,
   response: { status: 201, description: 'The arrival, recorded', schema: oneArrival },
   problems: [400, 404, 409, 413, 415, 422],
-  async handler(ctx, { params, body, partner }, deps) {
+  async handler(ctx, { params, body, partner, execute }, deps) {
     const streamId = cart.streamId(params.uuid);
-    // The cart's own stream decides whether it exists and whose store it is: never another's.
+    // The cart's own stream decides whether it exists and whose store it is: never another's. Checked
+    // before the Idempotency-Key is claimed: a reservation the partner cannot see stores nothing.
     const loaded = await deps.commands.load(streamId, cart.decider);
     if (!loaded.state.exists || !partner.store_ids.includes(loaded.state.store_id)) {
       throw notFound('reservation', params.uuid);
     }
-    const shop = (await deps.commands.load(store.streamId(loaded.state.store_id), store.decider)).state;
-    const actor = { type: 'partner', id: partner.partner_id } as const;
-    const result = await deps.commands.handle(
-      streamId,
-      cart.decider,
-      {
-        type: 'PostCurbsideArrival',
-        arrival_id: randomUUID(),
-        fields: body,
-        at: deps.clock.now().toISOString(),
-        context: {
-          curbside: shop.exists
-            ? {
-                enabled: store.curbsideEnabled(shop),
-                arrival_form_fields: shop.curbside_pickup_setting.arrival_form_fields,
-              }
-            : null,
+    const storeId = loaded.state.store_id;
+    await execute(async () => {
+      const shop = (await deps.commands.load(store.streamId(storeId), store.decider)).state;
+      const actor = { type: 'partner', id: partner.partner_id } as const;
+      const result = await deps.commands.handle(
+        streamId,
+        cart.decider,
+        {
+          type: 'PostCurbsideArrival',
+          arrival_id: randomUUID(),
+          fields: body,
+          at: deps.clock.now().toISOString(),
+          context: {
+            curbside: shop.exists
+              ? {
+                  enabled: store.curbsideEnabled(shop),
+                  arrival_form_fields: shop.curbside_pickup_setting.arrival_form_fields,
+                }
+              : null,
+          },
         },
-      },
-      commandMetadata(ctx, actor, deps.clock),
-    );
-    const posted = result.events.find((e) => e.type === 'CurbsideArrivalPosted');
-    if (posted?.type !== 'CurbsideArrivalPosted') throw new Error('no CurbsideArrivalPosted appended');
-    ctx.status = 201;
-    ctx.body = {
-      curbside_arrival: {
-        arrival_id: posted.data.arrival_id,
-        reservation_uuid: params.uuid,
-        store_id: posted.data.store_id,
-        arrived_at: posted.data.arrived_at,
-        fields: posted.data.fields,
-      },
-    };
+        commandMetadata(ctx, actor, deps.clock),
+      );
+      const posted = result.events.find((e) => e.type === 'CurbsideArrivalPosted');
+      if (posted?.type !== 'CurbsideArrivalPosted') throw new Error('no CurbsideArrivalPosted appended');
+      ctx.status = 201;
+      ctx.body = {
+        curbside_arrival: {
+          arrival_id: posted.data.arrival_id,
+          reservation_uuid: params.uuid,
+          store_id: posted.data.store_id,
+          arrived_at: posted.data.arrived_at,
+          fields: posted.data.fields,
+        },
+      };
+    });
   },
 });
 
