@@ -25,7 +25,7 @@ import {
 } from '../eventstore/port.ts';
 import { type AppContext, HttpProblem, loggablePath, PROBLEM_CONTENT_TYPE } from './http.ts';
 import { InvalidRequestProblem } from './validation.ts';
-import { toWriteProblem } from './write-support.ts';
+import { requestIds, toWriteProblem } from './write-support.ts';
 
 const CLAIM_EXPIRES_MS = 60_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -145,10 +145,12 @@ export function idempotency(options: IdempotencyOptions) {
   const { store, clock } = options;
 
   function metadata(ctx: AppContext) {
+    const actor = options.actorOf(ctx);
+    const ids = requestIds(ctx, actor);
     return {
-      correlation_id: ctx.state.requestId,
-      causation_id: ctx.state.requestId,
-      actor: options.actorOf(ctx),
+      correlation_id: ids.correlationId,
+      causation_id: ids.causationId,
+      actor,
       occurred_at: clock.now().toISOString(),
       schema_version: 1,
     };
