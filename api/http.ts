@@ -330,7 +330,8 @@ export function loggablePath(path: string): string {
 /** Probes hit these every few seconds: their access lines go to debug to keep the log readable. */
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-// A client-supplied id is echoed only if it cannot smuggle anything into headers or logs.
+// A client-supplied id is echoed only if it cannot smuggle anything into headers or logs. It has no
+// `:`, which keeps a partner's ids apart from everyone else's (write-support.ts, `requestIds`).
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface HttpAppOptions {

@@ -7,6 +7,12 @@
  * as durable as the writes they protect and need no other database. A key is claimed (expected
  * revision `no_stream`) before the command runs, so two concurrent requests with one key never both
  * run: the second is told to retry (409). A claim left by a crashed process expires after a minute.
+ *
+ * Only what a retry needs is kept, and only for a request that began executing (docs/write-side.md,
+ * "Idempotency"): the middleware runs after authentication and body parsing (and on the partner APIs
+ * after validation and the resource's visibility check), so those refusals store nothing; a request
+ * the route refuses as invalid releases its claim, leaving the key free; a refusal by the command is
+ * recorded as its problem document, cut to its status, type, title, code and detail when long.
  */
 import { createHash } from 'node:crypto';
 import type { Next } from 'koa';
@@ -17,11 +23,18 @@ import {
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
-import { type AppContext, HttpProblem, PROBLEM_CONTENT_TYPE } from './http.ts';
-import { toWriteProblem } from './write-support.ts';
+import { type AppContext, HttpProblem, loggablePath, PROBLEM_CONTENT_TYPE } from './http.ts';
+import { InvalidRequestProblem } from './validation.ts';
+import { requestIds, toWriteProblem } from './write-support.ts';
 
 const CLAIM_EXPIRES_MS = 60_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** A refusal's problem document is recorded whole up to this size (UTF-8 bytes of its JSON)… */
+export const MAX_RECORDED_PROBLEM_BYTES = 1_024;
+/** …and beyond it as status, type, title, code and this much of its detail (characters). */
+export const MAX_RECORDED_DETAIL_LENGTH = 300;
+/** The path a claim names (for the `idempotency_key_reused` detail): its start, as the log shows it. */
+const MAX_CLAIMED_PATH_LENGTH = 200;
 
 interface Claimed {
   request_hash: string;
@@ -34,6 +47,15 @@ interface Recorded {
   content_type: string;
   body: unknown;
   headers: Record<string, string>;
+}
+/**
+ * Why a claim was let go: `invalid_request` (the route refused the request before running it: the key
+ * is free for any request) or `not_completed` (a 5xx or 429: the key stays bound to its request, to be
+ * retried). Releases recorded without a reason are `not_completed`.
+ */
+interface Released {
+  released_at: string;
+  reason?: 'invalid_request' | 'not_completed';
 }
 
 /**
@@ -97,14 +119,38 @@ function withoutSecrets(body: unknown, fields: readonly string[]): unknown {
   return copy;
 }
 
+/**
+ * A refusal as it is recorded: the problem document as sent when it is short; a long one (a list of
+ * thousands of field errors) as what a retry needs to act on, its status, type, title, code and the
+ * start of its detail.
+ */
+export function recordedProblem(problem: HttpProblem): Recorded {
+  const whole = problem.toJSON();
+  const short = Buffer.byteLength(JSON.stringify(whole)) <= MAX_RECORDED_PROBLEM_BYTES;
+  const detail =
+    problem.detail.length > MAX_RECORDED_DETAIL_LENGTH
+      ? `${problem.detail.slice(0, MAX_RECORDED_DETAIL_LENGTH - 1)}…`
+      : problem.detail;
+  return {
+    status: problem.status,
+    content_type: PROBLEM_CONTENT_TYPE,
+    body: short
+      ? whole
+      : { type: problem.type, title: problem.title, status: problem.status, detail, code: problem.code },
+    headers: problem.headers,
+  };
+}
+
 export function idempotency(options: IdempotencyOptions) {
   const { store, clock } = options;
 
   function metadata(ctx: AppContext) {
+    const actor = options.actorOf(ctx);
+    const ids = requestIds(ctx, actor);
     return {
-      correlation_id: ctx.state.requestId,
-      causation_id: ctx.state.requestId,
-      actor: options.actorOf(ctx),
+      correlation_id: ids.correlationId,
+      causation_id: ids.causationId,
+      actor,
       occurred_at: clock.now().toISOString(),
       schema_version: 1,
     };
@@ -131,7 +177,9 @@ export function idempotency(options: IdempotencyOptions) {
       revision = events[events.length - 1].revision;
       const claim = [...events].reverse().find((e) => e.type === 'IdempotencyKeyClaimed')?.data as Claimed;
       const last = events[events.length - 1];
-      if (claim.request_hash !== requestHash) {
+      const free =
+        last.type === 'IdempotencyKeyReleased' && (last.data as Released).reason === 'invalid_request';
+      if (!free && claim.request_hash !== requestHash) {
         throw new HttpProblem(422, {
           code: 'idempotency_key_reused',
           detail: `Idempotency-Key ${key} was used for a different request (${claim.method} ${claim.path} with another body)`,
@@ -157,7 +205,7 @@ export function idempotency(options: IdempotencyOptions) {
     const claimed: Claimed = {
       request_hash: requestHash,
       method: ctx.method,
-      path: ctx.path,
+      path: loggablePath(ctx.path).slice(0, MAX_CLAIMED_PATH_LENGTH),
       claimed_at: clock.now().toISOString(),
     };
     try {
@@ -183,14 +231,14 @@ export function idempotency(options: IdempotencyOptions) {
         },
       );
     };
-    const release = () =>
+    const release = (reason: Released['reason']) =>
       store
         .append(
           streamId,
           [
             {
               type: 'IdempotencyKeyReleased',
-              data: { released_at: clock.now().toISOString() },
+              data: { released_at: clock.now().toISOString(), reason } satisfies Released,
               metadata: metadata(ctx),
             },
           ],
@@ -204,20 +252,16 @@ export function idempotency(options: IdempotencyOptions) {
       await next();
     } catch (err) {
       const answer = toWriteProblem(err);
-      if (answer instanceof HttpProblem && answer.status < 500 && answer.status !== 429) {
-        await record({
-          status: answer.status,
-          content_type: PROBLEM_CONTENT_TYPE,
-          body: answer.toJSON(),
-          headers: answer.headers,
-        });
+      if (answer instanceof InvalidRequestProblem) await release('invalid_request');
+      else if (answer instanceof HttpProblem && answer.status < 500 && answer.status !== 429) {
+        await record(recordedProblem(answer));
       } else {
-        await release();
+        await release('not_completed');
       }
       throw answer;
     }
     if (ctx.status >= 500) {
-      await release();
+      await release('not_completed');
       return;
     }
     const headers: Record<string, string> = {};

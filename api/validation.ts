@@ -27,12 +27,20 @@ export function fieldErrors(error: z.ZodError, root = ''): ProblemFieldError[] {
   return errors;
 }
 
+/**
+ * A request refused for its own form (path, query, body, headers) before the route ran anything: an
+ * `Idempotency-Key` it carried is left free (docs/write-side.md, "Idempotency").
+ */
+export class InvalidRequestProblem extends HttpProblem {
+  override name = 'InvalidRequestProblem';
+}
+
 function refuse(status: number, code: string, what: string, errors: ProblemFieldError[]): HttpProblem {
   const summary = errors
     .slice(0, 3)
     .map((e) => `${e.field}: ${e.message}`)
     .join('; ');
-  return new HttpProblem(status, {
+  return new InvalidRequestProblem(status, {
     code,
     detail: `${what}: ${summary}${errors.length > 3 ? '; …' : ''}`,
     errors,
@@ -43,7 +51,7 @@ function refuse(status: number, code: string, what: string, errors: ProblemField
 export function parseBody<S extends z.ZodType>(ctx: AppContext, schema: S): z.output<S> {
   const body = (ctx.request as { body?: unknown }).body;
   if (ctx.request.length && !ctx.is('application/json')) {
-    throw new HttpProblem(415, {
+    throw new InvalidRequestProblem(415, {
       code: 'unsupported_media_type',
       detail: 'send the body as application/json',
     });
@@ -88,7 +96,7 @@ export function ifMatch(ctx: AppContext): number | undefined {
   if (raw === '') return undefined;
   const m = /^(?:W\/)?(?:"(-?\d{1,15})"|(-?\d{1,15}))$/.exec(raw.trim());
   if (!m) {
-    throw new HttpProblem(400, {
+    throw new InvalidRequestProblem(400, {
       code: 'invalid_if_match',
       detail: 'If-Match must be a stream revision, e.g. If-Match: "3"',
       errors: [{ field: 'If-Match', message: 'expected a revision number' }],

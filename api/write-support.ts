@@ -102,13 +102,23 @@ export async function writeErrors(_ctx: AppContext, next: Next): Promise<void> {
   }
 }
 
-export function commandMetadata(ctx: AppContext, actor: Actor, clock: Clock): CommandMetadata {
+/**
+ * The correlation and causation ids of what a request appends: its `X-Correlation-Id` (else its
+ * request id) and its request id (docs/write-side.md, "Streams and events"). A partner sets those
+ * headers as it likes, so its ids are kept in a namespace of its own, `partner:<partner id>:<id>`: an
+ * id a client sends has no `:` (api/http.ts), so a partner's can never equal the platform's, an
+ * operator's or another partner's, in the events, the audit history or the deliveries they cause.
+ */
+export function requestIds(ctx: AppContext, actor: Actor): { correlationId: string; causationId: string } {
+  const namespace = actor.type === 'partner' ? `partner:${actor.id}:` : '';
   return {
-    correlationId: ctx.state.correlationId,
-    causationId: ctx.state.requestId,
-    actor,
-    at: clock.now().toISOString(),
+    correlationId: `${namespace}${ctx.state.correlationId}`,
+    causationId: `${namespace}${ctx.state.requestId}`,
   };
+}
+
+export function commandMetadata(ctx: AppContext, actor: Actor, clock: Clock): CommandMetadata {
+  return { ...requestIds(ctx, actor), actor, at: clock.now().toISOString() };
 }
 
 /** The answer to a write: the resource, its stream revision (also as ETag) and the global position. */

@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { printableLine } from './terminal.ts';
 
 /** Exit codes of every `pds` client command. */
 export const EXIT = {
@@ -103,9 +104,15 @@ function safeJson(text: string): unknown {
   }
 }
 
-/** A plain-text table: one header row, columns padded to their widest cell. */
+/**
+ * A plain-text table: one header row, columns padded to their widest cell. Each cell is one printable
+ * line: a control character in it (a receiver's answer, a name) is shown as its escape (`terminal.ts`).
+ */
 export function table(headers: string[], rows: Array<Array<string | number | null | undefined>>): string {
-  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '' : String(c))));
+  const cells = rows.map((r) =>
+    r.map((c) => (c === null || c === undefined ? '' : printableLine(String(c)))),
+  );
+  headers = headers.map(printableLine);
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
   const line = (r: string[]) =>
     r

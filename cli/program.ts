@@ -10,6 +10,7 @@
 import { Command, CommanderError } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
 import { EXIT } from './client.ts';
+import { printError } from './terminal.ts';
 
 type Register = (program: Command) => void;
 
@@ -48,6 +49,6 @@ try {
     const benign = ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code);
     process.exit(benign ? 0 : EXIT.usage);
   }
-  process.stderr.write(`pds: ${error instanceof Error ? error.message : String(error)}\n`);
+  printError(error instanceof Error ? error.message : String(error));
   process.exit(EXIT.failed);
 }

@@ -2,13 +2,15 @@
  * The one way a webhook leaves the service (docs/webhooks.md), for the delivery worker and for the
  * admin test-send alike: the subscription's auth token and signing secret are decrypted, the exact body
  * is signed and sent (`deliverOnce`), and both secrets are struck from what the receiver answered
- * before anything records or shows it (a receiver may echo `401 … Bearer <token>`).
+ * before anything records or shows it (a receiver may echo `401 … Bearer <token>`, also escaped or
+ * encoded: `redact.ts`).
  */
 import type { KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { createSecretBox, secretContext } from '../application/credentials.ts';
 import type { Clock } from '../domain/clock.ts';
 import { type DeliveryResult, deliverOnce } from './deliver.ts';
+import { createRedactor } from './redact.ts';
 import { signingKey, webhookHeaders } from './signing.ts';
 import type { Resolver } from './url-guard.ts';
 
@@ -79,7 +81,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       secretContext(target.webhook_id, 'signing_secret'),
     );
     const key = signingKey(secret);
-    const redact = (text: string) => [authToken, secret].reduce(redactSecret, text);
+    const redact = createRedactor([authToken, secret]);
     return {
       async send(request) {
         const headers = {
@@ -125,20 +127,4 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       return channel;
     },
   };
-}
-
-/**
- * `text` without `secret`: every whole occurrence, and a tail that starts it (an excerpt is cut at
- * 1 KB, possibly inside an echoed secret; 8 characters or more, so ordinary text is left alone).
- */
-export function redactSecret(text: string, secret: string): string {
-  if (secret.length === 0) return text;
-  let out = text.replaceAll(secret, '[redacted]');
-  for (let k = Math.min(secret.length - 1, out.length); k >= 8; k--) {
-    if (out.endsWith(secret.slice(0, k))) {
-      out = `${out.slice(0, out.length - k)}[redacted]`;
-      break;
-    }
-  }
-  return out;
 }

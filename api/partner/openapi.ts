@@ -218,8 +218,9 @@ const IDEMPOTENCY_KEY: Json = {
   in: 'header',
   description:
     'Makes the request safe to retry: a retry with the same key and body gets the first answer again ' +
-    '(with `Idempotent-Replayed: true`); the same key with another body is refused with 422. ' +
-    '1 to 255 printable ASCII characters, unique per request.',
+    '(with `Idempotent-Replayed: true`); the same key with another body is refused with 422. A ' +
+    'request refused before it runs (an invalid body, a resource outside the key) leaves the key ' +
+    'unused. 1 to 255 printable ASCII characters, unique per request.',
   required: false,
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };

@@ -54,6 +54,12 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   partner: PartnerPrincipal;
+  /**
+   * Runs a write's effect under the request's `Idempotency-Key` (a replay answers instead). A write
+   * calls it once the request is validated and the resource found visible to the partner, so a
+   * refusal before it stores nothing (docs/write-side.md, "Idempotency"). A read's runs it as it is.
+   */
+  execute(effect: () => Promise<void>): Promise<void>;
 }
 
 export interface PartnerRoute<P = unknown, Q = unknown, B = unknown> {
@@ -101,6 +107,12 @@ export function createPartnerRouter(
     partnerAuth(() => deps.collection<PartnerKeyDoc>('partner_keys'), api.kinds),
     rateLimit(() => deps.clock.now().getTime()),
   ];
+  const idempotent = idempotency({
+    store: deps.store,
+    clock: deps.clock,
+    scopeOf: (ctx) => `partner:${principal(ctx).partner_id}`,
+    actorOf: (ctx) => ({ type: 'partner', id: principal(ctx).partner_id }),
+  });
   for (const r of api.routes) {
     const koaPath = r.path.replace(/\{(\w+)\}/g, ':$1');
     const handle = async (ctx: AppContext) => {
@@ -108,25 +120,17 @@ export function createPartnerRouter(
       const params = r.params ? parseParams(ctx.params, r.params, 404) : (undefined as unknown);
       const query = r.query ? parseParams(ctx.query, r.query) : (undefined as unknown);
       const body = r.body ? parseBody(ctx, r.body) : (undefined as unknown);
-      await r.handler(ctx, { params, query, body, partner: principal(ctx) }, deps);
+      let executed = false;
+      const execute = (effect: () => Promise<void>) => {
+        executed = true;
+        return r.method === 'post' ? idempotent(ctx, effect) : effect();
+      };
+      await r.handler(ctx, { params, query, body, partner: principal(ctx), execute }, deps);
+      // A write that answered without `execute` would have run outside its Idempotency-Key.
+      if (r.method === 'post' && !executed) throw new Error(`${r.operationId} answered without execute`);
     };
-    if (r.method === 'get') {
-      router.get(koaPath, ...authenticated, handle);
-    } else {
-      router.post(
-        koaPath,
-        ...authenticated,
-        writeErrors,
-        jsonBody(),
-        idempotency({
-          store: deps.store,
-          clock: deps.clock,
-          scopeOf: (ctx) => `partner:${principal(ctx).partner_id}`,
-          actorOf: (ctx) => ({ type: 'partner', id: principal(ctx).partner_id }),
-        }),
-        handle,
-      );
-    }
+    if (r.method === 'get') router.get(koaPath, ...authenticated, handle);
+    else router.post(koaPath, ...authenticated, writeErrors, jsonBody(), handle);
   }
   return router;
 }

@@ -24,7 +24,9 @@
  * - `POST /reservations/{uuid}/curbside_arrival`: body `{ <form field>: string, …, notes? }` (the
  *   names of the store's `arrival_form_fields`); answer 201
  *   `{ "curbside_arrival": { arrival_id, reservation_uuid, store_id, arrived_at, fields } }`, `fields`
- *   holding the answers as posted (nested, so a form field can have any name).
+ *   holding the answers as posted (nested, so a form field can have any name). A partner posts
+ *   arrivals for the reservations made through its own site (`source.partner_id`) at the stores of
+ *   its key, and no other (docs/partner-api.md, "The curbside arrival").
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -357,55 +359,64 @@ const postCurbsideArrival = route({
   operationId: 'postCurbsideArrival',
   summary: 'Post a customer’s arrival at the curbside',
   description:
-    'Records that the customer of a checked-out reservation has arrived, with the answers to the ' +
-    'store’s arrival form; the store is notified. 404 for a reservation unknown or at a store outside ' +
-    'the key; 409 when it is not checked out, finished, cancelled or dismissed, or the store has ' +
-    'curbside off; 422 for a missing required field or one the form does not ask. Send an ' +
-    '`Idempotency-Key` to retry safely: a retry answers the first result.',
+    'Records that the customer of a checked-out curbside reservation has arrived, with the answers to ' +
+    'the store’s arrival form; the store is notified. Only for a reservation made through this ' +
+    'partner’s own site (its `source.partner_id`) at a store of the key: any other, like an unknown ' +
+    'one, is a 404. 409 when it is not checked out, is for pickup or delivery ' +
+    '(`reservation_not_curbside`), is finished, cancelled or dismissed, or the store has curbside ' +
+    'off; 422 for a missing required field or one the form does not ask. Send an `Idempotency-Key` to ' +
+    'retry safely: a retry answers the first result.',
   params: reservationParams,
   body: curbsideArrivalBody,
   response: { status: 201, description: 'The arrival, recorded', schema: oneArrival },
   problems: [400, 404, 409, 413, 415, 422],
-  async handler(ctx, { params, body, partner }, deps) {
+  async handler(ctx, { params, body, partner, execute }, deps) {
     const streamId = cart.streamId(params.uuid);
-    // The cart's own stream decides whether it exists and whose store it is: never another's.
-    const loaded = await deps.commands.load(streamId, cart.decider);
-    if (!loaded.state.exists || !partner.store_ids.includes(loaded.state.store_id)) {
-      throw notFound('reservation', params.uuid);
-    }
-    const shop = (await deps.commands.load(store.streamId(loaded.state.store_id), store.decider)).state;
-    const actor = { type: 'partner', id: partner.partner_id } as const;
-    const result = await deps.commands.handle(
-      streamId,
-      cart.decider,
-      {
-        type: 'PostCurbsideArrival',
-        arrival_id: randomUUID(),
-        fields: body,
-        at: deps.clock.now().toISOString(),
-        context: {
-          curbside: shop.exists
-            ? {
-                enabled: store.curbsideEnabled(shop),
-                arrival_form_fields: shop.curbside_pickup_setting.arrival_form_fields,
-              }
-            : null,
+    // The cart's own stream decides whether it exists, whose store it is and whose site it came from:
+    // another partner's reservation is answered as one that does not exist. Checked before the
+    // Idempotency-Key is claimed: a reservation the partner cannot see stores nothing.
+    const reservation = (await deps.commands.load(streamId, cart.decider)).state;
+    const visible =
+      reservation.exists &&
+      partner.store_ids.includes(reservation.store_id) &&
+      reservation.source.partner_id === partner.partner_id;
+    if (!visible) throw notFound('reservation', params.uuid);
+    const storeId = reservation.store_id;
+    await execute(async () => {
+      const shop = (await deps.commands.load(store.streamId(storeId), store.decider)).state;
+      const actor = { type: 'partner', id: partner.partner_id } as const;
+      const result = await deps.commands.handle(
+        streamId,
+        cart.decider,
+        {
+          type: 'PostCurbsideArrival',
+          arrival_id: randomUUID(),
+          fields: body,
+          at: deps.clock.now().toISOString(),
+          context: {
+            curbside: shop.exists
+              ? {
+                  enabled: store.curbsideEnabled(shop),
+                  arrival_form_fields: shop.curbside_pickup_setting.arrival_form_fields,
+                }
+              : null,
+          },
         },
-      },
-      commandMetadata(ctx, actor, deps.clock),
-    );
-    const posted = result.events.find((e) => e.type === 'CurbsideArrivalPosted');
-    if (posted?.type !== 'CurbsideArrivalPosted') throw new Error('no CurbsideArrivalPosted appended');
-    ctx.status = 201;
-    ctx.body = {
-      curbside_arrival: {
-        arrival_id: posted.data.arrival_id,
-        reservation_uuid: params.uuid,
-        store_id: posted.data.store_id,
-        arrived_at: posted.data.arrived_at,
-        fields: posted.data.fields,
-      },
-    };
+        commandMetadata(ctx, actor, deps.clock),
+      );
+      const posted = result.events.find((e) => e.type === 'CurbsideArrivalPosted');
+      if (posted?.type !== 'CurbsideArrivalPosted') throw new Error('no CurbsideArrivalPosted appended');
+      ctx.status = 201;
+      ctx.body = {
+        curbside_arrival: {
+          arrival_id: posted.data.arrival_id,
+          reservation_uuid: params.uuid,
+          store_id: posted.data.store_id,
+          arrived_at: posted.data.arrived_at,
+          fields: posted.data.fields,
+        },
+      };
+    });
   },
 });
 

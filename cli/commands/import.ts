@@ -32,6 +32,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { CliError, EXIT, operatorToken } from '../client.ts';
+import { printableLine } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 const PLATFORM_BASE = '/platform/v1';
@@ -388,7 +389,7 @@ Bad lines are reported with their line number and skipped; the exit code is then
             onFailure(f) {
               failed += 1;
               if (options.json) return;
-              const text = `pds: ${describeFailure(f)}\n`;
+              const text = `pds: ${printableLine(describeFailure(f))}\n`;
               if (bar) held.push(text);
               else process.stderr.write(text);
             },

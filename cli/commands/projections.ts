@@ -3,6 +3,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import type { ProjectionStatus } from '../../projections/projector.ts';
 import { type AdminClient, CliError, createAdminClient, EXIT, table } from '../client.ts';
+import { printableLine } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 const statusOf = (client: AdminClient) =>
@@ -76,7 +77,7 @@ async function rebuildOne(
   const bar = options.json
     ? undefined
     : new SingleBar({
-        format: `${name.padEnd(22)} [{bar}] {percentage}% | {events} events | {rate}/s | ETA {eta_s}`,
+        format: `${printableLine(name).padEnd(22)} [{bar}] {percentage}% | {events} events | {rate}/s | ETA {eta_s}`,
         hideCursor: true,
         stream: process.stderr,
       });

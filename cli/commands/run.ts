@@ -1,16 +1,20 @@
-/** Runs a client command: prints what it returns, or one error line with the command's exit code. */
+/**
+ * Runs a client command: prints what it returns, or one error line with the command's exit code, both
+ * without control characters (`terminal.ts`).
+ */
 import { CliError, EXIT } from '../client.ts';
+import { print, printError } from '../terminal.ts';
 
 export async function runClientCommand(fn: () => Promise<string>): Promise<void> {
   try {
-    process.stdout.write(await fn());
+    print(await fn());
   } catch (err) {
     if (err instanceof CliError) {
-      process.stderr.write(`pds: ${err.message}\n`);
+      printError(err.message);
       process.exitCode = err.exitCode;
       return;
     }
-    process.stderr.write(`pds: ${err instanceof Error ? err.message : String(err)}\n`);
+    printError(err instanceof Error ? err.message : String(err));
     process.exitCode = EXIT.failed;
   }
 }

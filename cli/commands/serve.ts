@@ -20,6 +20,7 @@ import { roleThread } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
 import { eventStoreOptionsOf } from '../store-options.ts';
+import { printError } from '../terminal.ts';
 
 /**
  * The seeding code (the generator, the deciders' record sinks, a progress bar) is loaded once the
@@ -53,7 +54,7 @@ async function serve(role: Role): Promise<void> {
     config = await loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`pds: configuration error: ${error.message}\n`);
+    printError(`configuration error: ${error.message}`);
     process.exit(1);
   }
 
@@ -115,7 +116,7 @@ async function serve(role: Role): Promise<void> {
   } catch (error) {
     if (signalled) return; // the signal handler owns the exit
     log.fatal({ err: error }, 'start failed');
-    process.stderr.write(`pds: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+    printError(`cannot start: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
   }
   if (signalled) return;
@@ -146,7 +147,7 @@ async function serve(role: Role): Promise<void> {
         return;
       }
       log.error({ err: error }, 'sandbox seeding failed');
-      process.stderr.write(`pds: sandbox seeding failed: ${(error as Error).message}\n`);
+      printError(`sandbox seeding failed: ${(error as Error).message}`);
     },
   );
 }

@@ -10,6 +10,7 @@ import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { oneOrMoreOf, positiveInteger, printJson } from '../options.ts';
+import { print } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 const BASE = '/admin/v1/webhooks';
@@ -231,7 +232,7 @@ function testSendCommand(webhooks: Command): void {
           `${path(id)}/test`,
           kind ? { event: kind[0] } : {},
         );
-        process.stdout.write(options.json ? printJson(out) : testSendText(out));
+        print(options.json ? printJson(out) : testSendText(out));
         if (out.result.outcome !== 'delivered') {
           throw new CliError(
             `the test request was not delivered: ${out.result.outcome}${out.result.error ? ` (${out.result.error})` : ''}`,

@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import type { FanOutProgress } from '../../webhooks/fan-out-group.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { printJson } from '../options.ts';
+import { print } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 function progressText(f: FanOutProgress): string {
@@ -42,7 +43,7 @@ export function fanOutCommand(webhooks: Command): void {
           'GET',
           '/admin/v1/webhook-fan-out',
         );
-        process.stdout.write(options.json ? printJson({ fan_out }) : progressText(fan_out));
+        print(options.json ? printJson({ fan_out }) : progressText(fan_out));
         if (fan_out.state !== 'current') {
           const why =
             fan_out.state === 'absent'

@@ -6,6 +6,7 @@
  */
 import { SingleBar } from 'cli-progress';
 import { type AdminClient, CliError, createAdminClient, EXIT } from '../client.ts';
+import { printError } from '../terminal.ts';
 import { sandboxPartnerIds } from './generate.ts';
 import { emptySummary, TrafficCarts, type TrafficPartner, type TrafficSummary } from './traffic-carts.ts';
 
@@ -46,9 +47,7 @@ export async function runTraffic(options: TrafficOptions): Promise<TrafficSummar
     await client
       .request('DELETE', `/admin/v1/partners/${ids.store_menu_feed}/keys/${issued.key.key_id}`)
       .catch((err: unknown) => {
-        process.stderr.write(
-          `pds: could not revoke the traffic key ${issued.key.key_id}: ${(err as Error).message}\n`,
-        );
+        printError(`could not revoke the traffic key ${issued.key.key_id}: ${(err as Error).message}`);
       });
   }
   summary.seconds = Math.round(performance.now() - began) / 1000;

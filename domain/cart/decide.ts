@@ -348,6 +348,14 @@ function postCurbsideArrival(command: Command<'PostCurbsideArrival'>, state: Car
   if (cart.checked_out_at === null) {
     throw conflict('reservation_not_checked_out', 'The cart has not been checked out yet');
   }
+  // docs/partner-api.md, "The curbside arrival": a pickup or delivery customer does not arrive at the curb.
+  if (cart.reservation_mode !== 'curbside') {
+    throw conflict(
+      'reservation_not_curbside',
+      `The reservation is for ${cart.reservation_mode}, not curbside pickup`,
+      { reservation_mode: cart.reservation_mode },
+    );
+  }
   if (closedStatuses.includes(cart.status)) {
     throw conflict('reservation_closed', `The reservation is ${cart.status}`, { status: cart.status });
   }

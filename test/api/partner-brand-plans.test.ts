@@ -170,7 +170,13 @@ async function call(
   };
   await r.handler(
     ctx as never,
-    { params: r.params?.parse(params), query: r.query?.parse(query), body: undefined, partner: who },
+    {
+      params: r.params?.parse(params),
+      query: r.query?.parse(query),
+      body: undefined,
+      partner: who,
+      execute: (effect) => effect(),
+    },
     deps,
   );
   const examined = Object.fromEntries([...collections].map(([name, c]) => [name, c.lastExamined()]));

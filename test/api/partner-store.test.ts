@@ -48,7 +48,7 @@ interface Fixture {
   feed: { id: string; key: string };
   /** Brand partner (brand 1). */
   brand: { id: string; key: string };
-  carts: Record<'c1' | 'c2' | 'c3' | 'c4' | 'c5' | 'c6' | 'c7' | 'c8' | 'c9', string>;
+  carts: Record<'c1' | 'c2' | 'c3' | 'c4' | 'c5' | 'c6' | 'c7' | 'c8' | 'c9' | 'c10' | 'c11', string>;
   /** Before any cart was created. */
   beforeCarts: string;
   /** After the fixture, before the late updates (menu product 108, special 2, review 6). */
@@ -351,6 +351,8 @@ async function createFixture(t: ExecutionContext): Promise<Fixture> {
     c7: await cart(1, op1.id, 103, 'curbside'),
     c8: await cart(1, op1.id, 101, 'curbside'),
     c9: await cart(1, op1.id, 101, 'curbside'),
+    c10: await cart(1, feed.id, 101, 'curbside'), // the menu feed's own site
+    c11: await cart(1, feed.id, 101, 'pickup'),
   };
   await untilCaughtUp(s);
 
@@ -909,7 +911,7 @@ async function arrivals(f: Fixture, uuid: string): Promise<Json[]> {
 
 test.serial('POST /reservations/{uuid}/curbside_arrival: 201, the event in the cart’s history', async (t) => {
   const f = await setup(t);
-  const { c1, c8 } = f.carts;
+  const { c1, c10 } = f.carts;
   const body = { vehicle_make: 'Volvo', vehicle_color: 'blue', parking_spot: '3', notes: 'Trunk is open' };
   const r = await call(f, f.op1.key, 'POST', `${OP}/reservations/${c1.toUpperCase()}/curbside_arrival`, body);
   t.is(r.status, 201, JSON.stringify(r.body));
@@ -932,14 +934,14 @@ test.serial('POST /reservations/{uuid}/curbside_arrival: 201, the event in the c
     data: { arrival_id: arrival.arrival_id, fields: body, arrived_at: arrival.arrived_at, store_id: 1 },
   });
 
-  // The menu feed posts arrivals too; optional fields may be left out.
-  const fed = await call(f, f.feed.key, 'POST', `${FEED}/reservations/${c8}/curbside_arrival`, {
+  // The menu feed posts arrivals too, for its own site's reservations; optional fields may be left out.
+  const fed = await call(f, f.feed.key, 'POST', `${FEED}/reservations/${c10}/curbside_arrival`, {
     vehicle_make: 'Kia',
     vehicle_color: 'white',
   });
   t.is(fed.status, 201, JSON.stringify(fed.body));
   t.deepEqual(fed.body.curbside_arrival.fields, { vehicle_make: 'Kia', vehicle_color: 'white' });
-  const fedEvents = await arrivals(f, c8);
+  const fedEvents = await arrivals(f, c10);
   t.is(fedEvents.length, 1);
   t.deepEqual(fedEvents[0].actor, { type: 'partner', id: f.feed.id });
 
@@ -950,10 +952,10 @@ test.serial('POST /reservations/{uuid}/curbside_arrival: 201, the event in the c
 });
 
 test.serial(
-  'POST curbside_arrival: 404 unknown or outside the key, 409 refusals, nothing appended',
+  'POST curbside_arrival: 404 unknown, outside the key or from another site, 409 refusals, nothing appended',
   async (t) => {
     const f = await setup(t);
-    const { c2, c3, c4, c5, c6 } = f.carts;
+    const { c2, c3, c4, c5, c6, c8, c10, c11 } = f.carts;
     const body = { vehicle_make: 'VW', vehicle_color: 'red' };
     const store = await f.s.openStore();
     const cases: Array<[string, string, string, number, string]> = [
@@ -962,9 +964,14 @@ test.serial(
       [f.feed.key, FEED, c6, 404, 'reservation_not_found'], // store 2: outside the feed's key
       [f.op1.key, OP, c6, 404, 'reservation_not_found'],
       [f.op1.key, OP, 'not-a-uuid', 404, 'not_found'],
+      // At a store of the key, but from another partner's site (docs/partner-api.md, "The curbside arrival").
+      [f.op1.key, OP, c5, 404, 'reservation_not_found'],
+      [f.op1.key, OP, c10, 404, 'reservation_not_found'],
+      [f.feed.key, FEED, c8, 404, 'reservation_not_found'],
       [f.op1.key, OP, c2, 409, 'reservation_not_checked_out'],
       [f.op1.key, OP, c3, 409, 'reservation_closed'],
-      [f.opMulti.key, OP, c6, 409, 'curbside_disabled'], // store 2 has curbside off
+      [f.opMulti.key, OP, c6, 409, 'reservation_not_curbside'], // a pickup reservation
+      [f.feed.key, FEED, c11, 409, 'reservation_not_curbside'],
     ];
     for (const [key, base, uuid, status, code] of cases) {
       const before = await store.headPosition();
@@ -974,8 +981,11 @@ test.serial(
       // The answer never tells a cart of another store apart from a cart that does not exist.
       if (status === 404) t.false(JSON.stringify(r.body).includes('store'), JSON.stringify(r.body));
     }
-    // c5 is at store 1: the two-store operator and the one-store operator may both post for it.
-    t.is((await call(f, f.op1.key, 'POST', `${OP}/reservations/${c5}/curbside_arrival`, body)).status, 201);
+    // c5, from the two-store operator's site, is its own to post for.
+    t.is(
+      (await call(f, f.opMulti.key, 'POST', `${OP}/reservations/${c5}/curbside_arrival`, body)).status,
+      201,
+    );
   },
 );
 
@@ -1033,15 +1043,14 @@ test.serial('POST curbside_arrival: Idempotency-Key replays the first answer and
   t.true(other.status === 422 || other.status === 409, JSON.stringify(other.body));
   t.regex(other.headers.get('content-type') ?? '', PROBLEM);
   // Keys are per partner: the feed's key space is its own.
-  const fed = await call(f, f.feed.key, 'POST', `${FEED}/reservations/${f.carts.c7}/curbside_arrival`, body, {
-    'idempotency-key': key,
-  });
+  const fedUrl = `${FEED}/reservations/${f.carts.c10}/curbside_arrival`;
+  const fed = await call(f, f.feed.key, 'POST', fedUrl, body, { 'idempotency-key': key });
   t.is(fed.status, 201);
   t.not(fed.body.curbside_arrival.arrival_id, first.body.curbside_arrival.arrival_id);
-  t.is((await arrivals(f, f.carts.c7)).length, 2);
+  t.is((await arrivals(f, f.carts.c10)).length, 2);
   // Without a key, each post is an arrival of its own.
   t.is((await call(f, f.op1.key, 'POST', url, body)).status, 201);
-  t.is((await arrivals(f, f.carts.c7)).length, 3);
+  t.is((await arrivals(f, f.carts.c7)).length, 2);
 });
 
 // ---- bad parameters ---------------------------------------------------------------------------------------

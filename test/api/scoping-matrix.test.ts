@@ -21,11 +21,13 @@ interface World {
   zip: string;
   lat: number;
   long: number;
-  curbsideCart: string;
+  /** Carts checked out for curbside from each store partner's own site. */
+  curbsideCarts: Record<StoreKind, string>;
   keys: Record<Kind, string>;
   partnerIds: Record<Kind, string>;
 }
 type Kind = 'brand' | 'brand_feed' | 'store_operator' | 'store_menu_feed';
+type StoreKind = 'store_operator' | 'store_menu_feed';
 const KINDS: Kind[] = ['brand', 'brand_feed', 'store_operator', 'store_menu_feed'];
 const BASE: Record<Kind, string> = {
   brand: '/partner/brand/v1',
@@ -114,9 +116,9 @@ async function buildWorld(
     keys[kind] = created.api_key as string;
     partnerIds[kind] = (created.partner as { partner_id: string }).partner_id;
   }
-  // Carts from the brand's and the operator's own sites; one checked out for curbside.
-  let curbsideCart = '';
-  for (const source of ['brand', 'store_operator'] as const) {
+  // Carts from the brand's, the operator's and the menu feed's own sites, checked out for curbside.
+  const curbsideCarts = {} as Record<StoreKind, string>;
+  for (const source of ['brand', 'store_operator', 'store_menu_feed'] as const) {
     const uuid = randomUUID();
     await ok(
       s.call('POST', '/platform/v1/carts', {
@@ -133,9 +135,9 @@ async function buildWorld(
       }),
     );
     await ok(s.call('POST', `/platform/v1/carts/${uuid}/checkout`, { reservation_mode: 'curbside' }));
-    if (source === 'store_operator') curbsideCart = uuid;
+    if (source !== 'brand') curbsideCarts[source] = uuid;
   }
-  return { store, brand, products, menuProducts, review, special, curbsideCart, keys, partnerIds, ...place };
+  return { store, brand, products, menuProducts, review, special, curbsideCarts, keys, partnerIds, ...place };
 }
 
 interface Case {
@@ -231,9 +233,20 @@ for (const api of ['store_operator', 'store_menu_feed'] as const) {
       api,
       name: 'POST /reservations/{uuid}/curbside_arrival',
       method: 'POST',
-      url: (w) => `/reservations/${w.curbsideCart}/curbside_arrival`,
+      url: (w) => `/reservations/${w.curbsideCarts[api]}/curbside_arrival`,
       body: () => ({ vehicle_make: 'Volvo', vehicle_color: 'red', parking_spot: '3' }),
       own: 201,
+      other: 404,
+    },
+    // A reservation from another partner's site, even at a store of the key: as if it did not exist.
+    {
+      api,
+      name: 'POST /reservations/{uuid}/curbside_arrival (another partner’s site)',
+      method: 'POST',
+      url: (w) =>
+        `/reservations/${w.curbsideCarts[api === 'store_operator' ? 'store_menu_feed' : 'store_operator']}/curbside_arrival`,
+      body: () => ({ vehicle_make: 'Volvo', vehicle_color: 'red', parking_spot: '3' }),
+      own: 404,
       other: 404,
     },
   );
@@ -243,7 +256,7 @@ for (const api of ['store_operator', 'store_menu_feed'] as const) {
 function idsOf(w: World): string[] {
   return [w.store, w.brand, ...w.products, ...w.menuProducts, w.review, w.special]
     .map(String)
-    .concat([w.curbsideCart, ...Object.values(w.partnerIds)]);
+    .concat([...Object.values(w.curbsideCarts), ...Object.values(w.partnerIds)]);
 }
 
 test('scoping matrix: every endpoint × every partner kind × in and out of scope', async (t) => {
@@ -333,7 +346,7 @@ test('scoping matrix: every endpoint × every partner kind × in and out of scop
   const carts = await fetch(`${s.base}/partner/store/v1/carts`, {
     headers: { authorization: `Bearer ${a.keys.store_operator}` },
   });
-  t.true((await carts.text()).includes(a.curbsideCart));
+  t.true((await carts.text()).includes(a.curbsideCarts.store_operator));
 });
 
 test('without a key, or with a malformed or unknown key: 401 on every endpoint', async (t) => {
@@ -341,7 +354,7 @@ test('without a key, or with a malformed or unknown key: 401 on every endpoint',
   for (const c of cases) {
     for (const auth of [undefined, 'Bearer nope', `Bearer pds_key_${'x'.repeat(43)}`, 'Basic abc']) {
       const res = await fetch(
-        `${s.base}${BASE[c.api]}${c.url({ store: 1, brand: 1, products: [1], menuProducts: [1], review: 1, special: 1, curbsideCart: randomUUID(), zip: '80202' } as World)}`,
+        `${s.base}${BASE[c.api]}${c.url({ store: 1, brand: 1, products: [1], menuProducts: [1], review: 1, special: 1, curbsideCarts: { store_operator: randomUUID(), store_menu_feed: randomUUID() }, zip: '80202' } as World)}`,
         {
           method: c.method,
           headers: auth ? { authorization: auth } : {},

@@ -1001,6 +1001,23 @@ test('PostCurbsideArrival: refused before checkout', (t) => {
     .thenRefused(t, 'reservation_not_checked_out', 'conflict');
 });
 
+test('PostCurbsideArrival: refused for a pickup or delivery reservation, whatever its status', (t) => {
+  for (const mode of ['pickup', 'delivery'] as const) {
+    for (const status of ['verification', 'preparing', 'ready_for_pickup', 'delivery_started'] as const) {
+      const given = cartAt(status, mode);
+      if (!given) continue;
+      const refused = t.throws(() =>
+        decider.decide(arrivalCommand({ vehicle_make: 'VW', vehicle_color: 'red' }), state(given)),
+      );
+      t.like(refused, {
+        code: 'reservation_not_curbside',
+        kind: 'conflict',
+        details: { reservation_mode: mode },
+      });
+    }
+  }
+});
+
 test('PostCurbsideArrival: refused once the reservation is closed', (t) => {
   for (const status of ['finished', 'with_review', 'cancelled', 'dismissed'] as const) {
     cart

@@ -7,8 +7,9 @@
  * - a refusal appends nothing to the event store (compared through a second connection to the store
  *   file: `headPosition()` before and after). Events of the service's own background workers (actor
  *   `system`: the webhook dispatcher, the abandonment timer) may land meanwhile and are not the request's;
- *   a refusal to a request that carried a valid `Idempotency-Key` may record that answer (`idempotency-`
- *   streams), which is how a retry with the key gets the same refusal again;
+ *   a refusal to a request that carried a valid `Idempotency-Key` may store its claim and then its
+ *   release or its answer cut short (`idempotency-` streams, at most `MAX_KEYED_REFUSAL_BYTES` in all,
+ *   docs/write-side.md, "Idempotency"), which is how a retry with the key gets the same refusal again;
  * - `Object.prototype` is never polluted (the service runs in the test's process);
  * - partner answers match their API's OpenAPI document (status documented, body shape).
  *
@@ -108,6 +109,9 @@ export async function exchange(h: Harness, req: HostileRequest): Promise<Answer>
 
 const POLLUTION_KEYS = ['polluted', '$gt', '$where', 'a', 'x'];
 
+/** What a keyed refusal may store: a claim, then a release or a problem document of at most 1 KiB. */
+const MAX_KEYED_REFUSAL_BYTES = 3 * 1_024;
+
 /** What is wrong with the answer; empty when it holds every invariant of this suite. */
 export async function violations(
   h: Harness,
@@ -137,11 +141,16 @@ export async function violations(
     if (/\bat .+:\d+:\d+|node_modules|\.ts:\d+/.test(a.text))
       out.push(`a stack trace: ${a.text.slice(0, 300)}`);
     const keyed = /^[\x21-\x7e]{1,255}$/.test(req.headers['idempotency-key'] ?? '');
-    const own = a.appended.filter(
-      (e) => e.metadata.actor?.type !== 'system' && !(keyed && e.streamId.startsWith('idempotency-')),
-    );
+    const isKeyRecord = (e: RecordedEvent) => keyed && e.streamId.startsWith('idempotency-');
+    const own = a.appended.filter((e) => e.metadata.actor?.type !== 'system' && !isKeyRecord(e));
     if (own.length > 0) {
       out.push(`a ${a.status} refusal appended ${own.map((e) => `${e.type} to ${e.streamId}`).join(', ')}`);
+    }
+    const keyBytes = a.appended
+      .filter(isKeyRecord)
+      .reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify([e.data, e.metadata])), 0);
+    if (keyBytes > MAX_KEYED_REFUSAL_BYTES) {
+      out.push(`a ${a.status} refusal stored ${keyBytes} bytes under its Idempotency-Key`);
     }
   }
   const proto = Object.prototype as Record<string, unknown>;

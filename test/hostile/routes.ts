@@ -289,7 +289,8 @@ const partnerParams: Record<string, (w: World) => string[]> = {
   store_id: (w) => [...w.stores.inScope, w.stores.outOfScope].map(String),
   menu_product_id: (w) => w.menuProducts.map(String),
   product_id: (w) => [...w.products, w.otherProduct].map(String),
-  uuid: (w) => [w.curbsideCart, w.openCart, w.curbsideCart.toUpperCase()],
+  // Each store API's key posts arrivals for its own site's reservation (and is refused the other's).
+  uuid: (w) => [w.curbsideCart, w.feedCurbsideCart, w.openCart, w.curbsideCart.toUpperCase()],
 };
 
 /** Valid bodies of the partner APIs' POST routes, by operation id. */

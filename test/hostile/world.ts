@@ -31,6 +31,11 @@ export interface World {
   checkoutCart: string;
   /** A cart checked out for curbside at store 101, from the store operator's site. */
   curbsideCart: string;
+  /**
+   * Another, from the store menu feed's site: a partner posts arrivals only for its own site's
+   * reservations (docs/partner-api.md, "The curbside arrival").
+   */
+  feedCurbsideCart: string;
   keys: Record<Kind, string>;
   partnerIds: Record<Kind, string>;
   /** A brand partner for admin key routes, and one whose keys DELETE may revoke. */
@@ -211,18 +216,23 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     price_id: 'gram',
     count: 1,
   });
-  const curbsideCart = randomUUID();
-  await must(s, 'POST', `${P}/carts`, {
-    uuid: curbsideCart,
-    store_id: 101,
-    source: { channel: 'embedded', partner_id: partnerIds.store_operator },
-  });
-  await must(s, 'POST', `${P}/carts/${curbsideCart}/items`, {
-    menu_product_id: 402,
-    price_id: 'eighth ounce',
-    count: 2,
-  });
-  await must(s, 'POST', `${P}/carts/${curbsideCart}/checkout`, { reservation_mode: 'curbside' });
+  const curbsideCartOf = async (partnerId: string) => {
+    const uuid = randomUUID();
+    await must(s, 'POST', `${P}/carts`, {
+      uuid,
+      store_id: 101,
+      source: { channel: 'embedded', partner_id: partnerId },
+    });
+    await must(s, 'POST', `${P}/carts/${uuid}/items`, {
+      menu_product_id: 402,
+      price_id: 'eighth ounce',
+      count: 2,
+    });
+    await must(s, 'POST', `${P}/carts/${uuid}/checkout`, { reservation_mode: 'curbside' });
+    return uuid;
+  };
+  const curbsideCart = await curbsideCartOf(partnerIds.store_operator);
+  const feedCurbsideCart = await curbsideCartOf(partnerIds.store_menu_feed);
   // The checkout's cart_status_updated reaches the receiver from both subscriptions of store 101:
   // deliveries the delivery routes can name.
   await ticking(s, () => receiver.waitFor(2));
@@ -258,6 +268,7 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     openCart,
     checkoutCart,
     curbsideCart,
+    feedCurbsideCart,
     keys,
     partnerIds,
     adminPartner,

@@ -14,7 +14,7 @@ import {
   USER_AGENT,
   utf8Excerpt,
 } from '../../webhooks/deliver.ts';
-import { createWebhookSender, redactSecret } from '../../webhooks/send.ts';
+import { createWebhookSender } from '../../webhooks/send.ts';
 import { unixSeconds, webhookHeaders } from '../../webhooks/signing.ts';
 import { verifyWebhook } from './verify-signature.ts';
 
@@ -440,14 +440,6 @@ test('isLastAttempt and the end of the schedule', (t) => {
   }
   t.is(attempt, 8);
   t.deepEqual(delays, SCHEDULE);
-});
-
-test('redactSecret removes every whole secret and a tail cut inside one', (t) => {
-  const secret = 'whsec_abcdefghijklmnopqrstuvwxyz';
-  t.is(redactSecret(`x ${secret} y ${secret}`, secret), 'x [redacted] y [redacted]');
-  t.is(redactSecret(`401 Bearer ${secret.slice(0, 12)}`, secret), '401 Bearer [redacted]');
-  t.is(redactSecret('short whsec', secret), 'short whsec', 'fewer than 8 characters: ordinary text');
-  t.is(redactSecret('anything', ''), 'anything');
 });
 
 test('a sender keeps one channel per subscription, and opens it again on a new URL or rotated secrets', async (t) => {

@@ -269,7 +269,13 @@ function addCustomer(rng: Rng, line: Timeline): void {
 }
 
 /** The checkout, then the status moves to the target, each with what the platform writes with it. */
-function checkOut(world: CartWorld, line: Timeline, target: CartTarget, s: StoreFacts): void {
+function checkOut(
+  world: CartWorld,
+  line: Timeline,
+  target: CartTarget,
+  s: StoreFacts,
+  partnerId: string | null,
+): void {
   const { rng } = world;
   const mode = chooseMode(rng, target, s);
   const checkoutAt = line.after(1, 10);
@@ -292,7 +298,10 @@ function checkOut(world: CartWorld, line: Timeline, target: CartTarget, s: Store
     const at = iso(line.after(min, max));
     line.steps.push(statusStep(rng, to, at, employee, manager));
     // A curbside customer tells the store they have arrived while the order is ready.
-    if (to === 'ready_for_pickup' && mode === 'curbside') line.steps.push(arrivalStep(world, line, s));
+    if (to === 'ready_for_pickup' && mode === 'curbside') {
+      const arrival = arrivalStep(world, line, s, partnerId);
+      if (arrival) line.steps.push(arrival);
+    }
   }
 }
 
@@ -333,20 +342,27 @@ function statusStep(rng: Rng, to: string, at: string, employee: number, manager:
   return body;
 }
 
-/** A curbside arrival, sent by the partner that runs the store's site or else by the menu feed. */
-function arrivalStep({ rng, byKind, operated }: CartWorld, line: Timeline, s: StoreFacts): CartStep {
+/**
+ * A curbside arrival, sent by the store partner whose site the cart came from: no other may post it
+ * (docs/partner-api.md, "The curbside arrival"), so a cart from another site has none. Its chances are
+ * drawn either way, so every other record of the sandbox stays as it was.
+ */
+function arrivalStep(
+  { rng, byKind }: CartWorld,
+  line: Timeline,
+  s: StoreFacts,
+  partnerId: string | null,
+): CartStep | undefined {
   const arrival: Record<string, string> = {
     vehicle_make: rng.pick(['Toyota', 'Subaru', 'Honda', 'Ford', 'Tesla', 'Volvo']),
     vehicle_color: rng.pick(['red', 'blue', 'white', 'black', 'silver', 'green']),
   };
   if (s.form.some((f) => f.name === 'parking_spot')) arrival.parking_spot = String(rng.int(1, 8));
-  return {
-    type: 'arrival',
-    at: iso(line.after(2, 20)),
-    arrival_id: rng.uuid(),
-    partner_id: operated.has(s.id) ? byKind.store_operator.partner_id : byKind.store_menu_feed.partner_id,
-    fields: arrival,
-  };
+  const at = iso(line.after(2, 20));
+  const arrivalId = rng.uuid();
+  const posters = [byKind.store_operator.partner_id, byKind.store_menu_feed.partner_id];
+  if (partnerId === null || !posters.includes(partnerId)) return undefined;
+  return { type: 'arrival', at, arrival_id: arrivalId, partner_id: partnerId, fields: arrival };
 }
 
 /** Whatever is still in progress happened before the reference time: squeeze the timeline if needed. */
@@ -384,7 +400,7 @@ function planCart(
       at: iso(Math.max(firstItem + world.abandonAfterMs, line.t) + rng.int(0, 90_000)),
     });
   } else if (target !== 'pending_empty' && target !== 'pending_open') {
-    checkOut(world, line, target, s);
+    checkOut(world, line, target, s, partnerId);
   }
   squeeze(line.steps, created, world.reference, target);
   return {

@@ -1,0 +1,106 @@
+/**
+ * What `pds` prints holds no control character (issue 37, the security review: `pds webhooks
+ * test-send` printed the receiver's answer raw, and its terminal escapes, a window title, a screen
+ * clear, a clipboard write through OSC 52, reached the operator's terminal). Every table cell and
+ * every printed text goes through `cli/terminal.ts`.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { EXIT, table } from '../cli/client.ts';
+import { printableLine, printableText } from '../cli/terminal.ts';
+import { createWebhook, seedCatalog } from './support/cart-world.ts';
+import { startService, type TestService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
+
+const exec = promisify(execFile);
+
+/** A receiver's answer made to take over a terminal. */
+const HOSTILE = [
+  '\u001b]0;owned\u0007', // OSC 0: the window title
+  '\u001b[2J\u001b[H', // clear the screen, cursor home
+  '\u001b]52;c;cm0gLXJmIH4=\u0007', // OSC 52: write the clipboard
+  '\u009b31m', // 8-bit CSI (C1): red
+  '\u009d0;title\u009c', // 8-bit OSC … ST
+  'a\rb\u007fc\u0008', // carriage return, DEL, backspace
+].join(' ');
+
+/** C0 (but the line feed), DEL, C1. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+
+async function pds(s: TestService, args: string[]) {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, ['cli/pds.ts', ...args], {
+      env: { PATH: process.env.PATH ?? '', PDS_URL: s.base, PDS_OPERATOR_TOKEN: s.token },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+test('a control character is shown as its escape: C0, DEL, C1 (U+009B CSI), line breaks in a line', (t) => {
+  t.is(printableLine('\u001b]52;c;eA==\u0007'), '\\u001b]52;c;eA==\\u0007');
+  t.is(printableLine('\u009b2J'), '\\u009b2J');
+  t.is(printableLine('a\u007fb\u0000c\u0085d'), 'a\\u007fb\\u0000c\\u0085d');
+  t.is(printableLine('one\ntwo\r\tthree'), 'one\\u000atwo\\u000d\\u0009three');
+  t.is(printableText('one\ntwo\u001b[2J\r'), 'one\ntwo\\u001b[2J\\u000d', 'lines stay lines');
+  // Printable text, any script, is left alone (U+00A0 and above are not controls).
+  const fine = 'Café 🌿 — ñandú 大麻 \u00a0 «ok» ~!@#$%^&*()';
+  t.is(printableLine(fine), fine);
+  // JSON whose strings hold DEL and C1 characters (JSON.stringify leaves them raw) stays the same JSON.
+  const json = JSON.stringify({ excerpt: HOSTILE }, null, 2);
+  t.regex(json, CONTROL, 'JSON.stringify alone lets C1 and DEL through');
+  t.false(CONTROL.test(printableText(json)));
+  t.deepEqual(JSON.parse(printableText(json)), { excerpt: HOSTILE });
+});
+
+test('a table cell is one printable line, and the columns stay aligned', (t) => {
+  const out = table(
+    ['field', 'value'],
+    [
+      ['name\u001b[2J', HOSTILE],
+      ['next', 'line one\nline two'],
+    ],
+  );
+  t.false(CONTROL.test(out), out);
+  const lines = out.split('\n');
+  t.is(lines.length, 4, 'a line break in a cell does not break the row');
+  t.true(lines[2].startsWith('name\\u001b[2J  '));
+  t.true(
+    lines[3].startsWith(
+      `next${' '.repeat('name\\u001b[2J'.length - 'next'.length)}  line one\\u000aline two`,
+    ),
+  );
+});
+
+test('pds webhooks test-send prints a receiver’s terminal escapes inert, as a table and as JSON', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 200, headers: { 'content-type': 'text/plain' }, body: HOSTILE });
+  const hook = await createWebhook(s, receiver.url, [1]);
+
+  const asTable = await pds(s, ['webhooks', 'test-send', hook.id]);
+  t.is(asTable.code, 0, asTable.stderr);
+  t.false(CONTROL.test(asTable.stdout), JSON.stringify(asTable.stdout));
+  t.regex(asTable.stdout, /^response_excerpt\s+\\u001b]0;owned\\u0007 \\u001b\[2J/m);
+  t.true(asTable.stdout.includes('\\u001b]52;c;cm0gLXJmIH4=\\u0007'), 'OSC 52 shown, not run');
+  t.true(asTable.stdout.includes('\\u009b31m'), 'the C1 CSI shown, not run');
+
+  const asJson = await pds(s, ['webhooks', 'test-send', hook.id, '--json']);
+  t.is(asJson.code, 0, asJson.stderr);
+  t.false(CONTROL.test(asJson.stdout), JSON.stringify(asJson.stdout));
+  t.is(JSON.parse(asJson.stdout).result.response_excerpt, HOSTILE, 'the JSON still says what was answered');
+
+  // Not delivered: the error line on stderr is printable too, whatever the receiver answered.
+  const down = await startReceiver(t);
+  down.setDefault({ status: 500, body: HOSTILE });
+  const downHook = await createWebhook(s, down.url, [1]);
+  const refused = await pds(s, ['webhooks', 'test-send', downHook.id]);
+  t.is(refused.code, EXIT.failed);
+  t.false(CONTROL.test(refused.stdout + refused.stderr), JSON.stringify(refused));
+  t.true(refused.stdout.includes('\\u009d0;title\\u009c'));
+});
