@@ -27,6 +27,7 @@ import type { Actor, EventStore } from '../eventstore/port.ts';
 import { type AppContext, type AppState, createRouter, HttpProblem, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth, operatorOf } from './operator-auth.ts';
+import { requireRole } from './route-roles.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -88,6 +89,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
   useEach(
     router,
     operatorAuth(deps.operators),
+    requireRole(router),
     writeErrors,
     writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
     jsonBody(),

@@ -5,21 +5,22 @@
  * threads load without the APIs.
  */
 
-import { createAdminRouter } from '../api/admin.ts';
+import { adminRouteTables, createAdminDocumentRouter, createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
+import { createOperatorAuthenticator } from '../api/operator-authenticator.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
-import { bootstrapAuthenticator } from '../application/operator-principal.ts';
+import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
-import type { Component } from './compose.ts';
+import type { Component, ServiceContext } from './compose.ts';
 import {
   createTimers,
   type DispatcherShared,
@@ -33,21 +34,36 @@ import { subscriptionImpact } from './supervision.ts';
 export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
 
 /** What components build for each other. */
-export interface Shared extends DispatcherShared, ReadSideShared {}
+export interface Shared extends DispatcherShared, ReadSideShared {
+  /** Who the bearer of an operator token is: the bootstrap token or an account's (one per process). */
+  operators?: OperatorAuthenticator;
+}
+
+/** The authenticator of the admin and platform APIs, once the read store is open. */
+function operatorsOf(shared: Shared, ctx: ServiceContext, clock: Clock): OperatorAuthenticator {
+  if (!shared.readStore) throw new Error('operator authentication needs the read side started first');
+  shared.operators ??= createOperatorAuthenticator({
+    readStore: shared.readStore,
+    clock,
+    bootstrapToken: ctx.config.operatorToken,
+  });
+  return shared.operators;
+}
 
 /**
  * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
  * thread (`thread`), whose status and rebuilds it reaches through the thread's calls.
  */
-export function projectionAdmin(shared: Shared, thread?: RoleThread): Component {
+export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Clock = systemClock): Component {
   return {
     name: 'projection-admin',
     roles: ['api', 'projector'],
     start(ctx) {
-      const control = thread ? threadProjector(thread) : shared.projector;
-      if (!control) return;
+      const projector = thread ? threadProjector(thread) : shared.projector;
+      if (!projector) return;
+      const operators = operatorsOf(shared, ctx, clock);
       ctx.app.use(
-        routesOf(createProjectionAdminRouter(control, bootstrapAuthenticator(ctx.config.operatorToken))),
+        routesOf(createProjectionAdminRouter({ projector, operators, store: ctx.eventStore, clock })),
       );
     },
     stop() {},
@@ -120,7 +136,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       writeSide = built;
       ctx.readiness.add('write_side_lookups', () => built.built(), { impact: subscriptionImpact(ctx.role) });
       const { specials, lookups } = built;
-      const operators = bootstrapAuthenticator(ctx.config.operatorToken);
+      const operators = operatorsOf(shared, ctx, clock);
       const readStore = shared.readStore;
       ctx.app.use(
         routesOf(
@@ -140,7 +156,10 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
-      ctx.app.use(routesOf(createAdminRouter({ store, commands, readStore, clock, operators, webhooks })));
+      const adminDeps = { store, commands, readStore, clock, operators, webhooks };
+      const tables = adminRouteTables(adminDeps);
+      ctx.app.use(routesOf(createAdminDocumentRouter(tables)));
+      ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
       if ((await built.settled) === 'built') return;
@@ -163,7 +182,7 @@ export function defaultComponents(clock: Clock = systemClock, timers: Timers = c
   const shared: Shared = {};
   return [
     readSide(shared),
-    projectionAdmin(shared),
+    projectionAdmin(shared, undefined, clock),
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...dispatcherComponents(shared, clock, timers),
@@ -192,7 +211,7 @@ export function threadedComponents(
     ...(dispatcher ? [dispatcher] : []),
     ...(projector ? [projector] : []),
     readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
-    projectionAdmin(shared, projector),
+    projectionAdmin(shared, projector, clock),
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...(dispatcher ? [] : dispatcherComponents(shared, clock, timers)),

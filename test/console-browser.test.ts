@@ -19,7 +19,14 @@ import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const PROJECTIONS = ['carts', 'catalog', 'partner_keys', 'webhook_deliveries', 'webhook_subscriptions'];
+const PROJECTIONS = [
+  'carts',
+  'catalog',
+  'operators',
+  'partner_keys',
+  'webhook_deliveries',
+  'webhook_subscriptions',
+];
 
 /** axe-core's serious and critical violations on the page as it is (run outside the page's CSP). */
 async function accessibilityProblems(page: Page): Promise<string[]> {
