@@ -1,8 +1,9 @@
 /**
- * What operators do that changes no aggregate but must be on record (docs/operations.md, "Accounts and
- * roles"): who read a cart's history (the customer's personal data), and who asked for a projection's
- * rebuild. Each is one small event of fixed size in a stream of its own, appended with any expected
- * revision (nothing is decided: the record is the fact that it happened), its actor the person.
+ * What operators do that changes no aggregate but must be on record
+ * (docs/operations.md, "Accounts and roles"): who read a cart's history (the customer's personal
+ * data), and who asked for a projection's rebuild. Each is one small event of fixed size in a stream
+ * of its own, appended with any expected revision (nothing is decided: the record is the fact that it
+ * happened), its actor the person.
  *
  * - `cartviews-<cart_uuid>`: `CartHistoryViewed`, one per answered read of the cart's history. It holds
  *   the cart's id and the time, nothing of what was read, so "who looked at this customer" is one
