@@ -2,10 +2,29 @@
 // the hook that reads from it.
 
 import htm from 'htm';
-import { h } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { createContext, h } from 'preact';
+import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
 
 export const html = htm.bind(h);
+
+/** The person signed in ({operator_id, name, role} of GET /admin/v1/me), for every view. */
+export const Me = createContext(null);
+const ROLES = ['admin', 'operator', 'auditor'];
+
+/**
+ * Whether the person signed in has `role` or more (admin > operator > auditor): the console shows
+ * each person only what their role can do. The admin API refuses the rest anyway (403).
+ */
+export function useMay(role) {
+  const me = useContext(Me);
+  return me !== null && ROLES.indexOf(me.role) <= ROLES.indexOf(role);
+}
+
+/** Who did something, as the admin API names them: the person's name (with the id on hover), else type and id. */
+export const person = (actor) =>
+  actor.name
+    ? html`<span title=${`${actor.type} ${actor.id}`}>${actor.name}</span>`
+    : `${actor.type} ${actor.id}`;
 
 /** A call to `/admin/v1`; a refusal throws with the problem's detail and status. */
 export async function admin(token, method, path, body) {

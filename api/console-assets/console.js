@@ -4,7 +4,7 @@
 // URL's fragment (#overview, …), which never carries the token.
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { admin, html } from './admin.js';
+import { admin, html, Me, useAdminRead } from './admin.js';
 import { CartAudit } from './cart-audit.js';
 import { Overview } from './overview.js';
 import { Partners } from './partners.js';
@@ -27,7 +27,7 @@ function SignIn({ onSignedIn }) {
     setChecking(true);
     setError(null);
     try {
-      await admin(token, 'GET', '/projections');
+      await admin(token, 'GET', '/me');
       sessionStorage.setItem(TOKEN_KEY, token);
       onSignedIn(token);
     } catch (e) {
@@ -65,10 +65,24 @@ function App() {
     setToken(null);
   }, []);
   if (!token) return html`<${SignIn} onSignedIn=${setToken} />`;
+  return html`<${SignedIn} token=${token} view=${view} signOut=${signOut} />`;
+}
+
+/** The views, for the person the token belongs to: each shows what their role can do. */
+function SignedIn({ token, view, signOut }) {
+  const read = useAdminRead(token, '/me', 'operator', signOut);
+  const me = read.value;
+  if (me === null) {
+    return html`<main><h1>Partner Data Service console</h1>${
+      read.error ? html`<p class="error" role="alert">${read.error}</p>` : html`<p>Loading…</p>`
+    }</main>`;
+  }
   const { View } = view;
   return html`
+    <${Me.Provider} value=${me}>
     <header class="top">
       <p class="brand">Partner Data Service console</p>
+      <p class="who">${me.name} <span class="muted">(${me.role})</span></p>
       <nav aria-label="Views">
         ${VIEWS.map(
           (v) =>
@@ -80,7 +94,8 @@ function App() {
     <main>
       <h1 class="visually-hidden">${view.title}</h1>
       <${View} key=${view.id} token=${token} onUnauthorized=${signOut} />
-    </main>`;
+    </main>
+    <//>`;
 }
 
 render(html`<${App} />`, document.getElementById('console'));

@@ -1,8 +1,9 @@
 // The partners view: every partner with its keys and rate limit, a form that registers one and shows
 // its first API key once, with a copy button, and per partner: issue, rotate and revoke keys, and
-// change the rate limit (GET, POST and PATCH /admin/v1/partners, …/{id}/keys).
+// change the rate limit (GET, POST and PATCH /admin/v1/partners, …/{id}/keys). Writes are shown to
+// operators and admins only.
 import { useState } from 'preact/hooks';
-import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+import { admin, html, idList, ShownOnce, time, useAdminRead, useMay, useWrite } from './admin.js';
 
 const KINDS = {
   brand: 'brand_ids',
@@ -98,6 +99,7 @@ function ManagePartner({ token, partner, onKey, onChanged }) {
 }
 
 export function Partners({ token, onUnauthorized }) {
+  const writes = useMay('operator');
   const read = useAdminRead(token, '/partners?limit=100', 'partners', onUnauthorized);
   const partners = read.value;
   const [created, setCreated] = useState(null);
@@ -110,7 +112,7 @@ export function Partners({ token, onUnauthorized }) {
       <h2 id="view-title">Partners</h2>
       ${created && html`<${ShownOnce} shown=${created} onDismiss=${() => setCreated(null)} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the partners: ${read.error}</p>`}
-      <${CreatePartner} token=${token} onCreated=${onCreated} />
+      ${writes && html`<${CreatePartner} token=${token} onCreated=${onCreated} />`}
       ${
         partners === null
           ? html`<p>Loading…</p>`
@@ -119,7 +121,7 @@ export function Partners({ token, onUnauthorized }) {
             <table>
               <thead><tr><th scope="col">Partner</th><th scope="col">Kind</th><th scope="col">Scope</th>
                 <th scope="col">Rate limit</th><th scope="col">Keys</th><th scope="col">Created</th>
-                <th scope="col"><span class="visually-hidden">Manage</span></th></tr></thead>
+                ${writes && html`<th scope="col"><span class="visually-hidden">Manage</span></th>`}</tr></thead>
               <tbody>
                 ${partners.map(
                   (p) => html`
@@ -130,9 +132,12 @@ export function Partners({ token, onUnauthorized }) {
                       <td class="num">${p.rate_limit_per_minute}/min</td>
                       <td>${p.keys.map((k) => html`<div key=${k.key_id}><code>${k.key_prefix}…</code> ${k.status}</div>`)}</td>
                       <td>${time(p.created_at)}</td>
-                      <td><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
+                      ${
+                        writes &&
+                        html`<td><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
                         <${ManagePartner} token=${token} partner=${p} onKey=${setCreated} onChanged=${read.refresh} />
-                      </details></td>
+                      </details></td>`
+                      }
                     </tr>`,
                 )}
               </tbody>

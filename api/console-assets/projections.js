@@ -1,11 +1,12 @@
 // The projections view: each read model's state, checkpoint and lag, and a rebuild whose progress
-// moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild).
+// moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild; rebuilds
+// are shown to operators and admins only).
 import { useState } from 'preact/hooks';
-import { admin, html, number, useAdminRead } from './admin.js';
+import { admin, html, number, useAdminRead, useMay } from './admin.js';
 
 const POLL_MS = 1000;
 
-function ProjectionRow({ projection, onRebuild }) {
+function ProjectionRow({ projection, onRebuild, rebuilds }) {
   const p = projection;
   const rebuilding = p.state === 'rebuilding';
   // Another projector holds the read store's lease and writes these read models: it rebuilds them.
@@ -30,15 +31,19 @@ function ProjectionRow({ projection, onRebuild }) {
               <span class="percent">${percent}%</span> ${failure}`
         }
       </td>
-      <td>
+      ${
+        rebuilds &&
+        html`<td>
         <button type="button" disabled=${rebuilding || standby} onClick=${() => onRebuild(p.name)}
           title=${standby ? 'This projector stands by: the one holding the lease rebuilds' : undefined}
           aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>
-      </td>
+      </td>`
+      }
     </tr>`;
 }
 
 export function Projections({ token, onUnauthorized }) {
+  const rebuilds = useMay('operator');
   const read = useAdminRead(token, '/projections', 'projections', onUnauthorized, POLL_MS);
   const projections = read.value;
   const [message, setMessage] = useState(null);
@@ -66,10 +71,10 @@ export function Projections({ token, onUnauthorized }) {
               <thead>
                 <tr><th scope="col">Projection</th><th scope="col">State</th><th scope="col">Checkpoint</th>
                   <th scope="col">Lag (events)</th><th scope="col">Lag (time)</th><th scope="col">Rebuild</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th></tr>
+                  ${rebuilds && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr>
               </thead>
               <tbody>
-                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuild} />`)}
+                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuild} rebuilds=${rebuilds} />`)}
               </tbody>
             </table>
           </div>`

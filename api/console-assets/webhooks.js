@@ -1,9 +1,10 @@
 // The webhooks view: the subscriptions, created (the signing secret shown once), disabled or enabled,
 // their secret rotated, a test event sent, failed deliveries recovered since a time; a subscription's
 // health (health.js) and its deliveries filtered by status, each with every attempt, and a redeliver
-// button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators").
+// button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). Writes are shown to
+// operators and admins only; each redelivery names who asked for it.
 import { useState } from 'preact/hooks';
-import { admin, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+import { admin, html, idList, person, ShownOnce, time, useAdminRead, useMay, useWrite } from './admin.js';
 import { Health, WindowChoice } from './health.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
@@ -40,6 +41,7 @@ function Attempts({ attempts }) {
 
 function Delivery({ delivery, onRedeliver }) {
   const d = delivery;
+  const writes = useMay('operator');
   return html`
     <li data-delivery=${d.delivery_id}>
       <details>
@@ -50,6 +52,16 @@ function Delivery({ delivery, onRedeliver }) {
         ${d.parked_reason && html`<p>Parked: ${d.parked_reason}</p>`}
         <${Attempts} attempts=${d.attempts} />
         ${
+          d.redeliveries.length > 0 &&
+          html`<ul class="redeliveries" aria-label="Sent again">
+            ${d.redeliveries.map(
+              (r, i) =>
+                html`<li key=${i}>${r.reason} ${time(r.requested_at)} by ${person(r.requested_by)}</li>`,
+            )}
+          </ul>`
+        }
+        ${
+          writes &&
           REDELIVERABLE.has(d.status) &&
           html`<button type="button" onClick=${() => onRedeliver(d)}>Redeliver</button>`
         }
@@ -248,6 +260,7 @@ function Chosen({ token, webhook, onUnauthorized }) {
 }
 
 export function Webhooks({ token, onUnauthorized }) {
+  const writes = useMay('operator');
   const read = useAdminRead(token, '/webhooks?limit=100', 'webhooks', onUnauthorized);
   const webhooks = read.value;
   const [chosen, setChosen] = useState(null);
@@ -264,7 +277,7 @@ export function Webhooks({ token, onUnauthorized }) {
     <section aria-labelledby="view-title">
       <h2 id="view-title">Webhooks</h2>
       ${secret && html`<${ShownOnce} shown=${secret} onDismiss=${() => setSecret(null)} />`}
-      <${CreateWebhook} token=${token} onCreated=${onCreated} />
+      ${writes && html`<${CreateWebhook} token=${token} onCreated=${onCreated} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
       ${
         webhooks === null
@@ -286,9 +299,12 @@ export function Webhooks({ token, onUnauthorized }) {
                         <td>${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
                         <td><button type="button" class="secondary" onClick=${() => setChosen(w)}
                           aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
-                          <details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
+                          ${
+                            writes &&
+                            html`<details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
                             <${ManageWebhook} token=${token} webhook=${w} onSecret=${setSecret} onChanged=${read.refresh} />
-                          </details></td>
+                          </details>`
+                          }</td>
                       </tr>`,
                   )}
                 </tbody>
