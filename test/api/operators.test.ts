@@ -8,6 +8,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { hashApiKey, OPERATOR_TOKEN_PATTERN } from '../../application/credentials.ts';
 import { manualClock } from '../../domain/clock.ts';
+import type { ReadStore } from '../../projections/read-store.ts';
 import { type Json, problem } from '../support/admin-answers.ts';
 import { startService, type TestService } from '../support/service.ts';
 
@@ -342,4 +343,68 @@ test('an idempotent replay of a creation answers the first answer, without the t
   t.deepEqual(replay.body.operator, first.body.operator);
   const everything = JSON.stringify(await (await s.openStore()).readAll({ maxCount: 10_000 }));
   t.false(everything.includes(first.body.operator_token), 'the idempotency record holds no token');
+});
+
+/** A read store whose commits (the projector's writes) each take `ms` longer: a projector behind. */
+function slowCommits(inner: ReadStore, ms: number): ReadStore {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'commit') {
+        return async (commit: Parameters<ReadStore['commit']>[0]) => {
+          await new Promise((r) => setTimeout(r, ms));
+          return target.commit(commit);
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+test('a token works as soon as its answer arrives, and is refused as soon as its revocation answers, however slow the projector', async (t) => {
+  const s = await startService(t, { wrapReadStore: (store) => slowCommits(store, 150) });
+  const { operator, token } = await createAccount(t, s, {
+    name: 'Quick',
+    email: 'quick@example.com',
+    role: 'auditor',
+  });
+  t.is(await meStatus(s, token), 200, 'no retry: the answer came once authentication could see the token');
+  const issued = await as(s, s.token, 'POST', `/operators/${operator.operator_id}/tokens`, {});
+  t.is(await meStatus(s, issued.body.operator_token), 200);
+  await as(s, s.token, 'DELETE', `/operators/${operator.operator_id}/tokens/${issued.body.token.token_id}`);
+  t.is(await meStatus(s, issued.body.operator_token), 401);
+  await as(s, s.token, 'PATCH', `/operators/${operator.operator_id}`, { enabled: false });
+  t.is(await meStatus(s, token), 401);
+});
+
+test("authenticating an account's token reads no event store: one read-model lookup", async (t) => {
+  let reads = 0;
+  const s = await startService(t, {
+    wrapStore: (store) =>
+      new Proxy(store, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop);
+          if (typeof value !== 'function') return value;
+          if (prop === 'readStream' || prop === 'readAll' || prop === 'headPosition') {
+            return (...args: unknown[]) => {
+              reads += 1;
+              return value.apply(target, args);
+            };
+          }
+          return value.bind(target);
+        },
+      }),
+  });
+  const { operator, token } = await createAccount(t, s, {
+    name: 'Cheap',
+    email: 'cheap@example.com',
+    role: 'auditor',
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  const before = reads;
+  for (let i = 0; i < 20; i++) t.is(await meStatus(s, token), 200);
+  t.is(reads - before, 0, 'no event store read for 20 authenticated requests');
+  // The control: a route that does read the store is counted.
+  await as(s, s.token, 'GET', `/operators/${operator.operator_id}`);
+  t.true(reads > before);
 });
