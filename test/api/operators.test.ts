@@ -329,20 +329,25 @@ test('GET /operators pages with limit, cursor and Link, filtered by role', async
   await problem(t, await s.call('GET', `${A}/operators?sort=name`), 400, 'invalid_parameter');
 });
 
-test('an idempotent replay of a creation answers the first answer, without the token', async (t) => {
+test('an idempotent replay of a creation answers the first answer, without the token; its record names the person', async (t) => {
   const s = await startService(t);
+  const admin = await createAccount(t, s, { name: 'Ida Admin', email: 'ida@example.com', role: 'admin' });
   const body = { name: 'Once', email: 'once@example.com', role: 'auditor' };
   const headers = { 'Idempotency-Key': 'create-once-1' };
-  const first = await as(s, s.token, 'POST', '/operators', body, headers);
-  const replay = await as(s, s.token, 'POST', '/operators', body, headers);
+  const first = await as(s, admin.token, 'POST', '/operators', body, headers);
+  const replay = await as(s, admin.token, 'POST', '/operators', body, headers);
   t.is(first.status, 201);
   t.is(replay.status, 201);
   t.is(replay.headers.get('idempotent-replayed'), 'true');
   t.regex(first.body.operator_token, OPERATOR_TOKEN_PATTERN);
   t.is(replay.body.operator_token, null);
   t.deepEqual(replay.body.operator, first.body.operator);
-  const everything = JSON.stringify(await (await s.openStore()).readAll({ maxCount: 10_000 }));
-  t.false(everything.includes(first.body.operator_token), 'the idempotency record holds no token');
+  const all = await (await s.openStore()).readAll({ maxCount: 10_000 });
+  t.false(JSON.stringify(all).includes(first.body.operator_token), 'the idempotency record holds no token');
+  const records = all.filter((e) => e.streamId.startsWith('idempotency-'));
+  t.true(records.length >= 2, 'the claim and the answer');
+  for (const e of records)
+    t.deepEqual(e.metadata.actor, { type: 'operator', id: admin.operator.operator_id });
 });
 
 /** A read store whose commits (the projector's writes) each take `ms` longer: a projector behind. */
