@@ -11,7 +11,7 @@
 import type Router from '@koa/router';
 import type { Next } from 'koa';
 import { type OperatorRole, roleCovers } from '../domain/operator-account.ts';
-import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { type AppContext, type AppState, HttpProblem, loggablePath } from './http.ts';
 import { operatorOf } from './operator-auth.ts';
 
 export type RouteRole = OperatorRole | 'public';
@@ -133,11 +133,14 @@ export function requireRole(router: Router<AppState>) {
       if (needed === undefined || stricter(needed, role) !== needed) pattern = String(layer.path);
       needed = needed === undefined ? role : stricter(needed, role);
     }
+    // The router runs this only for a request one of its routes matched: none found is a surprise,
+    // and is for admins only, as an undeclared route is.
+    needed ??= UNDECLARED;
     const person = operatorOf(ctx);
-    if (needed !== undefined && needed !== 'public' && !roleCovers(person.role, needed)) {
+    if (needed !== 'public' && !roleCovers(person.role, needed)) {
       throw new HttpProblem(403, {
         code: 'insufficient_role',
-        detail: `${ctx.method} ${pattern} needs the ${needed} role; this token is an ${person.role}'s`,
+        detail: `${ctx.method} ${pattern || loggablePath(ctx.path)} needs the ${needed} role; this token is an ${person.role}'s`,
         extensions: { required_role: needed, role: person.role },
       });
     }
