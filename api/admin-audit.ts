@@ -3,8 +3,11 @@
  *
  * - `GET /carts/{uuid}/history` → 200 {cart_uuid, events}: every event of the cart's stream, in
  *   order, from the event store (the source of truth): type, revision, global position, times,
- *   actor, correlation and causation ids, schema version, data, and `changes`, what it changed in
- *   the cart (`domain/cart/changes.ts`). 404 `cart_not_found`.
+ *   actor (with the person's name), correlation and causation ids, schema version, data, and
+ *   `changes`, what it changed in the cart (`domain/cart/changes.ts`). 404 `cart_not_found`. The
+ *   history holds the customer's personal data, so each answered read is recorded first, as
+ *   `CartHistoryViewed` with the reader as actor (`domain/operator-activity.ts`); who read it is
+ *   `GET /carts/{uuid}/views` (`admin-cart-views.ts`).
  * - `GET /carts/{uuid}/webhooks?limit=&cursor=` → 200 {cart_uuid, deliveries, next_cursor}: the
  *   webhook deliveries the cart's events produced, to every subscription, oldest first, each with its
  *   `source_event_id` (the event it stands for), status and every attempt; from the
@@ -13,10 +16,13 @@
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
+import { appendRetrying, toNewEvents } from '../application/command-handler.ts';
 import { domainEventOf } from '../application/read-state.ts';
 import * as cart from '../domain/cart.ts';
+import type { Clock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
-import { type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
+import { cartHistoryViewed, cartViewsStreamId } from '../domain/operator-activity.ts';
+import { type Actor, type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
 import {
   deliveriesOfCart,
   toDeliveryRecord,
@@ -26,8 +32,11 @@ import {
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { ADMIN_BASE } from './admin-support.ts';
 import { decodeCursor, encodeCursor } from './admin-webhook-deliveries.ts';
-import { type AppState, HttpProblem } from './http.ts';
+import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { requestActor } from './operator-auth.ts';
+import { actorNamer, type NamedActor, withRequesterNames } from './operator-names.ts';
 import { parseParams, pathUuid } from './validation.ts';
+import { commandMetadata } from './write-support.ts';
 
 /** One event of a cart's history, as auditors read it. */
 export interface HistoryEntry {
@@ -37,7 +46,8 @@ export interface HistoryEntry {
   event_id: string;
   occurred_at: string;
   recorded_at: string;
-  actor: { type: string; id: string };
+  /** Who caused it, with the person's name where it was a person. */
+  actor: NamedActor;
   correlation_id: string;
   causation_id: string | null;
   schema_version: number;
@@ -46,8 +56,11 @@ export interface HistoryEntry {
   changes: cart.CartChange[];
 }
 
+/** An entry as the store has it: the actor without a name. */
+type StoredEntry = Omit<HistoryEntry, 'actor'> & { actor: Actor };
+
 /** Every event of a cart's stream, in order, with what each changed; undefined when the cart does not exist. */
-export async function cartHistory(store: EventStore, uuid: string): Promise<HistoryEntry[] | undefined> {
+export async function cartHistory(store: EventStore, uuid: string): Promise<StoredEntry[] | undefined> {
   let events: Awaited<ReturnType<EventStore['readStream']>>;
   try {
     events = await store.readStream(cart.streamId(uuid));
@@ -86,9 +99,16 @@ const webhooksQuery = z.strictObject({
 /** Adds the cart audit routes to the admin router (mounted under ADMIN_BASE). */
 export function auditRoutes(
   router: Router<AppState>,
-  deps: { store: EventStore; readStore: ReadStore },
+  deps: { store: EventStore; readStore: ReadStore; clock: Clock },
 ): void {
-  const { store, readStore } = deps;
+  const { store, readStore, clock } = deps;
+  const named = actorNamer(readStore);
+  /** The reader, on record before the history leaves: no unrecorded look at a customer's data. */
+  const recordView = async (ctx: AppContext, uuid: string) => {
+    const metadata = commandMetadata(ctx, requestActor(ctx), clock);
+    const events = toNewEvents(eventRegistry, [cartHistoryViewed(uuid, metadata.at)], metadata);
+    await appendRetrying(store, cartViewsStreamId(uuid), events, { expectedRevision: 'any' });
+  };
   const notFound = (uuid: string) =>
     new HttpProblem(404, { code: 'cart_not_found', detail: `no cart ${uuid}` });
   let collection: Collection<WebhookDeliveryDoc> | undefined;
@@ -101,7 +121,9 @@ export function auditRoutes(
     const { uuid } = parseParams(ctx.params, cartParams, 404);
     const history = await cartHistory(store, uuid);
     if (!history) throw notFound(uuid);
-    ctx.body = { cart_uuid: uuid, events: history };
+    const name = await named(history.map((e) => e.actor));
+    await recordView(ctx, uuid);
+    ctx.body = { cart_uuid: uuid, events: history.map((e) => ({ ...e, actor: name(e.actor) })) };
   });
 
   router.get('/carts/:uuid/webhooks', async (ctx) => {
@@ -121,6 +143,7 @@ export function auditRoutes(
       const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
       ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${params}>; rel="next"`);
     }
-    ctx.body = { cart_uuid: uuid, deliveries: page.map(toDeliveryRecord), next_cursor: next };
+    const records = await withRequesterNames(named, page.map(toDeliveryRecord));
+    ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next };
   });
 }

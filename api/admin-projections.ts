@@ -3,27 +3,49 @@
  * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve).
  * Served by the process that runs the projector (role `all` or `projector`); in role `all` the projector
  * may run on a thread of its own, reached through the same two calls (docs/operations.md, "Threads").
+ * Who asked for a rebuild is on record: a `ProjectionRebuildRequested` event in
+ * `projectionrebuilds-<name>`, its actor the person, appended before the rebuild starts, and a log line.
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
+import { appendRetrying, toNewEvents } from '../application/command-handler.ts';
 import type { ConsoleSessions } from '../application/console-sessions.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
+import type { Clock } from '../domain/clock.ts';
+import { eventRegistry } from '../domain/index.ts';
+import { projectionRebuildRequested, projectionRebuildsStreamId } from '../domain/operator-activity.ts';
+import type { EventStore } from '../eventstore/port.ts';
 import type { Projector } from '../projections/projector.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
-import { operatorAuth } from './operator-auth.ts';
+import { operatorAuth, operatorOf, requestActor } from './operator-auth.ts';
+import { requireRole } from './route-roles.ts';
 import { parseParams } from './validation.ts';
+import { commandMetadata, writeErrors } from './write-support.ts';
 
 /** What the routes ask of the projector, wherever it runs. */
 export type ProjectorControl = Pick<Projector, 'status' | 'rebuild'>;
 
-export function createProjectionAdminRouter(
-  projector: ProjectorControl,
-  operators: OperatorAuthenticator,
+export interface ProjectionAdminDeps {
+  projector: ProjectorControl;
+  /** Who the bearer of an operator token is (docs/operations.md, "Accounts and roles"). */
+  operators: OperatorAuthenticator;
   /** The console's sessions, where the console is served (docs/operations.md, "The console"). */
-  sessions?: ConsoleSessions,
-): Router<AppState> {
+  sessions?: ConsoleSessions;
+  /** Where rebuild requests are recorded. */
+  store: EventStore;
+  clock: Clock;
+}
+
+export function createProjectionAdminRouter(deps: ProjectionAdminDeps): Router<AppState> {
+  const { projector, store, clock } = deps;
   const router = createRouter({ prefix: '/admin/v1/projections' });
-  useEach(router, securityHeaders, operatorAuth(operators, sessions));
+  useEach(
+    router,
+    securityHeaders,
+    operatorAuth(deps.operators, deps.sessions),
+    requireRole(router),
+    writeErrors,
+  );
 
   router.get('/', async (ctx) => {
     ctx.body = { projections: await projector.status() };
@@ -48,6 +70,17 @@ export function createProjectionAdminRouter(
       });
     }
     const already = status.state === 'rebuilding';
+    const metadata = commandMetadata(ctx, requestActor(ctx), clock);
+    const record = toNewEvents(
+      eventRegistry,
+      [projectionRebuildRequested(name, already, metadata.at)],
+      metadata,
+    );
+    await appendRetrying(store, projectionRebuildsStreamId(name), record, { expectedRevision: 'any' });
+    ctx.state.log.info(
+      { projection: name, operator_id: operatorOf(ctx).operator_id, already_running: already },
+      'projection rebuild requested',
+    );
     // The rebuild runs in the background; its progress is in GET /admin/v1/projections.
     projector
       .rebuild(name)

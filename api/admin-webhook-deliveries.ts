@@ -64,7 +64,8 @@ import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import { webhookHealthRoutes } from './admin-webhook-health.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
-import { requestActor } from './operator-auth.ts';
+import { operatorOf, requestActor } from './operator-auth.ts';
+import { actorNamer, withRequesterNames } from './operator-names.ts';
 import { parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';
 
@@ -203,6 +204,10 @@ function deliveryShared(deps: WebhookAdminDeps) {
   });
   const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
+  const named = actorNamer(readStore);
+  /** Delivery records as answered: each redelivery with the name of who asked for it. */
+  const records = (docs: readonly WebhookDeliveryDoc[]) =>
+    withRequesterNames(named, docs.map(toDeliveryRecord));
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {
     collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);
@@ -273,6 +278,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
     mustReceive,
     findDelivery,
     redeliver,
+    records,
     commands,
     readStore,
   };
@@ -280,7 +286,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
 
 /** Deliveries of a subscription, and one delivery with its attempts. */
 function deliveryViewRoutes(router: Router<AppState>, shared: DeliveryShared): void {
-  const { deliveries, idParam, deliveryParam, loadWebhook, findDelivery } = shared;
+  const { deliveries, idParam, deliveryParam, loadWebhook, findDelivery, records } = shared;
   router.get('/webhooks/:id/deliveries', async (ctx) => {
     const id = idParam(ctx.params);
     const query = parseParams(ctx.query, listQuery);
@@ -299,12 +305,12 @@ function deliveryViewRoutes(router: Router<AppState>, shared: DeliveryShared): v
       if (query.status) params.set('status', query.status.join(','));
       ctx.set('Link', `<${ADMIN_BASE}/webhooks/${id}/deliveries?${params}>; rel="next"`);
     }
-    ctx.body = { deliveries: page.map(toDeliveryRecord), next_cursor: next };
+    ctx.body = { deliveries: await records(page), next_cursor: next };
   });
 
   router.get('/webhooks/deliveries/:delivery_id', async (ctx) => {
     const doc = await findDelivery(deliveryParam(ctx.params));
-    ctx.body = { delivery: toDeliveryRecord(doc) };
+    ctx.body = { delivery: (await records([doc]))[0] };
   });
 }
 
@@ -320,6 +326,7 @@ function resendRoutes(router: Router<AppState>, shared: DeliveryShared): void {
     mustReceive,
     findDelivery,
     redeliver,
+    records,
   } = shared;
   router.post('/webhooks/deliveries/:delivery_id/redeliver', async (ctx) => {
     const deliveryId = deliveryParam(ctx.params);
@@ -328,7 +335,8 @@ function resendRoutes(router: Router<AppState>, shared: DeliveryShared): void {
     await mustReceive(doc.webhook_id);
     const result = await redeliver(doc, 'redeliver', meta(ctx));
     await seen(result.position);
-    answerWrite(ctx, 202, { delivery: toDeliveryRecord(await findDelivery(deliveryId)) }, result);
+    const [record] = await records([await findDelivery(deliveryId)]);
+    answerWrite(ctx, 202, { delivery: record }, result);
   });
 
   router.post('/webhooks/:id/recover', async (ctx) => {
@@ -404,6 +412,11 @@ function testSendRoutes(router: Router<AppState>, shared: DeliveryShared): void 
     const result = await sender
       .open(sub)
       .send({ webhookId, attempt: 1, body: text, headers: { [HEADER_TEST]: 'true' } });
+    // Recorded nowhere else: who sent a test request to which receiver, and what came of it.
+    ctx.state.log.info(
+      { webhook_id: id, operator_id: operatorOf(ctx).operator_id, outcome: result.outcome },
+      'webhook test request sent',
+    );
     ctx.body = {
       webhook_id: id,
       result: attemptFields(result),

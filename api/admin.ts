@@ -1,7 +1,8 @@
 /**
  * Admin API (`/admin/v1`, operator token): partners and their API keys. A cart's audit, webhook
- * subscriptions and their deliveries, and the webhook fan-out's progress join this router from their
- * own modules; projections have a router of their own.
+ * subscriptions and their deliveries, the webhook fan-out's progress, and operator accounts join this
+ * router from their own modules; projections have a router of their own. Every route needs the role
+ * `route-roles.ts` declares for it, checked right after authentication.
  */
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
@@ -16,6 +17,10 @@ import type { EventStore } from '../eventstore/port.ts';
 import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-models/partner-keys.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
+import { cartViewRoutes } from './admin-cart-views.ts';
+import { adminOpenApiDocument } from './admin-openapi.ts';
+import { operatorRoutes } from './admin-operators.ts';
+import { type AdminRoute, mountAdminRoutes } from './admin-route-table.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
@@ -23,6 +28,7 @@ import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth, requestActor } from './operator-auth.ts';
+import { requireRole } from './route-roles.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -238,16 +244,37 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
   };
 }
 
+/** The admin routes described by tables (zod schemas): what the admin API's OpenAPI document shows. */
+export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
+  return [...operatorRoutes(deps), ...cartViewRoutes(deps)];
+}
+
+/** `GET /admin/v1/openapi.json`, public as the partner APIs' documents are; built at its first request. */
+export function createAdminDocumentRouter(tables: readonly AdminRoute[]): Router<AppState> {
+  const router = createRouter({ prefix: `${ADMIN_BASE}/openapi.json` });
+  let document: unknown;
+  useEach(router, securityHeaders);
+  router.get('/', (ctx) => {
+    document ??= adminOpenApiDocument(tables);
+    ctx.body = document;
+  });
+  return router;
+}
+
 /**
  * The admin router: security headers (`no-store`: answers show secrets once and customers' data),
- * operator token, JSON bodies, idempotent POSTs, problem answers.
+ * operator token or console session, its role, JSON bodies, idempotent POSTs, problem answers.
  */
-export function createAdminRouter(deps: AdminDeps): Router<AppState> {
+export function createAdminRouter(
+  deps: AdminDeps,
+  tables: readonly AdminRoute[] = adminRouteTables(deps),
+): Router<AppState> {
   const router = createRouter({ prefix: ADMIN_BASE });
   useEach(
     router,
     securityHeaders,
     operatorAuth(deps.operators, deps.sessions),
+    requireRole(router),
     writeErrors,
     jsonBody(),
     idempotency({
@@ -255,12 +282,14 @@ export function createAdminRouter(deps: AdminDeps): Router<AppState> {
       clock: deps.clock,
       scopeOf: () => 'operator',
       actorOf: requestActor,
-      // Keys are stored hashed and signing secrets encrypted: an idempotent replay cannot show one again.
-      oneTimeSecrets: ['api_key', 'signing_secret'],
+      // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot
+      // show one again.
+      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token'],
     }),
   );
   adminRoutes(router, deps);
   auditRoutes(router, deps);
+  mountAdminRoutes(router, tables);
   webhookRoutes(router, deps);
   webhookDeliveryRoutes(router, deps);
   webhookFanOutRoutes(router, deps);

@@ -34,6 +34,7 @@ import {
 } from './http.ts';
 import { idempotency } from './idempotency.ts';
 import { operatorAuth, operatorOf } from './operator-auth.ts';
+import { requireRole } from './route-roles.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
 
@@ -96,6 +97,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     router,
     securityHeaders,
     operatorAuth(deps.operators),
+    requireRole(router),
     writeErrors,
     writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
     jsonBody(),

@@ -5,6 +5,8 @@
  * - API keys: `pds_key_` + base64url of 32 random bytes (256 bits). Only the SHA-256 hash (hex) and the
  *   first 12 characters (the display prefix) are ever stored; the key itself is shown once.
  *   A fast hash is right here: the key is uniformly random, so there is nothing to brute-force.
+ * - Operator tokens: `pds_op_` + base64url of 32 random bytes, kept like API keys (the hash and an 11-character
+ *   prefix); the prefix tells them apart from partner keys, so neither is looked up where it cannot belong.
  * - Signing secrets: `whsec_` + base64 of 32 random bytes. The HMAC key is the whole string as UTF-8.
  * - Secret box: AES-256-GCM, a fresh random 12-byte IV per message, written `v1.<iv>.<tag>.<ciphertext>`
  *   (each base64url). Tampering, a truncated token or another key makes `decrypt` throw.
@@ -26,6 +28,12 @@ export const API_KEY_DISPLAY_LENGTH = 12;
 /** What a well-formed API key looks like; anything else can be refused without a lookup. */
 export const API_KEY_PATTERN = /^pds_key_[A-Za-z0-9_-]{43}$/;
 
+export const OPERATOR_TOKEN_PREFIX = 'pds_op_';
+/** Characters of an operator token that may be shown (`pds_op_AbCd`): the fixed prefix and 4 random characters. */
+export const OPERATOR_TOKEN_DISPLAY_LENGTH = 11;
+/** What a well-formed operator token looks like; anything else is not looked up. */
+export const OPERATOR_TOKEN_PATTERN = /^pds_op_[A-Za-z0-9_-]{43}$/;
+
 export const SIGNING_SECRET_PREFIX = 'whsec_';
 export const SIGNING_SECRET_BYTES = 32;
 
@@ -42,7 +50,7 @@ export interface GeneratedApiKey {
 // The one-shot `hash` is several times quicker than a `Hash` object for a token's few bytes.
 const sha256 = (text: string) => hash('sha256', text, 'buffer');
 
-/** SHA-256 of an API key, lowercase hex. */
+/** SHA-256 of an API key (or an operator token), lowercase hex. */
 export function hashApiKey(apiKey: string): string {
   return sha256(apiKey).toString('hex');
 }
@@ -68,6 +76,31 @@ export function generateApiKey(): GeneratedApiKey {
     key_id: generateKeyId(),
     key_hash: hashApiKey(api_key),
     key_prefix: apiKeyPrefix(api_key),
+  };
+}
+
+export interface GeneratedOperatorToken {
+  /** The token itself: show it once, never store or log it. */
+  token: string;
+  token_id: string;
+  /** SHA-256 of the token, hex: what is stored and looked up. */
+  token_hash: string;
+  /** The first 11 characters: safe to display. */
+  token_prefix: string;
+}
+
+export function isWellFormedOperatorToken(value: string): boolean {
+  return OPERATOR_TOKEN_PATTERN.test(value);
+}
+
+/** A fresh operator token (`pds_op_…`, 256 random bits) with its id, hash and display prefix. */
+export function generateOperatorToken(): GeneratedOperatorToken {
+  const token = OPERATOR_TOKEN_PREFIX + randomBytes(API_KEY_BYTES).toString('base64url');
+  return {
+    token,
+    token_id: 'tok_' + randomBytes(9).toString('base64url'),
+    token_hash: hashApiKey(token),
+    token_prefix: token.slice(0, OPERATOR_TOKEN_DISPLAY_LENGTH),
   };
 }
 

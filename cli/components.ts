@@ -6,18 +6,19 @@
  */
 
 import path from 'node:path';
-import { createAdminRouter } from '../api/admin.ts';
+import { adminRouteTables, createAdminDocumentRouter, createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
 import { createSessionRouter } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
+import { createOperatorAuthenticator } from '../api/operator-authenticator.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
 import { ConsoleSessions } from '../application/console-sessions.ts';
-import { bootstrapAuthenticator, type OperatorAuthenticator } from '../application/operator-principal.ts';
+import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -38,15 +39,20 @@ export { createTimers, type Timers, tickTimers } from './dispatcher-components.t
 
 /** What components build for each other. */
 export interface Shared extends DispatcherShared, ReadSideShared {
-  /** Who the bearer of an operator token is: one authenticator for every route and session. */
+  /** Who the bearer of an operator token is: the bootstrap token or an account's (one per process). */
   operators?: OperatorAuthenticator;
   /** The console's sessions, where the admin API is served. */
   sessions?: ConsoleSessions;
 }
 
-/** The process's operator authenticator: the one given, else the bootstrap token's. */
-function operatorsOf(shared: Shared, ctx: ServiceContext): OperatorAuthenticator {
-  shared.operators ??= bootstrapAuthenticator(ctx.config.operatorToken);
+/** The authenticator of the admin and platform APIs and the console's sessions, once the read store is open. */
+function operatorsOf(shared: Shared, ctx: ServiceContext, clock: Clock): OperatorAuthenticator {
+  if (!shared.readStore) throw new Error('operator authentication needs the read side started first');
+  shared.operators ??= createOperatorAuthenticator({
+    readStore: shared.readStore,
+    clock,
+    bootstrapToken: ctx.config.operatorToken,
+  });
   return shared.operators;
 }
 
@@ -71,10 +77,15 @@ export function consoleSessions(shared: Shared, clock: Clock = systemClock): Com
       if (!shared.readStore) throw new Error('the console sessions need the read side started first');
       const url = sessionStoreUrl(ctx.config.readStoreUrl);
       if (url !== undefined) own = await ctx.openReadStore(url, { cacheMiB: 2 });
-      shared.sessions = await ConsoleSessions.open(own ?? shared.readStore, operatorsOf(shared, ctx), clock, {
-        absoluteMs: ctx.config.consoleSessionMs,
-        idleMs: ctx.config.consoleIdleMs,
-      });
+      shared.sessions = await ConsoleSessions.open(
+        own ?? shared.readStore,
+        operatorsOf(shared, ctx, clock),
+        clock,
+        {
+          absoluteMs: ctx.config.consoleSessionMs,
+          idleMs: ctx.config.consoleIdleMs,
+        },
+      );
     },
     async stop() {
       await own?.close();
@@ -86,14 +97,20 @@ export function consoleSessions(shared: Shared, clock: Clock = systemClock): Com
  * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
  * thread (`thread`), whose status and rebuilds it reaches through the thread's calls.
  */
-export function projectionAdmin(shared: Shared, thread?: RoleThread): Component {
+export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Clock = systemClock): Component {
   return {
     name: 'projection-admin',
     roles: ['api', 'projector'],
     start(ctx) {
-      const control = thread ? threadProjector(thread) : shared.projector;
-      if (!control) return;
-      ctx.app.use(routesOf(createProjectionAdminRouter(control, operatorsOf(shared, ctx), shared.sessions)));
+      const projector = thread ? threadProjector(thread) : shared.projector;
+      if (!projector) return;
+      const operators = operatorsOf(shared, ctx, clock);
+      const { sessions } = shared;
+      ctx.app.use(
+        routesOf(
+          createProjectionAdminRouter({ projector, operators, sessions, store: ctx.eventStore, clock }),
+        ),
+      );
     },
     stop() {},
   };
@@ -165,7 +182,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       writeSide = built;
       ctx.readiness.add('write_side_lookups', () => built.built(), { impact: subscriptionImpact(ctx.role) });
       const { specials, lookups } = built;
-      const operators = operatorsOf(shared, ctx);
+      const operators = operatorsOf(shared, ctx, clock);
       const readStore = shared.readStore;
       ctx.app.use(
         routesOf(
@@ -187,9 +204,10 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       };
       const { sessions } = shared;
       if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock })));
-      ctx.app.use(
-        routesOf(createAdminRouter({ store, commands, readStore, clock, operators, sessions, webhooks })),
-      );
+      const adminDeps = { store, commands, readStore, clock, operators, sessions, webhooks };
+      const tables = adminRouteTables(adminDeps);
+      ctx.app.use(routesOf(createAdminDocumentRouter(tables)));
+      ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
       if ((await built.settled) === 'built') return;
@@ -221,7 +239,7 @@ export function defaultComponents(
   return [
     readSide(shared),
     consoleSessions(shared, clock),
-    projectionAdmin(shared),
+    projectionAdmin(shared, undefined, clock),
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...dispatcherComponents(shared, clock, timers),
@@ -251,7 +269,7 @@ export function threadedComponents(
     ...(projector ? [projector] : []),
     readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
     consoleSessions(shared, clock),
-    projectionAdmin(shared, projector),
+    projectionAdmin(shared, projector, clock),
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...(dispatcher ? [] : dispatcherComponents(shared, clock, timers)),

@@ -20,6 +20,8 @@ const SUBCOMMANDS: Record<string, () => Promise<Register>> = {
   projections: async () => (await import('./commands/projections.ts')).registerProjections,
   webhooks: async () => (await import('./commands/webhooks.ts')).registerWebhooks,
   partners: async () => (await import('./commands/partners.ts')).registerPartners,
+  operators: async () => (await import('./commands/operators.ts')).registerOperators,
+  whoami: async () => (await import('./commands/operators.ts')).registerWhoami,
   sandbox: async () => (await import('./commands/sandbox.ts')).registerSandbox,
   import: async () => (await import('./commands/import.ts')).registerImport,
 };

@@ -3,6 +3,8 @@ import * as brand from './brand.ts';
 import * as cart from './cart.ts';
 import { type AnyEventDefinition, createEventRegistry } from './events.ts';
 import * as menuProduct from './menu-product.ts';
+import * as operatorAccount from './operator-account.ts';
+import * as operatorActivity from './operator-activity.ts';
 import * as partner from './partner.ts';
 import * as product from './product.ts';
 import * as review from './review.ts';
@@ -15,6 +17,8 @@ export const aggregates = {
   brand,
   cart,
   menuProduct,
+  operatorAccount,
+  operatorActivity,
   partner,
   product,
   review,

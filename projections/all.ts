@@ -3,6 +3,7 @@
 import type { Projection } from './projection.ts';
 import { cartsProjection } from './read-models/carts.ts';
 import { catalogProjection } from './read-models/catalog/projection.ts';
+import { operatorsProjection } from './read-models/operators.ts';
 import { partnerKeysProjection } from './read-models/partner-keys.ts';
 import { webhookDeliveriesProjection } from './read-models/webhook-deliveries.ts';
 import { webhookSubscriptionsProjection } from './read-models/webhook-subscriptions.ts';
@@ -10,6 +11,7 @@ import { webhookSubscriptionsProjection } from './read-models/webhook-subscripti
 export function allProjections(): Projection[] {
   return [
     partnerKeysProjection,
+    operatorsProjection,
     catalogProjection,
     cartsProjection,
     webhookSubscriptionsProjection,

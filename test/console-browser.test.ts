@@ -21,7 +21,14 @@ import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
-const PROJECTIONS = ['carts', 'catalog', 'partner_keys', 'webhook_deliveries', 'webhook_subscriptions'];
+const PROJECTIONS = [
+  'carts',
+  'catalog',
+  'operators',
+  'partner_keys',
+  'webhook_deliveries',
+  'webhook_subscriptions',
+];
 
 /** The console of `svc` in a fresh browser, signed in, on the view `hash` names. */
 async function signedIn(t: ExecutionContext, svc: TestService, hash: string) {

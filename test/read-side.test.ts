@@ -98,7 +98,7 @@ test('pds projections status and rebuild, as tables and as JSON', async (t) => {
   const json = await exec(process.execPath, ['cli/pds.ts', 'projections', 'status', '--json'], { env });
   t.deepEqual(
     (JSON.parse(json.stdout) as { projections: ProjectionStatus[] }).projections.map((p) => p.name).sort(),
-    ['carts', 'catalog', 'partner_keys', 'webhook_deliveries', 'webhook_subscriptions'],
+    ['carts', 'catalog', 'operators', 'partner_keys', 'webhook_deliveries', 'webhook_subscriptions'],
   );
   const rebuilt = await exec(
     process.execPath,
@@ -108,7 +108,7 @@ test('pds projections status and rebuild, as tables and as JSON', async (t) => {
     },
   );
   const done = (JSON.parse(rebuilt.stdout) as { projections: ProjectionStatus[] }).projections;
-  t.is(done.length, 5);
+  t.is(done.length, 6);
   for (const p of done) t.like(p, { state: 'live', progress: { percent: 100 } });
   const withBar = await exec(
     process.execPath,

@@ -106,6 +106,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       'projector:projections_caught_up': 'ok',
       'projector:subscription:projection_carts': 'ok',
       'projector:subscription:projection_catalog': 'ok',
+      'projector:subscription:projection_operators': 'ok',
       'projector:subscription:projection_partner_keys': 'ok',
       'projector:subscription:projection_webhook_deliveries': 'ok',
       'projector:subscription:projection_webhook_subscriptions': 'ok',

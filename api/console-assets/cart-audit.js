@@ -1,8 +1,9 @@
-// The cart audit view: a cart's whole event history as a timeline, each event with what it changed
-// and the webhooks it produced, and the path of its statuses (GET /admin/v1/carts/{uuid}/history
-// and /webhooks; docs/write-side.md, "Auditors").
+// The cart audit view: a cart's whole event history as a timeline, each event with what it changed,
+// who caused it and the webhooks it produced, the path of its statuses, and who has read this
+// history (GET /admin/v1/carts/{uuid}/history, /webhooks and /views; docs/write-side.md,
+// "Auditors"). Reading the history here is recorded, as every read of it is.
 import { useState } from 'preact/hooks';
-import { admin, html, time } from './admin.js';
+import { admin, html, person, time } from './admin.js';
 
 /** The statuses a cart went through, from its moves (`CartStatusChanged` from → to). */
 function statusPath(events) {
@@ -43,6 +44,16 @@ function Webhooks({ deliveries }) {
     </ul>`;
 }
 
+function Views({ views }) {
+  return html`
+    <section aria-labelledby="views-title">
+      <h3 id="views-title">Who read this history</h3>
+      <ol class="views" aria-label="Reads, newest first">
+        ${views.map((v) => html`<li key=${v.position}>${time(v.viewed_at)} ${person(v.by)}</li>`)}
+      </ol>
+    </section>`;
+}
+
 function Timeline({ history, deliveries }) {
   const path = statusPath(history.events);
   const bySource = Map.groupBy(deliveries, (d) => d.source_event_id);
@@ -59,7 +70,7 @@ function Timeline({ history, deliveries }) {
           <li key=${e.event_id} data-revision=${e.revision}>
             <p class="event-head"><strong>${e.type}</strong>
               <span class="muted"> revision ${e.revision} · position ${e.position} · ${time(e.occurred_at)}</span></p>
-            <p class="muted">by ${e.actor.type} ${e.actor.id} · correlation <code>${e.correlation_id}</code></p>
+            <p class="muted">by ${person(e.actor)} · correlation <code>${e.correlation_id}</code></p>
             <${Changes} changes=${e.changes} />
             <${Webhooks} deliveries=${bySource.get(e.event_id) ?? []} />
             <details><summary>Data</summary><pre>${JSON.stringify(e.data, null, 2)}</pre></details>
@@ -95,7 +106,9 @@ export function CartAudit({ session, onUnauthorized }) {
         admin(session, 'GET', `/carts/${encodeURIComponent(id)}/history`),
         cartDeliveries(session, id),
       ]);
-      setFound({ history, deliveries });
+      // After the history: this read is among them.
+      const { views } = await admin(session, 'GET', `/carts/${encodeURIComponent(id)}/views?limit=50`);
+      setFound({ history, deliveries, views });
     } catch (e) {
       if (e.status === 401) onUnauthorized();
       else setError(e.message);
@@ -111,5 +124,6 @@ export function CartAudit({ session, onUnauthorized }) {
       </form>
       ${error && html`<p class="error" role="alert">${error}</p>`}
       ${found && html`<${Timeline} history=${found.history} deliveries=${found.deliveries} />`}
+      ${found && html`<${Views} views=${found.views} />`}
     </section>`;
 }

@@ -4,7 +4,7 @@
 // button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). The writes show only
 // to a role that may make them.
 import { useState } from 'preact/hooks';
-import { admin, can, html, idList, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+import { admin, can, html, idList, person, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
 import { Health, WindowChoice } from './health.js';
 
 const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
@@ -50,6 +50,15 @@ function Delivery({ delivery, onRedeliver }) {
         </summary>
         ${d.parked_reason && html`<p>Parked: ${d.parked_reason}</p>`}
         <${Attempts} attempts=${d.attempts} />
+        ${
+          d.redeliveries.length > 0 &&
+          html`<ul class="redeliveries" aria-label="Sent again">
+            ${d.redeliveries.map(
+              (r, i) =>
+                html`<li key=${i}>${r.reason} ${time(r.requested_at)} by ${person(r.requested_by)}</li>`,
+            )}
+          </ul>`
+        }
         ${
           onRedeliver &&
           REDELIVERABLE.has(d.status) &&

@@ -62,7 +62,7 @@ function rewriteRefs(value: unknown, names: ReadonlyMap<string, string>, where: 
 }
 
 /** The named schemas of one document, gathered as its operations are converted. */
-class SchemaComponents {
+export class SchemaComponents {
   readonly #schemas = new Map<string, { json: Json; text: string }>();
 
   /**
@@ -213,7 +213,7 @@ function sharedResponses(api: PartnerApi): Record<number, [string, Json]> {
   };
 }
 
-const IDEMPOTENCY_KEY: Json = {
+export const IDEMPOTENCY_KEY: Json = {
   name: 'Idempotency-Key',
   in: 'header',
   description:
@@ -279,7 +279,7 @@ function problemStatuses(route: PartnerRoute): number[] {
 }
 
 /** Path or query parameters from the (input) JSON Schema of a zod object. */
-function parametersOf(schema: Json, location: 'path' | 'query', where: string): Json[] {
+export function parametersOf(schema: Json, location: 'path' | 'query', where: string): Json[] {
   const properties = schema['properties'] as Record<string, Json> | undefined;
   if (schema['type'] !== 'object' || !properties) {
     throw new Error(`${where}: ${location === 'path' ? 'params' : 'query'} must be a zod object`);

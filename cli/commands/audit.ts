@@ -1,11 +1,14 @@
 /**
- * `pds audit cart <uuid>`: every event of a cart, in order, with what it changed, then the webhook
- * deliveries its events produced; as tables or `--json` ({cart_uuid, events, deliveries}).
+ * `pds audit cart <uuid>`: every event of a cart, in order, with what it changed and who caused it,
+ * then the webhook deliveries its events produced; as tables or `--json` ({cart_uuid, events,
+ * deliveries}). Reading a cart's history is recorded (docs/operations.md, "Accounts and roles").
+ * `pds audit views <uuid>`: who read that history and when, newest first.
  */
 import type { Command } from 'commander';
 import type { HistoryEntry } from '../../api/admin-audit.ts';
+import type { NamedActor } from '../../api/operator-names.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
-import { type AdminClient, createAdminClient, table } from '../client.ts';
+import { type AdminClient, createAdminClient, fetchAll, table } from '../client.ts';
 import { runClientCommand } from './run.ts';
 
 /** `status: pending → verification; amount: 0 → 20`. */
@@ -16,6 +19,9 @@ const changesText = (e: HistoryEntry) =>
         `${c.field}: ${c.before === null ? '∅' : JSON.stringify(c.before)} → ${c.after === null ? '∅' : JSON.stringify(c.after)}`,
     )
     .join('; ');
+
+/** `operator:<id> (Name)`: the actor's id, with the person's name where it names one. */
+const actorText = (a: NamedActor) => `${a.type}:${a.id}${a.name === null ? '' : ` (${a.name})`}`;
 
 /** Every delivery of the cart, following the pages. */
 async function cartDeliveries(client: AdminClient, uuid: string): Promise<WebhookDeliveryRecord[]> {
@@ -69,7 +75,7 @@ export function registerAudit(program: Command): void {
             e.position,
             e.occurred_at,
             e.type,
-            `${e.actor.type}:${e.actor.id}`,
+            actorText(e.actor),
             e.correlation_id,
             e.causation_id,
             JSON.stringify(e.data),
@@ -90,6 +96,28 @@ export function registerAudit(program: Command): void {
           ]),
         );
         return `${events}\n\n${webhooks}\n`;
+      }),
+    );
+  audit
+    .command('views')
+    .description(
+      "who read a cart's history (pds audit cart, the console, the admin API) and when, newest first",
+    )
+    .argument('<uuid>', 'the cart uuid')
+    .option('--json', 'print {cart_uuid, views} as JSON')
+    .action((uuid: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const views = await fetchAll<{ viewed_at: string; by: NamedActor; position: number }>(
+          await createAdminClient(),
+          `/admin/v1/carts/${encodeURIComponent(uuid)}/views`,
+          'views',
+        );
+        if (options.json) return `${JSON.stringify({ cart_uuid: uuid, views }, null, 2)}\n`;
+        if (views.length === 0) return 'nobody has read this cart’s history\n';
+        return `${table(
+          ['viewed_at', 'by', 'name'],
+          views.map((v) => [v.viewed_at, `${v.by.type}:${v.by.id}`, v.by.name]),
+        )}\n`;
       }),
     );
 }

@@ -23,6 +23,7 @@ import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import type { WebhookEventKind } from '../../domain/webhook-subscription.ts';
+import type { Actor } from '../../eventstore/port.ts';
 import type { Projection } from '../projection.ts';
 import type { Collection, Doc, Filter, IndexSpec } from '../read-store.ts';
 import {
@@ -57,6 +58,8 @@ export interface DeliveryAttemptRecord {
 export interface RedeliveryRecord {
   reason: delivery.RedeliveryReason;
   requested_at: string;
+  /** Who asked: the person's id, as the event's actor (the admin API adds their name). */
+  requested_by: Actor;
 }
 
 /** A delivery as the admin API shows it. */
@@ -112,13 +115,14 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
 const eventTypes = new Set<string>(Object.keys(delivery.events));
 
 /**
- * The document after one event; undefined when the event changes nothing. Mirrors the domain's
- * `evolve` for the status (a result without a next attempt leaves the status to the park that
- * follows it in the same append).
+ * The document after one event (caused by `actor`); undefined when the event changes nothing. Mirrors
+ * the domain's `evolve` for the status (a result without a next attempt leaves the status to the park
+ * that follows it in the same append).
  */
 export function evolveDelivery(
   doc: WebhookDeliveryDoc | undefined,
   event: delivery.WebhookDeliveryEvent,
+  actor: Actor,
 ): WebhookDeliveryDoc | undefined {
   if (event.type === 'WebhookDeliveryScheduled') {
     if (doc) return undefined; // scheduled once; the decider never repeats it
@@ -214,7 +218,14 @@ export function evolveDelivery(
         next_attempt_at: d.requested_at,
         parked_reason: null,
         parked_at: null,
-        redeliveries: [...doc.redeliveries, { reason: d.reason, requested_at: d.requested_at }],
+        redeliveries: [
+          ...doc.redeliveries,
+          {
+            reason: d.reason,
+            requested_at: d.requested_at,
+            requested_by: { type: actor.type, id: actor.id },
+          },
+        ],
         updated_at: d.requested_at,
       };
     }
@@ -251,7 +262,8 @@ function healthChange(
 export const webhookDeliveriesProjection: Projection = {
   name: WEBHOOK_DELIVERIES_PROJECTION,
   // 2: the health read models (`webhook_health`, `webhook_queues`) and the deliveries' cart index.
-  version: 2,
+  // 3: who asked for each redelivery (`requested_by`).
+  version: 3,
   collections: {
     [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
     [WEBHOOK_HEALTH]: webhookHealthIndexes,
@@ -282,7 +294,7 @@ export const webhookDeliveriesProjection: Projection = {
     const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(eventRegistry, event);
     const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
     if (current && typeof current._position === 'number' && current._position >= event.position) return;
-    const next = evolveDelivery(current, domainEvent);
+    const next = evolveDelivery(current, domainEvent, event.metadata.actor);
     if (!next) return;
     tx.put(WEBHOOK_DELIVERIES, next);
     applyHealth(tx, healthChange(domainEvent, current, next));
@@ -307,7 +319,7 @@ export function toDeliveryRecord(doc: WebhookDeliveryDoc): WebhookDeliveryRecord
     delivered_at: doc.delivered_at,
     parked_reason: doc.parked_reason,
     parked_at: doc.parked_at,
-    redeliveries: doc.redeliveries.map((r) => ({ ...r })),
+    redeliveries: doc.redeliveries.map((r) => ({ ...r, requested_by: { ...r.requested_by } })),
     updated_at: doc.updated_at,
   };
 }

@@ -216,7 +216,13 @@ test('a delivery is parked after its last attempt; redeliver makes it pending ag
   const onItsWay = ['pending', 'in_flight', 'delivered'];
   t.is(answer.delivery.delivery_id, first.delivery_id);
   t.true(onItsWay.includes(answer.delivery.status), answer.delivery.status);
-  t.deepEqual(answer.delivery.redeliveries, [{ reason: 'redeliver', requested_at: requestedAt }]);
+  t.deepEqual(answer.delivery.redeliveries, [
+    {
+      reason: 'redeliver',
+      requested_at: requestedAt,
+      requested_by: { type: 'operator', id: 'bootstrap', name: 'bootstrap token' },
+    },
+  ]);
   t.like(answer.delivery, { parked_reason: null, parked_at: null });
   // 3, or 4 when the dispatcher has already started the redelivery.
   t.true([3, 4].includes(answer.delivery.attempt_count), String(answer.delivery.attempt_count));

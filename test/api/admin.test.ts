@@ -854,7 +854,8 @@ test('GET /carts/{uuid}/history lists every event of a cart in order with its me
     t.regex(e.recorded_at, ISO);
     t.is(e.recorded_at, s.recordedAt);
     t.is(e.actor.type, 'platform');
-    t.deepEqual(e.actor, s.metadata.actor);
+    // The recorded actor, with the person's name beside the id.
+    t.deepEqual(e.actor, { ...s.metadata.actor, name: 'bootstrap token' });
     t.is(e.correlation_id, step.correlated ? correlation : answers[n].requestId, step.path);
     t.is(e.causation_id, answers[n].requestId, 'caused by the request');
     t.is(e.schema_version, 1);

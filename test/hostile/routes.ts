@@ -29,7 +29,10 @@ export interface RouteSpec {
   params(w: World): Record<string, string[]>;
   /** A valid body: hostile bodies are mutations of it. Absent when the route reads no body. */
   body?(w: World): Json;
-  /** Partner routes: the API base whose OpenAPI document every answer must match. */
+  /**
+   * Partner routes, and the admin routes its OpenAPI document describes: the API base whose document
+   * every answer must match.
+   */
   apiBase?: string;
 }
 
@@ -39,8 +42,16 @@ const spec = (
   path: string,
   auth: Auth,
   params: RouteSpec['params'] = none,
-  extra: Partial<Pick<RouteSpec, 'query' | 'body'>> = {},
-): RouteSpec => ({ method, path, auth, params, query: extra.query ?? [], body: extra.body });
+  extra: Partial<Pick<RouteSpec, 'query' | 'body' | 'apiBase'>> = {},
+): RouteSpec => ({
+  method,
+  path,
+  auth,
+  params,
+  query: extra.query ?? [],
+  body: extra.body,
+  ...(extra.apiBase ? { apiBase: extra.apiBase } : {}),
+});
 
 // ---- platform ------------------------------------------------------------------------------------
 
@@ -254,6 +265,46 @@ export const adminRoutes: readonly RouteSpec[] = [
     body: () => ({ event: 'cart_abandoned' }),
   }),
   spec('GET', `${A}/webhook-fan-out`, 'operator'),
+  // The routes the admin API's OpenAPI document describes: every answer must match it.
+  spec('GET', `${A}/carts/:uuid/views`, 'operator', (w) => ({ uuid: [w.curbsideCart, w.openCart] }), {
+    query: ['limit', 'cursor'],
+    apiBase: A,
+  }),
+  spec('GET', `${A}/me`, 'operator', none, { apiBase: A }),
+  spec('POST', `${A}/operators`, 'operator', none, {
+    body: () => ({
+      name: 'Hostile Auditor',
+      email: 'hostile.auditor@example.com',
+      role: 'auditor',
+      expires_in_days: 30,
+    }),
+    apiBase: A,
+  }),
+  spec('GET', `${A}/operators`, 'operator', none, { query: ['limit', 'cursor', 'role'], apiBase: A }),
+  spec('GET', `${A}/operators/:id`, 'operator', (w) => ({ id: [w.operator.id] }), { apiBase: A }),
+  spec('PATCH', `${A}/operators/:id`, 'operator', (w) => ({ id: [w.operator.id] }), {
+    body: () => ({ role: 'operator', enabled: true }),
+    apiBase: A,
+  }),
+  spec('GET', `${A}/operators/:id/tokens`, 'operator', (w) => ({ id: [w.operator.id] }), { apiBase: A }),
+  spec('POST', `${A}/operators/:id/tokens`, 'operator', (w) => ({ id: [w.operator.id] }), {
+    body: () => ({ expires_in_days: 7 }),
+    apiBase: A,
+  }),
+  spec(
+    'POST',
+    `${A}/operators/:id/tokens/:token_id/rotate`,
+    'operator',
+    (w) => ({ id: [w.operator.id], token_id: w.operator.tokenIds }),
+    { body: () => ({ expires_in_days: 30 }), apiBase: A },
+  ),
+  spec(
+    'DELETE',
+    `${A}/operators/:id/tokens/:token_id`,
+    'operator',
+    (w) => ({ id: [w.spareOperator.id], token_id: w.spareOperator.tokenIds }),
+    { apiBase: A },
+  ),
   spec('GET', `${A}/projections`, 'operator'),
   spec('POST', `${A}/projections/:name/rebuild`, 'operator', () => ({
     name: ['catalog', 'carts', 'webhook_deliveries'],
@@ -271,6 +322,7 @@ export const publicRoutes: readonly RouteSpec[] = [
   spec('GET', '/readyz', 'public'),
   spec('GET', '/metrics', 'public'),
   ...partnerApis.map((api) => spec('GET', `${api.base}/openapi.json`, 'public')),
+  spec('GET', '/admin/v1/openapi.json', 'public'),
   spec('GET', '/docs', 'public', none, { query: ['api'] }),
   spec('GET', '/docs/assets/:name', 'public', () => ({ name: ['docs.css', 'swagger-ui.css'] }), {
     query: ['v'],
@@ -386,6 +438,7 @@ const queryValues: Record<string, string[]> = {
   zipcode: ['80202', '10001', '00000', '99999'],
   radius: ['1', '25', '100', '0.5'],
   kind: ['brand', 'store_operator'],
+  role: ['auditor', 'operator', 'admin'],
   enabled: ['true', 'false'],
   window: ['1h', '24h'],
   api: ['brand', 'store', 'brand-feed', 'store-menu-feed'],

@@ -59,6 +59,9 @@ export interface World {
    * valid request ends it, so the session routes come last in the catalogue.
    */
   session: { cookie: string; csrf: string };
+  /** An auditor account with two tokens (for the token routes), and one whose tokens DELETE may revoke. */
+  operator: { id: string; tokenIds: string[] };
+  spareOperator: { id: string; tokenIds: string[] };
 }
 
 async function must(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
@@ -167,6 +170,15 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
   };
   const adminPartner = await partnerWithKeys('admin target');
   const sparePartner = await partnerWithKeys('spare');
+  const accountWithTokens = async (name: string) => {
+    const email = `${name.replaceAll(' ', '.')}@example.com`;
+    const out = await must(s, 'POST', '/admin/v1/operators', { name, email, role: 'auditor' });
+    const id = out.operator.operator_id as string;
+    const second = await must(s, 'POST', `/admin/v1/operators/${id}/tokens`, {});
+    return { id, tokenIds: [out.operator.tokens[0].token_id as string, second.token.token_id as string] };
+  };
+  const operator = await accountWithTokens('hostile target');
+  const spareOperator = await accountWithTokens('spare account');
 
   const receiver = await startReceiver(t);
   const authToken = `hostile-receiver-token-${randomUUID()}`;
@@ -281,5 +293,7 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     authToken,
     operatorToken: s.token,
     session,
+    operator,
+    spareOperator,
   };
 }

@@ -57,6 +57,7 @@ test('the projector thread builds what the APIs read; its status, checks and met
   t.deepEqual((await projections(s)).map((p) => p.name).sort(), [
     'carts',
     'catalog',
+    'operators',
     'partner_keys',
     'webhook_deliveries',
     'webhook_subscriptions',

@@ -194,7 +194,10 @@ test('one document per delivery with every attempt, and no body', async (t) => {
       [2, null, null],
     ],
   );
-  t.deepEqual(d2.redeliveries, [{ reason: 'redeliver', requested_at: at(20) }]);
+  // Who asked is the redelivery event's actor.
+  t.deepEqual(d2.redeliveries, [
+    { reason: 'redeliver', requested_at: at(20), requested_by: { type: 'platform', id: 'platform-test' } },
+  ]);
   t.is(d2.parked_reason, null, 'a redelivery clears the park');
 
   const d3 = (await deliveryById(c, D3)) as WebhookDeliveryDoc;
