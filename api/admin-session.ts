@@ -28,7 +28,13 @@ export interface SessionRouteDeps {
 
 export const SESSION_PATH = `${ADMIN_BASE}/session`;
 
-const signInBody = z.strictObject({ token: z.string().min(1).max(1024) });
+/** A bearer token's characters (RFC 6750): anything else is no token, and a 422 names the field. */
+const signInBody = z.strictObject({
+  token: z
+    .string()
+    .max(1024)
+    .regex(/^[A-Za-z0-9\-._~+/]+=*$/, 'expected a bearer token: A-Z a-z 0-9 - . _ ~ + / then = padding'),
+});
 
 /** What the console learns of its session: never the session id, which stays in the cookie. */
 function answer(session: ConsoleSession) {

@@ -4,7 +4,6 @@ import path from 'node:path';
 import test from 'ava';
 import {
   ConfigError,
-  describeConfig,
   type Env,
   formatDuration,
   loadConfig,
@@ -13,6 +12,7 @@ import {
   parseDuration,
   SECRET_KEY_FILE,
 } from '../cli/config.ts';
+import { describeConfig } from '../cli/config-describe.ts';
 
 const KEY_BYTES = Buffer.alloc(32, 7);
 const KEY_B64 = KEY_BYTES.toString('base64');
