@@ -943,7 +943,7 @@ test.serial('POST /reservations/{uuid}/curbside_arrival: 201, the event in the c
   t.deepEqual(fed.body.curbside_arrival.fields, { vehicle_make: 'Kia', vehicle_color: 'white' });
   const fedEvents = await arrivals(f, c10);
   t.is(fedEvents.length, 1);
-  t.deepEqual(fedEvents[0].actor, { type: 'partner', id: f.feed.id });
+  t.deepEqual(fedEvents[0].actor, { type: 'partner', id: f.feed.id, name: null });
 
   // The cart's status is unchanged, and the operator still lists it.
   await untilCaughtUp(f.s);
