@@ -4,69 +4,21 @@
  * to the platform's request). The events a partner causes carry its ids as `partner:<partner id>:<id>`
  * (docs/write-side.md, "Streams and events"); the platform's and the operators' are kept as given.
  */
-import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type { RecordedEvent } from '../../eventstore/port.ts';
+import { ok, partner, reservation, seedCurbsideStore } from '../support/curbside-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 
-const P = '/platform/v1';
 const OP = '/partner/store/v1';
 type Json = Record<string, unknown>;
 
-async function ok(s: TestService, method: string, url: string, body?: unknown, headers = {}): Promise<Json> {
-  const r = await s.call(method, url, body, headers);
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${text}`);
-  return JSON.parse(text) as Json;
-}
-
 /** Store 1 with curbside on, and two store operators, each with a checked-out curbside cart from its site. */
 async function world(s: TestService, checkoutHeaders: Record<string, string>) {
-  await ok(s, 'PUT', `${P}/stores/1`, {
-    name: 'Green Door',
-    address: '1 Main St',
-    city: 'Denver',
-    state: 'CO',
-    zip: '80202',
-    lat: 39.75,
-    long: -104.99,
-    curbside: true,
-  });
-  await ok(s, 'PUT', `${P}/stores/1/curbside_pickup_setting`, { enabled: true });
-  await ok(s, 'PUT', `${P}/brands/1`, { name: 'Kiva' });
-  await ok(s, 'PUT', `${P}/products/1`, {
-    name: 'Product 1',
-    brand_id: 1,
-    kind: 'flower',
-    lineage: 'hybrid',
-  });
-  await ok(s, 'PUT', `${P}/stores/1/menu_products/1`, { product_id: 1, prices: { gram: '10.00' } });
+  await seedCurbsideStore(s);
   const partners: Array<{ id: string; key: string; cart: string }> = [];
   for (const name of ['Green Door web', 'Green Door app']) {
-    const created = await ok(s, 'POST', '/admin/v1/partners', {
-      name,
-      kind: 'store_operator',
-      store_ids: [1],
-    });
-    const id = (created.partner as { partner_id: string }).partner_id;
-    const cart = randomUUID();
-    await ok(s, 'POST', `${P}/carts`, {
-      uuid: cart,
-      store_id: 1,
-      source: { channel: 'headless', partner_id: id },
-    });
-    await ok(s, 'POST', `${P}/carts/${cart}/items`, { menu_product_id: 1, price_id: 'gram', count: 1 });
-    await ok(s, 'POST', `${P}/carts/${cart}/checkout`, { reservation_mode: 'curbside' }, checkoutHeaders);
-    partners.push({ id, key: created.api_key as string, cart });
-  }
-  for (const p of partners) {
-    for (let i = 0; i < 200; i++) {
-      const r = await fetch(`${s.base}${OP}/curbside_pickup_setting`, {
-        headers: { authorization: `Bearer ${p.key}` },
-      });
-      if (r.status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    const { id, key } = await partner(s, name, 'store_operator', { store_ids: [1] });
+    partners.push({ id, key, cart: await reservation(s, id, 'curbside', checkoutHeaders) });
   }
   return partners;
 }

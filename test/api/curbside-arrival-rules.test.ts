@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
+import { ok, partner, reservation, seedCurbsideStore } from '../support/curbside-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 const P = '/platform/v1';
@@ -15,73 +16,15 @@ const FEED = '/partner/store-menu-feed/v1';
 const ARRIVAL = { vehicle_make: 'Volvo', vehicle_color: 'red', parking_spot: '3' };
 type Json = Record<string, unknown>;
 
-async function ok(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
-  const r = await s.call(method, url, body);
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${text}`);
-  return JSON.parse(text) as Json;
-}
-
-async function partner(s: TestService, name: string, kind: string, scope: Json) {
-  const created = await ok(s, 'POST', '/admin/v1/partners', { name, kind, ...scope });
-  return { id: (created.partner as { partner_id: string }).partner_id, key: created.api_key as string };
-}
-
-/** A cart of store 1 from `partnerId`'s site (null: the platform's own), checked out for `mode`. */
-async function reservation(s: TestService, partnerId: string | null, mode: string): Promise<string> {
-  const uuid = randomUUID();
-  await ok(s, 'POST', `${P}/carts`, {
-    uuid,
-    store_id: 1,
-    source: { channel: 'embedded', partner_id: partnerId },
-  });
-  await ok(s, 'POST', `${P}/carts/${uuid}/items`, { menu_product_id: 1, price_id: 'gram', count: 1 });
-  await ok(s, 'POST', `${P}/carts/${uuid}/checkout`, { reservation_mode: mode });
-  return uuid;
-}
-
 /** Store 1 (pickup, delivery and curbside), two store operators and a menu feed covering it, a brand. */
 async function world(s: TestService) {
-  await ok(s, 'PUT', `${P}/stores/1`, {
-    name: 'Green Door',
-    address: '1 Main St',
-    city: 'Denver',
-    state: 'CO',
-    zip: '80202',
-    lat: 39.75,
-    long: -104.99,
-    pickup: true,
-    delivery: true,
-    curbside: true,
-  });
-  await ok(s, 'PUT', `${P}/stores/1/curbside_pickup_setting`, { enabled: true });
-  await ok(s, 'PUT', `${P}/brands/1`, { name: 'Kiva' });
-  await ok(s, 'PUT', `${P}/products/1`, {
-    name: 'Product 1',
-    brand_id: 1,
-    kind: 'flower',
-    lineage: 'hybrid',
-  });
-  await ok(s, 'PUT', `${P}/stores/1/menu_products/1`, { product_id: 1, prices: { gram: '10.00' } });
-  const w = {
+  await seedCurbsideStore(s);
+  return {
     a: await partner(s, 'Green Door web', 'store_operator', { store_ids: [1] }),
     b: await partner(s, 'Green Door app', 'store_operator', { store_ids: [1] }),
     feed: await partner(s, 'MenuMap', 'store_menu_feed', { store_ids: [1] }),
     brand: await partner(s, 'Kiva', 'brand', { brand_ids: [1] }),
   };
-  for (const { key } of [w.a, w.b, w.feed]) {
-    for (let i = 0; i < 200; i++) {
-      const r = await fetch(`${s.base}${OP}/curbside_pickup_setting`, {
-        headers: { authorization: `Bearer ${key}` },
-      });
-      const feed = await fetch(`${s.base}${FEED}/curbside_pickup_setting`, {
-        headers: { authorization: `Bearer ${key}` },
-      });
-      if (r.status === 200 || feed.status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-  return w;
 }
 
 async function arrive(s: TestService, base: string, key: string, uuid: string, headers = {}) {

@@ -14,65 +14,18 @@ import test from 'ava';
 import { MAX_RECORDED_PROBLEM_BYTES } from '../../api/idempotency.ts';
 import { MAX_BODY_BYTES } from '../../api/write-support.ts';
 import type { EventStore } from '../../eventstore/port.ts';
+import { partner, reservation, seedCurbsideStore } from '../support/curbside-world.ts';
 import { startService, type TestService } from '../support/service.ts';
 
 const P = '/platform/v1';
 const OP = '/partner/store/v1';
 type Json = Record<string, unknown>;
 
-async function ok(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
-  const r = await s.call(method, url, body);
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${text}`);
-  return JSON.parse(text) as Json;
-}
-
 /** A store with curbside on, its operator's key, and a checked-out curbside cart from its site. */
 async function world(s: TestService) {
-  await ok(s, 'PUT', `${P}/stores/1`, {
-    name: 'Green Door',
-    address: '1 Main St',
-    city: 'Denver',
-    state: 'CO',
-    zip: '80202',
-    lat: 39.75,
-    long: -104.99,
-    curbside: true,
-  });
-  await ok(s, 'PUT', `${P}/stores/1/curbside_pickup_setting`, { enabled: true });
-  await ok(s, 'PUT', `${P}/brands/1`, { name: 'Kiva' });
-  await ok(s, 'PUT', `${P}/products/1`, {
-    name: 'Product 1',
-    brand_id: 1,
-    kind: 'flower',
-    lineage: 'hybrid',
-    percent_thc: 20,
-    percent_cbd: 1,
-  });
-  await ok(s, 'PUT', `${P}/stores/1/menu_products/1`, { product_id: 1, prices: { gram: '10.00' } });
-  const created = await ok(s, 'POST', '/admin/v1/partners', {
-    name: 'Green Door web',
-    kind: 'store_operator',
-    store_ids: [1],
-  });
-  const partnerId = (created.partner as { partner_id: string }).partner_id;
-  const cart = randomUUID();
-  await ok(s, 'POST', `${P}/carts`, {
-    uuid: cart,
-    store_id: 1,
-    source: { channel: 'headless', partner_id: partnerId },
-  });
-  await ok(s, 'POST', `${P}/carts/${cart}/items`, { menu_product_id: 1, price_id: 'gram', count: 1 });
-  await ok(s, 'POST', `${P}/carts/${cart}/checkout`, { reservation_mode: 'curbside' });
-  // The key's read model is a projection: wait until the key answers.
-  for (let i = 0; i < 200; i++) {
-    const r = await fetch(`${s.base}${OP}/curbside_pickup_setting`, {
-      headers: { authorization: `Bearer ${created.api_key}` },
-    });
-    if (r.status === 200) break;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return { key: created.api_key as string, cart };
+  await seedCurbsideStore(s);
+  const operator = await partner(s, 'Green Door web', 'store_operator', { store_ids: [1] });
+  return { key: operator.key, cart: await reservation(s, operator.id, 'curbside') };
 }
 
 /** What the event store gained since `after`: events and bytes (their data and metadata as JSON). */
