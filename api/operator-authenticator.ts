@@ -8,6 +8,7 @@
 import { hashApiKey, isWellFormedOperatorToken } from '../application/credentials.ts';
 import {
   bootstrapAuthenticator,
+  isBootstrap,
   type OperatorAuthenticator,
   type OperatorPrincipal,
 } from '../application/operator-principal.ts';
@@ -53,7 +54,7 @@ export function createOperatorAuthenticator(deps: OperatorAuthenticatorDeps): Op
       return { operator_id: doc.operator_id, name: doc.name, role: doc.role, token_id: doc.token_id };
     },
     async current(principal): Promise<OperatorPrincipal | undefined> {
-      if (principal.token_id === null) return bootstrap.current(principal);
+      if (isBootstrap(principal)) return bootstrap.current(principal);
       const state = await operatorById(await accountsCollection(), principal.operator_id);
       const token = state?.tokens.find((t) => t.token_id === principal.token_id);
       if (!state?.enabled || !token || !tokenWorks(token, deps.clock.now())) return undefined;

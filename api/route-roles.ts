@@ -100,8 +100,8 @@ const UNDECLARED: OperatorRole = 'admin';
 type Layer = Router<AppState>['stack'][number];
 
 /** The strictest of two needs (`public` is the least). */
-const stricter = (a: RouteRole, b: RouteRole): RouteRole =>
-  a === 'public' ? b : b === 'public' ? a : roleCovers(a, b) ? b : a;
+export const stricter = (a: RouteRole, b: RouteRole): RouteRole =>
+  a === 'public' ? b : b === 'public' ? a : roleCovers(a, b) ? a : b;
 
 /**
  * Refuses a person whose role does not cover the matched route's. Put it right after the router's

@@ -5,14 +5,17 @@
  */
 import type { OperatorRole } from '../domain/operator-account.ts';
 import type { Actor } from '../eventstore/port.ts';
-import { matchesSecret } from './credentials.ts';
+import { hashApiKey, matchesSecret } from './credentials.ts';
 
 export interface OperatorPrincipal {
   /** The account's id, or `bootstrap` for the bootstrap token. */
   operator_id: string;
   name: string;
   role: OperatorRole;
-  /** The token that authenticated the request (`null` for the bootstrap token). */
+  /**
+   * The token that authenticated the request: an account token's id, or for the bootstrap token
+   * `bootstrap:` and a fingerprint of it, so a session it opened ends when it is replaced.
+   */
   token_id: string | null;
 }
 
@@ -37,15 +40,25 @@ export const BOOTSTRAP_OPERATOR: OperatorPrincipal = Object.freeze({
 /** The bootstrap token alone, compared in constant time. */
 export function bootstrapAuthenticator(bootstrapToken: string): OperatorAuthenticator {
   const isBootstrapToken = matchesSecret(bootstrapToken);
+  // A fingerprint, not the token: 64 bits of its hash say which token it was, and nothing of it.
+  const bootstrap = Object.freeze({
+    ...BOOTSTRAP_OPERATOR,
+    token_id: `bootstrap:${hashApiKey(bootstrapToken).slice(0, 16)}`,
+  });
   return {
     async authenticate(token) {
-      return isBootstrapToken(token) ? BOOTSTRAP_OPERATOR : undefined;
+      return isBootstrapToken(token) ? bootstrap : undefined;
     },
     async current(principal) {
-      return principal.operator_id === BOOTSTRAP_OPERATOR.operator_id ? BOOTSTRAP_OPERATOR : undefined;
+      return principal.operator_id === bootstrap.operator_id && principal.token_id === bootstrap.token_id
+        ? bootstrap
+        : undefined;
     },
   };
 }
+
+export const isBootstrap = (principal: OperatorPrincipal): boolean =>
+  principal.operator_id === BOOTSTRAP_OPERATOR.operator_id;
 
 /** The actor of the events a person's request causes: the person, not a shared "operator". */
 export function operatorActor(principal: OperatorPrincipal): Actor {

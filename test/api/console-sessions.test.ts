@@ -228,6 +228,18 @@ test('a session outlives a restart of the service on the same data dir', async (
   t.is(created.status, 201);
 });
 
+test('a session the bootstrap token opened ends when the service starts with another bootstrap token', async (t) => {
+  const first = await startService(t);
+  const { cookie } = await signIn(first);
+  await first.service.stop();
+  const second = await startService(t, {
+    dataDir: first.dataDir,
+    env: { PDS_OPERATOR_TOKEN: 'a-new-bootstrap-token-after-a-leak' },
+  });
+  t.is((await signedInAs(second, cookie)).operator, null);
+  await problem(t, await withCookie(second, cookie, 'GET', '/admin/v1/partners'), 401);
+});
+
 test('neither the session id nor the CSRF token is ever logged', async (t) => {
   const svc = await startService(t);
   const { cookie, csrf } = await signIn(svc);

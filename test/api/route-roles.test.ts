@@ -9,7 +9,7 @@ import http from 'node:http';
 import type Router from '@koa/router';
 import test from 'ava';
 import { adminRouteTables } from '../../api/admin.ts';
-import { declaredRole, ROUTE_ROLES } from '../../api/route-roles.ts';
+import { declaredRole, ROUTE_ROLES, stricter } from '../../api/route-roles.ts';
 import { hashApiKey } from '../../application/credentials.ts';
 import { exchange, type Harness, validRequest } from '../hostile/harness.ts';
 import { allRoutes, type RouteSpec } from '../hostile/routes.ts';
@@ -62,6 +62,15 @@ test('every admin and platform route the app mounts declares a role, and the tab
   );
   t.true(documented.length >= adminRouteTables({} as never).length);
   for (const [route, role] of documented) t.is(role, ROUTE_ROLES[route], route);
+});
+
+test('where two declared patterns match one request, the stricter role applies', (t) => {
+  t.is(stricter('admin', 'auditor'), 'admin');
+  t.is(stricter('auditor', 'admin'), 'admin');
+  t.is(stricter('operator', 'auditor'), 'operator');
+  t.is(stricter('auditor', 'operator'), 'operator');
+  t.is(stricter('public', 'auditor'), 'auditor');
+  t.is(stricter('auditor', 'public'), 'auditor');
 });
 
 test('an undeclared route is for admins only: a forgotten declaration fails closed', async (t) => {

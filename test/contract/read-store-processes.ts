@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionContext, TestFn } from 'ava';
 import { CONSOLE_SESSIONS, ConsoleSessions } from '../../application/console-sessions.ts';
-import { BOOTSTRAP_OPERATOR, bootstrapAuthenticator } from '../../application/operator-principal.ts';
+import { bootstrapAuthenticator } from '../../application/operator-principal.ts';
 import { manualClock } from '../../domain/clock.ts';
 import {
   type Checkpoint,
@@ -199,9 +199,11 @@ export function readStoreProcessesContract(test: TestFn, adapter: string, openTw
         await ConsoleSessions.open(one, operators, clock, lifetime),
         await ConsoleSessions.open(two, operators, clock, lifetime),
       ];
-      const started = await here.start(BOOTSTRAP_OPERATOR);
+      const person = await operators.authenticate('bootstrap-token-of-the-contract');
+      if (!person) throw new Error('the bootstrap token was refused');
+      const started = await here.start(person);
       const served = await there.resume(started.id);
-      t.deepEqual(served?.operator, BOOTSTRAP_OPERATOR);
+      t.deepEqual(served?.operator, person);
       t.is(served?.csrf_token, started.csrf_token);
       t.true(served?.acceptsCsrf(started.csrf_token));
       const stored = JSON.stringify(await (await two.collection(CONSOLE_SESSIONS)).find({}));
@@ -209,9 +211,9 @@ export function readStoreProcessesContract(test: TestFn, adapter: string, openTw
 
       await there.end(started.id);
       t.is(await here.resume(started.id), undefined, 'signed out on the other process');
-      const idle = await there.start(BOOTSTRAP_OPERATOR);
+      const idle = await there.start(person);
       clock.advance(31 * 60_000);
-      await here.start(BOOTSTRAP_OPERATOR);
+      await here.start(person);
       t.is(await there.resume(idle.id), undefined);
       t.is(await (await one.collection(CONSOLE_SESSIONS)).count(), 1, 'the ended one is gone');
     },
