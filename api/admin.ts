@@ -27,7 +27,7 @@ import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
 import { type WebhookSettings, webhookRoutes } from './admin-webhooks.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { idempotency } from './idempotency.ts';
-import { operatorAuth, requestActor } from './operator-auth.ts';
+import { operatorAuth, personalKeySpace, requestActor } from './operator-auth.ts';
 import { requireRole } from './route-roles.ts';
 import { ifMatch, parseBody, parseParams, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
@@ -280,7 +280,7 @@ export function createAdminRouter(
     idempotency({
       store: deps.store,
       clock: deps.clock,
-      scopeOf: () => 'operator',
+      scopeOf: personalKeySpace('operator'),
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot
       // show one again.

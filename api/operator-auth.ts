@@ -7,6 +7,7 @@
 import type { Next } from 'koa';
 import type { ConsoleSessions } from '../application/console-sessions.ts';
 import {
+  isBootstrap,
   type OperatorAuthenticator,
   type OperatorPrincipal,
   operatorActor,
@@ -63,4 +64,16 @@ export function operatorOf(ctx: AppContext): OperatorPrincipal {
 /** The actor of the events this request causes. */
 export function requestActor(ctx: AppContext): Actor {
   return operatorActor(operatorOf(ctx));
+}
+
+/**
+ * Whose `Idempotency-Key` space a request uses: each person's own, so one person's retry never
+ * replays another's answer (docs/write-side.md, "Idempotency"). The bootstrap token keeps the key
+ * space all operators shared before there were accounts.
+ */
+export function personalKeySpace(api: 'operator' | 'platform') {
+  return (ctx: AppContext): string => {
+    const person = operatorOf(ctx);
+    return isBootstrap(person) ? api : `${api}:${person.operator_id}`;
+  };
 }

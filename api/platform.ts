@@ -33,7 +33,7 @@ import {
   useEach,
 } from './http.ts';
 import { idempotency } from './idempotency.ts';
-import { operatorAuth, operatorOf } from './operator-auth.ts';
+import { operatorAuth, operatorOf, personalKeySpace } from './operator-auth.ts';
 import { requireRole } from './route-roles.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata, jsonBody, writeErrors } from './write-support.ts';
@@ -101,7 +101,12 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     writeErrors,
     writeSideBuilt(deps.writeSideBuilt ?? (() => true)),
     jsonBody(),
-    idempotency({ store: deps.store, clock: deps.clock, scopeOf: () => 'platform', actorOf: platformActor }),
+    idempotency({
+      store: deps.store,
+      clock: deps.clock,
+      scopeOf: personalKeySpace('platform'),
+      actorOf: platformActor,
+    }),
   );
   const writes = platformWrites(deps);
   storeRoutes(router, writes);

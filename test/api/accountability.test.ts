@@ -202,3 +202,29 @@ test('redeliveries name who asked; rebuilds and test requests are on record with
     .map((l) => JSON.parse(l) as Json);
   t.like(sent.at(-1), { webhook_id: world.webhookId, operator_id: person.id });
 });
+
+test("one person's Idempotency-Key is theirs: the same key from another person runs their request, in their name", async (t) => {
+  const s = await startService(t);
+  const alice = await account(t, s, 'Alice Operator', 'operator');
+  const bob = await account(t, s, 'Bob Operator', 'operator');
+  const body = { name: 'Same Key', kind: 'brand_feed', all_brands: true };
+  const key = { 'idempotency-key': 'k2' };
+  const first = await s.call('POST', `${A}/partners`, body, { ...bearer(alice.token), ...key });
+  const again = await s.call('POST', `${A}/partners`, body, { ...bearer(alice.token), ...key });
+  t.is(again.headers.get('idempotent-replayed'), 'true', "Alice's retry replays her answer");
+  const second = await s.call('POST', `${A}/partners`, body, { ...bearer(bob.token), ...key });
+  t.is(second.status, 201);
+  t.is(second.headers.get('idempotent-replayed'), null, "Bob's request runs");
+  const [a, b] = [(await ok(t, first, 201)).partner, (await ok(t, second, 201)).partner];
+  t.not(a.partner_id, b.partner_id);
+  const store = await s.openStore();
+  const actors = await Promise.all(
+    [a.partner_id, b.partner_id].map(
+      async (id) => (await store.readStream(`partner-${id}`))[0].metadata.actor,
+    ),
+  );
+  t.deepEqual(actors, [
+    { type: 'operator', id: alice.id },
+    { type: 'operator', id: bob.id },
+  ]);
+});
