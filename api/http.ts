@@ -65,28 +65,30 @@ const require = createRequire(import.meta.url);
  */
 let KoaRouter: typeof Router | undefined;
 
-/** A router of the service's request state: every route is mounted on one. */
+/**
+ * A router of the service's request state: every route is mounted on one. Paths are matched with
+ * their letter case: the router matches a `use` layer (authentication, roles) with case but its
+ * routes without, so `/Admin/v1/…` reached a route past its router's authentication.
+ */
 export function createRouter(options?: RouterOptions): Router<AppState> {
   KoaRouter ??= require('@koa/router') as typeof Router;
-  return new KoaRouter<AppState>(options);
+  return new KoaRouter<AppState>({ ...options, sensitive: true });
 }
 
 /**
  * `router.routes()`, tried only for paths under the router's prefix. The router itself tests every
  * one of its routes' patterns against every request that reaches it, and a request passes up to ten
  * routers before its own: this makes the others one comparison each (docs/architecture.md).
- * The comparison ignores letter case, as the router's patterns do, so nothing it matched is lost.
+ * The comparison keeps letter case, as the router's patterns do (`createRouter`).
  */
 export function routesOf(router: Router<AppState>): Koa.Middleware<AppState> {
   const routes = router.routes() as Koa.Middleware<AppState>;
-  const prefix = router.opts.prefix?.toLowerCase();
+  const prefix = router.opts.prefix;
   if (!prefix) return routes;
   const prefixedRoutes: Koa.Middleware<AppState> = (ctx, next) => {
     const path = ctx.path;
     const under =
-      path.length >= prefix.length &&
-      (path.length === prefix.length || path[prefix.length] === '/') &&
-      path.slice(0, prefix.length).toLowerCase() === prefix;
+      path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === '/');
     return under ? routes(ctx, next) : next();
   };
   // Names its router as `routes()` does, for what lists the app's routes (test/hostile/coverage.test.ts).

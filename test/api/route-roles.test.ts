@@ -64,6 +64,37 @@ test('every admin and platform route the app mounts declares a role, and the tab
   for (const [route, role] of documented) t.is(role, ROUTE_ROLES[route], route);
 });
 
+test('a path in another letter case reaches no route past its authentication: every admin, platform and partner route, no token', async (t) => {
+  const s = await startService(t);
+  const sample = (pattern: string) =>
+    pattern.replace(/:(\w+)/g, (_, name: string) =>
+      /uuid|id$/.test(name) ? '00000000-0000-4000-8000-000000000000' : 'x',
+    );
+  // The prefix, a segment after it, or the whole path in other letters.
+  const variants = (path: string) => {
+    const [, first, ...rest] = path.split('/');
+    return [
+      `/${first.toUpperCase()}/${rest.join('/')}`,
+      `/${first}/${rest[0]?.toUpperCase() ?? ''}${rest.length > 1 ? `/${rest.slice(1).join('/')}` : ''}`,
+      path.toUpperCase(),
+    ];
+  };
+  const answered: string[] = [];
+  for (const route of mounted(s).filter((r) => / \/(admin|platform|partner)\//.test(r))) {
+    const [method, pattern] = route.split(' ');
+    for (const path of variants(sample(pattern))) {
+      const res = await fetch(`${s.base}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: method === 'GET' || method === 'DELETE' ? undefined : '{}',
+      });
+      await res.arrayBuffer();
+      if (res.status < 400 || res.status >= 500) answered.push(`${method} ${path}: ${res.status}`);
+    }
+  }
+  t.deepEqual(answered, []);
+});
+
 test('where two declared patterns match one request, the stricter role applies', (t) => {
   t.is(stricter('admin', 'auditor'), 'admin');
   t.is(stricter('auditor', 'admin'), 'admin');
