@@ -40,12 +40,18 @@ export function registerServe(program: Command): void {
     });
 }
 
-/** Where the operator token comes from; the token itself only when embedded mode keeps it in the data dir. */
+/**
+ * Where the operator token comes from; the token itself only at the start that generated it: it is the
+ * bootstrap admin's (docs/operations.md, "Accounts and roles"), and a log kept for months is no place
+ * for it. Later starts name the file that keeps it.
+ */
 function tokenLine(config: ResolvedConfig): string {
   const source = config.operatorTokenSource;
   if (source.kind === 'env') return `operator token: from ${source.variable}`;
-  const where = `${source.kind === 'generated' ? 'generated into' : 'kept in'} ${source.file}`;
-  return config.embedded ? `operator token (${where}): ${config.operatorToken}` : `operator token: ${where}`;
+  if (source.kind === 'generated' && config.embedded) {
+    return `operator token (generated into ${source.file}): ${config.operatorToken}`;
+  }
+  return `operator token: ${source.kind === 'generated' ? 'generated into' : 'kept in'} ${source.file}`;
 }
 
 async function serve(role: Role): Promise<void> {
