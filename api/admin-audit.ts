@@ -122,7 +122,8 @@ export function auditRoutes(
     const history = await cartHistory(store, uuid);
     if (!history) throw notFound(uuid);
     const name = await named(history.map((e) => e.actor));
-    await recordView(ctx, uuid);
+    // A HEAD sends no history: nobody looked at the customer's data.
+    if (ctx.method !== 'HEAD') await recordView(ctx, uuid);
     ctx.body = { cart_uuid: uuid, events: history.map((e) => ({ ...e, actor: name(e.actor) })) };
   });
 

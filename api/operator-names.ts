@@ -37,9 +37,9 @@ export function actorNamer(readStore: ReadStore): ActorNamer {
   };
 }
 
-type Redelivered = { redeliveries: ReadonlyArray<{ requested_by: Actor }> };
+type Redelivered = { redeliveries: ReadonlyArray<{ requested_by: Actor | null }> };
 type NamedRedeliveries<T extends Redelivered> = Omit<T, 'redeliveries'> & {
-  redeliveries: Array<T['redeliveries'][number] & { requested_by: NamedActor }>;
+  redeliveries: Array<T['redeliveries'][number] & { requested_by: NamedActor | null }>;
 };
 
 /** Delivery records with the name of whoever asked for each redelivery (one read for them all). */
@@ -47,9 +47,14 @@ export async function withRequesterNames<T extends Redelivered>(
   named: ActorNamer,
   records: readonly T[],
 ): Promise<NamedRedeliveries<T>[]> {
-  const name = await named(records.flatMap((r) => r.redeliveries.map((x) => x.requested_by)));
+  const name = await named(
+    records.flatMap((r) => r.redeliveries.flatMap((x) => (x.requested_by ? [x.requested_by] : []))),
+  );
   return records.map((r) => ({
     ...r,
-    redeliveries: r.redeliveries.map((x) => ({ ...x, requested_by: name(x.requested_by) })),
+    redeliveries: r.redeliveries.map((x) => ({
+      ...x,
+      requested_by: x.requested_by ? name(x.requested_by) : null,
+    })),
   }));
 }

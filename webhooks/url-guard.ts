@@ -64,7 +64,7 @@ export type UrlCheck = UrlApproval | UrlRefusal;
 export type Resolver = (hostname: string) => Promise<readonly LookupAddress[]>;
 
 export interface CheckOptions {
-  /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`: permits http and non-public addresses (except cloud metadata). */
+  /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`: permits http and private addresses (never link-local, unspecified or cloud metadata ones). */
   allowPrivate: boolean;
   resolve?: Resolver;
 }

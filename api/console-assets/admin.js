@@ -102,9 +102,11 @@ export const idList = (text) =>
 /** An ISO time as the operator's browser shows local times, with the ISO form on hover. */
 /** Who did something, as the admin API names them: the person's name (with the id on hover), else type and id. */
 export const person = (actor) =>
-  actor.name
-    ? html`<span title=${`${actor.type} ${actor.id}`}>${actor.name}</span>`
-    : `${actor.type} ${actor.id}`;
+  !actor
+    ? 'someone not recorded'
+    : actor.name
+      ? html`<span title=${`${actor.type} ${actor.id}`}>${actor.name}</span>`
+      : `${actor.type} ${actor.id}`;
 
 export const time = (iso) =>
   iso ? html`<time datetime=${iso} title=${iso}>${new Date(iso).toLocaleString()}</time>` : '—';

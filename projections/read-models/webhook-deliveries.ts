@@ -59,7 +59,8 @@ export interface RedeliveryRecord {
   reason: delivery.RedeliveryReason;
   requested_at: string;
   /** Who asked: the person's id, as the event's actor (the admin API adds their name). */
-  requested_by: Actor;
+  /** Who asked (`null` in a document of version 2, served until version 3 is built). */
+  requested_by: Actor | null;
 }
 
 /** A delivery as the admin API shows it. */
@@ -319,7 +320,11 @@ export function toDeliveryRecord(doc: WebhookDeliveryDoc): WebhookDeliveryRecord
     delivered_at: doc.delivered_at,
     parked_reason: doc.parked_reason,
     parked_at: doc.parked_at,
-    redeliveries: doc.redeliveries.map((r) => ({ ...r, requested_by: { ...r.requested_by } })),
+    // A document of version 2 (served while version 3 is built) has no `requested_by`.
+    redeliveries: doc.redeliveries.map((r) => ({
+      ...r,
+      requested_by: r.requested_by ? { ...r.requested_by } : null,
+    })),
     updated_at: doc.updated_at,
   };
 }

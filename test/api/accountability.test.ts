@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import { buildWorld } from '../hostile/world.ts';
 import { type Json, ok, problem } from '../support/admin-answers.ts';
+import { seedCatalog } from '../support/cart-world.ts';
 import { faultyStore } from '../support/faulty-store.ts';
 import { startService, type TestService } from '../support/service.ts';
 
@@ -120,6 +121,8 @@ test("a cart's history names each event's person; every read of it is recorded, 
   await problem(t, await s.call('GET', `${A}/carts/${uuid}/views?cursor=JGd0`), 400, 'invalid_cursor');
   await problem(t, await s.call('GET', `${A}/carts/${randomUUID()}/history`), 404, 'cart_not_found');
   t.is(await inspect.headPosition(), head, 'a refused read records nothing');
+  t.is((await s.call('HEAD', `${A}/carts/${uuid}/history`, undefined, bearer(auditor.token))).status, 200);
+  t.is(await inspect.headPosition(), head, 'a HEAD sends no history, and records no read');
   const unread = await cartBy(t, s, writer);
   t.deepEqual((await ok(t, await s.call('GET', `${A}/carts/${unread}/views`))).views, []);
 });
@@ -227,4 +230,30 @@ test("one person's Idempotency-Key is theirs: the same key from another person r
     { type: 'operator', id: alice.id },
     { type: 'operator', id: bob.id },
   ]);
+});
+
+test("a webhook subscription's every change names the person who made it", async (t) => {
+  const s = await startService(t, { env: { PDS_ALLOW_PRIVATE_WEBHOOK_URLS: 'true' } });
+  const olive = await account(t, s, 'Olive Operator', 'operator');
+  const otto = await account(t, s, 'Otto Operator', 'operator');
+  await seedCatalog(s);
+  const created = await ok(
+    t,
+    await s.call(
+      'POST',
+      `${A}/webhooks`,
+      { url: 'http://127.0.0.1:9/hooks', auth_token: 'receiver-token-0001', store_ids: [1] },
+      bearer(olive.token),
+    ),
+    201,
+  );
+  const id = created.webhook.webhook_id as string;
+  await ok(t, await s.call('PATCH', `${A}/webhooks/${id}`, { enabled: false }, bearer(otto.token)));
+  await ok(t, await s.call('POST', `${A}/webhooks/${id}/rotate-secret`, {}, bearer(olive.token)));
+  await ok(t, await s.call('DELETE', `${A}/webhooks/${id}`, undefined, bearer(otto.token)));
+  const events = await (await s.openStore()).readStream(`webhooksub-${id}`);
+  t.deepEqual(
+    events.map((e) => e.metadata.actor.id),
+    [olive.id, otto.id, olive.id, otto.id],
+  );
 });
