@@ -77,12 +77,13 @@ export async function signOut(session) {
 
 /**
  * What each role may do in the console (docs/operations.md, "The console"): an auditor reads; an
- * operator also changes partners and their keys, webhooks, deliveries and projections; an admin also
- * manages accounts. The admin API refuses the same writes whatever the page shows.
+ * operator and an admin also change partners and their keys, webhooks, deliveries and projections
+ * (accounts are managed through `pds operators`). The admin API refuses the same writes whatever the
+ * page shows.
  */
 const OPERATOR_ACTIONS = ['partners.write', 'webhooks.write', 'deliveries.redeliver', 'projections.rebuild'];
 const ROLE_ACTIONS = {
-  admin: new Set([...OPERATOR_ACTIONS, 'accounts.manage']),
+  admin: new Set(OPERATOR_ACTIONS),
   operator: new Set(OPERATOR_ACTIONS),
   auditor: new Set(),
 };
