@@ -242,7 +242,7 @@ test('pds operators: exit codes; an auditor is refused account management; pds a
   t.regex(audit.stdout, /platform:bootstrap \(bootstrap token\)/);
   const views = await pds(s, ['audit', 'views', uuid]);
   t.is(views.code, 0, views.stderr);
-  t.regex(views.stdout, new RegExp(`^\\S+\\s+operator:${auditor.operator.operator_id}\\s+Aud$`, 'm'));
+  t.regex(views.stdout, new RegExp(`^\\S+\\s+operator:${auditor.operator.operator_id} \\(Aud\\)$`, 'm'));
   const json = JSON.parse((await pds(s, ['audit', 'views', uuid, '--json'])).stdout) as Json;
   t.deepEqual(
     json.views.map((v: Json) => v.by),

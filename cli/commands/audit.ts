@@ -9,6 +9,7 @@ import type { HistoryEntry } from '../../api/admin-audit.ts';
 import type { NamedActor } from '../../api/operator-names.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
 import { type AdminClient, createAdminClient, fetchAll, table } from '../client.ts';
+import { printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
 
 /** `status: pending → verification; amount: 0 → 20`. */
@@ -56,7 +57,7 @@ export function registerAudit(program: Command): void {
           `/admin/v1/carts/${encodeURIComponent(uuid)}/history`,
         );
         const deliveries = await cartDeliveries(client, uuid);
-        if (options.json) return `${JSON.stringify({ ...history, deliveries }, null, 2)}\n`;
+        if (options.json) return printJson({ ...history, deliveries });
         const revisionOf = new Map(history.events.map((e) => [e.event_id, e.revision]));
         const events = table(
           [
@@ -112,11 +113,11 @@ export function registerAudit(program: Command): void {
           `/admin/v1/carts/${encodeURIComponent(uuid)}/views`,
           'views',
         );
-        if (options.json) return `${JSON.stringify({ cart_uuid: uuid, views }, null, 2)}\n`;
+        if (options.json) return printJson({ cart_uuid: uuid, views });
         if (views.length === 0) return 'nobody has read this cart’s history\n';
         return `${table(
-          ['viewed_at', 'by', 'name'],
-          views.map((v) => [v.viewed_at, `${v.by.type}:${v.by.id}`, v.by.name]),
+          ['viewed_at', 'by'],
+          views.map((v) => [v.viewed_at, actorText(v.by)]),
         )}\n`;
       }),
     );
