@@ -5,8 +5,9 @@
  * percent-encodes it, a debugging page shows it in base64, base64url or hex. Each of those forms is
  * struck, wherever it stands:
  *
- * - the secret with any of its characters escaped the JSON way (`\"`, `\/`, `\u0041`) or the URL way
- *   (`%41`, `%c3%a9`, `+` for a space), in either letter case, and as it is;
+ * - the secret with any of its characters escaped the JSON way (`\"`, `\/`, `\u0041`), the URL way
+ *   (`%41`, `%c3%a9`, `+` for a space), either of them twice (`\\\"`, `%2541`), or the HTML way
+ *   (`&quot;`, `&#34;`, `&#x22;`), in either letter case, and as it is;
  * - its hex, in either letter case;
  * - its base64 and base64url, at each of the three alignments it can have inside a longer encoded text
  *   (`Bearer <token>` encoded whole): the characters that depend on the secret's bytes alone;
@@ -36,6 +37,14 @@ const JSON_SHORT_ESCAPES: Readonly<Record<string, string>> = {
   '\t': '\\t',
 };
 
+const HTML_ENTITIES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&apos;',
+};
+
 /** Compiled forms by character, shared by every redactor (secrets draw on few characters). */
 const compiledForms = new Map<string, readonly RegExp[]>();
 
@@ -54,9 +63,16 @@ function characterForms(c: string): readonly RegExp[] {
     units += `\\\\u${anyCaseHex(c.charCodeAt(i).toString(16).padStart(4, '0'))}`;
   }
   forms.push(units);
-  forms.push(
-    [...Buffer.from(c, 'utf8')].map((b) => `%${anyCaseHex(b.toString(16).padStart(2, '0'))}`).join(''),
-  );
+  const bytes = [...Buffer.from(c, 'utf8')].map((b) => anyCaseHex(b.toString(16).padStart(2, '0')));
+  forms.push(bytes.map((b) => `%${b}`).join(''));
+  // Encoded twice: a percent-encoded query echoed in another query, a JSON string in a JSON string.
+  forms.push(bytes.map((b) => `%25${b}`).join(''));
+  if (short) forms.push(regexLiteral(JSON.stringify(short).slice(1, -1)));
+  // An HTML page: the named entities of markup's own characters, and numeric references.
+  const entity = HTML_ENTITIES[c];
+  if (entity) forms.push(regexLiteral(entity));
+  const code = c.codePointAt(0) ?? 0;
+  forms.push(`&#0*${code};`, `&#[xX]0*${anyCaseHex(code.toString(16))};`);
   if (c === ' ') forms.push('\\+');
   compiled = forms.map((f) => new RegExp(f, 'y'));
   compiledForms.set(c, compiled);
@@ -64,7 +80,7 @@ function characterForms(c: string): readonly RegExp[] {
 }
 
 /** What may be left of one escaped character where the text was cut. */
-const CUT_ESCAPE = /^(?:%[0-9a-fA-F]?|\\(?:u[0-9a-fA-F]{0,3})?)$/;
+const CUT_ESCAPE = /^(?:%(?:25?)?[0-9a-fA-F]?|\\{1,3}(?:u[0-9a-fA-F]{0,3})?|&#?[xX]?[0-9a-zA-Z]*)$/;
 
 /**
  * Character forms a scan of one text may try: past them (a text made to be costly to read) the text

@@ -29,6 +29,14 @@ const percentEveryByte = (s: string, upper: boolean) =>
     .map((b) => `%${b.toString(16).padStart(2, '0')}`[upper ? 'toUpperCase' : 'toLowerCase']())
     .join('');
 
+const HTML: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+const htmlEscaped = (s: string) => s.replace(/[&<>"']/g, (c) => HTML[c]);
+const htmlDecoded = (s: string) =>
+  s
+    .replace(/&#[xX]([0-9a-fA-F]+);/g, (_, h: string) => String.fromCodePoint(Number.parseInt(h, 16)))
+    .replace(/&#(\d+);/g, (_, d: string) => String.fromCodePoint(Number(d)))
+    .replace(/&(amp|lt|gt|quot|apos);/g, (m) => Object.keys(HTML).find((c) => HTML[c] === m) ?? m);
+
 /** Each way a receiver might echo `value` back, by name. */
 function echoes(value: string): Record<string, string> {
   return {
@@ -40,6 +48,11 @@ function echoes(value: string): Record<string, string> {
     'percent-encoded, lower case': encodeURIComponent(value).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
     'percent-encoded, every byte': percentEveryByte(value, true),
     'form-encoded': new URLSearchParams({ v: value }).toString().slice(2),
+    'percent-encoded twice': encodeURIComponent(encodeURIComponent(value)),
+    'JSON-escaped twice': JSON.stringify(JSON.stringify(value).slice(1, -1)).slice(1, -1),
+    'HTML-escaped': htmlEscaped(value),
+    'HTML numeric references': [...value].map((c) => `&#${c.charCodeAt(0)};`).join(''),
+    'HTML hex references': [...value].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join(''),
     base64: b64(value),
     'base64 of "Bearer <token>"': b64(`Bearer ${value}`),
     'base64 of "x:<token>" (Basic)': b64(`x:${value}`),
@@ -58,6 +71,9 @@ function reveals(text: string, secret: string): boolean {
     text.replace(/\\u([0-9a-fA-F]{4})/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16))),
     safe(() => decodeURIComponent(text.replaceAll('+', ' '))),
     safe(() => JSON.parse(`"${text}"`) as string),
+    safe(() => decodeURIComponent(decodeURIComponent(text))),
+    safe(() => JSON.parse(`"${JSON.parse(`"${text}"`) as string}"`) as string),
+    htmlDecoded(text),
     Buffer.from(text, 'hex').toString('latin1'),
   ];
   for (let start = 0; start < 4; start++) {
