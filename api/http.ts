@@ -87,8 +87,7 @@ export function routesOf(router: Router<AppState>): Koa.Middleware<AppState> {
   if (!prefix) return routes;
   const prefixedRoutes: Koa.Middleware<AppState> = (ctx, next) => {
     const path = ctx.path;
-    const under =
-      path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === '/');
+    const under = path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === '/');
     return under ? routes(ctx, next) : next();
   };
   // Names its router as `routes()` does, for what lists the app's routes (test/hostile/coverage.test.ts).
