@@ -20,7 +20,7 @@ import { auditRoutes } from './admin-audit.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
-import { type AdminRoute, mountAdminRoutes } from './admin-route-table.ts';
+import { type AdminRoute, mountAdminRoutes, type PublicAdminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
@@ -250,7 +250,9 @@ export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
 }
 
 /** `GET /admin/v1/openapi.json`, public as the partner APIs' documents are; built at its first request. */
-export function createAdminDocumentRouter(tables: readonly AdminRoute[]): Router<AppState> {
+export function createAdminDocumentRouter(
+  tables: readonly (AdminRoute | PublicAdminRoute)[],
+): Router<AppState> {
   const router = createRouter({ prefix: `${ADMIN_BASE}/openapi.json` });
   let document: unknown;
   useEach(router, securityHeaders);

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { adminRouteTables, createAdminDocumentRouter, createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
-import { createSessionRouter } from '../api/admin-session.ts';
+import { createSessionRouter, sessionRoutes } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
@@ -203,10 +203,11 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
       const { sessions } = shared;
-      if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock })));
+      const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];
+      if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock }, sessionTable)));
       const adminDeps = { store, commands, readStore, clock, operators, sessions, webhooks };
       const tables = adminRouteTables(adminDeps);
-      ctx.app.use(routesOf(createAdminDocumentRouter(tables)));
+      ctx.app.use(routesOf(createAdminDocumentRouter([...sessionTable, ...tables])));
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
