@@ -12,6 +12,7 @@ import { append as unaryAppend } from '@eventstore/db-client/dist/streams/append
 import {
   type AppendOptions,
   type AppendResult,
+  checkMaxAge,
   type Direction,
   EventStoreError,
   type ExpectedRevision,
@@ -49,8 +50,14 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     const expectedRevision = toEsdbExpected(expected);
     const proposed = events.map(toEventData);
     if (proposed.length === 0) return checkOnly(streamId, expected);
+    if (options.maxAgeMs !== undefined) checkMaxAge(options.maxAgeMs);
     const write = withTimeout(
-      appendOnce(streamId, proposed, expected, expectedRevision),
+      appendOnce(streamId, proposed, expected, expectedRevision).then(async (result) => {
+        if (options.maxAgeMs !== undefined && result.nextExpectedRevision === proposed.length - 1) {
+          await setMaxAge(streamId, options.maxAgeMs);
+        }
+        return result;
+      }),
       appendTimeoutMs,
       () => appendTimedOut(streamId, appendTimeoutMs),
     );
@@ -90,6 +97,15 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
       ? Number(result.position.commit)
       : (await readAt(streamId, result.nextExpectedRevision)).position;
     return { nextExpectedRevision: Number(result.nextExpectedRevision), position };
+  }
+
+  /**
+   * The stream's `$maxAge`, set by the append that started it (docs/operations.md, "Retention"): the
+   * server leaves its expired events out of reads and subscriptions and deletes them at a scavenge.
+   * Whole seconds, rounded up: an event is never dropped before its time.
+   */
+  async function setMaxAge(streamId: string, maxAgeMs: number): Promise<void> {
+    await client.setStreamMetadata(streamId, { maxAge: Math.ceil(maxAgeMs / 1_000) });
   }
 
   /** Resolves once every append started so far has settled (each is bounded by the append timeout). */

@@ -24,6 +24,10 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_stream_revision ON events (stream_id, revision);
 CREATE UNIQUE INDEX IF NOT EXISTS events_event_id ON events (event_id);
+CREATE TABLE IF NOT EXISTS stream_max_age (
+  stream_id  TEXT    PRIMARY KEY,
+  max_age_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS psub_groups (
   name       TEXT PRIMARY KEY,
   settings   TEXT NOT NULL,
