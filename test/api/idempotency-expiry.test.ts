@@ -1,0 +1,66 @@
+/**
+ * An `Idempotency-Key` expires `PDS_IDEMPOTENCY_TTL` after its claim (docs/operations.md,
+ * "Retention"): until then a retry replays the first answer and another request with the key is
+ * refused; afterwards the key is free, a request with it runs afresh, and its stream carries a max
+ * age, so the retention job may drop its records.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import test from 'ava';
+import { manualClock } from '../../domain/clock.ts';
+import { seedCurbsideStore } from '../support/curbside-world.ts';
+import { startService } from '../support/service.ts';
+
+const HOUR = 3_600_000;
+
+test('a key replays its answer for the TTL, then runs afresh for any request', async (t) => {
+  const clock = manualClock('2026-03-01T00:00:00.000Z');
+  const s = await startService(t, { clock, env: { PDS_IDEMPOTENCY_TTL: '2h' } });
+  await seedCurbsideStore(s);
+  const key = `partner-${randomUUID()}`;
+  const create = async (name: string) => {
+    const r = await s.call(
+      'POST',
+      '/admin/v1/partners',
+      { name, kind: 'store_operator', store_ids: [1] },
+      { 'idempotency-key': key },
+    );
+    const body = (await r.json()) as { partner?: { partner_id: string }; code?: string; detail?: string };
+    return { status: r.status, replayed: r.headers.get('idempotent-replayed'), body };
+  };
+
+  const first = await create('Green Door web');
+  t.is(first.status, 201);
+  clock.advance(2 * HOUR - 1);
+  const retry = await create('Green Door web');
+  t.is(retry.replayed, 'true', 'within the TTL: the first answer');
+  t.is(retry.body.partner?.partner_id, first.body.partner?.partner_id);
+  const other = await create('Another name');
+  t.is(other.status, 422, 'within the TTL: the key is bound to its request');
+  t.is(other.body.code, 'idempotency_key_reused');
+
+  clock.advance(1);
+  const afresh = await create('Another name');
+  t.is(afresh.status, 201, 'past the TTL: any request runs');
+  t.is(afresh.replayed, null);
+  t.not(afresh.body.partner?.partner_id, first.body.partner?.partner_id);
+  const replayed = await create('Another name');
+  t.is(replayed.replayed, 'true', 'and the key binds its new answer');
+  t.is(replayed.body.partner?.partner_id, afresh.body.partner?.partner_id);
+
+  // The key's stream carries the TTL as its max age: the retention job drops its records.
+  const store = await s.openStore();
+  t.teardown(() => store.close());
+  const streams = new Set(
+    (await store.readAll({ filter: { streamPrefixes: ['idempotency-'] } })).map((e) => e.streamId),
+  );
+  const db = new DatabaseSync(join(s.dataDir, 'events.db'), { readOnly: true });
+  t.teardown(() => db.close());
+  const ages = db.prepare('SELECT stream_id, max_age_ms FROM stream_max_age').all();
+  t.true(streams.size > 0);
+  t.deepEqual(
+    ages.filter((row) => streams.has(String(row.stream_id))).map((row) => row.max_age_ms),
+    [...streams].map(() => 2 * HOUR),
+  );
+});
