@@ -288,7 +288,7 @@ export function dispatcherComponents(
     dispatcherState(shared),
     abandonmentTimer(shared, clock, timers),
     webhookDispatcher(shared, clock, timers),
-    retentionJob(clock, timers),
+    retentionJob(clock),
   ];
 }
 
@@ -299,8 +299,9 @@ const RETENTION_CHECK_MS = 60_000;
  * The retention job (docs/operations.md, "Retention"), where the dispatcher runs: one process of a
  * split deployment, or role `all`'s dispatcher thread.
  */
-export function retentionJob(clock: Clock = systemClock, timers: Timers = createTimers()): Component {
+export function retentionJob(clock: Clock = systemClock): Component {
   let interval: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
   return {
     name: 'retention',
     roles: ['dispatcher'],
@@ -318,13 +319,18 @@ export function retentionJob(clock: Clock = systemClock, timers: Timers = create
           if (run.events > 0) ctx.logger.info(run, 'retention: dropped expired events');
         },
       });
-      timers.ticks.push(() => job.tick());
-      const tick = () =>
-        job.tick().catch((error: unknown) => ctx.logger.warn({ err: error }, 'retention run failed'));
+      const tick = () => {
+        running = job
+          .tick()
+          .catch((error: unknown) => ctx.logger.warn({ err: error }, 'retention run failed'));
+      };
+      // The first run at start, in the background: a start never waits for it.
+      void tick();
       interval = setInterval(tick, RETENTION_CHECK_MS).unref();
     },
-    stop() {
+    async stop() {
       clearInterval(interval);
+      await running; // the store closes after the components stop
     },
   };
 }

@@ -5,10 +5,13 @@
  * age, so the retention job may drop its records.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { seedCurbsideStore } from '../support/curbside-world.ts';
 import { startService } from '../support/service.ts';
 
@@ -63,4 +66,43 @@ test('a key replays its answer for the TTL, then runs afresh for any request', a
     ages.filter((row) => streams.has(String(row.stream_id))).map((row) => row.max_age_ms),
     [...streams].map(() => 2 * HOUR),
   );
+});
+
+test('the service drops expired idempotency records at start, and counts them', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'pds-retention-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  // Records written two days ago, with a day's max age, then a business event.
+  const past = await openSqliteEventStore(join(dataDir, 'events.db'), {
+    now: () => new Date(Date.now() - 48 * HOUR),
+  });
+  const claim = {
+    type: 'IdempotencyKeyClaimed',
+    data: {},
+    metadata: {
+      correlation_id: 'c',
+      causation_id: null,
+      actor: { type: 'platform' as const, id: 'test' },
+      occurred_at: new Date(Date.now() - 48 * HOUR).toISOString(),
+      schema_version: 1,
+    },
+  };
+  await past.append('idempotency-old', [claim], { maxAgeMs: 24 * HOUR });
+  await past.append('idempotency-older', [claim], { maxAgeMs: 24 * HOUR });
+  await past.append('store-1', [{ ...claim, type: 'StoreCreated' }]);
+  await past.close();
+
+  const s = await startService(t, { dataDir });
+  const store = await s.openStore();
+  t.teardown(() => store.close());
+  for (
+    let i = 0;
+    i < 200 && (await store.readAll({ filter: { streamPrefixes: ['idempotency-'] } })).length > 0;
+    i++
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  t.deepEqual(await store.readAll({ filter: { streamPrefixes: ['idempotency-'] } }), []);
+  t.is((await store.readStream('store-1')).length, 1, 'a business event stays');
+  const metrics = await (await fetch(`${s.base}/metrics`)).text();
+  t.regex(metrics, /^pds_retention_dropped_events_total 2$/m);
 });
