@@ -22,6 +22,7 @@ import type { Clock } from '../domain/clock.ts';
 import {
   type Actor,
   type EventStore,
+  type NewEvent,
   type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
@@ -179,12 +180,7 @@ export function idempotency(options: IdempotencyOptions) {
       `${ctx.method} ${ctx.path}\n${canonical((ctx.request as { body?: unknown }).body ?? null)}`,
     );
 
-    let events: RecordedEvent[] = [];
-    try {
-      events = await store.readStream(streamId);
-    } catch (err) {
-      if (!(err instanceof StreamNotFoundError)) throw err;
-    }
+    const events = await recordsOf(store, streamId);
     let revision = events.length > 0 ? events[events.length - 1].revision : -1;
     const claim = [...events].reverse().find((e) => e.type === 'IdempotencyKeyClaimed')?.data as
       | Claimed
@@ -222,27 +218,8 @@ export function idempotency(options: IdempotencyOptions) {
       path: loggablePath(ctx.path).slice(0, MAX_CLAIMED_PATH_LENGTH),
       claimed_at: clock.now().toISOString(),
     };
-    const append = (expected: number) =>
-      store.append(streamId, [{ type: 'IdempotencyKeyClaimed', data: claimed, metadata: metadata(ctx) }], {
-        expectedRevision: expected === -1 ? 'no_stream' : expected,
-        maxAgeMs: ttlMs,
-      });
-    try {
-      revision = (await append(revision)).nextExpectedRevision;
-    } catch (err) {
-      if (!(err instanceof WrongExpectedVersionError)) throw err;
-      // A stream whose events all expired reads as empty on EventStoreDB and keeps its revision: the
-      // claim goes after it, unless another request claimed the key meanwhile.
-      if (revision !== -1 || typeof err.actual !== 'number') throw inProgress(key);
-      const again = await store.readStream(streamId).catch(() => []);
-      if (again.length > 0) throw inProgress(key);
-      try {
-        revision = (await append(err.actual)).nextExpectedRevision;
-      } catch (retried) {
-        if (retried instanceof WrongExpectedVersionError) throw inProgress(key);
-        throw retried;
-      }
-    }
+    const claimEvent = { type: 'IdempotencyKeyClaimed', data: claimed, metadata: metadata(ctx) };
+    revision = await claimKey(store, streamId, revision, key, claimEvent, ttlMs);
 
     const record = async (recorded: Recorded) => {
       await store.append(
@@ -298,6 +275,52 @@ export function idempotency(options: IdempotencyOptions) {
       headers,
     });
   };
+}
+
+/** A key's records as the store returns them: none when its stream is absent. */
+async function recordsOf(store: EventStore, streamId: string): Promise<RecordedEvent[]> {
+  try {
+    return await store.readStream(streamId);
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) return [];
+    throw err;
+  }
+}
+
+/**
+ * Appends a key's claim after `revision` (-1: none read), with the key's TTL as its stream's max age,
+ * and answers the stream's revision after it. A concurrent claim is a 409.
+ */
+async function claimKey(
+  store: EventStore,
+  streamId: string,
+  revision: number,
+  key: string,
+  claim: NewEvent,
+  ttlMs: number,
+): Promise<number> {
+  const append = async (expected: number) =>
+    (
+      await store.append(streamId, [claim], {
+        expectedRevision: expected === -1 ? 'no_stream' : expected,
+        maxAgeMs: ttlMs,
+      })
+    ).nextExpectedRevision;
+  try {
+    return await append(revision);
+  } catch (err) {
+    if (!(err instanceof WrongExpectedVersionError)) throw err;
+    // A stream whose events all expired reads as empty on EventStoreDB and keeps its revision: the
+    // claim goes after it, unless another request claimed the key meanwhile.
+    if (revision !== -1 || typeof err.actual !== 'number') throw inProgress(key);
+    if ((await recordsOf(store, streamId)).length > 0) throw inProgress(key);
+    try {
+      return await append(err.actual);
+    } catch (retried) {
+      if (retried instanceof WrongExpectedVersionError) throw inProgress(key);
+      throw retried;
+    }
+  }
 }
 
 function inProgress(key: string): HttpProblem {
