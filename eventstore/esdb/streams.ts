@@ -1,10 +1,12 @@
 /** Appends and stream reads; `$all` reads are in read-all.ts. */
 import type { AppendExpectedRevision, JSONEventData } from '@eventstore/db-client';
 import {
+  ANY,
   BACKWARDS,
   END,
   type EventStoreDBClient,
   FORWARDS,
+  jsonEvent,
   START,
   StreamDeletedError,
 } from '@eventstore/db-client';
@@ -105,7 +107,12 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
    * Whole seconds, rounded up: an event is never dropped before its time.
    */
   async function setMaxAge(streamId: string, maxAgeMs: number): Promise<void> {
-    await client.setStreamMetadata(streamId, { maxAge: Math.ceil(maxAgeMs / 1_000) });
+    // What the client's setStreamMetadata writes, through the unary Append (see appendOnce).
+    const metadata = jsonEvent({ type: '$metadata', data: { $maxAge: Math.ceil(maxAgeMs / 1_000) } });
+    await unaryAppend.call(client, `$$${streamId}`, [metadata], {
+      expectedRevision: ANY,
+      batchAppendSize: 0,
+    });
   }
 
   /** Resolves once every append started so far has settled (each is bounded by the append timeout). */
