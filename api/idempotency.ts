@@ -227,6 +227,7 @@ export function idempotency(options: IdempotencyOptions) {
         [{ type: 'IdempotentResponseRecorded', data: recorded, metadata: metadata(ctx) }],
         {
           expectedRevision: revision,
+          maxAgeMs: ttlMs,
         },
       );
     };
@@ -243,6 +244,7 @@ export function idempotency(options: IdempotencyOptions) {
           ],
           {
             expectedRevision: revision,
+            maxAgeMs: ttlMs,
           },
         )
         .catch(() => undefined); // an unreleased claim expires by itself

@@ -71,8 +71,8 @@ export interface AppendOptions {
    * stream's events may be dropped once they are older than this (ms, from when each was recorded).
    * EventStoreDB: the stream's `$maxAge` (whole seconds, rounded up), set by the append that starts the
    * stream; its reads leave expired events out and a scavenge deletes them. The embedded store
-   * deletes them at `dropExpired`, a stream whose events are all gone is absent again, and until then
-   * its reads still return them. A caller judges expiry by its own clock either way.
+   * deletes the stream whole at `dropExpired` once its last event has expired (it is absent again),
+   * and until then its reads return every event. A caller judges expiry by its own clock either way.
    */
   maxAgeMs?: number;
 }
@@ -268,9 +268,10 @@ export interface EventStore {
   subscribeToAll(options: CatchUpSubscriptionOptions, handlers: CatchUpHandlers): CatchUpSubscription;
 
   /**
-   * Deletes the events older than their stream's `maxAgeMs` (docs/operations.md, "Retention"), and
-   * reports how many. The embedded store deletes them here (never the log's last event, whose position
-   * the next append's follows); EventStoreDB drops them itself, at a scavenge, and reports none.
+   * Deletes expired events of streams appended with `maxAgeMs` (docs/operations.md, "Retention"), and
+   * reports how many. The embedded store deletes here each stream whose last event has expired (but
+   * not the log's last event, whose position the next append's follows); EventStoreDB drops them
+   * itself, at a scavenge, and reports none.
    */
   dropExpired(): Promise<DroppedEvents>;
 

@@ -37,7 +37,7 @@ function event(type: string, at: Date, size: number): NewEvent {
 
 /** The file's size once the WAL is copied into it. */
 async function fileSize(store: EventStore, file: string): Promise<number> {
-  // A checkpoint happens at close; reopen for the next hours.
+  // The WAL is copied into the file at close; the caller opens it again for the next hours.
   await store.close();
   return statSync(file).size;
 }

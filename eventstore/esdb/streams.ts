@@ -56,7 +56,7 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     const write = withTimeout(
       appendOnce(streamId, proposed, expected, expectedRevision).then(async (result) => {
         if (options.maxAgeMs !== undefined && result.nextExpectedRevision === proposed.length - 1) {
-          await setMaxAge(streamId, options.maxAgeMs);
+          await setMaxAge(client, streamId, options.maxAgeMs);
         }
         return result;
       }),
@@ -99,20 +99,6 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
       ? Number(result.position.commit)
       : (await readAt(streamId, result.nextExpectedRevision)).position;
     return { nextExpectedRevision: Number(result.nextExpectedRevision), position };
-  }
-
-  /**
-   * The stream's `$maxAge`, set by the append that started it (docs/operations.md, "Retention"): the
-   * server leaves its expired events out of reads and subscriptions and deletes them at a scavenge.
-   * Whole seconds, rounded up: an event is never dropped before its time.
-   */
-  async function setMaxAge(streamId: string, maxAgeMs: number): Promise<void> {
-    // What the client's setStreamMetadata writes, through the unary Append (see appendOnce).
-    const metadata = jsonEvent({ type: '$metadata', data: { $maxAge: Math.ceil(maxAgeMs / 1_000) } });
-    await unaryAppend.call(client, `$$${streamId}`, [metadata], {
-      expectedRevision: ANY,
-      batchAppendSize: 0,
-    });
   }
 
   /** Resolves once every append started so far has settled (each is bounded by the append timeout). */
@@ -187,4 +173,15 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
   }
 
   return { append, settle, readAt, readStream, ...all };
+}
+
+/**
+ * The stream's `$maxAge`, set by the append that started it (docs/operations.md, "Retention"): the
+ * server leaves its expired events out of reads and subscriptions and deletes them at a scavenge.
+ * Whole seconds, rounded up: an event is never dropped before its time. What the client's
+ * setStreamMetadata writes, through the unary Append (see `appendOnce`).
+ */
+async function setMaxAge(client: EventStoreDBClient, streamId: string, maxAgeMs: number): Promise<void> {
+  const metadata = jsonEvent({ type: '$metadata', data: { $maxAge: Math.ceil(maxAgeMs / 1_000) } });
+  await unaryAppend.call(client, `$$${streamId}`, [metadata], { expectedRevision: ANY, batchAppendSize: 0 });
 }

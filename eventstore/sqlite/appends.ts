@@ -154,7 +154,7 @@ async function append(
       if (!unread) checkExpected(streamId, expected, actual);
       const written = insertEvents(ctx, streamId, actual, events, ids, payloads, recordedAt);
       if (opts.maxAgeMs === undefined) return written;
-      setMaxAge(ctx.log, streamId, opts.maxAgeMs);
+      setMaxAge(ctx.log, streamId, opts.maxAgeMs, recordedAt);
       return { ...written, expires: true };
     } catch (error) {
       // A repeat of a stored append fails one way or another: its expected revision has passed, its

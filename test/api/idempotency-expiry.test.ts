@@ -60,11 +60,14 @@ test('a key replays its answer for the TTL, then runs afresh for any request', a
   );
   const db = new DatabaseSync(join(s.dataDir, 'events.db'), { readOnly: true });
   t.teardown(() => db.close());
-  const ages = db.prepare('SELECT stream_id, max_age_ms FROM stream_max_age').all();
-  t.true(streams.size > 0);
+  const expiries = db.prepare('SELECT stream_id, expires_at FROM stream_expiry').all();
+  t.is(streams.size, 1);
+  const [stream] = streams;
+  const last = (await store.readStream(stream)).at(-1);
   t.deepEqual(
-    ages.filter((row) => streams.has(String(row.stream_id))).map((row) => row.max_age_ms),
-    [...streams].map(() => 2 * HOUR),
+    expiries.filter((row) => row.stream_id === stream).map((row) => row.expires_at),
+    [Date.parse(last?.recordedAt ?? '') + 2 * HOUR],
+    'the stream expires with its last record',
   );
 });
 
