@@ -44,6 +44,8 @@ export interface AdminDeps {
   sessions?: ConsoleSessions;
   /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
+  /** How long an `Idempotency-Key` binds its request and answer (`PDS_IDEMPOTENCY_TTL`; 24 hours when left out). */
+  idempotencyTtlMs?: number;
 }
 
 const keyParams = z.object({ id: pathUuid, key_id: partner.keyId });
@@ -282,6 +284,7 @@ export function createAdminRouter(
     idempotency({
       store: deps.store,
       clock: deps.clock,
+      ttlMs: deps.idempotencyTtlMs,
       scopeOf: personalKeySpace('operator'),
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot

@@ -148,7 +148,9 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
       if (!shared.readStore) throw new Error('the partner APIs need the read side started first');
       const collection = await openPartnerCollections(shared.readStore);
       const commands = createCommandHandler(ctx.eventStore, eventRegistry);
-      for (const router of createPartnerRouters({ collection, store: ctx.eventStore, commands, clock })) {
+      const idempotencyTtlMs = ctx.config.idempotencyTtlMs;
+      const deps = { collection, store: ctx.eventStore, commands, clock, idempotencyTtlMs };
+      for (const router of createPartnerRouters(deps)) {
         ctx.app.use(routesOf(router));
       }
       ctx.app.use(routesOf(createDocsRouter(partnerApis)));
@@ -194,6 +196,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
             clock,
             operators,
             writeSideBuilt: built.built,
+            idempotencyTtlMs: ctx.config.idempotencyTtlMs,
           }),
         ),
       );
@@ -205,7 +208,17 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const { sessions } = shared;
       const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];
       if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock }, sessionTable)));
-      const adminDeps = { store, commands, readStore, clock, operators, sessions, webhooks };
+      const idempotencyTtlMs = ctx.config.idempotencyTtlMs;
+      const adminDeps = {
+        store,
+        commands,
+        readStore,
+        clock,
+        operators,
+        sessions,
+        webhooks,
+        idempotencyTtlMs,
+      };
       const tables = adminRouteTables(adminDeps);
       ctx.app.use(routesOf(createAdminDocumentRouter([...sessionTable, ...tables])));
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));

@@ -69,6 +69,8 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookRetryScheduleMs: readonly number[];
   allowPrivateWebhookUrls: boolean;
+  /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
+  idempotencyTtlMs: number;
   /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
   secretKey: KeyObject | null;
   sandbox: boolean;
@@ -250,6 +252,7 @@ const envSchema = z.object({
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
+  PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
   PDS_SANDBOX_SIZE: sandboxSize.optional(),
@@ -273,6 +276,7 @@ export const DEFAULTS = {
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
+  idempotencyTtl: '24h',
   logLevel: 'info',
 } as const;
 
@@ -365,6 +369,7 @@ export function parseConfig(env: Env): Config {
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
+    idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
     sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,

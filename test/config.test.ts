@@ -97,6 +97,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookTimeoutMs: 15_000,
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     allowPrivateWebhookUrls: true,
+    idempotencyTtlMs: 24 * 3_600_000,
     secretKey: null,
     sandbox: true,
     sandboxSize: 50,
@@ -285,6 +286,10 @@ const valid: Record<string, Case[]> = {
     },
     { env: { PDS_WEBHOOK_RETRY_SCHEDULE: '10ms' }, check: (c) => c.webhookRetryScheduleMs, expected: [10] },
   ],
+  PDS_IDEMPOTENCY_TTL: [
+    { env: { PDS_IDEMPOTENCY_TTL: '2h' }, check: (c) => c.idempotencyTtlMs, expected: 7_200_000 },
+    { env: { PDS_IDEMPOTENCY_TTL: '90s' }, check: (c) => c.idempotencyTtlMs, expected: 90_000 },
+  ],
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: (
     [
       ['true', true],
@@ -370,6 +375,8 @@ const bad: [string, string, Env?][] = [
   ['PDS_ABANDON_AFTER', '6'],
   ['PDS_ABANDON_AFTER', '0s'],
   ['PDS_ABANDON_AFTER', '1d'],
+  ['PDS_IDEMPOTENCY_TTL', '0s'],
+  ['PDS_IDEMPOTENCY_TTL', '1d'],
   ['PDS_PROJECTOR_LEASE', '0s'],
   ['PDS_PROJECTOR_LEASE', '500ms'],
   ['PDS_PROJECTOR_LEASE', 'long'],
