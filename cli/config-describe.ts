@@ -51,6 +51,9 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     allow_private_webhook_urls: config.allowPrivateWebhookUrls,
     sandbox: config.sandbox,
     sandbox_size: config.sandboxSize,
+    backup_dir: config.backupDir,
+    backup_every: formatDuration(config.backupEveryMs),
+    backup_keep: config.backupKeep,
     log_level: config.logLevel,
   };
 }
