@@ -33,7 +33,9 @@ export function scheduledBackups(clock: Clock = systemClock, timers: Timers = cr
         registers: [ctx.registry],
       });
       const { createBackupSchedule } = await import('./schedule.ts');
+      const { takeBackupOnThread } = await import('./take-thread.ts');
       const s = createBackupSchedule({
+        take: takeBackupOnThread,
         dataDir,
         backupDir,
         everyMs: backupEveryMs,

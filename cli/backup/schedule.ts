@@ -14,11 +14,13 @@ import type { Logger } from 'pino';
 import { createScheduler } from '../../dispatcher/scheduler.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { MANIFEST_FILE, readManifest } from './manifest.ts';
-import { BACKUP_PREFIX, type TakenBackup, takeBackup } from './take.ts';
+import { BACKUP_PREFIX, type BackupOptions, type TakenBackup, takeBackup } from './take.ts';
 
 const RETRY_CAP_MS = 3_600_000;
 
 export interface BackupScheduleOptions {
+  /** How a backup is taken: `takeBackup` by default; the service takes it on a thread (`take-thread.ts`). */
+  take?: (options: BackupOptions) => Promise<TakenBackup>;
   dataDir: string;
   backupDir: string;
   everyMs: number;
@@ -73,7 +75,7 @@ export function createBackupSchedule(options: BackupScheduleOptions): BackupSche
 
   async function run(): Promise<void> {
     try {
-      const taken = await takeBackup({
+      const taken = await (options.take ?? takeBackup)({
         dataDir: options.dataDir,
         into: backupDir,
         version: options.version,
@@ -109,8 +111,12 @@ export function createBackupSchedule(options: BackupScheduleOptions): BackupSche
   return {
     async start() {
       const newest = (await completeBackups(backupDir)).at(-1);
+      // A manifest that cannot be read does not stop the start: that backup counts for nothing.
       const newestAt = newest
-        ? new Date((await readManifest(path.join(backupDir, newest))).created_at)
+        ? await readManifest(path.join(backupDir, newest)).then(
+            (m) => new Date(m.created_at),
+            () => undefined,
+          )
         : undefined;
       const due = newestAt
         ? new Date(Math.max(clock.now().getTime(), newestAt.getTime() + everyMs))

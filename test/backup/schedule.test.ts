@@ -3,12 +3,13 @@
  * docs/operations.md, "Backups"), on a manual clock: no test waits for a period to pass.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { pino } from 'pino';
 import { completeBackups, createBackupSchedule } from '../../cli/backup/schedule.ts';
+import { takeBackupOnThread } from '../../cli/backup/take-thread.ts';
 import { verifyBackup } from '../../cli/backup/verify.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
@@ -154,4 +155,39 @@ test('pds serve with PDS_BACKUP_DIR takes a backup at its first start, a sound o
   const { problems, manifest } = await verifyBackup(path.join(backups, name));
   t.deepEqual(problems, []);
   t.deepEqual(manifest?.files.map((f) => f.name).slice(0, 3), ['dispatcher.db', 'read.db', 'events.db']);
+});
+
+test('a newest backup whose manifest cannot be read does not stop the start: the next backup is due at once', async (t) => {
+  const data = await dataDir(t);
+  const backups = await tempDir(t, 'pds-scheduled-');
+  const clock = manualClock('2026-11-29T00:00:00.000Z');
+  await mkdir(path.join(backups, 'pds-backup-2026-11-28T23-00-00-000Z'));
+  await writeFile(path.join(backups, 'pds-backup-2026-11-28T23-00-00-000Z', 'manifest.json'), 'not json');
+  const schedule = createBackupSchedule({
+    dataDir: data,
+    backupDir: backups,
+    everyMs: 24 * HOUR,
+    keep: 5,
+    version: '1',
+    clock,
+    logger,
+  });
+  t.teardown(() => schedule.stop());
+  await schedule.start();
+  t.is(schedule.next()?.toISOString(), '2026-11-29T00:00:00.000Z');
+});
+
+test("on a thread of its own: the backup is the same, taken at the time of the caller's clock, and its failure comes back", async (t) => {
+  const data = await dataDir(t);
+  const backups = await tempDir(t, 'pds-scheduled-');
+  const clock = manualClock('2026-11-29T07:00:00.000Z');
+  const taken = await takeBackupOnThread({ dataDir: data, into: backups, version: '2', clock });
+  t.is(taken.dir, path.join(backups, 'pds-backup-2026-11-29T07-00-00-000Z'));
+  t.is(taken.manifest.created_at, '2026-11-29T07:00:00.000Z');
+  t.is(taken.manifest.log.events, 1);
+  t.deepEqual((await verifyBackup(taken.dir)).problems, []);
+  const empty = await tempDir(t, 'pds-schedule-nolog-');
+  await t.throwsAsync(takeBackupOnThread({ dataDir: empty, into: backups, version: '2', clock }), {
+    message: /holds no embedded event store/,
+  });
 });
