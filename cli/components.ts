@@ -24,6 +24,7 @@ import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
+import { scheduledBackups } from './backup/component.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import {
   createTimers,
@@ -257,6 +258,7 @@ export function defaultComponents(
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...dispatcherComponents(shared, clock, timers),
+    scheduledBackups(clock, timers),
   ];
 }
 
@@ -287,5 +289,6 @@ export function threadedComponents(
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...(dispatcher ? [] : dispatcherComponents(shared, clock, timers)),
+    scheduledBackups(clock, timers),
   ];
 }

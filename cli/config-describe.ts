@@ -52,6 +52,9 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     idempotency_ttl: formatDuration(config.idempotencyTtlMs),
     sandbox: config.sandbox,
     sandbox_size: config.sandboxSize,
+    backup_dir: config.backupDir,
+    backup_every: formatDuration(config.backupEveryMs),
+    backup_keep: config.backupKeep,
     log_level: config.logLevel,
   };
 }

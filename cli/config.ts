@@ -76,6 +76,11 @@ export interface Config {
   sandbox: boolean;
   /** Stores in the sandbox (the rest of its data scales with them). */
   sandboxSize: number;
+  /** Scheduled backups of the embedded store (docs/operations.md, "Backups"): where, `null` for none. */
+  backupDir: string | null;
+  backupEveryMs: number;
+  /** How many of the newest scheduled backups are kept. */
+  backupKeep: number;
   logLevel: LogLevel;
 }
 
@@ -228,6 +233,11 @@ const sandboxSize = parsed((raw) => {
     : problem(`expected a number of stores from 1 to ${MAX_SANDBOX_SIZE}, got ${quote(raw)}`);
 });
 
+const backupKeep = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= 1_000 ? n : problem(`expected a number of backups from 1 to 1000, got ${quote(raw)}`);
+});
+
 const logLevel = parsed((raw) =>
   (LOG_LEVELS as readonly string[]).includes(raw.toLowerCase())
     ? (raw.toLowerCase() as LogLevel)
@@ -256,6 +266,9 @@ const envSchema = z.object({
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
   PDS_SANDBOX_SIZE: sandboxSize.optional(),
+  PDS_BACKUP_DIR: dataDir.optional(),
+  PDS_BACKUP_EVERY: positiveDuration.optional(),
+  PDS_BACKUP_KEEP: backupKeep.optional(),
   LOG_LEVEL: logLevel.optional(),
 });
 
@@ -277,6 +290,8 @@ export const DEFAULTS = {
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   idempotencyTtl: '24h',
+  backupEvery: '24h',
+  backupKeep: 7,
   logLevel: 'info',
 } as const;
 
@@ -339,6 +354,14 @@ export function parseConfig(env: Env): Config {
       problem: `must differ from PORT (${servicePort}): the operational endpoints get a port of their own`,
     });
   }
+  if (v.PDS_BACKUP_DIR && (!embedded || `${v.PDS_BACKUP_DIR}${path.sep}`.startsWith(`${dir}${path.sep}`))) {
+    missing.push({
+      variable: 'PDS_BACKUP_DIR',
+      problem: embedded
+        ? `must be outside the data dir ${dir}: a backup beside what it copies is lost with it`
+        : 'backs up the embedded store only: back up EventStoreDB and MongoDB with their own tools',
+    });
+  }
   if (missing.length > 0) throw new ConfigError(missing);
   return Object.freeze({
     port: servicePort,
@@ -373,6 +396,9 @@ export function parseConfig(env: Env): Config {
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
     sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,
+    backupDir: v.PDS_BACKUP_DIR ?? null,
+    backupEveryMs: v.PDS_BACKUP_EVERY ?? parseDuration(DEFAULTS.backupEvery),
+    backupKeep: v.PDS_BACKUP_KEEP ?? DEFAULTS.backupKeep,
     logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
   });
 }

@@ -101,6 +101,9 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     secretKey: null,
     sandbox: true,
     sandboxSize: 50,
+    backupDir: null,
+    backupEveryMs: 24 * 3_600_000,
+    backupKeep: 7,
     logLevel: 'info',
   });
   t.true(Object.isFrozen(config));
@@ -317,6 +320,25 @@ const valid: Record<string, Case[]> = {
       ['false', false],
     ] as const
   ).map(([raw, value]) => ({ env: { PDS_SANDBOX: raw }, check: (c) => c.sandbox, expected: value })),
+  PDS_BACKUP_DIR: [
+    { env: { PDS_BACKUP_DIR: '/var/backups/pds' }, check: (c) => c.backupDir, expected: '/var/backups/pds' },
+    { env: { PDS_BACKUP_DIR: 'backups' }, check: (c) => c.backupDir, expected: path.resolve('backups') },
+    // Beside the data dir, not in it.
+    {
+      env: { PDS_DATA_DIR: '/srv/pds', PDS_BACKUP_DIR: '/srv/pds-backups' },
+      check: (c) => c.backupDir,
+      expected: '/srv/pds-backups',
+    },
+  ],
+  PDS_BACKUP_EVERY: [
+    { env: { PDS_BACKUP_EVERY: '6h' }, check: (c) => c.backupEveryMs, expected: 6 * 3_600_000 },
+    { env: { PDS_BACKUP_EVERY: '90m' }, check: (c) => c.backupEveryMs, expected: 90 * 60_000 },
+  ],
+  PDS_BACKUP_KEEP: [1, 14, 1000].map((keep) => ({
+    env: { PDS_BACKUP_KEEP: String(keep) },
+    check: (c) => c.backupKeep,
+    expected: keep,
+  })),
   PDS_SANDBOX_SIZE: [1, 3, 500].map((size) => ({
     env: { PDS_SANDBOX_SIZE: String(size) },
     check: (c) => c.sandboxSize,
@@ -343,6 +365,22 @@ for (const [variable, cases] of Object.entries(valid)) {
 // parseConfig: bad values are refused with one line naming the variable
 
 const bad: [string, string, Env?][] = [
+  ['PDS_BACKUP_DIR', '/srv/pds', { PDS_DATA_DIR: '/srv/pds' }],
+  ['PDS_BACKUP_DIR', '/srv/pds/backups', { PDS_DATA_DIR: '/srv/pds' }],
+  [
+    'PDS_BACKUP_DIR',
+    '/var/backups/pds',
+    {
+      PDS_EVENT_STORE: 'esdb://localhost:2113',
+      PDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+      PDS_OPERATOR_TOKEN: 'operator-token-0123456789',
+    },
+  ],
+  ['PDS_BACKUP_EVERY', '0s'],
+  ['PDS_BACKUP_EVERY', 'daily'],
+  ['PDS_BACKUP_KEEP', '0'],
+  ['PDS_BACKUP_KEEP', '1001'],
+  ['PDS_BACKUP_KEEP', 'all'],
   ['PORT', 'abc'],
   ['PORT', '-1'],
   ['PORT', '65536'],
