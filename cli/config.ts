@@ -18,6 +18,9 @@ import { readOrCreateSecret } from './secret-file.ts';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export const EVENT_STORE_SYNC_MODES = ['full', 'normal'] as const;
+export type EventStoreSync = (typeof EVENT_STORE_SYNC_MODES)[number];
+
 export const OPERATOR_TOKEN_FILE = 'operator-token';
 export const SECRET_KEY_FILE = 'secret-key';
 
@@ -35,6 +38,11 @@ export interface Config {
   eventStoreUrl: string;
   /** True when the event store is the embedded SQLite one (single machine, development, sandbox, CI). */
   embedded: boolean;
+  /**
+   * When the embedded store's commits reach the disk: `full` (an acknowledged append survives a power
+   * cut) or `normal` (a killed process); docs/operations.md, "Durability of the embedded event store".
+   */
+  eventStoreSync: EventStoreSync;
   /**
    * `sqlite:<file>` (the embedded default, `<dataDir>/read.db`), `memory`, or a `mongodb://` /
    * `mongodb+srv://` URL.
@@ -170,6 +178,12 @@ const eventStoreUrl = parsed((raw) => {
   );
 });
 
+const eventStoreSync = parsed((raw) =>
+  (EVENT_STORE_SYNC_MODES as readonly string[]).includes(raw.toLowerCase())
+    ? (raw.toLowerCase() as EventStoreSync)
+    : problem(`expected ${EVENT_STORE_SYNC_MODES.join(' or ')}, got ${quote(raw)}`),
+);
+
 const readStoreUrl = parsed((raw) => {
   if (raw === 'memory' || /^sqlite:.+/.test(raw) || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
   return problem(
@@ -237,6 +251,7 @@ const envSchema = z.object({
   PDS_OPS_PORT: port.optional(),
   PDS_DATA_DIR: dataDir.optional(),
   PDS_EVENT_STORE: eventStoreUrl.optional(),
+  PDS_EVENT_STORE_SYNC: eventStoreSync.optional(),
   PDS_READ_STORE: readStoreUrl.optional(),
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
@@ -266,6 +281,7 @@ export const DEFAULTS = {
   readStoreUrl: 'memory',
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
+  eventStoreSync: 'full',
   readStoreCacheMiB: 32,
   projectorLease: '15s',
   consoleSessionLifetime: '8h',
@@ -342,6 +358,7 @@ export function parseConfig(env: Env): Config {
     dataDir: dir,
     eventStoreUrl: eventStore,
     embedded,
+    eventStoreSync: v.PDS_EVENT_STORE_SYNC ?? DEFAULTS.eventStoreSync,
     // Embedded: durable read models beside the events (a separate file, so projector writes never
     // hold the event store's write lock).
     readStoreUrl: readStore,
