@@ -1,7 +1,7 @@
 /**
- * Durability of the embedded event store (docs/operations.md, "Durability of the embedded event
- * store"): its connections commit with `synchronous=FULL` unless `PDS_EVENT_STORE_SYNC=normal`, and
- * the derived files (read models, the dispatcher's working state, console sessions) stay on NORMAL.
+ * docs/operations.md, "Durability of the embedded event store": the event store's connections commit
+ * with `synchronous=FULL` unless `PDS_EVENT_STORE_SYNC=normal`, and the derived files (read models,
+ * the dispatcher's working state, console sessions) stay on NORMAL.
  * `PRAGMA synchronous` is a setting of each connection, not of the file, so it is read back on the
  * very connections the store and the service opened: 2 is FULL, 1 is NORMAL.
  */

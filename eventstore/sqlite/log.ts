@@ -49,7 +49,7 @@ export type CheckpointMode = 'commit' | 'elsewhere' | 'background';
 export type GroupCommit = 'callback' | 'turn';
 
 /**
- * When a commit reaches the disk (docs/operations.md, "The embedded event store's durability"):
+ * When a commit reaches the disk (docs/operations.md, "Durability of the embedded event store"):
  * - `'full'` (the default): the WAL is synced at each commit, so an acknowledged append survives a
  *   power cut or a kernel crash; a group of appends sharing a commit (`GroupCommit`) pays one sync;
  * - `'normal'`: the WAL is written at each commit and synced only at checkpoints, so an acknowledged
