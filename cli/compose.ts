@@ -92,7 +92,10 @@ export interface ServiceOptions {
   stopTimeoutMs?: number;
   /** False: no HTTP listener (a role thread, which reports through its parent's). */
   listen?: boolean;
-  /** How this process (or thread) connects to the embedded store: who checkpoints its WAL. */
+  /**
+   * How this process (or thread) connects to the embedded store: who checkpoints its WAL, which appends
+   * share a commit; its commits reach the disk as `PDS_EVENT_STORE_SYNC` says unless this says otherwise.
+   */
   eventStoreOptions?: EventStoreOptions;
   /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
   openEventStore?: (url: string, options: EventStoreOptions) => Promise<EventStore>;
@@ -311,10 +314,10 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
     // The main thread's: a role thread shares its process and its data dir.
     if (serves) await keepDataDirPrivate(config.dataDir, logger);
     try {
-      eventStore = await (options.openEventStore ?? openEventStore)(
-        config.eventStoreUrl,
-        options.eventStoreOptions ?? {},
-      );
+      eventStore = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl, {
+        synchronous: config.eventStoreSync,
+        ...options.eventStoreOptions,
+      });
       storeOpen = true;
       readiness.add('event_store', () => storeOpen);
       const ctx: ServiceContext = {

@@ -5,9 +5,9 @@
  *   expired events are ever deleted, never the last one; `sqlite/expiry.ts`), `(stream_id, revision)`
  *   and `event_id` are unique. Appends of one event-loop turn share one
  *   IMMEDIATE transaction, each in its own savepoint (group commit).
- * - WAL journal. `synchronous=NORMAL` by default: a committed append survives the process being killed
- *   (the WAL write has reached the OS); `synchronous: 'full'` also survives power loss, at the cost of an
- *   fsync per commit.
+ * - WAL journal. `synchronous=FULL` by default: an acknowledged append survives a power cut (the WAL
+ *   is synced at each commit, one sync per group); `synchronous: 'normal'` survives the process being
+ *   killed (the WAL write has reached the OS) but not a power cut (`EventStoreSync`).
  * - Live subscribers are woken by the append itself (same process) or by a file-system watch on the
  *   WAL (another process appending to the same file); nothing polls.
  * - Persistent subscription state (settings, checkpoint, retry counts, parked messages) lives in the
@@ -23,7 +23,7 @@ import { createPersistentSubscriptions } from './sqlite/persistent.ts';
 import { createReads } from './sqlite/reads.ts';
 import { toRecorded } from './sqlite/rows.ts';
 
-export type { CheckpointMode, GroupCommit, SqliteEventStoreOptions } from './sqlite/log.ts';
+export type { CheckpointMode, EventStoreSync, GroupCommit, SqliteEventStoreOptions } from './sqlite/log.ts';
 export { prefixUpperBound } from './sqlite/rows.ts';
 
 export async function openSqliteEventStore(

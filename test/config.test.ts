@@ -84,6 +84,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     dataDir: path.resolve('data'),
     eventStoreUrl: `sqlite:${path.resolve('data', 'events.db')}`,
     embedded: true,
+    eventStoreSync: 'full',
     readStoreUrl: `sqlite:${path.resolve('data', 'read.db')}`,
     readStoreCacheMiB: 32,
     dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
@@ -113,6 +114,14 @@ test('the default event store lives in the data dir', (t) => {
   const config = parseConfig({ PDS_DATA_DIR: '/var/lib/pds' });
   t.is(config.dataDir, '/var/lib/pds');
   t.is(config.eventStoreUrl, 'sqlite:/var/lib/pds/events.db');
+});
+
+test('the event store syncs at each commit unless told normal (either case)', (t) => {
+  t.is(parseConfig({}).eventStoreSync, 'full');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: 'normal' }).eventStoreSync, 'normal');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: 'NORMAL' }).eventStoreSync, 'normal');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: 'Full' }).eventStoreSync, 'full');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: '' }).eventStoreSync, 'full');
 });
 
 test('embedded mode keeps durable read models in their own file in the data dir; split processes default to memory', (t) => {
@@ -401,6 +410,9 @@ const bad: [string, string, Env?][] = [
   ['PDS_READ_STORE', 'sqlite:'],
   ['PDS_DISPATCHER_STORE', 'redis://localhost'],
   ['PDS_DISPATCHER_THREAD', 'yes'],
+  ['PDS_EVENT_STORE_SYNC', 'off'],
+  ['PDS_EVENT_STORE_SYNC', 'extra'],
+  ['PDS_EVENT_STORE_SYNC', '2'],
   ['PDS_READ_STORE_CACHE_MIB', '0'],
   ['PDS_READ_STORE_CACHE_MIB', '1.5'],
   ['PDS_READ_STORE_CACHE_MIB', 'lots'],
@@ -463,6 +475,11 @@ for (const [variable, value, extra] of bad) {
     if (SECRETS.has(variable) && value.length > 0) t.false(error.message.includes(value), error.message);
   });
 }
+
+test('a bad event store sync mode names the two there are', (t) => {
+  const error = t.throws(() => parseConfig({ PDS_EVENT_STORE_SYNC: 'off' }), { instanceOf: ConfigError });
+  t.is(error.message, 'PDS_EVENT_STORE_SYNC: expected full or normal, got "off"');
+});
 
 test('a message shows the bad value, as in the specification of the error line', (t) => {
   const error = t.throws(() => parseConfig({ PDS_ABANDON_AFTER: 'soon' }), { instanceOf: ConfigError });
@@ -648,6 +665,7 @@ test('describeConfig shows settings and hides the token, the key and connection 
   t.is(described.operator_token, '[redacted]');
   t.is(described.operator_token_source, 'from PDS_OPERATOR_TOKEN');
   t.is(described.secret_key_source, 'from PDS_SECRET_KEY');
+  t.is(described.event_store_sync, 'full');
   t.is(described.abandon_after, '6h');
   t.is(described.webhook_retry_schedule, '0s,5s,5m,30m,2h,5h,10h,10h');
 });

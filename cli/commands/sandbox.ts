@@ -64,7 +64,7 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
       : positiveInteger('--size', options.size, MAX_SANDBOX_SIZE);
   const seed =
     options.seed === undefined ? DEFAULT_SANDBOX_SEED : positiveInteger('--seed', options.seed, 2 ** 31 - 1);
-  const store = await openEventStore(config.eventStoreUrl);
+  const store = await openEventStore(config.eventStoreUrl, { synchronous: config.eventStoreSync });
   const progress = seedProgress({ bar: !options.json });
   try {
     const result = await seedSandbox({
