@@ -17,14 +17,13 @@ import test, { type ExecutionContext } from 'ava';
 import * as cart from '../../domain/cart.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import { pickupSteps, startCartTraffic } from '../support/cart-traffic.ts';
-import { type Caller, createWebhook, seedCatalog } from '../support/cart-world.ts';
+import { createWebhook, partnerCartView, seedCatalog, storeOperator } from '../support/cart-world.ts';
 import { childDataDir, killChild, serveChild } from '../support/child-service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
 const exec = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STORE_ID = 1;
-const CARTS = `/partner/store/v1/carts?store_id=${STORE_ID}&limit=100`;
 /** A restored projector takes the lease its dead predecessor held once it runs out. */
 const ENV = { PDS_PROJECTOR_LEASE: '1s' };
 
@@ -48,32 +47,6 @@ async function pds(args: string[], env: Record<string, string> = {}): Promise<st
     env: { PATH: process.env.PATH ?? '', ...env },
   });
   return stdout;
-}
-
-async function json<T>(api: Caller, method: string, url: string, body?: unknown): Promise<T> {
-  const res = await api.call(method, url, body);
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
-
-/** Every cart the store operator partner reads: its status and number of lines. */
-async function partnerView(base: string, key: string): Promise<Map<string, string>> {
-  const view = new Map<string, string>();
-  let cursor: string | null = null;
-  do {
-    const url = new URL(`${base}${CARTS}`);
-    if (cursor) url.searchParams.set('cursor', cursor);
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
-    const page = (await res.json()) as {
-      carts: Array<{ uuid: string; status: string; products: unknown[] }>;
-      next_cursor: string | null;
-    };
-    for (const c of page.carts) view.set(c.uuid, `${c.status}, ${c.products.length} line(s)`);
-    cursor = page.next_cursor;
-  } while (cursor);
-  return view;
 }
 
 interface LogRow {
@@ -118,19 +91,9 @@ test('under cart traffic: back up, kill -9, restore elsewhere, start: every writ
   const dataDir = await childDataDir(t);
   const first = await serveChild(t, dataDir, ENV);
   await seedCatalog(first.api, [STORE_ID]);
-  const { partner, api_key: key } = await json<{ partner: { partner_id: string }; api_key: string }>(
-    first.api,
-    'POST',
-    '/admin/v1/partners',
-    {
-      name: 'Backup Test Shop',
-      kind: 'store_operator',
-      store_ids: [STORE_ID],
-      rate_limit_per_minute: 100_000,
-    },
-  );
+  const { partnerId, key } = await storeOperator(first.api, 'Backup Test Shop', STORE_ID);
   const hook = await createWebhook(first.api, receiver.url, [STORE_ID]);
-  const steps = pickupSteps(STORE_ID, STORE_ID * 100, partner.partner_id);
+  const steps = pickupSteps(STORE_ID, STORE_ID * 100, partnerId);
   const traffic = startCartTraffic(first.api, {
     writers: 3,
     steps,
@@ -185,10 +148,10 @@ test('under cart traffic: back up, kill -9, restore elsewhere, start: every writ
     expectedView.set(uuid, `${status}, ${events.includes('CartItemAdded') ? 1 : 0} line(s)`);
   }
   await eventually('the read models caught up', async () => {
-    const view = await partnerView(second.base, key);
+    const view = await partnerCartView(second.base, key, STORE_ID);
     return view.size === expectedView.size && [...expectedView].every(([uuid, v]) => view.get(uuid) === v);
   });
-  t.deepEqual(await partnerView(second.base, key), expectedView);
+  t.deepEqual(await partnerCartView(second.base, key, STORE_ID), expectedView);
 
   // Webhooks: every status change in the restored log, under the id it is owed; none under another.
   const owed = new Set(
