@@ -3,7 +3,7 @@
  * order, its manifest, what `verifyBackup` finds wrong, and what `restoreBackup` refuses and restores.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -16,12 +16,7 @@ import { BackupNotFound, verifyBackup } from '../../cli/backup/verify.ts';
 import { manualClock } from '../../domain/clock.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
-
-async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), prefix));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from './support.ts';
 
 const meta = () => ({
   correlation_id: randomUUID(),

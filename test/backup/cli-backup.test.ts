@@ -4,23 +4,15 @@
  * "The `pds` command").
  */
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
-import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { oneEventDataDir, tempDir } from './support.ts';
 
 const exec = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), prefix));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 async function pds(args: string[], env: Record<string, string>) {
   try {
@@ -36,22 +28,7 @@ async function pds(args: string[], env: Record<string, string>) {
 }
 
 async function dataDir(t: ExecutionContext): Promise<string> {
-  const dir = await tempDir(t, 'pds-cli-backup-');
-  const store = await openSqliteEventStore(path.join(dir, 'events.db'));
-  await store.append('thing-1', [
-    {
-      type: 'ThingCreated',
-      data: {},
-      metadata: {
-        correlation_id: randomUUID(),
-        causation_id: null,
-        actor: { type: 'platform', id: 'test' },
-        occurred_at: new Date().toISOString(),
-        schema_version: 1,
-      },
-    },
-  ]);
-  await store.close();
+  const dir = await oneEventDataDir(t, 'pds-cli-backup-');
   await writeFile(path.join(dir, 'secret-key'), `${Buffer.alloc(32, 3).toString('base64')}\n`, {
     mode: 0o600,
   });

@@ -2,50 +2,22 @@
  * Scheduled backups with rotation (`PDS_BACKUP_DIR`, `PDS_BACKUP_EVERY`, `PDS_BACKUP_KEEP`;
  * docs/operations.md, "Backups"), on a manual clock: no test waits for a period to pass.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { pino } from 'pino';
 import { completeBackups, createBackupSchedule } from '../../cli/backup/schedule.ts';
 import { takeBackupOnThread } from '../../cli/backup/take-thread.ts';
 import { verifyBackup } from '../../cli/backup/verify.ts';
 import { manualClock } from '../../domain/clock.ts';
-import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { childDataDir, killChild, serveChild } from '../support/child-service.ts';
+import { oneEventDataDir, tempDir } from './support.ts';
 
 const HOUR = 3_600_000;
 const logger = pino({ level: 'silent' });
 
-async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), prefix));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-async function dataDir(t: ExecutionContext): Promise<string> {
-  const dir = await tempDir(t, 'pds-schedule-data-');
-  const store = await openSqliteEventStore(path.join(dir, 'events.db'));
-  await store.append('thing-1', [
-    {
-      type: 'ThingCreated',
-      data: {},
-      metadata: {
-        correlation_id: randomUUID(),
-        causation_id: null,
-        actor: { type: 'platform', id: 'test' },
-        occurred_at: new Date().toISOString(),
-        schema_version: 1,
-      },
-    },
-  ]);
-  await store.close();
-  return dir;
-}
-
 test('one backup at start into an empty directory, then one every period; the oldest beyond the number kept are deleted', async (t) => {
-  const data = await dataDir(t);
+  const data = await oneEventDataDir(t, 'pds-schedule-data-');
   const backups = await tempDir(t, 'pds-scheduled-');
   const clock = manualClock('2026-11-29T00:00:00.000Z');
   const schedule = createBackupSchedule({
@@ -77,7 +49,7 @@ test('one backup at start into an empty directory, then one every period; the ol
 });
 
 test('after a restart the next backup is due a period after the newest in the directory, or at once when that is past', async (t) => {
-  const data = await dataDir(t);
+  const data = await oneEventDataDir(t, 'pds-schedule-data-');
   const backups = await tempDir(t, 'pds-scheduled-');
   const clock = manualClock('2026-11-29T00:00:00.000Z');
   const options = {
@@ -158,7 +130,7 @@ test('pds serve with PDS_BACKUP_DIR takes a backup at its first start, a sound o
 });
 
 test('a newest backup whose manifest cannot be read does not stop the start: the next backup is due at once', async (t) => {
-  const data = await dataDir(t);
+  const data = await oneEventDataDir(t, 'pds-schedule-data-');
   const backups = await tempDir(t, 'pds-scheduled-');
   const clock = manualClock('2026-11-29T00:00:00.000Z');
   await mkdir(path.join(backups, 'pds-backup-2026-11-28T23-00-00-000Z'));
@@ -178,7 +150,7 @@ test('a newest backup whose manifest cannot be read does not stop the start: the
 });
 
 test("on a thread of its own: the backup is the same, taken at the time of the caller's clock, and its failure comes back", async (t) => {
-  const data = await dataDir(t);
+  const data = await oneEventDataDir(t, 'pds-schedule-data-');
   const backups = await tempDir(t, 'pds-scheduled-');
   const clock = manualClock('2026-11-29T07:00:00.000Z');
   const taken = await takeBackupOnThread({ dataDir: data, into: backups, version: '2', clock });
