@@ -338,6 +338,20 @@ const material = (t: ReturnType<typeof generateOperatorToken>) => ({
 type Shared = Pick<ReturnType<typeof shared>, 'load' | 'run' | 'now'>;
 
 function tokenRoutes({ load, run, now }: Shared): AdminRoute[] {
+  /** A new token (shown once, stored as its hash with its expiry) for the command that adds it. */
+  async function withNewToken(
+    ctx: AppContext,
+    id: string,
+    body: Expiry,
+    command: (token: account.TokenMaterial, at: string) => account.OperatorAccountCommand,
+  ) {
+    await load(id);
+    const at = now().toISOString();
+    const token = generateOperatorToken();
+    const result = await run(ctx, id, command({ ...material(token), expires_at: expiresAt(at, body) }, at));
+    return { token, result };
+  }
+
   const list = adminRoute({
     method: 'get',
     path: '/operators/{id}/tokens',
@@ -373,14 +387,11 @@ function tokenRoutes({ load, run, now }: Shared): AdminRoute[] {
     response: { status: 201, description: 'The new token.', schema: tokenWritten },
     problems: [404, 409],
     async handler(ctx, { params, body }) {
-      await load(params.id);
-      const at = now().toISOString();
-      const token = generateOperatorToken();
-      const result = await run(ctx, params.id, {
+      const { token, result } = await withNewToken(ctx, params.id, body, (newToken, at) => ({
         type: 'IssueOperatorToken',
-        token: { ...material(token), expires_at: expiresAt(at, body) },
+        token: newToken,
         at,
-      });
+      }));
       answerWrite(
         ctx,
         201,
@@ -401,15 +412,12 @@ function tokenRoutes({ load, run, now }: Shared): AdminRoute[] {
     response: { status: 201, description: 'The new token.', schema: tokenWritten },
     problems: [404, 409],
     async handler(ctx, { params, body }) {
-      await load(params.id);
-      const at = now().toISOString();
-      const token = generateOperatorToken();
-      const result = await run(ctx, params.id, {
+      const { token, result } = await withNewToken(ctx, params.id, body, (newToken, at) => ({
         type: 'RotateOperatorToken',
         token_id: params.token_id,
-        token: { ...material(token), expires_at: expiresAt(at, body) },
+        token: newToken,
         at,
-      });
+      }));
       const answer = {
         token: tokenOf(result.state, token.token_id, now()),
         revoked_token_id: params.token_id,
