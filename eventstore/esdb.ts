@@ -64,6 +64,7 @@ export function createEsdbEventStore(connectionString: string, options: EsdbOpti
     subscribeToAll,
     // The server drops expired events itself, at a scavenge (docs/operations.md, "Retention").
     dropExpired: async () => ({ events: 0, streams: 0 }),
+    deleteStream: streams.deleteStream,
     ...persistent,
     async close() {
       await Promise.allSettled([...running].map((r) => r.stop()));

@@ -275,6 +275,20 @@ export interface EventStore {
    */
   dropExpired(): Promise<DroppedEvents>;
 
+  /**
+   * Deletes an operational stream whole (finished webhook deliveries past their retention,
+   * docs/operations.md, "Retention"), never a business one, if its last revision is `expectedRevision`:
+   * otherwise throws `WrongExpectedVersionError` (the stream moved on, or is absent), and nothing goes.
+   * Answers false when the store cannot delete it yet: the embedded store keeps the stream of the log's
+   * last event (the next append's position follows it); the caller tries again later. Afterwards the
+   * stream reads as absent and an append expecting `no_stream` or `any` starts it again; its revisions
+   * then start at 0 on the embedded store and go on after the deleted ones on EventStoreDB, so a caller
+   * takes them from the append's result. The embedded store deletes the events at once; EventStoreDB
+   * deletes it softly (its reads answer "not found" at once, a scavenge removes the events, and `$all`
+   * reads and subscriptions hand them out until then).
+   */
+  deleteStream(streamId: string, expectedRevision: number): Promise<boolean>;
+
   /** Creates a persistent subscription group on `$all`. Throws `PersistentSubscriptionExistsError`. */
   createPersistentSubscription(group: string, settings?: PersistentSubscriptionSettings): Promise<void>;
   /**

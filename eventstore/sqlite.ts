@@ -17,7 +17,7 @@
 import type { EventStore } from './port.ts';
 import { createAppends } from './sqlite/appends.ts';
 import { subscribeToAll } from './sqlite/catch-up.ts';
-import { dropExpired } from './sqlite/expiry.ts';
+import { deleteStream, dropExpired } from './sqlite/expiry.ts';
 import { openLog, type SqliteEventStoreOptions } from './sqlite/log.ts';
 import { createPersistentSubscriptions } from './sqlite/persistent.ts';
 import { createReads } from './sqlite/reads.ts';
@@ -36,7 +36,7 @@ export async function openSqliteEventStore(
 export function createSqliteEventStore(path: string, options: SqliteEventStoreOptions = {}): EventStore {
   const log = openLog(path, options);
   const reads = createReads(log);
-  const { append } = createAppends(log, reads, options.groupCommit);
+  const { append, forget } = createAppends(log, reads, options.groupCommit);
   const persistent = createPersistentSubscriptions(log, reads);
   return {
     kind: 'sqlite',
@@ -47,6 +47,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     countAll: async (opts) => reads.countSync(opts),
     subscribeToAll: (opts, handlers) => subscribeToAll(log, reads, opts, handlers),
     dropExpired: () => dropExpired(log),
+    deleteStream: async (streamId, expectedRevision) => deleteStream(log, streamId, expectedRevision, forget),
     createPersistentSubscription: persistent.createPersistentSubscription,
     updatePersistentSubscription: persistent.updatePersistentSubscription,
     deletePersistentSubscription: persistent.deletePersistentSubscription,

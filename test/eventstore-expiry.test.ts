@@ -165,3 +165,22 @@ test('the retention job runs at once, then once an hour on its clock', async (t)
   t.is(await job.tick(), 1);
   t.deepEqual(runs, [0, 1]);
 });
+
+test('deleteStream keeps the stream of the log’s last event until another follows it', async (t) => {
+  const { store } = await storeWithClock(t);
+  await store.append('cart-1', [event('CartCreated')]);
+  await store.append('webhookdelivery-a', [
+    event('WebhookDeliveryScheduled'),
+    event('WebhookDeliveryAttempted'),
+  ]);
+  t.false(await store.deleteStream('webhookdelivery-a', 1), 'the last event’s position would be given again');
+  t.is((await store.readStream('webhookdelivery-a')).length, 2);
+  await store.append('cart-2', [event('CartCreated')]);
+  t.true(await store.deleteStream('webhookdelivery-a', 1));
+  await t.throwsAsync(store.readStream('webhookdelivery-a'), { instanceOf: StreamNotFoundError });
+  const again = await store.append('webhookdelivery-a', [event('WebhookDeliveryScheduled')], {
+    expectedRevision: 'no_stream',
+  });
+  t.is(again.nextExpectedRevision, 0);
+  t.true(again.position > (await store.readStream('cart-2'))[0].position, 'positions are never given twice');
+});

@@ -17,6 +17,7 @@ import {
   checkMaxAge,
   type Direction,
   EventStoreError,
+  EventStoreUnavailableError,
   type ExpectedRevision,
   type NewEvent,
   type ReadStreamOptions,
@@ -172,7 +173,30 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     return out;
   }
 
-  return { append, settle, readAt, readStream, ...all };
+  /**
+   * A soft delete (`EventStore.deleteStream`) at the expected revision: the server answers "not found"
+   * to reads of the stream at once and removes its events at a scavenge; an append expecting
+   * `no_stream` starts the stream again, its revisions going on after the deleted ones (the server's
+   * IndexWriter.CheckCommit accepts `NoStream` on a soft-deleted stream).
+   */
+  async function deleteStream(streamId: string, expectedRevision: number): Promise<boolean> {
+    validateStreamId(streamId);
+    try {
+      await withTimeout(
+        onLeader(() => client.deleteStream(streamId, { expectedRevision: BigInt(expectedRevision) })),
+        appendTimeoutMs,
+        () =>
+          new EventStoreUnavailableError(
+            `deleting ${streamId} did not complete within ${appendTimeoutMs} ms`,
+          ),
+      );
+      return true;
+    } catch (err) {
+      throw mapError(err, { streamId, expected: expectedRevision });
+    }
+  }
+
+  return { append, deleteStream, settle, readAt, readStream, ...all };
 }
 
 /**

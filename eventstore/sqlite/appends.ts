@@ -291,5 +291,10 @@ export function createAppends(
     committed: new LRUCache({ max: COMMITTED_STREAMS }),
     group: undefined,
   };
-  return bindContext(ctx, { append });
+  return bindContext(ctx, { append, forget });
+}
+
+/** A deleted stream's revisions exist no longer: an append to it reads its last revision again. */
+function forget(ctx: AppendContext, streamId: string): void {
+  ctx.committed.delete(streamId);
 }

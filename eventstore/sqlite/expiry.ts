@@ -4,9 +4,11 @@
  * deletes the streams whose time has come, whole, in the order they expire, through an index on that
  * time: a run costs what it deletes, not the streams still live. A stream never loses its first events
  * while later ones stay. The pages the events held go to the file's free list and take later appends.
+ * `deleteStream` deletes one stream whole on the caller's word (finished webhook deliveries).
  */
-import type { DroppedEvents } from '../port.ts';
+import { type DroppedEvents, WrongExpectedVersionError } from '../port.ts';
 import type { Log } from './log.ts';
+import { validateStreamId } from './rows.ts';
 
 /** Streams deleted per transaction: a large backlog never holds the write lock for long. */
 const DROP_BATCH = 500;
@@ -51,4 +53,37 @@ export async function dropExpired(log: Log): Promise<DroppedEvents> {
     // Appends waiting for the write lock go first.
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * Deletes a stream whole if its last revision is `expected` (`EventStore.deleteStream`), in one
+ * transaction; false, deleting nothing, when it holds the log's last event (see `dropExpired`).
+ * `forget` drops what this connection remembers of the stream's revisions.
+ */
+export function deleteStream(
+  log: Log,
+  streamId: string,
+  expected: number,
+  forget: (streamId: string) => void,
+): boolean {
+  validateStreamId(streamId);
+  const deleted = log.transaction(() => {
+    const last = log
+      .stmt('SELECT max(revision) AS revision FROM events WHERE stream_id = ?')
+      .get(streamId) as {
+      revision: number | null;
+    };
+    if (last.revision !== expected) {
+      throw new WrongExpectedVersionError(streamId, expected, last.revision ?? 'no_stream');
+    }
+    const newest = log.stmt('SELECT stream_id FROM events ORDER BY position DESC LIMIT 1').get() as {
+      stream_id: string;
+    };
+    if (newest.stream_id === streamId) return false;
+    log.stmt('DELETE FROM events WHERE stream_id = ?').run(streamId);
+    log.stmt('DELETE FROM stream_expiry WHERE stream_id = ?').run(streamId);
+    return true;
+  });
+  if (deleted) forget(streamId);
+  return deleted;
 }

@@ -310,6 +310,35 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
     }),
   );
 
+  test(name('deleteStream deletes a stream at its last revision only, and an append starts it again'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      await store.append(`${p}-op`, [ev('Scheduled'), ev('Started'), ev('Attempted')]);
+      await store.append(`${p}-cart`, [ev('Created')]);
+      const stale = await t.throwsAsync(store.deleteStream(`${p}-op`, 1), {
+        instanceOf: WrongExpectedVersionError,
+      });
+      t.is(stale?.actual, 2);
+      await t.throwsAsync(store.deleteStream(`${p}-missing`, 0), { instanceOf: WrongExpectedVersionError });
+      t.is((await store.readStream(`${p}-op`)).length, 3, 'a refused delete deletes nothing');
+
+      t.true(await store.deleteStream(`${p}-op`, 2));
+      await t.throwsAsync(store.readStream(`${p}-op`), { instanceOf: StreamNotFoundError });
+      t.is((await store.readStream(`${p}-cart`)).length, 1, 'other streams stay');
+
+      // Started again: its revisions are the append's (0 here, after the deleted ones on EventStoreDB).
+      const again = await store.append(`${p}-op`, [ev('Scheduled')], { expectedRevision: 'no_stream' });
+      const read = await store.readStream(`${p}-op`);
+      t.deepEqual(
+        read.map((e) => [e.revision, e.type]),
+        [[again.nextExpectedRevision, 'Scheduled']],
+      );
+      const next = await store.append(`${p}-op`, [ev('Started')], {
+        expectedRevision: again.nextExpectedRevision,
+      });
+      t.is(next.nextExpectedRevision, again.nextExpectedRevision + 1);
+    }),
+  );
+
   test(name('reading a missing stream throws StreamNotFoundError'), (t) =>
     withStore(t, async ({ store }, p) => {
       const err = await t.throwsAsync(store.readStream(`${p}-missing`), { instanceOf: StreamNotFoundError });

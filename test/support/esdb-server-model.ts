@@ -175,6 +175,8 @@ export function esdbServerModel(inner: EventStore): ModelledStore {
     subscribeToAll: catchUp.subscribeToAll,
     // As the real adapter: the server drops expired events at a scavenge, not on request.
     dropExpired: async () => ({ events: 0, streams: 0 }),
+    // A soft delete reads as absent at once, as the server's; its revisions restart here, as the port allows.
+    deleteStream: (streamId, expected) => inner.deleteStream(streamId, expected),
     createPersistentSubscription: (group, settings = {}) =>
       inner.createPersistentSubscription(group, {
         ...settings,

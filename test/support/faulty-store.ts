@@ -280,6 +280,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
     countAll: (o) => read('count of $all', () => inner.countAll(o)),
     subscribeToAll,
     dropExpired: () => inner.dropExpired(),
+    deleteStream: (streamId, expected) => inner.deleteStream(streamId, expected),
     createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),
