@@ -45,6 +45,15 @@ export const positiveDuration = parsed((raw) => {
   return ms > 0 ? ms : problem(`expected a duration greater than zero, got ${quote(raw)}`);
 });
 
+/**
+ * How long finished webhook deliveries are kept (docs/operations.md, "Retention"): at least a day, the
+ * longest window of a subscription's health (docs/webhooks.md, "Health"), whose figures go with them.
+ */
+export const deliveryLogRetention = parsed((raw) => {
+  const ms = parseDuration(raw);
+  return ms >= 86_400_000 ? ms : problem(`expected a duration of at least 24h, got ${quote(raw)}`);
+});
+
 /** A lease renewed every third of it: shorter than a second, renewals would be most of its work. */
 export const leaseDuration = parsed((raw) => {
   const ms = parseDuration(raw);

@@ -15,6 +15,7 @@ import {
   cacheMiB,
   checkToken,
   dataDir,
+  deliveryLogRetention,
   dispatcherStoreUrl,
   type EventStoreSync,
   eventStoreSync,
@@ -95,6 +96,8 @@ export interface Config {
   allowPrivateWebhookUrls: boolean;
   /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
   idempotencyTtlMs: number;
+  /** How long finished webhook deliveries are kept (docs/operations.md, "Retention"). */
+  deliveryLogRetentionMs: number;
   /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
   secretKey: KeyObject | null;
   sandbox: boolean;
@@ -169,6 +172,7 @@ const envSchema = z.object({
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
+  PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
   PDS_SANDBOX_SIZE: sandboxSize.optional(),
@@ -197,6 +201,7 @@ export const DEFAULTS = {
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   idempotencyTtl: '24h',
+  deliveryLogRetention: '720h',
   backupEvery: '24h',
   backupKeep: 7,
   logLevel: 'info',
@@ -301,6 +306,7 @@ export function parseConfig(env: Env): Config {
     ),
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
+    deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
     sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,

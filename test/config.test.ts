@@ -99,6 +99,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
+    deliveryLogRetentionMs: 30 * 24 * 3_600_000,
     secretKey: null,
     sandbox: true,
     sandboxSize: 50,
@@ -302,6 +303,18 @@ const valid: Record<string, Case[]> = {
     { env: { PDS_IDEMPOTENCY_TTL: '2h' }, check: (c) => c.idempotencyTtlMs, expected: 7_200_000 },
     { env: { PDS_IDEMPOTENCY_TTL: '90s' }, check: (c) => c.idempotencyTtlMs, expected: 90_000 },
   ],
+  PDS_DELIVERY_LOG_RETENTION: [
+    {
+      env: { PDS_DELIVERY_LOG_RETENTION: '168h' },
+      check: (c) => c.deliveryLogRetentionMs,
+      expected: 604_800_000,
+    },
+    {
+      env: { PDS_DELIVERY_LOG_RETENTION: '24h' },
+      check: (c) => c.deliveryLogRetentionMs,
+      expected: 86_400_000,
+    },
+  ],
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: (
     [
       ['true', true],
@@ -427,6 +440,9 @@ const bad: [string, string, Env?][] = [
   ['PDS_ABANDON_AFTER', '1d'],
   ['PDS_IDEMPOTENCY_TTL', '0s'],
   ['PDS_IDEMPOTENCY_TTL', '1d'],
+  ['PDS_DELIVERY_LOG_RETENTION', '23h'],
+  ['PDS_DELIVERY_LOG_RETENTION', '30d'],
+  ['PDS_DELIVERY_LOG_RETENTION', '0s'],
   ['PDS_PROJECTOR_LEASE', '0s'],
   ['PDS_PROJECTOR_LEASE', '500ms'],
   ['PDS_PROJECTOR_LEASE', 'long'],
