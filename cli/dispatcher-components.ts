@@ -11,6 +11,7 @@ import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/deliver
 import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
 import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
+import { eventRegistry } from '../domain/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
@@ -288,7 +289,7 @@ export function dispatcherComponents(
     dispatcherState(shared),
     abandonmentTimer(shared, clock, timers),
     webhookDispatcher(shared, clock, timers),
-    retentionJob(clock),
+    retentionJob(shared, clock, timers),
   ];
 }
 
@@ -297,36 +298,60 @@ const RETENTION_CHECK_MS = 60_000;
 
 /**
  * The retention job (docs/operations.md, "Retention"), where the dispatcher runs: one process of a
- * split deployment, or role `all`'s dispatcher thread.
+ * split deployment, or role `all`'s dispatcher thread. It keeps its cursor over the finished
+ * deliveries in the dispatcher store. A test on a manual clock runs it through `timers`.
  */
-export function retentionJob(clock: Clock = systemClock): Component {
+export function retentionJob(
+  shared: DispatcherShared,
+  clock: Clock = systemClock,
+  timers: Timers = createTimers(),
+): Component {
   let interval: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   return {
     name: 'retention',
     roles: ['dispatcher'],
     start(ctx) {
+      if (!shared.dispatcherStore)
+        throw new Error('the retention job needs the dispatcher state opened first');
       const dropped = new Counter({
         name: 'pds_retention_dropped_events_total',
-        help: 'expired operational events the retention job deleted from the event store',
+        help: 'operational events the retention job deleted from the event store (expired idempotency records, finished webhook deliveries)',
+        registers: [ctx.registry],
+      });
+      const pruned = new Counter({
+        name: 'pds_retention_pruned_deliveries_total',
+        help: 'finished webhook deliveries the retention job deleted from the event store, past PDS_DELIVERY_LOG_RETENTION',
         registers: [ctx.registry],
       });
       const job = createRetention({
         store: ctx.eventStore,
         clock,
+        deliveries: {
+          state: shared.dispatcherStore,
+          registry: eventRegistry,
+          retentionMs: ctx.config.deliveryLogRetentionMs,
+        },
         onRun(run) {
-          dropped.inc(run.events);
-          if (run.events > 0) ctx.logger.info(run, 'retention: dropped expired events');
+          dropped.inc(run.events + run.deliveries.events);
+          pruned.inc(run.deliveries.deliveries);
+          if (run.events > 0 || run.deliveries.events > 0)
+            ctx.logger.info(run, 'retention: dropped operational events');
         },
       });
       const tick = () => {
         running = job
           .tick()
           .catch((error: unknown) => ctx.logger.warn({ err: error }, 'retention run failed'));
+        return running;
       };
       // The first run at start, in the background: a start never waits for it.
       void tick();
       interval = setInterval(tick, RETENTION_CHECK_MS).unref();
+      timers.ticks.push(async () => {
+        await running;
+        return job.tick();
+      });
     },
     async stop() {
       clearInterval(interval);

@@ -191,20 +191,26 @@ export class DeliveryQueues {
   }
 
   /**
-   * Applies what this worker appended (`own`, the last at `position`) right after the queue's whole
-   * stream as it read it (`stored`), with `correlationId`: the state as stored, unless the log has
-   * handed it over already.
+   * Applies what this worker appended (`own`, the last at `revision` and `position`) right after the
+   * queue's whole stream as it read it (`stored`), with `correlationId`: the state as stored, unless
+   * the log has handed it over already. The revisions are the append's: a queue deleted by the
+   * retention and started again goes on after its deleted revisions on EventStoreDB.
    */
   recordOwnAfterRead(
     queue: Queue,
     stored: StoredQueue,
-    own: { events: delivery.WebhookDeliveryEvent[]; position: number; correlationId: string },
+    own: {
+      events: delivery.WebhookDeliveryEvent[];
+      revision: number;
+      position: number;
+      correlationId: string;
+    },
   ): void {
     if (queue.revision < stored.revision) this.adopt(queue, stored);
     for (const e of own.events) {
       if (e.type === 'WebhookDeliveryScheduled') queue.correlation.set(e.data.delivery_id, own.correlationId);
     }
-    this.recordOwn(queue, own.events, stored.revision + 1, own.position);
+    this.recordOwn(queue, own.events, own.revision - own.events.length + 1, own.position);
   }
 
   /** Takes the queue's whole stream as read and folded, settled deliveries forgotten. */

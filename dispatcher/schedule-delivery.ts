@@ -74,6 +74,7 @@ export async function scheduleOnQueue(
     }
     ctx.queues.recordOwnAfterRead(queue, stored, {
       events,
+      revision: result.nextExpectedRevision,
       position: result.position,
       correlationId: metadata.correlationId,
     });

@@ -66,3 +66,19 @@ export const events = {
   ),
 };
 export type WebhookDeliveryEvent = EventOf<typeof events>;
+
+/** When the event happened, by its own data (never a clock's reading at replay): deterministic. */
+export function eventTime(event: WebhookDeliveryEvent): string {
+  switch (event.type) {
+    case 'WebhookDeliveryScheduled':
+      return event.data.scheduled_at;
+    case 'WebhookDeliveryAttemptStarted':
+      return event.data.started_at;
+    case 'WebhookDeliveryAttempted':
+      return event.data.attempted_at;
+    case 'WebhookDeliveryParked':
+      return event.data.parked_at;
+    case 'WebhookRedeliveryRequested':
+      return event.data.requested_at;
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Finished webhook deliveries' retention in the log (docs/operations.md, "Retention"): a delivery
+ * queue (`webhookdelivery-<webhook_id>_<cart_uuid>`) whose every delivery is delivered or parked, and
+ * whose last event happened `PDS_DELIVERY_LOG_RETENTION` ago, is deleted whole: its bodies, attempts
+ * and excerpts. A queue with a delivery pending, failed or in flight is never touched, nor one an
+ * operator asked to send again within the retention, nor any other stream (business events are kept
+ * for good; the fan-out's position is its persistent subscription's, outside the streams).
+ *
+ * The job walks the queues' events in log order from a cursor kept in the dispatcher store, up to the
+ * first that happened within the retention: each queue is read and judged once, at the oldest of its
+ * events the walk meets; one that cannot go yet is met again at its later events, once those are old
+ * enough. So a run reads what it deletes, and the queues still within their time are not read at all.
+ * Each deletion expects the revision read: a queue written meanwhile stays. Times are the events' own
+ * (when scheduled, attempted, parked), judged against the clock: the same rule the `webhook_deliveries`
+ * projection prunes its documents by, against its events' times.
+ */
+import type { Clock } from '../domain/clock.ts';
+import type { EventRegistry } from '../domain/events.ts';
+import * as delivery from '../domain/webhook-delivery.ts';
+import { type EventStore, type RecordedEvent, WrongExpectedVersionError } from '../eventstore/port.ts';
+import type { ReadStore } from '../projections/read-store.ts';
+import { domainEventOf, readState } from './read-state.ts';
+
+/** The cursor's name in the dispatcher store: the position of the last queue event judged. */
+export const DELIVERY_RETENTION_CURSOR = 'delivery-retention';
+
+/** Queue events read at a time. */
+const PAGE = 500;
+
+export interface DeliveryRetentionOptions {
+  store: EventStore;
+  /** Where the cursor is kept (the dispatcher store). */
+  state: ReadStore;
+  registry: EventRegistry;
+  clock: Clock;
+  /** `PDS_DELIVERY_LOG_RETENTION`, in ms. */
+  retentionMs: number;
+}
+
+/** What a run pruned from the log. */
+export interface PrunedDeliveries {
+  /** Delivery queues deleted. */
+  queues: number;
+  /** Deliveries they held. */
+  deliveries: number;
+  /** Their events. */
+  events: number;
+}
+
+type Judged = { pruned: PrunedDeliveries } | 'kept' | 'later';
+
+/** One run: deletes the queues finished before the retention, from the cursor on. */
+export async function pruneFinishedDeliveries(options: DeliveryRetentionOptions): Promise<PrunedDeliveries> {
+  const { store, state, clock } = options;
+  const cutoff = clock.now().getTime() - options.retentionMs;
+  const pruned: PrunedDeliveries = { queues: 0, deliveries: 0, events: 0 };
+  const stored = await state.getCheckpoint(DELIVERY_RETENTION_CURSOR);
+  let cursor = stored?.position ?? 0;
+  const judged = new Set<string>();
+  const save = () =>
+    state.setCheckpoint(DELIVERY_RETENTION_CURSOR, {
+      position: cursor,
+      events: (stored?.events ?? 0) + pruned.events,
+      updated_at: clock.now().toISOString(),
+    });
+  for (;;) {
+    const page = await store.readAll({
+      after: cursor,
+      filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+      maxCount: PAGE,
+    });
+    for (const event of page) {
+      if (happenedAt(options.registry, event) > cutoff) {
+        await save();
+        return pruned;
+      }
+      if (!judged.has(event.streamId)) {
+        judged.add(event.streamId);
+        const outcome = await judge(options, event.streamId, cutoff);
+        // The store cannot delete it yet (the embedded store's last event): the next run starts here.
+        if (outcome === 'later') {
+          await save();
+          return pruned;
+        }
+        if (outcome !== 'kept') {
+          pruned.queues += outcome.pruned.queues;
+          pruned.deliveries += outcome.pruned.deliveries;
+          pruned.events += outcome.pruned.events;
+        }
+      }
+      cursor = event.position;
+    }
+    if (page.length < PAGE) break;
+  }
+  await save();
+  return pruned;
+}
+
+/** When a queue event happened (epoch ms), by its data. */
+function happenedAt(registry: EventRegistry, event: RecordedEvent): number {
+  return Date.parse(delivery.eventTime(domainEventOf<delivery.WebhookDeliveryEvent>(registry, event)));
+}
+
+/** Reads one queue and deletes it when every delivery is finished and its last event is past the cutoff. */
+async function judge(options: DeliveryRetentionOptions, stream: string, cutoff: number): Promise<Judged> {
+  const { store, registry } = options;
+  const queue = await readState(store, registry, stream, delivery.decider);
+  const last = queue.events.at(-1);
+  if (!last || !queue.state.exists) return 'kept'; // deleted already (by another dispatcher)
+  if (delivery.head(queue.state) || happenedAt(registry, last) > cutoff) return 'kept';
+  try {
+    if (!(await store.deleteStream(stream, queue.revision))) return 'later';
+  } catch (err) {
+    // Written meanwhile (a redelivery, a new delivery): met again at those events.
+    if (err instanceof WrongExpectedVersionError) return 'kept';
+    throw err;
+  }
+  return { pruned: { queues: 1, deliveries: queue.state.deliveries.length, events: queue.events.length } };
+}
