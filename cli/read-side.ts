@@ -64,7 +64,7 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
       projector = createProjector({
         store: ctx.eventStore,
         readStore,
-        projections: allProjections(),
+        projections: allProjections({ deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs }),
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
         logger: ctx.logger,
         supervisor: ctx.supervisor,

@@ -34,6 +34,7 @@ import {
   WEBHOOK_QUEUES,
   webhookHealthIndexes,
 } from './webhook-health.ts';
+import { PRUNED, pruneFinished, WEBHOOK_RETENTION } from './webhook-retention.ts';
 
 export const WEBHOOK_DELIVERIES = 'webhook_deliveries';
 /** The projection's name: the checkpoint the admin routes wait for after a write. */
@@ -89,7 +90,11 @@ export interface WebhookDeliveryRecord {
   updated_at: string;
 }
 
-export type WebhookDeliveryDoc = Doc & WebhookDeliveryRecord & { _id: string };
+/**
+ * A delivery as stored: its record, and when it finished (delivered or parked; null while it is not),
+ * by which the projection prunes it (`webhook-retention.ts`).
+ */
+export type WebhookDeliveryDoc = Doc & WebhookDeliveryRecord & { _id: string; finished_at?: string | null };
 
 export const webhookDeliveryIndexes: readonly IndexSpec[] = [
   {
@@ -111,6 +116,7 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
       ['scheduled_at', 1],
     ],
   },
+  { keys: [['finished_at', 1]] },
 ];
 
 const eventTypes = new Set<string>(Object.keys(delivery.events));
@@ -146,6 +152,7 @@ export function evolveDelivery(
       parked_at: null,
       redeliveries: [],
       updated_at: d.scheduled_at,
+      finished_at: null,
     };
   }
   if (!doc) return undefined; // every other event follows the scheduling in the same stream
@@ -198,6 +205,7 @@ export function evolveDelivery(
         attempt_count: Math.max(doc.attempt_count, d.attempt),
         attempts,
         updated_at: d.attempted_at,
+        finished_at: delivered ? d.attempted_at : (doc.finished_at ?? null),
       };
     }
     case 'WebhookDeliveryParked': {
@@ -209,6 +217,7 @@ export function evolveDelivery(
         parked_reason: d.reason,
         parked_at: d.parked_at,
         updated_at: d.parked_at,
+        finished_at: d.parked_at,
       };
     }
     case 'WebhookRedeliveryRequested': {
@@ -228,6 +237,7 @@ export function evolveDelivery(
           },
         ],
         updated_at: d.requested_at,
+        finished_at: null,
       };
     }
     default:
@@ -260,47 +270,58 @@ function healthChange(
   }
 }
 
-export const webhookDeliveriesProjection: Projection = {
-  name: WEBHOOK_DELIVERIES_PROJECTION,
-  // 2: the health read models (`webhook_health`, `webhook_queues`) and the deliveries' cart index.
-  // 3: who asked for each redelivery (`requested_by`).
-  version: 3,
-  collections: {
-    [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
-    [WEBHOOK_HEALTH]: webhookHealthIndexes,
-    [WEBHOOK_QUEUES]: [],
-  },
-  filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
-  prefetch(event) {
-    // A hint only (a document not prefetched is fetched on demand), so the raw data will do.
-    const data = event.data as Record<string, unknown> | null;
-    const id = data?.delivery_id;
-    const queue = delivery.parseStreamId(event.streamId);
-    if (!eventTypes.has(event.type) || typeof id !== 'string' || !queue) return [];
-    const at = [
-      data?.scheduled_at,
-      data?.started_at,
-      data?.attempted_at,
-      data?.parked_at,
-      data?.requested_at,
-    ].find((t): t is string => typeof t === 'string' && !Number.isNaN(Date.parse(t)));
-    return [
-      [WEBHOOK_DELIVERIES, id],
-      [WEBHOOK_QUEUES, queue.webhook_id],
-      ...(at ? [[WEBHOOK_HEALTH, `${queue.webhook_id}/${minuteOf(at)}`] as [string, string]] : []),
-    ];
-  },
-  apply(event, tx) {
-    if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
-    const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(eventRegistry, event);
-    const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
-    if (current && typeof current._position === 'number' && current._position >= event.position) return;
-    const next = evolveDelivery(current, domainEvent, event.metadata.actor);
-    if (!next) return;
-    tx.put(WEBHOOK_DELIVERIES, next);
-    applyHealth(tx, healthChange(domainEvent, current, next));
-  },
-};
+/**
+ * The projection, pruning what finished `retentionMs` before each event's time
+ * (`PDS_DELIVERY_LOG_RETENTION`, docs/operations.md, "Retention").
+ */
+export function webhookDeliveriesProjection(retentionMs: number): Projection {
+  return {
+    name: WEBHOOK_DELIVERIES_PROJECTION,
+    // 2: the health read models (`webhook_health`, `webhook_queues`) and the deliveries' cart index.
+    // 3: who asked for each redelivery (`requested_by`).
+    // 4: retention: when each delivery finished (`finished_at`), the pruning's indexes and its hour.
+    version: 4,
+    collections: {
+      [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
+      [WEBHOOK_HEALTH]: webhookHealthIndexes,
+      [WEBHOOK_QUEUES]: [],
+      [WEBHOOK_RETENTION]: [],
+    },
+    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+    prefetch(event) {
+      // A hint only (a document not prefetched is fetched on demand), so the raw data will do.
+      const data = event.data as Record<string, unknown> | null;
+      const id = data?.delivery_id;
+      const queue = delivery.parseStreamId(event.streamId);
+      if (!eventTypes.has(event.type) || typeof id !== 'string' || !queue) return [];
+      const at = [
+        data?.scheduled_at,
+        data?.started_at,
+        data?.attempted_at,
+        data?.parked_at,
+        data?.requested_at,
+      ].find((t): t is string => typeof t === 'string' && !Number.isNaN(Date.parse(t)));
+      return [
+        [WEBHOOK_DELIVERIES, id],
+        [WEBHOOK_QUEUES, queue.webhook_id],
+        [WEBHOOK_RETENTION, PRUNED],
+        ...(at ? [[WEBHOOK_HEALTH, `${queue.webhook_id}/${minuteOf(at)}`] as [string, string]] : []),
+      ];
+    },
+    apply(event, tx) {
+      if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
+      const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(eventRegistry, event);
+      // First, so that this event's own document is never among those pruned after it is written.
+      pruneFinished(tx, WEBHOOK_DELIVERIES, delivery.eventTime(domainEvent), retentionMs);
+      const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
+      if (current && typeof current._position === 'number' && current._position >= event.position) return;
+      const next = evolveDelivery(current, domainEvent, event.metadata.actor);
+      if (!next) return;
+      tx.put(WEBHOOK_DELIVERIES, next);
+      applyHealth(tx, healthChange(domainEvent, current, next));
+    },
+  };
+}
 
 // ---- queries --------------------------------------------------------------------------------------
 

@@ -10,14 +10,17 @@ import {
   deliveryById,
   failedOrParkedSince,
   listDeliveries,
+  webhookDeliveriesProjection as projectionFor,
   toDeliveryRecord,
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
-  webhookDeliveriesProjection,
   webhookDeliveryIndexes,
 } from '../../projections/read-models/webhook-deliveries.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
+
+/** The projection with the default retention (30 days): nothing here is that old. */
+const webhookDeliveriesProjection = projectionFor(30 * 86_400_000);
 
 const W1 = '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
 const W2 = '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e';
@@ -249,6 +252,43 @@ test('applying the same events again changes nothing, whatever the batch size', 
   const fresh = openSqliteReadStore(':memory:');
   await project(es, fresh, webhookDeliveriesProjection, { batchSize: 1 });
   t.deepEqual(await snapshot(fresh, webhookDeliveriesProjection), first);
+});
+
+test('deliveries finished a retention before an event’s time, and health minutes as old, go; a rebuild of any batch size agrees', async (t) => {
+  const DAY = 86_400_000;
+  const { es, run } = await scenario(t);
+  const pruning = projectionFor(DAY);
+  const D5 = delivery.deliveryId(W2, 'event-5');
+  const later = DAY / 1000 + 2 * 3_600;
+  await run(delivery.streamId(W2, CART2), [
+    schedule(W2, CART2, 'event-5', 2, later),
+    start(D5, later),
+    result(D5, 1, later + 1, 'delivered'),
+  ]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, pruning);
+  const c = await deliveriesOf(readStore);
+  const kept = (await c.find({}, { sort: [['_id', 1]] })).map((d) => d.delivery_id);
+  // D1 was delivered a day and more before D5's events; D2 (redelivered, in flight), D3 (pending) and
+  // D4 (failed, retrying) are not finished, whatever their age; D5 is new.
+  t.deepEqual(kept, [D2, D3, D4, D5].sort());
+  const health = await readStore.collection<{ _id: string; minute: string }>('webhook_health');
+  const minutes = (await health.find({}, { sort: [['_id', 1]] })).map((m) => m.minute);
+  t.true(minutes.length > 0);
+  t.true(
+    minutes.every((m) => Date.parse(m) >= T0 + later * 1000 - DAY - 3_600_000),
+    'the minutes of a day before are gone',
+  );
+  const first = await snapshot(readStore, pruning);
+  for (const batchSize of [1, 2, 1000]) {
+    const fresh = openSqliteReadStore(':memory:');
+    await project(es, fresh, pruning, { batchSize });
+    t.deepEqual(await snapshot(fresh, pruning), first, `batch size ${batchSize}`);
+  }
+  // With the default retention, nothing here is old enough.
+  const whole = openSqliteReadStore(':memory:');
+  await project(es, whole, webhookDeliveriesProjection);
+  t.is((await (await deliveriesOf(whole)).find({})).length, 5);
 });
 
 // ---- query plans ------------------------------------------------------------------------------------

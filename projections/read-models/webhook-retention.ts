@@ -1,0 +1,62 @@
+/**
+ * The `webhook_deliveries` projection's retention (docs/operations.md, "Retention"): documents of
+ * deliveries finished (delivered or parked) `PDS_DELIVERY_LOG_RETENTION` before the time of the event
+ * being applied, and subscriptions' health minutes as old, are deleted as the projection goes.
+ *
+ * Deterministic (docs/read-side.md): what goes depends on the events' own times only, never on the
+ * projector's clock, so a rebuild of the same events deletes the same documents at the same events.
+ * The retention job deletes the same deliveries from the log by the same rule against the clock
+ * (application/delivery-retention.ts): a rebuild after that never sees them, and the live documents of
+ * those deliveries go at the next event after their time at the latest.
+ *
+ * Cost: once per hour of event time (the hour reached is kept in `webhook_retention`), one walk of the
+ * `[finished_at]` and `[minute]` indexes up to that hour, at most `PRUNE_BATCH` documents of each per
+ * event, so a backlog (after an upgrade, or a shorter retention) drains over the next events.
+ */
+import type { ProjectionTx } from '../projection.ts';
+import type { Doc } from '../read-store.ts';
+import { WEBHOOK_HEALTH } from './webhook-health.ts';
+
+export const WEBHOOK_RETENTION = 'webhook_retention';
+/** `_id` of the one document of `webhook_retention`. */
+export const PRUNED = 'pruned';
+
+/** `PDS_DELIVERY_LOG_RETENTION`'s default (cli/config.ts): 30 days. */
+export const DEFAULT_DELIVERY_LOG_RETENTION_MS = 30 * 86_400_000;
+
+/** Documents of each collection deleted at one event, at most. */
+const PRUNE_BATCH = 500;
+
+const HOUR = 3_600_000;
+
+interface PrunedDoc extends Doc {
+  _id: typeof PRUNED;
+  /** Everything finished before this hour (ISO 8601) is deleted. */
+  through: string;
+}
+
+/**
+ * Deletes the documents of `deliveries` finished, and the health minutes, before `retentionMs` ahead of
+ * `at` (the event's own time), once per hour of `at`.
+ */
+export function pruneFinished(tx: ProjectionTx, deliveries: string, at: string, retentionMs: number): void {
+  const through = new Date(Math.floor((Date.parse(at) - retentionMs) / HOUR) * HOUR).toISOString();
+  const done = tx.get<PrunedDoc>(WEBHOOK_RETENTION, PRUNED);
+  if (done && done.through >= through) return;
+  const finished = tx.find<Doc>(
+    deliveries,
+    { finished_at: { $lt: through } },
+    { sort: [['finished_at', 1]], limit: PRUNE_BATCH },
+  );
+  for (const doc of finished) tx.delete(deliveries, doc._id);
+  const minutes = tx.find<Doc>(
+    WEBHOOK_HEALTH,
+    { minute: { $lt: through } },
+    { sort: [['minute', 1]], limit: PRUNE_BATCH },
+  );
+  for (const doc of minutes) tx.delete(WEBHOOK_HEALTH, doc._id);
+  // A full batch may leave more: the next event goes on.
+  if (finished.length < PRUNE_BATCH && minutes.length < PRUNE_BATCH) {
+    tx.put(WEBHOOK_RETENTION, { _id: PRUNED, through } satisfies PrunedDoc);
+  }
+}
