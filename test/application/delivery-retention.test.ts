@@ -1,0 +1,185 @@
+/**
+ * Finished deliveries' retention in the log (docs/operations.md, "Retention"): the retention job
+ * deletes a delivery queue once every delivery in it is delivered or parked and its last event happened
+ * `PDS_DELIVERY_LOG_RETENTION` ago, never a queue with a delivery still owed, nor a business stream;
+ * a queue written meanwhile stays; each run starts where the last one stopped.
+ */
+import test from 'ava';
+import { DELIVERY_RETENTION_CURSOR } from '../../application/delivery-retention.ts';
+import { createRetention } from '../../application/retention.ts';
+import { manualClock } from '../../domain/clock.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import { type EventStore, StreamNotFoundError } from '../../eventstore/port.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { append, eventStoreFor } from '../projections/support.ts';
+
+const DAY = 86_400_000;
+const W = '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
+const cart = (n: number) => `c0000000-0000-4000-8000-00000000000${n}`;
+const T0 = Date.parse('2026-05-01T10:00:00.000Z');
+
+/** Decides each command on the queue as stored and appends what the decider produced, at the command's time. */
+async function run(store: EventStore, stream: string, commands: delivery.WebhookDeliveryCommand[]) {
+  for (const command of commands) {
+    let state: delivery.DeliveryQueueState = delivery.decider.initialState;
+    try {
+      for (const e of await store.readStream(stream)) {
+        state = delivery.decider.evolve(
+          state,
+          eventRegistry.read(e.type, e.data, 1) as delivery.WebhookDeliveryEvent,
+        );
+      }
+    } catch (err) {
+      if (!(err instanceof StreamNotFoundError)) throw err;
+    }
+    const events = delivery.decider.decide(command, state);
+    if (events.length > 0) await append(store, stream, events, command.at);
+  }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function scheduled(n: number, at: number): delivery.WebhookDeliveryCommand {
+  return {
+    type: 'ScheduleDelivery',
+    delivery_id: delivery.deliveryId(W, `event-${n}`),
+    webhook_id: W,
+    event_kind: 'cart_status_updated',
+    cart_uuid: cart(n),
+    store_id: 1,
+    source_event_id: `event-${n}`,
+    source_revision: 1,
+    source_position: 1,
+    body: '{"webhook_event":"cart_status_updated"}',
+    at: iso(at),
+  };
+}
+
+/** An attempt started and its result: delivered, or failed with a retry (or parked). */
+function attempt(
+  n: number,
+  number: number,
+  at: number,
+  outcome: 'delivered' | 'failed',
+  next: { retryAt?: number; park?: delivery.ParkReason } = {},
+): delivery.WebhookDeliveryCommand[] {
+  const id = delivery.deliveryId(W, `event-${n}`);
+  return [
+    { type: 'StartAttempt', delivery_id: id, lease_ms: 30_000, dispatcher_id: 'd', at: iso(at) },
+    {
+      type: 'RecordAttempt',
+      delivery_id: id,
+      attempt: number,
+      outcome,
+      status: outcome === 'delivered' ? 200 : 500,
+      duration_ms: 5,
+      response_excerpt: outcome === 'delivered' ? 'ok' : 'boom',
+      error_code: outcome === 'delivered' ? null : 'http_status',
+      error: outcome === 'delivered' ? null : 'HTTP 500',
+      retry_at: next.retryAt === undefined ? null : iso(next.retryAt),
+      park: next.park ?? null,
+      at: iso(at + 1),
+    },
+  ];
+}
+
+const present = async (store: EventStore, stream: string) =>
+  store.readStream(stream).then(
+    () => true,
+    (err) => (err instanceof StreamNotFoundError ? false : Promise.reject(err)),
+  );
+
+test('a queue goes once all its deliveries are finished and its last event is a retention old, and nothing else', async (t) => {
+  const store = await eventStoreFor(t);
+  const state = openSqliteReadStore(':memory:');
+  const clock = manualClock(iso(T0));
+  const job = createRetention({
+    store,
+    clock,
+    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY },
+  });
+  const q = (n: number) => delivery.streamId(W, cart(n));
+  await store.append(`cart-${cart(1)}`, [
+    { type: 'CartCreated', data: {}, metadata: { ...metadata(), occurred_at: iso(T0) } },
+  ]);
+  await run(store, q(1), [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
+  await run(store, q(2), [scheduled(2, T0), ...attempt(2, 1, T0, 'failed', { retryAt: T0 + 9 * DAY })]);
+  await run(store, q(3), [scheduled(3, T0), ...attempt(3, 1, T0, 'failed', { park: 'attempts_exhausted' })]);
+  // In the log's order, as times go (each taken as its command is decided, just before its append).
+  await run(store, q(4), [scheduled(4, T0), ...attempt(4, 1, T0, 'failed', { park: 'receiver_gone' })]);
+  await run(store, q(3), [
+    {
+      type: 'RequestRedelivery',
+      delivery_id: delivery.deliveryId(W, 'event-3'),
+      reason: 'redeliver',
+      at: iso(T0 + 5 * DAY),
+    },
+    ...attempt(3, 2, T0 + 5 * DAY, 'delivered'),
+  ]);
+  await store.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+
+  clock.advance(7 * DAY - 10_000); // not a retention yet
+  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
+
+  clock.advance(10_000 + 1_000);
+  // q1 delivered and q4 parked a retention ago go; q2 still owes its delivery; q3 was redelivered since.
+  t.deepEqual((await job.run()).deliveries, { queues: 2, deliveries: 2, events: 7 });
+  t.deepEqual(await Promise.all([1, 2, 3, 4].map((n) => present(store, q(n)))), [false, true, true, false]);
+  t.is((await store.readStream(`cart-${cart(1)}`)).length, 1, 'business events stay');
+  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 }, 'nothing twice');
+
+  clock.advance(5 * DAY);
+  t.deepEqual(
+    (await job.run()).deliveries,
+    { queues: 1, deliveries: 1, events: 7 },
+    'q3, a retention after its redelivery',
+  );
+  t.true(await present(store, q(2)), 'still owed, however old');
+
+  await run(store, q(2), attempt(2, 2, T0 + 9 * DAY, 'delivered'));
+  await store.append(`cart-${cart(3)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  clock.advance(4 * DAY);
+  t.deepEqual((await job.run()).deliveries, { queues: 1, deliveries: 1, events: 5 });
+  t.false(await present(store, q(2)));
+  t.is((await store.readAll({ filter: { streamPrefixes: ['cart-'] } })).length, 3);
+  t.true(((await state.getCheckpoint(DELIVERY_RETENTION_CURSOR))?.position ?? 0) > 0, 'the cursor is kept');
+});
+
+test('a queue holding the log’s last event waits for the next run; one started again is owed again', async (t) => {
+  const store = await eventStoreFor(t);
+  const state = openSqliteReadStore(':memory:');
+  const clock = manualClock(iso(T0));
+  const job = createRetention({
+    store,
+    clock,
+    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY },
+  });
+  const q = (n: number) => delivery.streamId(W, cart(n));
+  await run(store, q(1), [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
+  clock.advance(8 * DAY);
+  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
+  t.true(await present(store, q(1)));
+  await store.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  t.deepEqual((await job.run()).deliveries, { queues: 1, deliveries: 1, events: 3 });
+
+  // A queue started again after its deletion is a queue like any other.
+  await run(store, q(1), [scheduled(5, T0 + 8 * DAY)]);
+  t.deepEqual(
+    (await store.readStream(q(1))).map((e) => [e.revision, e.type]),
+    [[0, 'WebhookDeliveryScheduled']],
+  );
+  await store.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  clock.advance(8 * DAY);
+  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 }, 'owed: kept');
+});
+
+function metadata() {
+  return {
+    correlation_id: 'c',
+    causation_id: null,
+    actor: { type: 'system' as const, id: 'test' },
+    occurred_at: iso(T0),
+    schema_version: 1,
+  };
+}
