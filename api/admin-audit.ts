@@ -8,7 +8,7 @@
  *   history holds the customer's personal data, so each answered read is recorded first, as
  *   `CartHistoryViewed` with the reader as actor (`domain/operator-activity.ts`); who read it is
  *   `GET /carts/{uuid}/views` (`admin-cart-views.ts`).
- * - `GET /carts/{uuid}/webhooks?limit=&cursor=` → 200 {cart_uuid, deliveries, next_cursor}: the
+ * - `GET /carts/{uuid}/webhooks?limit=&cursor=` → 200 {cart_uuid, deliveries, next_cursor, pruned_before}: the
  *   webhook deliveries the cart's events produced, to every subscription, oldest first, each with its
  *   `source_event_id` (the event it stands for), status and every attempt; from the
  *   `webhook_deliveries` read model, so a delivery scheduled a moment ago may not be listed yet.
@@ -29,6 +29,7 @@ import {
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
+import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { ADMIN_BASE } from './admin-support.ts';
 import { decodeCursor, encodeCursor } from './admin-webhook-deliveries.ts';
@@ -99,9 +100,15 @@ const webhooksQuery = z.strictObject({
 /** Adds the cart audit routes to the admin router (mounted under ADMIN_BASE). */
 export function auditRoutes(
   router: Router<AppState>,
-  deps: { store: EventStore; readStore: ReadStore; clock: Clock },
+  deps: {
+    store: EventStore;
+    readStore: ReadStore;
+    clock: Clock;
+    webhooks?: { deliveryLogRetentionMs?: number };
+  },
 ): void {
   const { store, readStore, clock } = deps;
+  const retentionMs = deps.webhooks?.deliveryLogRetentionMs;
   const named = actorNamer(readStore);
   /** The reader, on record before the history leaves: no unrecorded look at a customer's data. */
   const recordView = async (ctx: AppContext, uuid: string) => {
@@ -145,6 +152,9 @@ export function auditRoutes(
       ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${params}>; rel="next"`);
     }
     const records = await withRequesterNames(named, page.map(toDeliveryRecord));
-    ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next };
+    // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
+    // lack them, and says from when it is whole.
+    const pruned_before = prunedBefore(clock.now(), retentionMs);
+    ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next, pruned_before };
   });
 }

@@ -8,7 +8,8 @@
  *   parked); `limit` 1–500 (default 100); `cursor` is the `next_cursor` of the previous page (also in a
  *   `Link: rel="next"` header, filters kept). 404 `webhook_not_found` for an unknown or removed
  *   subscription.
- * - `GET /webhooks/deliveries/{delivery_id}` → 200 {delivery}; 404 `delivery_not_found`.
+ * - `GET /webhooks/deliveries/{delivery_id}` → 200 {delivery}; 404 `delivery_not_found` (never scheduled,
+ *   or pruned: finished before `pruned_before`, docs/operations.md, "Retention").
  * - `POST /webhooks/deliveries/{delivery_id}/redeliver` (no body) → 202 {delivery, revision, position}:
  *   the delivery is pending again and the dispatcher sends it with the same `X-Service-Webhook-Id` and
  *   the next `X-Service-Delivery-Attempt`, its retry schedule starting over. 404 `delivery_not_found`;
@@ -56,6 +57,7 @@ import {
   WEBHOOK_DELIVERIES_PROJECTION,
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
+import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
 import { attemptFields } from '../webhooks/deliver.ts';
@@ -249,7 +251,15 @@ function deliveryShared(deps: WebhookAdminDeps) {
   async function findDelivery(deliveryId: string): Promise<WebhookDeliveryDoc> {
     const doc = await deliveryById(await deliveries(), deliveryId);
     if (!doc) {
-      throw new HttpProblem(404, { code: 'delivery_not_found', detail: `no webhook delivery ${deliveryId}` });
+      // Pruned or never scheduled: nothing tells them apart once a delivery is pruned, so both are said.
+      const before = prunedBefore(clock.now(), settings.deliveryLogRetentionMs);
+      throw new HttpProblem(404, {
+        code: 'delivery_not_found',
+        detail:
+          `no webhook delivery ${deliveryId}: none was scheduled with this id, or it finished before ` +
+          `${before} and was pruned (PDS_DELIVERY_LOG_RETENTION)`,
+        extensions: { pruned_before: before },
+      });
     }
     return doc;
   }

@@ -70,6 +70,11 @@ export interface WebhookSettings {
   timeoutMs: number;
   /** Resolves a host name to its addresses (default: the system resolver, every address). */
   resolve?: Resolver;
+  /**
+   * `PDS_DELIVERY_LOG_RETENTION` (30 days unless said): a delivery finished longer ago is pruned, and
+   * the answers that would show it say so (docs/operations.md, "Retention").
+   */
+  deliveryLogRetentionMs?: number;
 }
 
 export interface WebhookAdminDeps {

@@ -205,6 +205,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         secretKey: ctx.config.secretKey,
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
+        deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs,
       };
       const { sessions } = shared;
       const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];

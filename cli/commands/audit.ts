@@ -1,7 +1,7 @@
 /**
  * `pds audit cart <uuid>`: every event of a cart, in order, with what it changed and who caused it,
  * then the webhook deliveries its events produced; as tables or `--json` ({cart_uuid, events,
- * deliveries}). Reading a cart's history is recorded (docs/operations.md, "Accounts and roles").
+ * deliveries, pruned_before}), with a note when the cart is older than the deliveries kept. Reading a cart's history is recorded (docs/operations.md, "Accounts and roles").
  * `pds audit views <uuid>`: who read that history and when, newest first.
  */
 import type { Command } from 'commander';
@@ -24,20 +24,36 @@ const changesText = (e: HistoryEntry) =>
 /** `operator:<id> (Name)`: the actor's id, with the person's name where it names one. */
 const actorText = (a: NamedActor) => `${a.type}:${a.id}${a.name === null ? '' : ` (${a.name})`}`;
 
-/** Every delivery of the cart, following the pages. */
-async function cartDeliveries(client: AdminClient, uuid: string): Promise<WebhookDeliveryRecord[]> {
+/**
+ * Every delivery of the cart, following the pages, and before when a finished one is pruned
+ * (docs/operations.md, "Retention").
+ */
+async function cartDeliveries(
+  client: AdminClient,
+  uuid: string,
+): Promise<{ deliveries: WebhookDeliveryRecord[]; prunedBefore: string | null }> {
   const all: WebhookDeliveryRecord[] = [];
   let cursor: string | null = null;
+  let prunedBefore: string | null = null;
   do {
     const params = new URLSearchParams({ limit: '500', ...(cursor && { cursor }) });
-    const page: { deliveries: WebhookDeliveryRecord[]; next_cursor: string | null } = await client.request(
-      'GET',
-      `/admin/v1/carts/${encodeURIComponent(uuid)}/webhooks?${params}`,
-    );
+    const page: {
+      deliveries: WebhookDeliveryRecord[];
+      next_cursor: string | null;
+      pruned_before?: string;
+    } = await client.request('GET', `/admin/v1/carts/${encodeURIComponent(uuid)}/webhooks?${params}`);
     all.push(...page.deliveries);
+    prunedBefore ??= page.pruned_before ?? null;
     cursor = page.next_cursor;
   } while (cursor);
-  return all;
+  return { deliveries: all, prunedBefore };
+}
+
+/** Said under the deliveries when the cart has events from before the retention: theirs may be gone. */
+function prunedNote(history: { events: HistoryEntry[] }, prunedBefore: string | null): string {
+  const first = history.events[0]?.occurred_at;
+  if (!prunedBefore || !first || Date.parse(first) >= Date.parse(prunedBefore)) return '';
+  return `\nwebhook deliveries finished before ${prunedBefore} are pruned (PDS_DELIVERY_LOG_RETENTION): those of earlier events may not be listed\n`;
 }
 
 export function registerAudit(program: Command): void {
@@ -56,8 +72,9 @@ export function registerAudit(program: Command): void {
           'GET',
           `/admin/v1/carts/${encodeURIComponent(uuid)}/history`,
         );
-        const deliveries = await cartDeliveries(client, uuid);
-        if (options.json) return printJson({ ...history, deliveries });
+        const { deliveries, prunedBefore } = await cartDeliveries(client, uuid);
+        if (options.json) return printJson({ ...history, deliveries, pruned_before: prunedBefore });
+        const note = prunedNote(history, prunedBefore);
         const revisionOf = new Map(history.events.map((e) => [e.event_id, e.revision]));
         const events = table(
           [
@@ -83,7 +100,7 @@ export function registerAudit(program: Command): void {
             changesText(e),
           ]),
         );
-        if (deliveries.length === 0) return `${events}\n\nno webhook deliveries\n`;
+        if (deliveries.length === 0) return `${events}\n\nno webhook deliveries\n${note}`;
         const webhooks = table(
           ['rev', 'event', 'webhook_id', 'delivery_id', 'status', 'attempts', 'delivered_at'],
           deliveries.map((d) => [
@@ -96,7 +113,7 @@ export function registerAudit(program: Command): void {
             d.delivered_at,
           ]),
         );
-        return `${events}\n\n${webhooks}\n`;
+        return `${events}\n\n${webhooks}\n${note}`;
       }),
     );
   audit

@@ -60,3 +60,10 @@ export function pruneFinished(tx: ProjectionTx, deliveries: string, at: string, 
     tx.put(WEBHOOK_RETENTION, { _id: PRUNED, through } satisfies PrunedDoc);
   }
 }
+
+/**
+ * Before when a delivery must have finished to be pruned by now, as answers tell operators (ISO 8601):
+ * `retentionMs` before `now`.
+ */
+export const prunedBefore = (now: Date, retentionMs = DEFAULT_DELIVERY_LOG_RETENTION_MS): string =>
+  new Date(now.getTime() - retentionMs).toISOString();
