@@ -173,30 +173,15 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     return out;
   }
 
-  /**
-   * A soft delete (`EventStore.deleteStream`) at the expected revision: the server answers "not found"
-   * to reads of the stream at once and removes its events at a scavenge; an append expecting
-   * `no_stream` starts the stream again, its revisions going on after the deleted ones (the server's
-   * IndexWriter.CheckCommit accepts `NoStream` on a soft-deleted stream).
-   */
-  async function deleteStream(streamId: string, expectedRevision: number): Promise<boolean> {
-    validateStreamId(streamId);
-    try {
-      await withTimeout(
-        onLeader(() => client.deleteStream(streamId, { expectedRevision: BigInt(expectedRevision) })),
-        appendTimeoutMs,
-        () =>
-          new EventStoreUnavailableError(
-            `deleting ${streamId} did not complete within ${appendTimeoutMs} ms`,
-          ),
-      );
-      return true;
-    } catch (err) {
-      throw mapError(err, { streamId, expected: expectedRevision });
-    }
-  }
-
-  return { append, deleteStream, settle, readAt, readStream, ...all };
+  return {
+    append,
+    deleteStream: (streamId: string, expectedRevision: number) =>
+      deleteStream(client, streamId, expectedRevision, appendTimeoutMs),
+    settle,
+    readAt,
+    readStream,
+    ...all,
+  };
 }
 
 /**
@@ -208,4 +193,29 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
 async function setMaxAge(client: EventStoreDBClient, streamId: string, maxAgeMs: number): Promise<void> {
   const metadata = jsonEvent({ type: '$metadata', data: { $maxAge: Math.ceil(maxAgeMs / 1_000) } });
   await unaryAppend.call(client, `$$${streamId}`, [metadata], { expectedRevision: ANY, batchAppendSize: 0 });
+}
+
+/**
+ * A soft delete (`EventStore.deleteStream`) at the expected revision: the server answers "not found"
+ * to reads of the stream at once and removes its events at a scavenge; an append expecting
+ * `no_stream` starts the stream again, its revisions going on after the deleted ones (the server's
+ * IndexWriter.CheckCommit accepts `NoStream` on a soft-deleted stream). Bounded like an append.
+ */
+async function deleteStream(
+  client: EventStoreDBClient,
+  streamId: string,
+  expectedRevision: number,
+  timeoutMs: number,
+): Promise<boolean> {
+  validateStreamId(streamId);
+  try {
+    await withTimeout(
+      onLeader(() => client.deleteStream(streamId, { expectedRevision: BigInt(expectedRevision) })),
+      timeoutMs,
+      () => new EventStoreUnavailableError(`deleting ${streamId} did not complete within ${timeoutMs} ms`),
+    );
+    return true;
+  } catch (err) {
+    throw mapError(err, { streamId, expected: expectedRevision });
+  }
 }
