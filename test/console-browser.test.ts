@@ -227,6 +227,7 @@ if (missing) {
       t.is(await produced.count(), moves.includes(i) ? 1 : 0, `webhooks of ${event.type}`);
       if (moves.includes(i)) t.regex(await produced.innerText(), /cart_status_updated .*delivered/);
     }
+    t.is(await page.locator('[data-pruned-before]').count(), 0, 'a cart of today has lost no delivery');
     t.deepEqual(await accessibilityProblems(page), [], 'cart audit: no serious or critical violation');
     await screenshot(page, 'console-cart-audit');
     t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');

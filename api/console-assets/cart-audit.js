@@ -54,7 +54,19 @@ function Views({ views }) {
     </section>`;
 }
 
-function Timeline({ history, deliveries }) {
+/**
+ * Said when the cart has events from before the deliveries kept: theirs may have been pruned
+ * (PDS_DELIVERY_LOG_RETENTION; docs/operations.md, "Retention").
+ */
+function PrunedNote({ history, prunedBefore }) {
+  const first = history.events[0]?.occurred_at;
+  if (!prunedBefore || !first || Date.parse(first) >= Date.parse(prunedBefore)) return '';
+  return html`<p class="muted" data-pruned-before=${prunedBefore}>
+    ${'Webhook deliveries finished before '}${time(prunedBefore)}${' are pruned: those of earlier events may not be shown.'}
+  </p>`;
+}
+
+function Timeline({ history, deliveries, prunedBefore }) {
   const path = statusPath(history.events);
   const bySource = Map.groupBy(deliveries, (d) => d.source_event_id);
   return html`
@@ -64,6 +76,7 @@ function Timeline({ history, deliveries }) {
         ? html`<ol class="status-path" aria-label="Status path">${path.map((s, i) => html`<li key=${i}>${s}</li>`)}</ol>`
         : html`<p class="muted">No status moves yet.</p>`
     }
+    <${PrunedNote} history=${history} prunedBefore=${prunedBefore} />
     <ol class="timeline" aria-label="Events, oldest first">
       ${history.events.map(
         (e) => html`
@@ -79,17 +92,19 @@ function Timeline({ history, deliveries }) {
     </ol>`;
 }
 
-/** Every delivery of the cart, following the pages. */
+/** Every delivery of the cart, following the pages, and before when finished ones are pruned. */
 async function cartDeliveries(session, uuid) {
   const all = [];
   let cursor = null;
+  let prunedBefore = null;
   do {
     const query = new URLSearchParams({ limit: '500', ...(cursor ? { cursor } : {}) });
     const page = await admin(session, 'GET', `/carts/${encodeURIComponent(uuid)}/webhooks?${query}`);
     all.push(...page.deliveries);
+    prunedBefore ??= page.pruned_before ?? null;
     cursor = page.next_cursor;
   } while (cursor);
-  return all;
+  return { deliveries: all, prunedBefore };
 }
 
 export function CartAudit({ session, onUnauthorized }) {
@@ -102,13 +117,13 @@ export function CartAudit({ session, onUnauthorized }) {
     setFound(null);
     const id = uuid.trim();
     try {
-      const [history, deliveries] = await Promise.all([
+      const [history, { deliveries, prunedBefore }] = await Promise.all([
         admin(session, 'GET', `/carts/${encodeURIComponent(id)}/history`),
         cartDeliveries(session, id),
       ]);
       // After the history: this read is among them.
       const { views } = await admin(session, 'GET', `/carts/${encodeURIComponent(id)}/views?limit=50`);
-      setFound({ history, deliveries, views });
+      setFound({ history, deliveries, prunedBefore, views });
     } catch (e) {
       if (e.status === 401) onUnauthorized();
       else setError(e.message);
@@ -123,7 +138,10 @@ export function CartAudit({ session, onUnauthorized }) {
         <button type="submit">Show history</button>
       </form>
       ${error && html`<p class="error" role="alert">${error}</p>`}
-      ${found && html`<${Timeline} history=${found.history} deliveries=${found.deliveries} />`}
+      ${
+        found &&
+        html`<${Timeline} history=${found.history} deliveries=${found.deliveries} prunedBefore=${found.prunedBefore} />`
+      }
       ${found && html`<${Views} views=${found.views} />`}
     </section>`;
 }
