@@ -183,3 +183,39 @@ function metadata() {
     schema_version: 1,
   };
 }
+
+test('a queue written between the job’s read and its deletion stays', async (t) => {
+  const inner = await eventStoreFor(t);
+  const q = delivery.streamId(W, cart(1));
+  // A redelivery lands just as the job deletes: the deletion expects the revision the job read.
+  const store: EventStore = Object.create(inner);
+  store.deleteStream = async (streamId, expected) => {
+    await run(inner, q, [
+      {
+        type: 'RequestRedelivery',
+        delivery_id: delivery.deliveryId(W, 'event-1'),
+        reason: 'redeliver',
+        at: iso(T0 + 8 * DAY),
+      },
+    ]);
+    await inner.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+    return inner.deleteStream(streamId, expected);
+  };
+  const clock = manualClock(iso(T0));
+  const state = openSqliteReadStore(':memory:');
+  const job = createRetention({
+    store,
+    clock,
+    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY },
+  });
+  await run(inner, q, [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
+  await inner.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  clock.advance(8 * DAY);
+  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
+  t.deepEqual(
+    (await inner.readStream(q)).map((e) => e.type).at(-1),
+    'WebhookRedeliveryRequested',
+    'the redelivery and what it stands on are kept',
+  );
+  t.is((await inner.readStream(q)).length, 4);
+});
