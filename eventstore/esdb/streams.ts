@@ -199,7 +199,8 @@ async function setMaxAge(client: EventStoreDBClient, streamId: string, maxAgeMs:
  * A soft delete (`EventStore.deleteStream`) at the expected revision: the server answers "not found"
  * to reads of the stream at once and removes its events at a scavenge; an append expecting
  * `no_stream` starts the stream again, its revisions going on after the deleted ones (the server's
- * IndexWriter.CheckCommit accepts `NoStream` on a soft-deleted stream). Bounded like an append.
+ * IndexWriter.CheckCommit accepts `NoStream` on a soft-deleted stream, and StorageWriterService's
+ * SoftUndeleteStream truncates it before the first new event). Bounded like an append.
  */
 async function deleteStream(
   client: EventStoreDBClient,
