@@ -1,7 +1,7 @@
 /**
- * Admin routes described by zod schemas, as the partner APIs' are (`partner/routes.ts`): one table
- * registers the Koa routes (validating every input with its schemas) and generates the admin API's
- * OpenAPI document (`admin-openapi.ts`). The role each route needs comes from `route-roles.ts`.
+ * Admin and platform routes described by zod schemas, as the partner APIs' are (`partner/routes.ts`):
+ * one table registers the Koa routes (validating every input with its schemas) and generates the API's
+ * OpenAPI document (`operator-openapi.ts`). The role each route needs comes from `route-roles.ts`.
  */
 import type Router from '@koa/router';
 import type { z } from 'zod';
@@ -24,10 +24,10 @@ export interface AdminRouteInput<P, Q, B> extends ParsedAdminInput<P, Q, B> {
   operator: OperatorPrincipal;
 }
 
-/** What the admin API's OpenAPI document says of a route: its inputs, its answer, its problems. */
+/** What the API's OpenAPI document says of a route: its inputs, its answer, its problems. */
 export interface AdminOperation<P = unknown, Q = unknown, B = unknown> {
-  method: 'get' | 'post' | 'patch' | 'delete';
-  /** OpenAPI-style path under `/admin/v1`, e.g. `/operators/{id}`. */
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** OpenAPI-style path under the API's base (`/admin/v1`, `/platform/v1`), e.g. `/operators/{id}`. */
   path: string;
   operationId: string;
   summary: string;
@@ -41,6 +41,8 @@ export interface AdminOperation<P = unknown, Q = unknown, B = unknown> {
     description: string;
     schema?: z.ZodType;
     headers?: Record<string, { description: string; required: boolean }>;
+    /** Other success statuses with the same body, e.g. 201 for an upsert that created the resource. */
+    also?: { status: number; description: string }[];
   };
   /**
    * Problem statuses the route can answer besides 503 (documented for every route), and besides 401
@@ -71,8 +73,8 @@ export const adminRoute = <P, Q, B>(r: AdminRoute<P, Q, B>) => r as unknown as A
 export const publicAdminRoute = <P, Q, B>(r: PublicAdminRoute<P, Q, B>) => r as unknown as PublicAdminRoute;
 
 /** The route's pattern as the router (and `route-roles.ts`) names it: `/admin/v1/operators/:id`. */
-export const koaPattern = (r: Pick<AdminOperation, 'path'>) =>
-  `${ADMIN_BASE}${r.path.replace(/\{(\w+)\}/g, ':$1')}`;
+export const koaPattern = (r: Pick<AdminOperation, 'path'>, base = ADMIN_BASE) =>
+  `${base}${r.path.replace(/\{(\w+)\}/g, ':$1')}`;
 
 function parsedInput(ctx: AppContext, r: AdminOperation): ParsedAdminInput<unknown, unknown, unknown> {
   // A malformed path parameter names nothing that exists: 404, as for an unknown id.
@@ -82,18 +84,31 @@ function parsedInput(ctx: AppContext, r: AdminOperation): ParsedAdminInput<unkno
   return { params, query, body };
 }
 
-/** Registers `handle` for the route on `router`, whose prefix is `ADMIN_BASE` or a path under it. */
-function mount(router: Router<AppState>, r: AdminOperation, handle: (ctx: AppContext) => Promise<void>) {
+/** Registers `handle` for the route on `router`, whose prefix is `base` or a path under it. */
+function mount(
+  router: Router<AppState>,
+  r: AdminOperation,
+  handle: (ctx: AppContext) => Promise<void>,
+  base = ADMIN_BASE,
+) {
   const prefix = router.opts.prefix ?? '';
-  const pattern = koaPattern(r);
+  const pattern = koaPattern(r, base);
   if (!pattern.startsWith(prefix)) throw new Error(`${pattern} is not under the router's ${prefix}`);
   router[r.method](pattern.slice(prefix.length) || '/', handle);
 }
 
-/** Registers the routes on the admin router (mounted under `ADMIN_BASE`), behind its authentication. */
-export function mountAdminRoutes(router: Router<AppState>, routes: readonly AdminRoute[]): void {
+/**
+ * Registers the routes on the admin router (mounted under `ADMIN_BASE`) or the platform's (`base`),
+ * behind its authentication.
+ */
+export function mountAdminRoutes(
+  router: Router<AppState>,
+  routes: readonly AdminRoute[],
+  base = ADMIN_BASE,
+): void {
   for (const r of routes) {
-    mount(router, r, (ctx) => r.handler(ctx, { ...parsedInput(ctx, r), operator: operatorOf(ctx) }));
+    const handle = (ctx: AppContext) => r.handler(ctx, { ...parsedInput(ctx, r), operator: operatorOf(ctx) });
+    mount(router, r, handle, base);
   }
 }
 
