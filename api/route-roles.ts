@@ -71,7 +71,8 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRole>> = {
   'GET /admin/v1/projections': 'auditor',
   'POST /admin/v1/projections/:name/rebuild': 'operator',
 
-  // The platform write API.
+  // The platform write API, and its contract.
+  'GET /platform/v1/openapi.json': 'public',
   'PUT /platform/v1/stores/:id': 'operator',
   'PUT /platform/v1/stores/:id/curbside_pickup_setting': 'operator',
   'PUT /platform/v1/brands/:id': 'operator',

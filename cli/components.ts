@@ -15,7 +15,7 @@ import { HttpProblem, routesOf } from '../api/http.ts';
 import { createOperatorAuthenticator } from '../api/operator-authenticator.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
-import { createPlatformRouter } from '../api/platform.ts';
+import { createPlatformDocumentRouter, createPlatformRouter, platformRouteTables } from '../api/platform.ts';
 import { createCommandHandler } from '../application/command-handler.ts';
 import { ConsoleSessions } from '../application/console-sessions.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
@@ -187,20 +187,19 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const { specials, lookups } = built;
       const operators = operatorsOf(shared, ctx, clock);
       const readStore = shared.readStore;
-      ctx.app.use(
-        routesOf(
-          createPlatformRouter({
-            store,
-            commands,
-            specials,
-            lookups,
-            clock,
-            operators,
-            writeSideBuilt: built.built,
-            idempotencyTtlMs: ctx.config.idempotencyTtlMs,
-          }),
-        ),
-      );
+      const platformDeps = {
+        store,
+        commands,
+        specials,
+        lookups,
+        clock,
+        operators,
+        writeSideBuilt: built.built,
+        idempotencyTtlMs: ctx.config.idempotencyTtlMs,
+      };
+      const platformTables = platformRouteTables(platformDeps);
+      ctx.app.use(routesOf(createPlatformDocumentRouter(platformTables)));
+      ctx.app.use(routesOf(createPlatformRouter(platformDeps, platformTables)));
       const webhooks = {
         secretKey: ctx.config.secretKey,
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,

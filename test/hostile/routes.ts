@@ -30,8 +30,8 @@ export interface RouteSpec {
   /** A valid body: hostile bodies are mutations of it. Absent when the route reads no body. */
   body?(w: World): Json;
   /**
-   * Partner routes, and the admin routes its OpenAPI document describes: the API base whose document
-   * every answer must match.
+   * Partner and platform routes, and the admin routes its OpenAPI document describes: the API base
+   * whose document every answer must match.
    */
   apiBase?: string;
 }
@@ -76,7 +76,7 @@ const storeBody = (): Json => ({
   working_hours: [{ day: 'monday', from: '09:00', to: '17:00' }],
 });
 
-export const platformRoutes: readonly RouteSpec[] = [
+const platformSpecs: readonly RouteSpec[] = [
   spec('PUT', `${P}/stores/:id`, 'operator', () => ({ id: ['101', '150'] }), { body: storeBody }),
   spec('PUT', `${P}/stores/:id/curbside_pickup_setting`, 'operator', () => ({ id: ['101', '102'] }), {
     body: () => ({
@@ -192,6 +192,8 @@ export const platformRoutes: readonly RouteSpec[] = [
     }),
   }),
 ];
+/** Every platform answer must match the platform API's OpenAPI document. */
+export const platformRoutes: readonly RouteSpec[] = platformSpecs.map((r) => ({ ...r, apiBase: P }));
 
 // ---- admin ---------------------------------------------------------------------------------------
 
@@ -324,6 +326,7 @@ export const publicRoutes: readonly RouteSpec[] = [
   spec('GET', '/metrics', 'public'),
   ...partnerApis.map((api) => spec('GET', `${api.base}/openapi.json`, 'public')),
   spec('GET', '/admin/v1/openapi.json', 'public'),
+  spec('GET', `${P}/openapi.json`, 'public'),
   spec('GET', '/docs', 'public', none, { query: ['api'] }),
   spec('GET', '/docs/assets/:name', 'public', () => ({ name: ['docs.css', 'swagger-ui.css'] }), {
     query: ['v'],
