@@ -14,7 +14,6 @@
  *   `webhook_deliveries` read model, so a delivery scheduled a moment ago may not be listed yet.
  *   `limit` 1–500 (default 100); `cursor` as for a subscription's deliveries. 404 `cart_not_found`.
  */
-import type Router from '@koa/router';
 import { z } from 'zod';
 import { appendRetrying, toNewEvents } from '../application/command-handler.ts';
 import { domainEventOf } from '../application/read-state.ts';
@@ -31,12 +30,14 @@ import {
 } from '../projections/read-models/webhook-deliveries.ts';
 import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
+import { cartDeliveries, cartHistory as cartHistoryAnswer } from './admin-records.ts';
+import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE } from './admin-support.ts';
 import { decodeCursor, encodeCursor } from './admin-webhook-deliveries.ts';
-import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { type AppContext, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
 import { actorNamer, type NamedActor, withRequesterNames } from './operator-names.ts';
-import { parseParams, pathUuid } from './validation.ts';
+import { pathUuid } from './validation.ts';
 import { commandMetadata } from './write-support.ts';
 
 /** One event of a cart's history, as auditors read it. */
@@ -97,16 +98,13 @@ const webhooksQuery = z.strictObject({
   cursor: z.string().max(300).optional(),
 });
 
-/** Adds the cart audit routes to the admin router (mounted under ADMIN_BASE). */
-export function auditRoutes(
-  router: Router<AppState>,
-  deps: {
-    store: EventStore;
-    readStore: ReadStore;
-    clock: Clock;
-    webhooks?: { deliveryLogRetentionMs?: number };
-  },
-): void {
+/** A cart's audit: its history (each read on record) and the webhook deliveries its events produced. */
+export function auditRoutes(deps: {
+  store: EventStore;
+  readStore: ReadStore;
+  clock: Clock;
+  webhooks?: { deliveryLogRetentionMs?: number };
+}): AdminRoute[] {
   const { store, readStore, clock } = deps;
   const retentionMs = deps.webhooks?.deliveryLogRetentionMs;
   const named = actorNamer(readStore);
@@ -124,37 +122,64 @@ export function auditRoutes(
     return collection;
   };
 
-  router.get('/carts/:uuid/history', async (ctx) => {
-    const { uuid } = parseParams(ctx.params, cartParams, 404);
-    const history = await cartHistory(store, uuid);
-    if (!history) throw notFound(uuid);
-    const name = await named(history.map((e) => e.actor));
-    // A HEAD sends no history: nobody looked at the customer's data.
-    if (ctx.method !== 'HEAD') await recordView(ctx, uuid);
-    ctx.body = { cart_uuid: uuid, events: history.map((e) => ({ ...e, actor: name(e.actor) })) };
+  const history = adminRoute({
+    method: 'get',
+    path: '/carts/{uuid}/history',
+    operationId: 'getCartHistory',
+    summary: "A cart's history, event by event",
+    description:
+      "Every event of the cart's stream, in order, from the event store: who caused it (with the " +
+      "person's name), its ids, its data and what it changed in the cart. It holds the customer's " +
+      'personal data, so each answered read is on record first (`GET /carts/{uuid}/views`).',
+    params: cartParams,
+    response: { status: 200, description: "The cart's events.", schema: cartHistoryAnswer },
+    problems: [404],
+    async handler(ctx, { params }) {
+      const { uuid } = params;
+      const events = await cartHistory(store, uuid);
+      if (!events) throw notFound(uuid);
+      const name = await named(events.map((e) => e.actor));
+      // A HEAD sends no history: nobody looked at the customer's data.
+      if (ctx.method !== 'HEAD') await recordView(ctx, uuid);
+      ctx.body = { cart_uuid: uuid, events: events.map((e) => ({ ...e, actor: name(e.actor) })) };
+    },
   });
 
-  router.get('/carts/:uuid/webhooks', async (ctx) => {
-    const { uuid } = parseParams(ctx.params, cartParams, 404);
-    const query = parseParams(ctx.query, webhooksQuery);
-    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-    try {
-      await store.readStream(cart.streamId(uuid), { direction: 'backwards', maxCount: 1 });
-    } catch (err) {
-      if (err instanceof StreamNotFoundError) throw notFound(uuid);
-      throw err;
-    }
-    const found = await deliveriesOfCart(await deliveries(), uuid, { limit: query.limit + 1, after });
-    const page = found.slice(0, query.limit);
-    const next = found.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
-    if (next) {
-      const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
-      ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${params}>; rel="next"`);
-    }
-    const records = await withRequesterNames(named, page.map(toDeliveryRecord));
-    // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
-    // lack them, and says from when it is whole.
-    const pruned_before = prunedBefore(clock.now(), retentionMs);
-    ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next, pruned_before };
+  const webhooks = adminRoute({
+    method: 'get',
+    path: '/carts/{uuid}/webhooks',
+    operationId: 'listCartDeliveries',
+    summary: "The webhook deliveries a cart's events produced",
+    description:
+      'To every subscription, oldest first, each with the event it stands for, its status and every ' +
+      'attempt; from the `webhook_deliveries` read model, so one scheduled a moment ago may not be ' +
+      'listed yet. Deliveries finished before `pruned_before` are pruned (docs/operations.md, "Retention").',
+    params: cartParams,
+    query: webhooksQuery,
+    response: { status: 200, description: "A page of the cart's deliveries.", schema: cartDeliveries },
+    problems: [404],
+    async handler(ctx, { params, query }) {
+      const { uuid } = params;
+      const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+      try {
+        await store.readStream(cart.streamId(uuid), { direction: 'backwards', maxCount: 1 });
+      } catch (err) {
+        if (err instanceof StreamNotFoundError) throw notFound(uuid);
+        throw err;
+      }
+      const found = await deliveriesOfCart(await deliveries(), uuid, { limit: query.limit + 1, after });
+      const page = found.slice(0, query.limit);
+      const next = found.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
+      if (next) {
+        const link = new URLSearchParams({ limit: String(query.limit), cursor: next });
+        ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${link}>; rel="next"`);
+      }
+      const records = await withRequesterNames(named, page.map(toDeliveryRecord));
+      // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
+      // lack them, and says from when it is whole.
+      const pruned_before = prunedBefore(clock.now(), retentionMs);
+      ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next, pruned_before };
+    },
   });
+  return [history, webhooks];
 }

@@ -15,7 +15,7 @@ import { HttpProblem } from './http.ts';
 import { actorNamer } from './operator-names.ts';
 import { pathUuid } from './validation.ts';
 
-const namedActor = z
+export const namedActor = z
   .object({
     type: z.enum(['platform', 'operator', 'partner', 'system']),
     id: z.string(),

@@ -16,10 +16,11 @@ import { eventRegistry } from '../domain/index.ts';
 import { projectionRebuildRequested, projectionRebuildsStreamId } from '../domain/operator-activity.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { Projector } from '../projections/projector.ts';
+import { projections, rebuildStarted } from './admin-records.ts';
+import { type AdminRoute, adminRoute, mountAdminRoutes } from './admin-route-table.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { operatorAuth, operatorOf, requestActor } from './operator-auth.ts';
 import { requireRole } from './route-roles.ts';
-import { parseParams } from './validation.ts';
 import { commandMetadata, writeErrors } from './write-support.ts';
 
 /** What the routes ask of the projector, wherever it runs. */
@@ -36,8 +37,91 @@ export interface ProjectionAdminDeps {
   clock: Clock;
 }
 
-export function createProjectionAdminRouter(deps: ProjectionAdminDeps): Router<AppState> {
+/** Projections' status and rebuilds: the routes of their router, and of the admin API's document. */
+export function projectionRoutes(
+  deps: Pick<ProjectionAdminDeps, 'projector' | 'store' | 'clock'>,
+): AdminRoute[] {
   const { projector, store, clock } = deps;
+  const status = adminRoute({
+    method: 'get',
+    path: '/projections',
+    operationId: 'listProjections',
+    summary: 'Every projection: state, checkpoint, lag, rebuild progress',
+    description:
+      'Served by the process that runs the projector. `standby`: another projector holds the read ' +
+      "store's lease and writes the read models.",
+    response: { status: 200, description: 'The projections.', schema: projections },
+    problems: [],
+    async handler(ctx) {
+      ctx.body = { projections: await projector.status() };
+    },
+  });
+
+  const rebuild = adminRoute({
+    method: 'post',
+    path: '/projections/{name}/rebuild',
+    operationId: 'rebuildProjection',
+    summary: 'Rebuild a projection from the log',
+    description:
+      'Into fresh copies while the live ones serve; they go live when the rebuild has caught up. Its ' +
+      'progress is in `GET /projections`. Who asked is on record. 409 `projector_standing_by` on a ' +
+      'projector that stands by.',
+    params: z.object({ name: z.string().max(100) }),
+    response: {
+      status: 202,
+      description: 'The rebuild runs (or already ran) in the background.',
+      schema: rebuildStarted,
+      headers: { Location: { description: '`/admin/v1/projections`.', required: true } },
+    },
+    // A second request while a rebuild runs joins it (`already_running`): no key needed.
+    idempotencyKey: false,
+    problems: [404, 409],
+    async handler(ctx, { params }) {
+      const { name } = params;
+      const statuses = await projector.status();
+      const found = statuses.find((p) => p.name === name);
+      if (!found) {
+        throw new HttpProblem(404, {
+          code: 'projection_not_found',
+          detail: `no projection ${name}; known: ${statuses.map((p) => p.name).join(', ')}`,
+        });
+      }
+      if (found.state === 'standby') {
+        throw new HttpProblem(409, {
+          code: 'projector_standing_by',
+          detail:
+            "this projector stands by while another holds the read store's projector lease: " +
+            'ask the projector whose projections are live',
+        });
+      }
+      const already = found.state === 'rebuilding';
+      const metadata = commandMetadata(ctx, requestActor(ctx), clock);
+      const record = toNewEvents(
+        eventRegistry,
+        [projectionRebuildRequested(name, already, metadata.at)],
+        metadata,
+      );
+      await appendRetrying(store, projectionRebuildsStreamId(name), record, { expectedRevision: 'any' });
+      ctx.state.log.info(
+        { projection: name, operator_id: operatorOf(ctx).operator_id, already_running: already },
+        'projection rebuild requested',
+      );
+      // The rebuild runs in the background; its progress is in GET /admin/v1/projections.
+      projector
+        .rebuild(name)
+        .catch((err: Error) => ctx.state.log.error({ err, projection: name }, 'rebuild failed'));
+      ctx.status = 202;
+      ctx.set('Location', '/admin/v1/projections');
+      ctx.body = { projection: name, state: 'rebuilding', already_running: already };
+    },
+  });
+  return [status, rebuild];
+}
+
+export function createProjectionAdminRouter(
+  deps: ProjectionAdminDeps,
+  routes: readonly AdminRoute[] = projectionRoutes(deps),
+): Router<AppState> {
   const router = createRouter({ prefix: '/admin/v1/projections' });
   useEach(
     router,
@@ -46,49 +130,6 @@ export function createProjectionAdminRouter(deps: ProjectionAdminDeps): Router<A
     requireRole(router),
     writeErrors,
   );
-
-  router.get('/', async (ctx) => {
-    ctx.body = { projections: await projector.status() };
-  });
-
-  router.post('/:name/rebuild', async (ctx) => {
-    const { name } = parseParams(ctx.params, z.object({ name: z.string().max(100) }), 404);
-    const statuses = await projector.status();
-    const status = statuses.find((p) => p.name === name);
-    if (!status) {
-      throw new HttpProblem(404, {
-        code: 'projection_not_found',
-        detail: `no projection ${name}; known: ${statuses.map((p) => p.name).join(', ')}`,
-      });
-    }
-    if (status.state === 'standby') {
-      throw new HttpProblem(409, {
-        code: 'projector_standing_by',
-        detail:
-          "this projector stands by while another holds the read store's projector lease: " +
-          'ask the projector whose projections are live',
-      });
-    }
-    const already = status.state === 'rebuilding';
-    const metadata = commandMetadata(ctx, requestActor(ctx), clock);
-    const record = toNewEvents(
-      eventRegistry,
-      [projectionRebuildRequested(name, already, metadata.at)],
-      metadata,
-    );
-    await appendRetrying(store, projectionRebuildsStreamId(name), record, { expectedRevision: 'any' });
-    ctx.state.log.info(
-      { projection: name, operator_id: operatorOf(ctx).operator_id, already_running: already },
-      'projection rebuild requested',
-    );
-    // The rebuild runs in the background; its progress is in GET /admin/v1/projections.
-    projector
-      .rebuild(name)
-      .catch((err: Error) => ctx.state.log.error({ err, projection: name }, 'rebuild failed'));
-    ctx.status = 202;
-    ctx.set('Location', '/admin/v1/projections');
-    ctx.body = { projection: name, state: 'rebuilding', already_running: already };
-  });
-
+  mountAdminRoutes(router, routes);
   return router;
 }

@@ -51,6 +51,11 @@ export interface AdminOperation<P = unknown, Q = unknown, B = unknown> {
   problems: number[];
   /** Whether `If-Match` makes the write conditional (412 when the stream moved on). */
   ifMatch?: boolean;
+  /**
+   * Whether a POST takes an `Idempotency-Key` (default: yes, behind an operator's authentication): not
+   * on a router without the idempotency middleware.
+   */
+  idempotencyKey?: boolean;
 }
 
 /** A route of the admin router: behind its authentication (an operator token or the console's session) and roles. */

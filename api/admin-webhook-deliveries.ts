@@ -38,7 +38,6 @@
  * `webhook_deliveries` read model holds them, so a following GET shows the delivery pending.
  */
 import { randomUUID } from 'node:crypto';
-import type Router from '@koa/router';
 import { z } from 'zod';
 import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -62,13 +61,15 @@ import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
 import { attemptFields } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
+import { deliveryPage, deliveryRedelivered, deliveryShown, recovery, webhookTest } from './admin-records.ts';
+import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import { webhookHealthRoutes } from './admin-webhook-health.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
-import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { type AppContext, HttpProblem } from './http.ts';
 import { operatorOf, requestActor } from './operator-auth.ts';
 import { actorNamer, withRequesterNames } from './operator-names.ts';
-import { parseBody, parseParams, pathUuid } from './validation.ts';
+import { pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';
 
 /** Most deliveries one `recover` call redelivers. */
@@ -90,8 +91,15 @@ const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   cursor: z.string().max(300).optional(),
 });
-const recoverBody = z.strictObject({ since: isoDateTime });
-const testBody = z.strictObject({ event: webhooks.webhookEventKind.optional() });
+const recoverBody = z
+  .strictObject({ since: isoDateTime.describe('With an offset, e.g. `2026-03-01T00:00:00Z`.') })
+  .meta({ id: 'Recover' });
+const testBody = z
+  .strictObject({ event: webhooks.webhookEventKind.optional().describe('Default `cart_status_updated`.') })
+  .meta({ id: 'WebhookTestRequest' });
+const noBody = z.strictObject({});
+export const webhookParams = z.object({ id: pathUuid });
+const deliveryParams = z.object({ delivery_id: pathUuid });
 const cursorValues = z.tuple([isoDateTime, z.uuid()]);
 
 /** A deliveries page's `next_cursor`: the sort values of its last delivery. */
@@ -180,13 +188,15 @@ async function pool<T>(items: readonly T[], concurrency: number, work: (item: T)
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
 
-/** Adds the delivery routes to the admin router (mounted under ADMIN_BASE, after the subscription routes). */
-export function webhookDeliveryRoutes(router: Router<AppState>, deps: WebhookAdminDeps): void {
+/** The delivery routes of the admin router (after the subscription routes). */
+export function webhookDeliveryRoutes(deps: WebhookAdminDeps): AdminRoute[] {
   const shared = deliveryShared(deps);
-  deliveryViewRoutes(router, shared);
-  webhookHealthRoutes(router, deps, shared);
-  resendRoutes(router, shared);
-  testSendRoutes(router, shared);
+  return [
+    ...deliveryViewRoutes(shared),
+    ...webhookHealthRoutes(deps, shared),
+    ...resendRoutes(shared),
+    ...testSendRoutes(shared),
+  ];
 }
 
 type DeliveryShared = ReturnType<typeof deliveryShared>;
@@ -197,13 +207,18 @@ function deliveryShared(deps: WebhookAdminDeps) {
   const clock: Clock = deps.clock;
   const settings = deps.webhooks;
   // The worker's send path: the same signature, and the same secrets struck from the answer.
-  const sender = createWebhookSender({
-    secretKey: settings.secretKey,
-    timeoutMs: settings.timeoutMs,
-    allowPrivate: settings.allowPrivateWebhookUrls,
-    resolve: settings.resolve,
-    clock,
-  });
+  // Built at the first test request: the admin API's document builds the tables without the secret key.
+  let built: ReturnType<typeof createWebhookSender> | undefined;
+  const sender = () => {
+    built ??= createWebhookSender({
+      secretKey: settings.secretKey,
+      timeoutMs: settings.timeoutMs,
+      allowPrivate: settings.allowPrivateWebhookUrls,
+      resolve: settings.resolve,
+      clock,
+    });
+    return built;
+  };
   const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
   const named = actorNamer(readStore);
@@ -215,10 +230,6 @@ function deliveryShared(deps: WebhookAdminDeps) {
     collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);
     return collection;
   };
-
-  const idParam = (params: unknown) => parseParams(params, z.object({ id: pathUuid }), 404).id;
-  const deliveryParam = (params: unknown) =>
-    parseParams(params, z.object({ delivery_id: pathUuid }), 404).delivery_id;
 
   /** The subscription as its stream says now; 404 when it never existed or was removed. */
   async function loadWebhook(id: string): Promise<webhooks.WebhookSubscription> {
@@ -282,8 +293,6 @@ function deliveryShared(deps: WebhookAdminDeps) {
     meta,
     seen,
     deliveries,
-    idParam,
-    deliveryParam,
     loadWebhook,
     mustReceive,
     findDelivery,
@@ -295,142 +304,196 @@ function deliveryShared(deps: WebhookAdminDeps) {
 }
 
 /** Deliveries of a subscription, and one delivery with its attempts. */
-function deliveryViewRoutes(router: Router<AppState>, shared: DeliveryShared): void {
-  const { deliveries, idParam, deliveryParam, loadWebhook, findDelivery, records } = shared;
-  router.get('/webhooks/:id/deliveries', async (ctx) => {
-    const id = idParam(ctx.params);
-    const query = parseParams(ctx.query, listQuery);
-    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-    await loadWebhook(id);
-    const found = await listDeliveries(await deliveries(), id, {
-      statuses: query.status,
-      limit: query.limit + 1,
-      after,
-    });
-    const page = found.slice(0, query.limit);
-    const next = found.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
-    if (next) {
-      // The next page keeps the filter.
-      const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
-      if (query.status) params.set('status', query.status.join(','));
-      ctx.set('Link', `<${ADMIN_BASE}/webhooks/${id}/deliveries?${params}>; rel="next"`);
-    }
-    ctx.body = { deliveries: await records(page), next_cursor: next };
+function deliveryViewRoutes(shared: DeliveryShared): AdminRoute[] {
+  const { deliveries, loadWebhook, findDelivery, records } = shared;
+  const list = adminRoute({
+    method: 'get',
+    path: '/webhooks/{id}/deliveries',
+    operationId: 'listDeliveries',
+    summary: "A subscription's deliveries, with every attempt",
+    description:
+      'Newest first (`scheduled_at` descending, then delivery id). `status` is one status or a ' +
+      'comma-separated list.',
+    params: webhookParams,
+    query: listQuery,
+    response: { status: 200, description: 'A page of deliveries.', schema: deliveryPage },
+    problems: [404],
+    async handler(ctx, { params, query }) {
+      const { id } = params;
+      const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+      await loadWebhook(id);
+      const found = await listDeliveries(await deliveries(), id, {
+        statuses: query.status,
+        limit: query.limit + 1,
+        after,
+      });
+      const page = found.slice(0, query.limit);
+      const next = found.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
+      if (next) {
+        // The next page keeps the filter.
+        const link = new URLSearchParams({ limit: String(query.limit), cursor: next });
+        if (query.status) link.set('status', query.status.join(','));
+        ctx.set('Link', `<${ADMIN_BASE}/webhooks/${id}/deliveries?${link}>; rel="next"`);
+      }
+      ctx.body = { deliveries: await records(page), next_cursor: next };
+    },
   });
 
-  router.get('/webhooks/deliveries/:delivery_id', async (ctx) => {
-    const doc = await findDelivery(deliveryParam(ctx.params));
-    ctx.body = { delivery: (await records([doc]))[0] };
+  const show = adminRoute({
+    method: 'get',
+    path: '/webhooks/deliveries/{delivery_id}',
+    operationId: 'getDelivery',
+    summary: 'One delivery, with every attempt',
+    description:
+      '404 `delivery_not_found` for one never scheduled, or pruned: finished before `pruned_before` ' +
+      '(docs/operations.md, "Retention").',
+    params: deliveryParams,
+    response: { status: 200, description: 'The delivery.', schema: deliveryShown },
+    problems: [404],
+    async handler(ctx, { params }) {
+      const doc = await findDelivery(params.delivery_id);
+      ctx.body = { delivery: (await records([doc]))[0] };
+    },
   });
+  return [list, show];
 }
 
 /** Resend: one delivery, or every failed or parked one since a time. */
-function resendRoutes(router: Router<AppState>, shared: DeliveryShared): void {
-  const {
-    meta,
-    seen,
-    deliveries,
-    idParam,
-    deliveryParam,
-    loadWebhook,
-    mustReceive,
-    findDelivery,
-    redeliver,
-    records,
-  } = shared;
-  router.post('/webhooks/deliveries/:delivery_id/redeliver', async (ctx) => {
-    const deliveryId = deliveryParam(ctx.params);
-    parseBody(ctx, z.strictObject({}));
-    const doc = await findDelivery(deliveryId);
-    await mustReceive(doc.webhook_id);
-    const result = await redeliver(doc, 'redeliver', meta(ctx));
-    await seen(result.position);
-    const [record] = await records([await findDelivery(deliveryId)]);
-    answerWrite(ctx, 202, { delivery: record }, result);
+function resendRoutes(shared: DeliveryShared): AdminRoute[] {
+  const { meta, seen, deliveries, loadWebhook, mustReceive, findDelivery, redeliver, records } = shared;
+  const resend = adminRoute({
+    method: 'post',
+    path: '/webhooks/deliveries/{delivery_id}/redeliver',
+    operationId: 'redeliver',
+    summary: 'Send a delivery again',
+    description:
+      'It is pending again: the dispatcher sends it with the same `X-Service-Webhook-Id` and the next ' +
+      '`X-Service-Delivery-Attempt`, its retry schedule starting over. 409 `delivery_in_progress` while ' +
+      'it is pending or in flight; 409 `webhook_disabled` or `webhook_removed` when its subscription ' +
+      'cannot receive it.',
+    params: deliveryParams,
+    body: noBody,
+    response: { status: 202, description: 'The delivery, pending again.', schema: deliveryRedelivered },
+    problems: [404, 409],
+    async handler(ctx, { params }) {
+      const doc = await findDelivery(params.delivery_id);
+      await mustReceive(doc.webhook_id);
+      const result = await redeliver(doc, 'redeliver', meta(ctx));
+      await seen(result.position);
+      const [record] = await records([await findDelivery(params.delivery_id)]);
+      answerWrite(ctx, 202, { delivery: record }, result);
+    },
   });
 
-  router.post('/webhooks/:id/recover', async (ctx) => {
-    const id = idParam(ctx.params);
-    const body = parseBody(ctx, recoverBody);
-    await loadWebhook(id);
-    await mustReceive(id);
-    const since = new Date(body.since).toISOString();
-    const found = await failedOrParkedSince(await deliveries(), id, since, RECOVER_LIMIT + 1);
-    const chosen = found.slice(0, RECOVER_LIMIT);
-    // One stream at a time per cart (its deliveries share a stream), several carts at once.
-    const byStream = new Map<string, WebhookDeliveryDoc[]>();
-    for (const doc of chosen) {
-      const key = delivery.streamId(doc.webhook_id, doc.cart_uuid);
-      byStream.set(key, [...(byStream.get(key) ?? []), doc]);
-    }
-    const metadata = meta(ctx);
-    const recovered = new Set<string>();
-    let position = 0;
-    await pool([...byStream.values()], RECOVER_CONCURRENCY, async (docs) => {
-      for (const doc of docs) {
-        try {
-          const result = await redeliver(doc, 'recover', metadata);
-          recovered.add(doc.delivery_id);
-          position = Math.max(position, result.position);
-        } catch (err) {
-          // Started again since the read model saw it (another operator, a retry): nothing to recover.
-          if (err instanceof DomainError && err.code === 'delivery_in_progress') continue;
-          throw err;
-        }
+  const recover = adminRoute({
+    method: 'post',
+    path: '/webhooks/{id}/recover',
+    operationId: 'recoverDeliveries',
+    summary: 'Send every failed or parked delivery since a time again',
+    description:
+      `Oldest first, at most ${RECOVER_LIMIT} per call; \`truncated: true\` says more remain (call ` +
+      'again: those sent again are pending and not matched twice). 409 `webhook_disabled`.',
+    params: webhookParams,
+    body: recoverBody,
+    response: { status: 202, description: 'What was sent again.', schema: recovery },
+    problems: [404, 409],
+    async handler(ctx, { params, body }) {
+      const { id } = params;
+      await loadWebhook(id);
+      await mustReceive(id);
+      const since = new Date(body.since).toISOString();
+      const found = await failedOrParkedSince(await deliveries(), id, since, RECOVER_LIMIT + 1);
+      const chosen = found.slice(0, RECOVER_LIMIT);
+      // One stream at a time per cart (its deliveries share a stream), several carts at once.
+      const byStream = new Map<string, WebhookDeliveryDoc[]>();
+      for (const doc of chosen) {
+        const key = delivery.streamId(doc.webhook_id, doc.cart_uuid);
+        byStream.set(key, [...(byStream.get(key) ?? []), doc]);
       }
-    });
-    if (position > 0) await seen(position);
-    ctx.status = 202;
-    ctx.body = {
-      webhook_id: id,
-      since,
-      recovered: recovered.size,
-      // In the order they were found: oldest scheduled first.
-      delivery_ids: chosen.filter((d) => recovered.has(d.delivery_id)).map((d) => d.delivery_id),
-      truncated: found.length > RECOVER_LIMIT,
-      limit: RECOVER_LIMIT,
-    };
+      const metadata = meta(ctx);
+      const recovered = new Set<string>();
+      let position = 0;
+      await pool([...byStream.values()], RECOVER_CONCURRENCY, async (docs) => {
+        for (const doc of docs) {
+          try {
+            const result = await redeliver(doc, 'recover', metadata);
+            recovered.add(doc.delivery_id);
+            position = Math.max(position, result.position);
+          } catch (err) {
+            // Started again since the read model saw it (another operator, a retry): nothing to recover.
+            if (err instanceof DomainError && err.code === 'delivery_in_progress') continue;
+            throw err;
+          }
+        }
+      });
+      if (position > 0) await seen(position);
+      ctx.status = 202;
+      ctx.body = {
+        webhook_id: id,
+        since,
+        recovered: recovered.size,
+        // In the order they were found: oldest scheduled first.
+        delivery_ids: chosen.filter((d) => recovered.has(d.delivery_id)).map((d) => d.delivery_id),
+        truncated: found.length > RECOVER_LIMIT,
+        limit: RECOVER_LIMIT,
+      };
+    },
   });
+  return [resend, recover];
 }
 
 /** A signed sample request of either kind, sent now and recorded nowhere. */
-function testSendRoutes(router: Router<AppState>, shared: DeliveryShared): void {
-  const { clock, sender, idParam, loadWebhook, commands } = shared;
-  router.post('/webhooks/:id/test', async (ctx) => {
-    const id = idParam(ctx.params);
-    const body = parseBody(ctx, testBody);
-    const sub = await loadWebhook(id);
-    const kind = body.event ?? 'cart_status_updated';
-    const now = clock.now();
-    const storeId = sub.store_ids[0];
-    const { state: storeState } = await commands.load(storeDomain.streamId(storeId), storeDomain.decider);
-    const storeInfo: WebhookStore = storeState.exists
-      ? {
-          id: storeId,
-          name: storeState.name,
-          display_name: storeState.display_name,
-          store_url: storeState.store_url,
-        }
-      : { id: storeId, name: '', display_name: null, store_url: null };
-    const sample = sampleCart(storeId, now, kind);
-    const rendered =
-      kind === 'cart_status_updated'
-        ? cartStatusUpdatedBody(sample, 1, storeInfo.name)
-        : cartAbandonedBody(sample, storeInfo);
-    const text = JSON.stringify(rendered);
-    const webhookId = randomUUID();
-    const result = await sender
-      .open(sub)
-      .send({ webhookId, attempt: 1, body: text, headers: { [HEADER_TEST]: 'true' } });
-    // Recorded nowhere else: who sent a test request to which receiver, and what came of it.
-    ctx.state.log.info(
-      { webhook_id: id, operator_id: operatorOf(ctx).operator_id, outcome: result.outcome },
-      'webhook test request sent',
-    );
-    ctx.body = {
-      webhook_id: id,
-      result: attemptFields(result),
-      sample: { event: kind, webhook_id: webhookId, body: rendered },
-    };
+function testSendRoutes(shared: DeliveryShared): AdminRoute[] {
+  const { clock, sender, loadWebhook, commands } = shared;
+  const send = adminRoute({
+    method: 'post',
+    path: '/webhooks/{id}/test',
+    operationId: 'testWebhook',
+    summary: 'Send a signed sample request to the receiver now',
+    description:
+      'A body of the chosen kind (default `cart_status_updated`) in the exact shape of a real one, ' +
+      'from a sample cart, signed, with `X-Service-Test: true`. Not recorded as a delivery (a 410 does ' +
+      'not disable the subscription); works on a disabled subscription too.',
+    params: webhookParams,
+    body: testBody,
+    response: { status: 200, description: "The receiver's answer, and what was sent.", schema: webhookTest },
+    problems: [404],
+    async handler(ctx, { params, body }) {
+      const { id } = params;
+      const sub = await loadWebhook(id);
+      const kind = body.event ?? 'cart_status_updated';
+      const now = clock.now();
+      const storeId = sub.store_ids[0];
+      const { state: storeState } = await commands.load(storeDomain.streamId(storeId), storeDomain.decider);
+      const storeInfo: WebhookStore = storeState.exists
+        ? {
+            id: storeId,
+            name: storeState.name,
+            display_name: storeState.display_name,
+            store_url: storeState.store_url,
+          }
+        : { id: storeId, name: '', display_name: null, store_url: null };
+      const sample = sampleCart(storeId, now, kind);
+      const rendered =
+        kind === 'cart_status_updated'
+          ? cartStatusUpdatedBody(sample, 1, storeInfo.name)
+          : cartAbandonedBody(sample, storeInfo);
+      const text = JSON.stringify(rendered);
+      const webhookId = randomUUID();
+      const result = await sender()
+        .open(sub)
+        .send({ webhookId, attempt: 1, body: text, headers: { [HEADER_TEST]: 'true' } });
+      // Recorded nowhere else: who sent a test request to which receiver, and what came of it.
+      ctx.state.log.info(
+        { webhook_id: id, operator_id: operatorOf(ctx).operator_id, outcome: result.outcome },
+        'webhook test request sent',
+      );
+      ctx.body = {
+        webhook_id: id,
+        result: attemptFields(result),
+        sample: { event: kind, webhook_id: webhookId, body: rendered },
+      };
+    },
   });
+  return [send];
 }

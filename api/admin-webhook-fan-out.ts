@@ -5,20 +5,30 @@
  * past 5 minutes, and what is parked in it. The fan-out never parks, so an event it keeps failing on
  * shows here as an age that grows. One read of the group's info and one filtered read of the log.
  */
-import type Router from '@koa/router';
 import { z } from 'zod';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { fanOutProgress } from '../webhooks/fan-out-group.ts';
-import type { AppState } from './http.ts';
-import { parseParams } from './validation.ts';
+import { fanOut } from './admin-records.ts';
+import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 
-export function webhookFanOutRoutes(
-  router: Router<AppState>,
-  deps: { store: EventStore; clock: Clock },
-): void {
-  router.get('/webhook-fan-out', async (ctx) => {
-    parseParams(ctx.query, z.strictObject({}));
-    ctx.body = { fan_out: await fanOutProgress(deps.store, deps.clock.now()) };
-  });
+export function webhookFanOutRoutes(deps: { store: EventStore; clock: Clock }): AdminRoute[] {
+  return [
+    adminRoute({
+      method: 'get',
+      path: '/webhook-fan-out',
+      operationId: 'getWebhookFanOut',
+      summary: "How far the webhook fan-out's group has got",
+      description:
+        'Its checkpoint, the oldest cart event after it and its age (`behind` past ' +
+        '`behind_after_seconds`), the messages parked in it and the consumers joined.',
+      // Strict: any parameter is a 400.
+      query: z.strictObject({}),
+      response: { status: 200, description: "The fan-out's progress.", schema: fanOut },
+      problems: [],
+      async handler(ctx) {
+        ctx.body = { fan_out: await fanOutProgress(deps.store, deps.clock.now()) };
+      },
+    }),
+  ];
 }

@@ -13,7 +13,6 @@
  * window ends with the current interval, on the service's clock. 404 `webhook_not_found` for an
  * unknown or removed subscription; 400 for another window or an unknown parameter.
  */
-import type Router from '@koa/router';
 import { z } from 'zod';
 import { attemptOutcomes } from '../domain/webhook-delivery.ts';
 import {
@@ -35,9 +34,10 @@ import {
   type WebhookQueueDoc,
 } from '../projections/read-models/webhook-health.ts';
 import type { Collection } from '../projections/read-store.ts';
+import { webhookHealth } from './admin-records.ts';
+import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
-import type { AppState } from './http.ts';
-import { parseParams } from './validation.ts';
+import { pathUuid } from './validation.ts';
 
 /** The windows the health view offers: their length and their intervals' (minutes). */
 const WINDOWS = { '1h': { minutes: 60, interval: 1 }, '24h': { minutes: 1_440, interval: 15 } } as const;
@@ -146,12 +146,11 @@ function healthAnswer(a: {
 /** What `GET /webhooks/{id}/health` answers (the CLI prints it). */
 export type WebhookHealthAnswer = ReturnType<typeof healthAnswer>;
 
-/** Adds the health route; `subscription` is how the delivery routes read the id and find the subscription. */
+/** The health route; `subscription` is how the delivery routes find the subscription. */
 export function webhookHealthRoutes(
-  router: Router<AppState>,
   deps: WebhookAdminDeps,
-  subscription: { idParam(params: unknown): string; loadWebhook(id: string): Promise<unknown> },
-): void {
+  subscription: { loadWebhook(id: string): Promise<unknown> },
+): AdminRoute[] {
   const { readStore, clock } = deps;
   let collections:
     | {
@@ -171,32 +170,47 @@ export function webhookHealthRoutes(
     return collections;
   };
 
-  router.get('/webhooks/:id/health', async (ctx) => {
-    const id = subscription.idParam(ctx.params);
-    const { window } = parseParams(ctx.query, healthQuery);
-    await subscription.loadWebhook(id);
-    const { minutes, interval } = WINDOWS[window];
-    const now = clock.now().getTime();
-    const step = interval * 60_000;
-    const toMs = Math.floor(now / step) * step + step;
-    const fromMs = toMs - minutes * 60_000;
-    const { health, queues, deliveries } = await open();
-    const [inWindow, before, depth, oldest] = await Promise.all([
-      minutesBetween(health, id, iso(fromMs), iso(toMs)),
-      lastMinuteBefore(health, id, iso(fromMs)),
-      queueDepth(queues, id),
-      oldestQueued(deliveries, id),
-    ]);
-    ctx.body = healthAnswer({
-      id,
-      window,
-      fromMs,
-      toMs,
-      now,
-      inWindow,
-      depthBefore: before?.depth ?? 0,
-      depth,
-      oldest,
-    });
+  const health = adminRoute({
+    method: 'get',
+    path: '/webhooks/{id}/health',
+    operationId: 'getWebhookHealth',
+    summary: "How a subscription's deliveries fared over the last hour or day",
+    description:
+      'Per interval (a minute over `1h`, 15 minutes over `24h`) and in total: deliveries scheduled, ' +
+      "attempts by outcome, deliveries parked and the attempts' duration p50 and p99; per interval the " +
+      'queue depth at its end; and the queue now, with its oldest delivery still queued.',
+    params: z.object({ id: pathUuid }),
+    query: healthQuery,
+    response: { status: 200, description: "The subscription's health.", schema: webhookHealth },
+    problems: [404],
+    async handler(ctx, { params, query }) {
+      const { id } = params;
+      const { window } = query;
+      await subscription.loadWebhook(id);
+      const { minutes, interval } = WINDOWS[window];
+      const now = clock.now().getTime();
+      const step = interval * 60_000;
+      const toMs = Math.floor(now / step) * step + step;
+      const fromMs = toMs - minutes * 60_000;
+      const { health: minutesOf, queues, deliveries } = await open();
+      const [inWindow, before, depth, oldest] = await Promise.all([
+        minutesBetween(minutesOf, id, iso(fromMs), iso(toMs)),
+        lastMinuteBefore(minutesOf, id, iso(fromMs)),
+        queueDepth(queues, id),
+        oldestQueued(deliveries, id),
+      ]);
+      ctx.body = healthAnswer({
+        id,
+        window,
+        fromMs,
+        toMs,
+        now,
+        inWindow,
+        depthBefore: before?.depth ?? 0,
+        depth,
+        oldest,
+      });
+    },
   });
+  return [health];
 }

@@ -18,7 +18,7 @@
  * until that read model holds its event before answering, so whoever got a write's answer finds it in
  * the list. `GET /webhooks/{id}` folds the subscription's own stream, so it is always current.
  *
- * URL check (`checkWebhookUrl` of `dispatcher/url-guard.ts`, the check the dispatcher repeats before
+ * URL check (`admin-webhook-url.ts`: `checkWebhookUrl` of `dispatcher/url-guard.ts`, the check the dispatcher repeats before
  * every delivery, since DNS answers change): an absolute URL of at most 2048 characters without user
  * info; `https` only unless private webhook URLs are allowed (`PDS_ALLOW_PRIVATE_WEBHOOK_URLS`, by
  * default only in embedded mode), which also allows `http`; the host is resolved (at most 5 s) and
@@ -30,7 +30,6 @@
 
 import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
-import type Router from '@koa/router';
 import { z } from 'zod';
 import { type CommandHandler, PreconditionFailedError } from '../application/command-handler.ts';
 import {
@@ -48,16 +47,21 @@ import {
   type WebhookSubscriptionDoc,
 } from '../projections/read-models/webhook-subscriptions.ts';
 import type { Collection, Filter, ReadStore } from '../projections/read-store.ts';
+import type { Resolver } from '../webhooks/url-guard.ts';
 import {
-  checkWebhookUrl,
-  defaultResolver,
-  type Resolver,
-  type UrlRefusalReason,
-} from '../webhooks/url-guard.ts';
+  webhookCreated,
+  webhookPage,
+  webhookRemoved,
+  webhookSecretRotated,
+  webhookShown,
+  webhookWritten,
+} from './admin-records.ts';
+import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
-import { type AppContext, type AppState, HttpProblem } from './http.ts';
+import { checkSubscriptionUrl } from './admin-webhook-url.ts';
+import { type AppContext, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
-import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
+import { ifMatch, pathId, pathUuid } from './validation.ts';
 import { answerWrite, commandMetadata } from './write-support.ts';
 
 /** What the webhook routes need from the configuration. */
@@ -89,38 +93,6 @@ export interface WebhookAdminDeps {
 const READ_MODEL = 'webhook_subscriptions';
 const MAX_AUTH_TOKEN_LENGTH = 4096;
 
-// ---- URL check ----------------------------------------------------------------------------------
-
-/** Bound on resolving a webhook URL's host while a request waits. */
-const RESOLVE_TIMEOUT_MS = 5_000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(Object.assign(new Error(`no answer within ${ms} ms`), { code: 'ETIMEOUT' })),
-      ms,
-    );
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** The problem code a URL refusal is answered with (the guard's own reason is in `reason`). */
-function refusalCode(reason: UrlRefusalReason): string {
-  switch (reason) {
-    case 'invalid_url':
-    case 'unsupported_scheme':
-    case 'credentials_in_url':
-      return 'invalid_url';
-    case 'https_required':
-      return 'https_required';
-    case 'unresolvable':
-      return 'unresolvable_url';
-    default:
-      return 'private_url';
-  }
-}
-
 // ---- request bodies -----------------------------------------------------------------------------
 
 /** Visible ASCII, inner spaces allowed: what an `Authorization: Bearer` header can carry unchanged. */
@@ -136,21 +108,25 @@ const storeIds = z.array(storeId).min(1).max(webhooks.MAX_STORE_IDS);
 const eventKinds = z.array(webhooks.webhookEventKind).min(1);
 const url = oneLineText.min(1).max(webhooks.MAX_URL_LENGTH);
 
-export const createWebhookBody = z.strictObject({
-  url,
-  auth_token: authToken,
-  store_ids: storeIds,
-  /** Default: every kind. */
-  events: eventKinds.optional(),
-});
+export const createWebhookBody = z
+  .strictObject({
+    url,
+    auth_token: authToken,
+    store_ids: storeIds,
+    /** Default: every kind. */
+    events: eventKinds.optional().describe('The kinds of webhook sent to it; every kind when left out.'),
+  })
+  .meta({ id: 'WebhookCreation' });
 
-export const changeWebhookBody = z.strictObject({
-  url: url.optional(),
-  auth_token: authToken.optional(),
-  store_ids: storeIds.optional(),
-  events: eventKinds.optional(),
-  enabled: z.boolean().optional(),
-});
+export const changeWebhookBody = z
+  .strictObject({
+    url: url.optional(),
+    auth_token: authToken.optional(),
+    store_ids: storeIds.optional(),
+    events: eventKinds.optional(),
+    enabled: z.boolean().optional(),
+  })
+  .meta({ id: 'WebhookChange' });
 
 // Strict: a misspelt filter (`?storeid=`) is a 400, not a silently unfiltered list.
 const listQuery = z.strictObject({
@@ -169,11 +145,10 @@ function existing(state: webhooks.WebhookSubscriptionState): webhooks.WebhookSub
 
 // ---- routes -------------------------------------------------------------------------------------
 
-/** Adds the webhook subscription routes to the admin router (mounted under ADMIN_BASE). */
-export function webhookRoutes(router: Router<AppState>, deps: WebhookAdminDeps): void {
+/** The webhook subscription routes of the admin router. */
+export function webhookRoutes(deps: WebhookAdminDeps): AdminRoute[] {
   const shared = subscriptionShared(deps);
-  createAndListRoutes(router, shared);
-  changeRoutes(router, shared);
+  return [...createAndListRoutes(shared), ...changeRoutes(shared)];
 }
 
 type SubscriptionShared = ReturnType<typeof subscriptionShared>;
@@ -182,7 +157,12 @@ type SubscriptionShared = ReturnType<typeof subscriptionShared>;
 function subscriptionShared(deps: WebhookAdminDeps) {
   const { store, commands, readStore, clock } = deps;
   const settings = deps.webhooks;
-  const box: SecretBox = createSecretBox(settings.secretKey);
+  // Built at the first write: the admin API's document builds the tables without the secret key.
+  let sealed: SecretBox | undefined;
+  const box = () => {
+    sealed ??= createSecretBox(settings.secretKey);
+    return sealed;
+  };
   const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   /** Whoever gets a write's answer finds the write in `GET /webhooks`. */
   const seen = (position: number) => waitForProjection(readStore, READ_MODEL, position);
@@ -192,30 +172,7 @@ function subscriptionShared(deps: WebhookAdminDeps) {
     return collection;
   };
 
-  const resolve = settings.resolve ?? defaultResolver;
-  /** 422 unless the URL may receive webhooks (`dispatcher/url-guard.ts`, the dispatcher's own check). */
-  async function checkUrl(value: string): Promise<void> {
-    const refuse = (code: string, reason: string, message: string): never => {
-      throw new HttpProblem(422, {
-        code,
-        detail: `url: ${message}`,
-        errors: [{ field: 'url', message }],
-        extensions: { reason },
-      });
-    };
-    if (!webhooks.isWebhookUrl(value)) {
-      refuse(
-        'invalid_url',
-        'invalid_url',
-        `expected an absolute http or https URL of at most ${webhooks.MAX_URL_LENGTH} characters, without user name or password`,
-      );
-    }
-    const check = await checkWebhookUrl(value, {
-      allowPrivate: settings.allowPrivateWebhookUrls,
-      resolve: (host) => withTimeout(resolve(host), RESOLVE_TIMEOUT_MS),
-    });
-    if (!check.ok) refuse(refusalCode(check.reason), check.reason, check.message);
-  }
+  const checkUrl = (value: string) => checkSubscriptionUrl(value, settings);
 
   /** The live subscription; 404 when it never existed or was removed. */
   async function loadWebhook(id: string) {
@@ -226,204 +183,267 @@ function subscriptionShared(deps: WebhookAdminDeps) {
     return { ...loaded, state: loaded.state };
   }
 
-  const idParams = (params: unknown) => parseParams(params, z.object({ id: pathUuid }), 404).id;
-  return {
-    settings,
-    box,
-    meta,
-    seen,
-    subscriptions,
-    resolve,
-    checkUrl,
-    loadWebhook,
-    idParams,
-    store,
-    commands,
-    readStore,
-    clock,
-  };
+  return { box, meta, seen, subscriptions, checkUrl, loadWebhook, store, commands, clock };
 }
+
+const idParams = z.object({ id: pathUuid });
+const noBody = z.strictObject({});
 
 /** Subscriptions: create one (its signing secret shown once), list them, show one. */
-function createAndListRoutes(router: Router<AppState>, shared: SubscriptionShared): void {
-  const { box, meta, seen, subscriptions, checkUrl, loadWebhook, idParams, store, commands, clock } = shared;
-  router.post('/webhooks', async (ctx) => {
-    const body = parseBody(ctx, createWebhookBody);
-    await checkUrl(body.url);
-    const webhookId = randomUUID();
-    const signingSecret = generateSigningSecret();
-    const result = await commands.handle(
-      webhooks.streamId(webhookId),
-      webhooks.decider,
-      {
-        type: 'CreateWebhookSubscription',
-        webhook_id: webhookId,
-        url: body.url,
-        auth_token_encrypted: box.encrypt(body.auth_token, secretContext(webhookId, 'auth_token')),
-        signing_secret_encrypted: box.encrypt(signingSecret, secretContext(webhookId, 'signing_secret')),
-        store_ids: body.store_ids,
-        events: body.events,
-        unknown_store_ids: await missingIds(store, 'store-', body.store_ids),
-        at: clock.now().toISOString(),
-      },
-      meta(ctx),
-    );
-    await seen(result.position);
-    ctx.set('Location', `${ADMIN_BASE}/webhooks/${webhookId}`);
-    answerWrite(
-      ctx,
-      201,
-      { webhook: webhooks.toWebhookRecord(existing(result.state)), signing_secret: signingSecret },
-      result,
-    );
-  });
-
-  router.get('/webhooks', async (ctx) => {
-    const query = parseParams(ctx.query, listQuery);
-    let after = '';
-    if (query.cursor) {
-      after = Buffer.from(query.cursor, 'base64url').toString('utf8');
-      if (!pathUuid.safeParse(after).success) {
-        throw new HttpProblem(400, {
-          code: 'invalid_cursor',
-          detail: 'the cursor is not one this API gave out',
-        });
-      }
-    }
-    const filter: Filter = {};
-    if (query.store_id !== undefined) filter.store_ids = query.store_id;
-    if (query.enabled !== undefined) filter.enabled = query.enabled === 'true';
-    const found = await (await subscriptions()).find(filter, {
-      sort: [['_id', 1]],
-      limit: query.limit + 1,
-      ...(after ? { after: [after] } : {}),
-    });
-    const page = found.slice(0, query.limit).map((doc) => webhooks.toWebhookRecord(doc));
-    const next =
-      found.length > query.limit ? Buffer.from(page[page.length - 1].webhook_id).toString('base64url') : null;
-    if (next) {
-      // The next page keeps the filters.
-      const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
-      if (query.store_id !== undefined) params.set('store_id', String(query.store_id));
-      if (query.enabled !== undefined) params.set('enabled', query.enabled);
-      ctx.set('Link', `<${ADMIN_BASE}/webhooks?${params}>; rel="next"`);
-    }
-    ctx.body = { webhooks: page, next_cursor: next };
-  });
-
-  router.get('/webhooks/:id', async (ctx) => {
-    const loaded = await loadWebhook(idParams(ctx.params));
-    ctx.set('ETag', `"${loaded.revision}"`);
-    ctx.body = { webhook: webhooks.toWebhookRecord(loaded.state), revision: loaded.revision };
-  });
-}
-
-/** Subscriptions: change one, rotate its secret, remove it. */
-function changeRoutes(router: Router<AppState>, shared: SubscriptionShared): void {
-  const { box, meta, seen, checkUrl, loadWebhook, idParams, store, commands, clock } = shared;
-  router.patch('/webhooks/:id', async (ctx) => {
-    const id = idParams(ctx.params);
-    const body = parseBody(ctx, changeWebhookBody);
-    const expected = ifMatch(ctx);
-    const loaded = await loadWebhook(id);
-    if (expected !== undefined && expected !== loaded.revision) {
-      throw new PreconditionFailedError(webhooks.streamId(id), expected, loaded.revision);
-    }
-    const current = loaded.state;
-    // The URL is checked before any append, and the change (which the decider may refuse: unknown
-    // stores) is appended before an enable or disable: a refusal appends nothing.
-    if (body.url !== undefined && body.url !== current.url) await checkUrl(body.url);
-    let authTokenEncrypted: string | undefined;
-    if (body.auth_token !== undefined && !sameSecret(box, current, body.auth_token)) {
-      authTokenEncrypted = box.encrypt(body.auth_token, secretContext(id, 'auth_token'));
-    }
-    const unknownStoreIds =
-      body.store_ids === undefined ? undefined : await missingIds(store, 'store-', body.store_ids);
-
-    let result: { state: webhooks.WebhookSubscriptionState; revision: number; position: number } = {
-      state: current,
-      revision: loaded.revision,
-      position: loaded.position,
-    };
-    let conditional = expected;
-    const changes =
-      body.url !== undefined ||
-      authTokenEncrypted !== undefined ||
-      body.store_ids !== undefined ||
-      body.events !== undefined;
-    if (changes) {
-      result = await commands.handle(
-        webhooks.streamId(id),
+function createAndListRoutes(shared: SubscriptionShared): AdminRoute[] {
+  const { box, meta, seen, subscriptions, checkUrl, loadWebhook, store, commands, clock } = shared;
+  const create = adminRoute({
+    method: 'post',
+    path: '/webhooks',
+    operationId: 'createWebhook',
+    summary: 'Subscribe a receiver to webhooks',
+    description:
+      'The URL is checked as the dispatcher checks it before every delivery (422 naming `url`, with ' +
+      "the guard's `reason`). The signing secret is shown in this answer only; the auth token and the " +
+      'secret are stored sealed, and no later answer carries either.',
+    body: createWebhookBody,
+    response: {
+      status: 201,
+      description: 'The subscription, and its signing secret.',
+      schema: webhookCreated,
+      headers: { Location: { description: `\`${ADMIN_BASE}/webhooks/{id}\`.`, required: true } },
+    },
+    problems: [],
+    async handler(ctx, { body }) {
+      await checkUrl(body.url);
+      const webhookId = randomUUID();
+      const signingSecret = generateSigningSecret();
+      const result = await commands.handle(
+        webhooks.streamId(webhookId),
         webhooks.decider,
         {
-          type: 'ChangeWebhookSubscription',
+          type: 'CreateWebhookSubscription',
+          webhook_id: webhookId,
           url: body.url,
-          auth_token_encrypted: authTokenEncrypted,
+          auth_token_encrypted: box().encrypt(body.auth_token, secretContext(webhookId, 'auth_token')),
+          signing_secret_encrypted: box().encrypt(signingSecret, secretContext(webhookId, 'signing_secret')),
           store_ids: body.store_ids,
           events: body.events,
-          unknown_store_ids: unknownStoreIds,
+          unknown_store_ids: await missingIds(store, 'store-', body.store_ids),
           at: clock.now().toISOString(),
         },
         meta(ctx),
-        { ifMatch: conditional },
       );
-      conditional = undefined;
-    }
-    if (body.enabled !== undefined) {
-      const at = clock.now().toISOString();
-      result = await commands.handle(
+      await seen(result.position);
+      ctx.set('Location', `${ADMIN_BASE}/webhooks/${webhookId}`);
+      const webhook = webhooks.toWebhookRecord(existing(result.state));
+      answerWrite(ctx, 201, { webhook, signing_secret: signingSecret }, result);
+    },
+  });
+
+  const list = adminRoute({
+    method: 'get',
+    path: '/webhooks',
+    operationId: 'listWebhooks',
+    summary: 'List webhook subscriptions',
+    description: 'In id order; `store_id` keeps those of a store, `enabled` those enabled or not.',
+    query: listQuery,
+    response: { status: 200, description: 'A page of subscriptions.', schema: webhookPage },
+    problems: [],
+    async handler(ctx, { query }) {
+      let after = '';
+      if (query.cursor) {
+        after = Buffer.from(query.cursor, 'base64url').toString('utf8');
+        if (!pathUuid.safeParse(after).success) {
+          throw new HttpProblem(400, {
+            code: 'invalid_cursor',
+            detail: 'the cursor is not one this API gave out',
+          });
+        }
+      }
+      const filter: Filter = {};
+      if (query.store_id !== undefined) filter.store_ids = query.store_id;
+      if (query.enabled !== undefined) filter.enabled = query.enabled === 'true';
+      const found = await (await subscriptions()).find(filter, {
+        sort: [['_id', 1]],
+        limit: query.limit + 1,
+        ...(after ? { after: [after] } : {}),
+      });
+      const page = found.slice(0, query.limit).map((doc) => webhooks.toWebhookRecord(doc));
+      const next =
+        found.length > query.limit
+          ? Buffer.from(page[page.length - 1].webhook_id).toString('base64url')
+          : null;
+      if (next) {
+        // The next page keeps the filters.
+        const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
+        if (query.store_id !== undefined) params.set('store_id', String(query.store_id));
+        if (query.enabled !== undefined) params.set('enabled', query.enabled);
+        ctx.set('Link', `<${ADMIN_BASE}/webhooks?${params}>; rel="next"`);
+      }
+      ctx.body = { webhooks: page, next_cursor: next };
+    },
+  });
+
+  const show = adminRoute({
+    method: 'get',
+    path: '/webhooks/{id}',
+    operationId: 'getWebhook',
+    summary: 'One webhook subscription',
+    description: "Folded from the subscription's own stream: always current.",
+    params: idParams,
+    response: {
+      status: 200,
+      description: 'The subscription; its stream revision is also the `ETag`.',
+      schema: webhookShown,
+    },
+    problems: [404],
+    async handler(ctx, { params }) {
+      const loaded = await loadWebhook(params.id);
+      ctx.set('ETag', `"${loaded.revision}"`);
+      ctx.body = { webhook: webhooks.toWebhookRecord(loaded.state), revision: loaded.revision };
+    },
+  });
+  return [create, list, show];
+}
+
+/** Subscriptions: change one, rotate its secret, remove it. */
+function changeRoutes(shared: SubscriptionShared): AdminRoute[] {
+  const { box, meta, seen, checkUrl, loadWebhook, store, commands, clock } = shared;
+  const change = adminRoute({
+    method: 'patch',
+    path: '/webhooks/{id}',
+    operationId: 'changeWebhook',
+    summary: 'Change, disable or enable a webhook subscription',
+    description:
+      'Fields left out stay as they are; a new `url` is checked as on creation. Enabling a ' +
+      'subscription the dispatcher disabled sends its deliveries again from then on.',
+    params: idParams,
+    body: changeWebhookBody,
+    ifMatch: true,
+    response: { status: 200, description: 'The subscription as it is now.', schema: webhookWritten },
+    problems: [404],
+    async handler(ctx, { params, body }) {
+      const { id } = params;
+      const expected = ifMatch(ctx);
+      const loaded = await loadWebhook(id);
+      if (expected !== undefined && expected !== loaded.revision) {
+        throw new PreconditionFailedError(webhooks.streamId(id), expected, loaded.revision);
+      }
+      const current = loaded.state;
+      // The URL is checked before any append, and the change (which the decider may refuse: unknown
+      // stores) is appended before an enable or disable: a refusal appends nothing.
+      if (body.url !== undefined && body.url !== current.url) await checkUrl(body.url);
+      let authTokenEncrypted: string | undefined;
+      if (body.auth_token !== undefined && !sameSecret(box(), current, body.auth_token)) {
+        authTokenEncrypted = box().encrypt(body.auth_token, secretContext(id, 'auth_token'));
+      }
+      const unknownStoreIds =
+        body.store_ids === undefined ? undefined : await missingIds(store, 'store-', body.store_ids);
+
+      let result: { state: webhooks.WebhookSubscriptionState; revision: number; position: number } = {
+        state: current,
+        revision: loaded.revision,
+        position: loaded.position,
+      };
+      let conditional = expected;
+      const changes =
+        body.url !== undefined ||
+        authTokenEncrypted !== undefined ||
+        body.store_ids !== undefined ||
+        body.events !== undefined;
+      if (changes) {
+        result = await commands.handle(
+          webhooks.streamId(id),
+          webhooks.decider,
+          {
+            type: 'ChangeWebhookSubscription',
+            url: body.url,
+            auth_token_encrypted: authTokenEncrypted,
+            store_ids: body.store_ids,
+            events: body.events,
+            unknown_store_ids: unknownStoreIds,
+            at: clock.now().toISOString(),
+          },
+          meta(ctx),
+          { ifMatch: conditional },
+        );
+        conditional = undefined;
+      }
+      if (body.enabled !== undefined) {
+        const at = clock.now().toISOString();
+        result = await commands.handle(
+          webhooks.streamId(id),
+          webhooks.decider,
+          body.enabled
+            ? { type: 'EnableWebhookSubscription', at }
+            : { type: 'DisableWebhookSubscription', reason: 'operator', at },
+          meta(ctx),
+          { ifMatch: conditional },
+        );
+      }
+      await seen(result.position);
+      answerWrite(ctx, 200, { webhook: webhooks.toWebhookRecord(existing(result.state)) }, result);
+    },
+  });
+
+  const rotate = adminRoute({
+    method: 'post',
+    path: '/webhooks/{id}/rotate-secret',
+    operationId: 'rotateWebhookSecret',
+    summary: "Replace a subscription's signing secret",
+    description: 'The new secret is shown once; the old one stops signing at once.',
+    params: idParams,
+    body: noBody,
+    ifMatch: true,
+    response: {
+      status: 200,
+      description: 'The subscription, and its new signing secret.',
+      schema: webhookSecretRotated,
+    },
+    problems: [404],
+    async handler(ctx, { params }) {
+      const { id } = params;
+      await loadWebhook(id);
+      const signingSecret = generateSigningSecret();
+      const result = await commands.handle(
         webhooks.streamId(id),
         webhooks.decider,
-        body.enabled
-          ? { type: 'EnableWebhookSubscription', at }
-          : { type: 'DisableWebhookSubscription', reason: 'operator', at },
+        {
+          type: 'RotateWebhookSigningSecret',
+          signing_secret_encrypted: box().encrypt(signingSecret, secretContext(id, 'signing_secret')),
+          at: clock.now().toISOString(),
+        },
         meta(ctx),
-        { ifMatch: conditional },
+        { ifMatch: ifMatch(ctx) },
       );
-    }
-    await seen(result.position);
-    answerWrite(ctx, 200, { webhook: webhooks.toWebhookRecord(existing(result.state)) }, result);
+      await seen(result.position);
+      const webhook = webhooks.toWebhookRecord(existing(result.state));
+      answerWrite(ctx, 200, { webhook, signing_secret: signingSecret }, result);
+    },
   });
 
-  router.post('/webhooks/:id/rotate-secret', async (ctx) => {
-    const id = idParams(ctx.params);
-    parseBody(ctx, z.strictObject({}));
-    await loadWebhook(id);
-    const signingSecret = generateSigningSecret();
-    const result = await commands.handle(
-      webhooks.streamId(id),
-      webhooks.decider,
-      {
-        type: 'RotateWebhookSigningSecret',
-        signing_secret_encrypted: box.encrypt(signingSecret, secretContext(id, 'signing_secret')),
-        at: clock.now().toISOString(),
-      },
-      meta(ctx),
-      { ifMatch: ifMatch(ctx) },
-    );
-    await seen(result.position);
-    answerWrite(
-      ctx,
-      200,
-      { webhook: webhooks.toWebhookRecord(existing(result.state)), signing_secret: signingSecret },
-      result,
-    );
+  const remove = adminRoute({
+    method: 'delete',
+    path: '/webhooks/{id}',
+    operationId: 'removeWebhook',
+    summary: 'Remove a webhook subscription',
+    description: 'Final: every later request naming it answers 404, and nothing more is sent to it.',
+    params: idParams,
+    ifMatch: true,
+    response: { status: 200, description: 'The subscription, removed.', schema: webhookRemoved },
+    problems: [404],
+    async handler(ctx, { params }) {
+      const { id } = params;
+      await loadWebhook(id);
+      const result = await commands.handle(
+        webhooks.streamId(id),
+        webhooks.decider,
+        { type: 'RemoveWebhookSubscription', at: clock.now().toISOString() },
+        meta(ctx),
+        { ifMatch: ifMatch(ctx) },
+      );
+      await seen(result.position);
+      const state = existing(result.state);
+      answerWrite(ctx, 200, { webhook_id: id, removed: true, removed_at: state.removed_at }, result);
+    },
   });
-
-  router.delete('/webhooks/:id', async (ctx) => {
-    const id = idParams(ctx.params);
-    await loadWebhook(id);
-    const result = await commands.handle(
-      webhooks.streamId(id),
-      webhooks.decider,
-      { type: 'RemoveWebhookSubscription', at: clock.now().toISOString() },
-      meta(ctx),
-      { ifMatch: ifMatch(ctx) },
-    );
-    await seen(result.position);
-    const state = existing(result.state);
-    answerWrite(ctx, 200, { webhook_id: id, removed: true, removed_at: state.removed_at }, result);
-  });
+  return [change, rotate, remove];
 }
 
 /** Whether `token` is the subscription's current auth token (a token that cannot be opened is not). */

@@ -115,14 +115,17 @@ function problemDescription(r: OperatorApiRoute, status: number): string {
   }
 }
 
+/** Idempotency keys belong to the routers behind an operator's authentication, on a POST. */
+const takesIdempotencyKey = (r: OperatorApiRoute, isPublic: boolean) =>
+  r.method === 'post' && !isPublic && r.idempotencyKey !== false;
+
 /** Problem statuses the operation documents itself, and those it refers to the shared responses. */
 function problemStatuses(r: OperatorApiRoute, isPublic: boolean, shared: number[]) {
   const statuses = new Set(r.problems);
   if (r.query) statuses.add(400);
   if (r.params) statuses.add(404);
   if (r.body) for (const s of [400, 413, 415, 422]) statuses.add(s);
-  // Idempotency keys belong to the routers behind an operator's authentication.
-  if (r.method === 'post' && !isPublic) for (const s of [400, 409, 422]) statuses.add(s);
+  if (takesIdempotencyKey(r, isPublic)) for (const s of [400, 409, 422]) statuses.add(s);
   if (r.ifMatch) for (const s of [400, 412]) statuses.add(s);
   // Behind the router's authentication every route can answer 401 and 403; any route, 503.
   const refs = shared.filter((s) => s === 503 || !isPublic || statuses.has(s));
@@ -188,7 +191,7 @@ function operationOf(
   const isPublic = role === 'public';
   const write = r.method !== 'get';
   const parameters: Json[] = [...convertParams(r.params, 'path'), ...convertParams(r.query, 'query')];
-  if (r.method === 'post' && !isPublic) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  if (takesIdempotencyKey(r, isPublic)) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
   if (r.ifMatch) parameters.push({ $ref: '#/components/parameters/IfMatch' });
   const security = securityOf(r, isPublic);
   if (api.session && write && !isPublic) parameters.push({ $ref: '#/components/parameters/CsrfToken' });

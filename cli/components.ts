@@ -7,7 +7,12 @@
 
 import path from 'node:path';
 import { adminRouteTables, createAdminDocumentRouter, createAdminRouter } from '../api/admin.ts';
-import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
+import {
+  createProjectionAdminRouter,
+  type ProjectorControl,
+  projectionRoutes,
+} from '../api/admin-projections.ts';
+import type { AdminRoute } from '../api/admin-route-table.ts';
 import { createSessionRouter, sessionRoutes } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
@@ -44,6 +49,8 @@ export interface Shared extends DispatcherShared, ReadSideShared {
   operators?: OperatorAuthenticator;
   /** The console's sessions, where the admin API is served. */
   sessions?: ConsoleSessions;
+  /** The projections' admin routes, where this process serves them: the admin API's document shows them. */
+  projectionRoutes?: AdminRoute[];
 }
 
 /** The authenticator of the admin and platform APIs and the console's sessions, once the read store is open. */
@@ -107,11 +114,9 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Cloc
       if (!projector) return;
       const operators = operatorsOf(shared, ctx, clock);
       const { sessions } = shared;
-      ctx.app.use(
-        routesOf(
-          createProjectionAdminRouter({ projector, operators, sessions, store: ctx.eventStore, clock }),
-        ),
-      );
+      const deps = { projector, operators, sessions, store: ctx.eventStore, clock };
+      shared.projectionRoutes = projectionRoutes(deps);
+      ctx.app.use(routesOf(createProjectionAdminRouter(deps, shared.projectionRoutes)));
     },
     stop() {},
   };
@@ -221,7 +226,8 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         idempotencyTtlMs,
       };
       const tables = adminRouteTables(adminDeps);
-      ctx.app.use(routesOf(createAdminDocumentRouter([...sessionTable, ...tables])));
+      const described = [...sessionTable, ...tables, ...(shared.projectionRoutes ?? [])];
+      ctx.app.use(routesOf(createAdminDocumentRouter(described)));
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));

@@ -30,8 +30,7 @@ export interface RouteSpec {
   /** A valid body: hostile bodies are mutations of it. Absent when the route reads no body. */
   body?(w: World): Json;
   /**
-   * Partner and platform routes, and the admin routes its OpenAPI document describes: the API base
-   * whose document every answer must match.
+   * The API base whose OpenAPI document every answer must match (partner, platform and admin routes).
    */
   apiBase?: string;
 }
@@ -198,7 +197,7 @@ export const platformRoutes: readonly RouteSpec[] = platformSpecs.map((r) => ({ 
 // ---- admin ---------------------------------------------------------------------------------------
 
 const A = '/admin/v1';
-export const adminRoutes: readonly RouteSpec[] = [
+const adminSpecs: readonly RouteSpec[] = [
   spec('POST', `${A}/partners`, 'operator', none, {
     body: () => ({ name: 'Partner', kind: 'brand', brand_ids: [201], rate_limit_per_minute: 600 }),
   }),
@@ -267,7 +266,6 @@ export const adminRoutes: readonly RouteSpec[] = [
     body: () => ({ event: 'cart_abandoned' }),
   }),
   spec('GET', `${A}/webhook-fan-out`, 'operator'),
-  // The routes the admin API's OpenAPI document describes: every answer must match it.
   spec('GET', `${A}/carts/:uuid/views`, 'operator', (w) => ({ uuid: [w.curbsideCart, w.openCart] }), {
     query: ['limit', 'cursor'],
     apiBase: A,
@@ -311,12 +309,13 @@ export const adminRoutes: readonly RouteSpec[] = [
   spec('POST', `${A}/projections/:name/rebuild`, 'operator', () => ({
     name: ['catalog', 'carts', 'webhook_deliveries'],
   })),
-  // The console's session: sign-in takes the token; sign-out, last, ends the world's session. The
-  // admin API's OpenAPI document describes them: every answer must match it.
+  // The console's session: sign-in takes the token; sign-out, last, ends the world's session.
   spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }), apiBase: A }),
   spec('GET', `${A}/session`, 'session', none, { apiBase: A }),
   spec('DELETE', `${A}/session`, 'session', none, { apiBase: A }),
 ];
+/** Every admin answer must match the admin API's OpenAPI document. */
+export const adminRoutes: readonly RouteSpec[] = adminSpecs.map((r) => ({ ...r, apiBase: A }));
 
 // ---- public: operational endpoints, OpenAPI documents, the docs page, the console's page ------------
 
