@@ -1,7 +1,8 @@
 /**
- * `/docs`: the human page of the partner APIs (docs/partner-api.md). It lists the APIs and renders the OpenAPI
- * document of the one chosen (`/docs?api=<slug>`, the first by default) with Swagger UI, whose bundle
- * is served from the `swagger-ui-dist` package under `/docs/assets/…`: no CDN, works offline.
+ * `/docs`: the human page of the service's APIs (docs/partner-api.md), the four partner APIs, the
+ * platform API and the admin API. It lists them and renders the OpenAPI document of the one chosen
+ * (`/docs?api=<slug>`, the first by default) with Swagger UI, whose bundle is served from the
+ * `swagger-ui-dist` package under `/docs/assets/…`: no CDN, works offline.
  *
  * The page runs under a strict Content-Security-Policy (scripts, styles and fetches from this origin
  * only, no inline script): the renderer is configured by `docs-assets/docs.js`, which reads the
@@ -11,15 +12,23 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
+import { ADMIN_BASE } from './admin-support.ts';
 import { type AppContext, type AppState, createRouter, HttpProblem } from './http.ts';
+import { PLATFORM_BASE } from './platform-writes.ts';
 import { type Asset, CSS, JAVASCRIPT, pageHeaders, StaticAssets } from './static-assets.ts';
 
-/** What the page needs of a partner API. */
+/** What the page needs of an API. */
 export interface DocumentedApi {
   base: string;
   title: string;
   description?: string;
 }
+
+/** The APIs operators call with their token, listed after the partner APIs. */
+export const OPERATOR_APIS: readonly DocumentedApi[] = [
+  { base: PLATFORM_BASE, title: 'Platform API' },
+  { base: ADMIN_BASE, title: 'Admin API' },
+];
 
 const SWAGGER_DIR = path.dirname(fileURLToPath(import.meta.resolve('swagger-ui-dist/package.json')));
 const OWN_DIR = fileURLToPath(new URL('./docs-assets/', import.meta.url));
@@ -48,7 +57,7 @@ const CONTENT_SECURITY_POLICY = [
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** `/partner/brand-feed/v1` → `brand-feed`: the API's name in `/docs?api=`. */
+/** `/partner/brand-feed/v1` → `brand-feed`, `/admin/v1` → `admin`: the API's name in `/docs?api=`. */
 export function docsSlug(base: string): string {
   const parts = base.split('/').filter((s) => s !== '' && s !== 'partner' && !/^v\d+$/.test(s));
   return parts.join('-') || base.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '');
@@ -71,16 +80,17 @@ function page(apis: readonly DocumentedApi[], chosen: DocumentedApi, assets: Map
   <head>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>${escapeHtml(chosen.title)} · Partner API docs</title>
+    <title>${escapeHtml(chosen.title)} · API docs</title>
     <link rel="icon" type="image/png" href="${asset('favicon-32x32.png')}">
     <link rel="stylesheet" href="${asset('swagger-ui.css')}">
     <link rel="stylesheet" href="${asset('docs.css')}">
   </head>
   <body>
     <header class="pds-docs">
-      <h1>Partner APIs</h1>
-      <p>Each API has its own base path, API keys and OpenAPI 3.1 document. Choose one:</p>
-      <nav aria-label="Partner APIs">
+      <h1>APIs</h1>
+      <p>Each API has its own base path and OpenAPI 3.1 document. The partner APIs take a partner's API
+        key; the platform and admin APIs an operator token. Choose one:</p>
+      <nav aria-label="APIs">
         <ul>
         ${items}
         </ul>
@@ -110,7 +120,7 @@ export function createDocsRouter(apis: readonly DocumentedApi[]): Router<AppStat
       if (!found) {
         throw new HttpProblem(404, {
           code: 'api_not_found',
-          detail: `no partner API named ${JSON.stringify(requested)}; known: ${[...bySlug.keys()].join(', ')}`,
+          detail: `no API named ${JSON.stringify(requested)}; known: ${[...bySlug.keys()].join(', ')}`,
         });
       }
       chosen = found;

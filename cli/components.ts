@@ -15,7 +15,7 @@ import {
 import type { AdminRoute } from '../api/admin-route-table.ts';
 import { createSessionRouter, sessionRoutes } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
-import { createDocsRouter } from '../api/docs.ts';
+import { createDocsRouter, OPERATOR_APIS } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
 import { createOperatorAuthenticator } from '../api/operator-authenticator.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
@@ -145,7 +145,10 @@ function threadProjector(thread: RoleThread): ProjectorControl {
   };
 }
 
-/** The four partner APIs, reading the read models (and appending curbside arrivals), and their `/docs` page. */
+/**
+ * The four partner APIs, reading the read models (and appending curbside arrivals), and the `/docs`
+ * page of every API.
+ */
 export function partnerApi(shared: Shared, clock: Clock = systemClock): Component {
   return {
     name: 'partner-api',
@@ -159,7 +162,7 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
       for (const router of createPartnerRouters(deps)) {
         ctx.app.use(routesOf(router));
       }
-      ctx.app.use(routesOf(createDocsRouter(partnerApis)));
+      ctx.app.use(routesOf(createDocsRouter([...partnerApis, ...OPERATOR_APIS])));
     },
     stop() {},
   };

@@ -1,19 +1,22 @@
 /**
  * `/docs` in a real browser: Debian's Chromium driven by playwright-core (which never downloads a
- * browser) opens the page of a running service, picks each partner API from the page's list, and finds
- * every endpoint (method and path) of that API's OpenAPI document rendered. The page must render under
+ * browser) opens the page of a running service, picks each API from the page's list (the four partner
+ * APIs, the platform API, the admin API), and finds every endpoint (method and path) of that API's
+ * OpenAPI document rendered. The page must render under
  * its Content-Security-Policy without errors, and fetch nothing from another origin (no CDN).
  *
  * Without /usr/bin/chromium the test is skipped, saying why (CI installs it: see `.ci/run`).
  */
 import test from 'ava';
+import { OPERATOR_APIS } from '../api/docs.ts';
 import { partnerApis } from '../api/partner/index.ts';
 import { browserMissing, launchBrowser, watchedPage } from './support/browser.ts';
 import { startService } from './support/service.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-const title = '/docs lists the four partner APIs and renders every endpoint of each document';
+const title = '/docs lists the partner, platform and admin APIs and renders every endpoint of each document';
+const apis = [...partnerApis, ...OPERATOR_APIS];
 
 const missing = browserMissing();
 if (missing) {
@@ -33,11 +36,12 @@ if (missing) {
     const listed = await page.locator('nav a.pds-api').allTextContents();
     t.deepEqual(
       listed,
-      partnerApis.map((a) => a.title),
-      'the page lists the four APIs',
+      apis.map((a) => a.title),
+      'the page lists the six APIs',
     );
+    t.deepEqual(listed.slice(4), ['Platform API', 'Admin API']);
 
-    for (const api of partnerApis) {
+    for (const api of apis) {
       const document = (await (await fetch(`${svc.base}${api.base}/openapi.json`)).json()) as {
         paths: Record<string, Record<string, unknown>>;
       };

@@ -444,7 +444,7 @@ const queryValues: Record<string, string[]> = {
   role: ['auditor', 'operator', 'admin'],
   enabled: ['true', 'false'],
   window: ['1h', '24h'],
-  api: ['brand', 'store', 'brand-feed', 'store-menu-feed'],
+  api: ['brand', 'store', 'brand-feed', 'store-menu-feed', 'platform', 'admin'],
   v: ['x'],
 };
 
