@@ -16,6 +16,7 @@ import type { AdminRoute } from '../api/admin-route-table.ts';
 import { createSessionRouter, sessionRoutes } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter, OPERATOR_APIS } from '../api/docs.ts';
+import { homeRoutes } from '../api/home.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
 import { createOperatorAuthenticator } from '../api/operator-authenticator.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
@@ -232,8 +233,10 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const described = [...sessionTable, ...tables, ...(shared.projectionRoutes ?? [])];
       ctx.app.use(routesOf(createAdminDocumentRouter(described)));
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
-      // The console works through the admin API, so it is served where that API is.
+      // The console works through the admin API, so it is served where that API is, with the page at
+      // `/` that links it and the docs.
       ctx.app.use(routesOf(createConsoleRouter()));
+      ctx.app.use(homeRoutes());
       if ((await built.settled) === 'built') return;
       ctx.logger.warn(
         'the event store does not answer: the write side lookups are built once it does, and platform writes answer 503 until then',

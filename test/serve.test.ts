@@ -154,6 +154,12 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
   );
   t.true(logs.some((line) => String(line.msg).startsWith('listening on http://')));
   t.true(logs.some((line) => line.msg === 'starting pds (role all)'));
+  // The banner names the console and the docs, and `/` links both.
+  const url = base.replace('127.0.0.1', 'localhost');
+  t.true(r.stdout().includes(`pds: console: ${url}/console, docs: ${url}/docs\n`), r.stdout());
+  const home = await fetch(`${base}/`);
+  t.is(home.status, 200);
+  t.regex(await home.text(), /href="\/console"/);
 
   r.child.kill('SIGTERM');
   t.is(await exitWithin(r, 10_000), 0);

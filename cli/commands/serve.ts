@@ -2,7 +2,8 @@
  * `pds serve --role <role>`: runs the service until SIGTERM or SIGINT.
  *
  * Output contract: bad configuration prints exactly one line on stderr and exits 1; once listening,
- * the URL is logged and a short banner (URL, where the operator token is) goes to stdout. The first
+ * the URL is logged and a short banner (URL, where the operator token is, and where the APIs are
+ * served, the console's and the docs' URLs) goes to stdout. The first
  * signal stops gracefully and exits 0; a second one exits 1 at once.
  *
  * Sandbox (`PDS_SANDBOX`, on by default in embedded mode): the process of role `all` seeds the sandbox
@@ -130,6 +131,9 @@ async function serve(role: Role): Promise<void> {
   const url = `http://localhost:${port}`;
   log.info({ url, components: service.components }, `listening on ${url}`);
   process.stdout.write(`pds: listening on ${url} (role ${role})\npds: ${tokenLine(config)}\n`);
+  // The console and the docs are served where the APIs are: roles `all` and `api`.
+  if (role === 'all' || role === 'api')
+    process.stdout.write(`pds: console: ${url}/console, docs: ${url}/docs\n`);
   if (service.opsPort() !== 0) {
     const opsUrl = `http://localhost:${service.opsPort()}`;
     log.info({ url: opsUrl }, `operational endpoints (/healthz, /readyz, /metrics) on ${opsUrl}`);

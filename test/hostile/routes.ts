@@ -317,9 +317,10 @@ const adminSpecs: readonly RouteSpec[] = [
 /** Every admin answer must match the admin API's OpenAPI document. */
 export const adminRoutes: readonly RouteSpec[] = adminSpecs.map((r) => ({ ...r, apiBase: A }));
 
-// ---- public: operational endpoints, OpenAPI documents, the docs page, the console's page ------------
+// ---- public: operational endpoints, OpenAPI documents, the home, docs and console pages ------------
 
 export const publicRoutes: readonly RouteSpec[] = [
+  spec('GET', '/', 'public'),
   spec('GET', '/healthz', 'public'),
   spec('GET', '/readyz', 'public'),
   spec('GET', '/metrics', 'public'),
