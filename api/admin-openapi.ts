@@ -36,5 +36,8 @@ export function adminOpenApiDocument(routes: readonly OperatorApiRoute[]): Recor
     title: 'Admin API',
     description: documentDescription(),
     session: true,
+    unavailable:
+      'The read store or the event store cannot be reached, or a read model is behind a write that ' +
+      'succeeded (`read_model_lagging`; the write stands).',
   });
 }

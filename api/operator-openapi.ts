@@ -27,6 +27,8 @@ export interface OperatorApi {
   description: string;
   /** Whether the console's session cookie authenticates the API's routes, besides an operator token. */
   session: boolean;
+  /** What a 503 means on this API. */
+  unavailable: string;
 }
 
 const SCHEMA_REF = '#/components/schemas/';
@@ -63,9 +65,7 @@ function sharedResponses(api: OperatorApi): Record<number, [string, Json]> {
     503: [
       'Unavailable',
       {
-        description:
-          'The read store or the event store cannot be reached, or a read model is behind a write that ' +
-          'succeeded (`read_model_lagging`): retry after `Retry-After` seconds.',
+        description: `${api.unavailable} Retry after \`Retry-After\` seconds.`,
         headers: { 'Retry-After': { schema: { type: 'integer', minimum: 0 } } },
         content: problemContent(),
       },

@@ -39,5 +39,9 @@ export function platformOpenApiDocument(routes: readonly AdminRoute[]): Record<s
     title: 'Platform API',
     description: documentDescription(),
     session: false,
+    unavailable:
+      'The event store cannot be reached (`event_store_unavailable`), the write met contention ' +
+      "(`contention`), this replica has not built its lookups yet (`write_side_starting`), or a special's " +
+      "write stands but this replica's pricing has not caught up with it (`pricing_catching_up`).",
   });
 }
