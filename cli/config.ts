@@ -49,6 +49,11 @@ export interface Config {
    */
   dispatcherStoreUrl: string;
   /**
+   * Where customers' data keys are kept (docs/operations.md, "Customer data"): `sqlite:<file>`
+   * (`<dataDir>/keys.db` by default), or a `mongodb://` URL, the default beside a MongoDB read store.
+   */
+  keyStoreUrl: string;
+  /**
    * Role `all` runs the dispatcher (webhooks, abandonment timers) on a thread of its own, with its own
    * connections to the embedded files, so that API load or a rebuild does not stall deliveries.
    */
@@ -179,6 +184,13 @@ const readStoreUrl = parsed((raw) => {
 
 const dispatcherStoreUrl = readStoreUrl;
 
+const keyStoreUrl = parsed((raw) => {
+  if (/^sqlite:.+/.test(raw) || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
+  return problem(
+    `expected sqlite:<file> or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`,
+  );
+});
+
 const cacheMiB = parsed((raw) => {
   const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   return n >= 1 && n <= 65_536
@@ -240,6 +252,7 @@ const envSchema = z.object({
   PDS_READ_STORE: readStoreUrl.optional(),
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
+  PDS_KEY_STORE: keyStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_PROJECTOR_THREAD: flag.optional(),
   PDS_PROJECTOR_LEASE: leaseDuration.optional(),
@@ -266,6 +279,7 @@ export const DEFAULTS = {
   readStoreUrl: 'memory',
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
+  keyStoreFile: 'keys.db',
   readStoreCacheMiB: 32,
   projectorLease: '15s',
   consoleSessionLifetime: '8h',
@@ -351,6 +365,13 @@ export function parseConfig(env: Env): Config {
       (readStore.startsWith('sqlite:') && readStore !== 'sqlite::memory:'
         ? `sqlite:${path.join(path.dirname(readStore.slice('sqlite:'.length)), DEFAULTS.dispatcherStoreFile)}`
         : readStore),
+    keyStoreUrl:
+      v.PDS_KEY_STORE ??
+      (readStore.startsWith('mongodb')
+        ? readStore
+        : eventStore === 'sqlite::memory:'
+          ? 'sqlite::memory:'
+          : `sqlite:${path.join(dir, DEFAULTS.keyStoreFile)}`),
     dispatcherThread: v.PDS_DISPATCHER_THREAD ?? (embedded && eventStore !== 'sqlite::memory:'),
     projectorThread:
       v.PDS_PROJECTOR_THREAD ??

@@ -177,6 +177,7 @@ export function webhookDispatcher(
         clock,
         tracker,
         secretKey: ctx.config.secretKey,
+        openBody: ctx.customerData.openBody,
         allowPrivate: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
         scheduleMs: ctx.config.webhookRetryScheduleMs,

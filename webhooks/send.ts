@@ -33,6 +33,11 @@ export interface WebhookSenderOptions {
   resolve?: Resolver;
   /** The time the signature's timestamp is taken from. */
   clock: Clock;
+  /**
+   * Opens a body whose customer is sealed (`application/customer-data.ts`), at each attempt: once the
+   * customer is erased, the body goes out without them (docs/operations.md, "Customer data").
+   */
+  openBody?: (body: string) => Promise<string>;
 }
 
 export interface WebhookRequest {
@@ -84,20 +89,21 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
     const redact = createRedactor([authToken, secret]);
     return {
       async send(request) {
+        const body = options.openBody ? await options.openBody(request.body) : request.body;
         const headers = {
           ...webhookHeaders({
             authToken,
             secret: key,
             webhookId: request.webhookId,
             attempt: request.attempt,
-            body: request.body,
+            body,
             now: options.clock.now(),
           }),
           ...request.headers,
         };
         const result = await deliverOnce({
           url: target.url,
-          body: request.body,
+          body,
           headers,
           timeoutMs: options.timeoutMs,
           allowPrivate: options.allowPrivate,

@@ -1,0 +1,156 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { createCommandHandler } from '../../application/command-handler.ts';
+import { createCustomerData } from '../../application/customer-data.ts';
+import { eraseCustomer, finishPendingErasures } from '../../application/customer-erasure.ts';
+import { protectCustomerData } from '../../application/protected-event-store.ts';
+import { readState } from '../../application/read-state.ts';
+import * as cart from '../../domain/cart.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import { openSqliteKeyStore } from '../../eventstore/key-store-sqlite.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+
+const at = '2026-03-01T10:00:00.000Z';
+const metadata = {
+  correlationId: 'c-1',
+  causationId: null,
+  actor: { type: 'operator' as const, id: 'op-1' },
+  at,
+};
+const ada = {
+  email: 'ada.lovelace@example.com',
+  first_name: 'Ada',
+  last_name: 'Lovelace',
+  phone_number: '+1 555-0142',
+  DOB: '1990-12-10T00:00:00.000Z',
+};
+
+async function world(t: { teardown(fn: () => void | Promise<void>): void }) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'pds-customer-data-'));
+  const log = await openSqliteEventStore(path.join(dir, 'events.db'));
+  const keys = openSqliteKeyStore(path.join(dir, 'keys.db'));
+  const data = createCustomerData(keys, randomBytes(32));
+  const store = protectCustomerData(log, data);
+  const commands = createCommandHandler(store, eventRegistry);
+  t.teardown(async () => {
+    await keys.close();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  async function newCart(user_id: number | null, customer = ada) {
+    const uuid = randomUUID();
+    const stream = cart.streamId(uuid);
+    await commands.handle(
+      stream,
+      cart.decider,
+      {
+        type: 'CreateCart',
+        cart_uuid: uuid,
+        store_id: 1,
+        source: { channel: 'headless', partner_id: null },
+        user_id,
+        at,
+        context: { store_exists: true },
+      },
+      metadata,
+    );
+    await commands.handle(stream, cart.decider, { type: 'IdentifyCartCustomer', at, ...customer }, metadata);
+    return uuid;
+  }
+  const customerOf = async (uuid: string) => {
+    const { state } = await readState(store, eventRegistry, cart.streamId(uuid), cart.decider);
+    return state.exists ? state.customer : undefined;
+  };
+  return { log, keys, data, store, commands, newCart, customerOf };
+}
+
+test('the log holds a customer sealed, and its readers get them back as they were identified', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const [, identified] = await w.log.readStream(cart.streamId(uuid));
+  const raw = JSON.stringify(identified.data);
+  for (const value of Object.values(ada)) t.false(raw.includes(value), `${value} is not in the log`);
+  t.truthy((identified.data as { personal?: unknown }).personal);
+  t.deepEqual(await w.customerOf(uuid), ada);
+  const [, opened] = await w.store.readStream(cart.streamId(uuid));
+  t.like(opened.data, { ...ada, user_id: 7 });
+});
+
+test('erasing by email destroys the key: the events open erased, the carts record it, the state forgets', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const outcome = await eraseCustomer(w.data, w.commands, 'Ada.Lovelace@example.com', metadata);
+  t.is(outcome.keys_destroyed, 1);
+  t.deepEqual(outcome.carts, [uuid]);
+  t.is(await w.customerOf(uuid), null);
+  const events = await w.store.readStream(cart.streamId(uuid));
+  t.like(events[1].data, { email: null, first_name: null, phone_number: null, erased: true });
+  t.deepEqual(
+    events.map((e) => e.type),
+    ['CartCreated', 'CartCustomerIdentified', 'CartCustomerErased'],
+  );
+  t.false(JSON.stringify(events[2].data).includes('ada'));
+});
+
+test("a user id, an email or a cart uuid finds the customer's key, which every cart with their user id or email shares", async (t) => {
+  const w = await world(t);
+  const signedIn = await w.newCart(7);
+  const guest = await w.newCart(null);
+  const other = await w.newCart(8, { ...ada, email: 'grace@example.com', first_name: 'Grace' });
+  const byUser = await w.data.resolve('7');
+  // One customer, one key: the guest cart's email is the signed-in customer's.
+  t.is(byUser.key_ids.length, 1);
+  const both = [signedIn, guest].sort();
+  t.deepEqual(byUser.cart_uuids.sort(), both);
+  t.deepEqual((await w.data.resolve(guest)).cart_uuids.sort(), both);
+  t.deepEqual((await w.data.resolve(ada.email)).cart_uuids.sort(), both);
+  await eraseCustomer(w.data, w.commands, guest, metadata);
+  t.is(await w.customerOf(signedIn), null);
+  t.is(await w.customerOf(guest), null);
+  t.like(await w.customerOf(other), { first_name: 'Grace' });
+});
+
+test('a customer identified again after an erasure is sealed under a new key, which a rebuild still opens', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  await eraseCustomer(w.data, w.commands, '7', metadata);
+  await w.commands.handle(
+    cart.streamId(uuid),
+    cart.decider,
+    { type: 'IdentifyCartCustomer', at, ...ada, first_name: 'Augusta' },
+    metadata,
+  );
+  t.like(await w.customerOf(uuid), { first_name: 'Augusta' });
+});
+
+test('an erasure interrupted after the keys are destroyed is finished by the next one', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const found = await w.data.resolve('7');
+  await w.keys.beginErasure({ erasure_id: randomUUID(), ...found, requested_at: at });
+  await w.keys.destroyKeys(found.key_ids);
+  // The cart's events open erased, but the cart has not recorded it yet.
+  t.deepEqual(await w.customerOf(uuid), {
+    email: null,
+    first_name: null,
+    last_name: null,
+    phone_number: null,
+    DOB: null,
+  });
+  t.is(await finishPendingErasures(w.data, w.commands, metadata), 1);
+  t.is(await w.customerOf(uuid), null);
+  t.deepEqual(await w.keys.pendingErasures(), []);
+});
+
+test('a target naming nobody erases nothing', async (t) => {
+  const w = await world(t);
+  await w.newCart(7);
+  t.deepEqual(await eraseCustomer(w.data, w.commands, 'nobody@example.com', metadata), {
+    erasure_id: null,
+    keys_destroyed: 0,
+    carts: [],
+  });
+});
