@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { CommandHandler } from '../application/command-handler.ts';
 import type { ConsoleSessions } from '../application/console-sessions.ts';
 import { generateApiKey } from '../application/credentials.ts';
+import type { CustomerData } from '../application/customer-data.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Clock } from '../domain/clock.ts';
 import * as partner from '../domain/partner.ts';
@@ -18,6 +19,7 @@ import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
+import { customerRoutes } from './admin-customers.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
 import { type AdminRoute, mountAdminRoutes } from './admin-route-table.ts';
@@ -44,6 +46,8 @@ export interface AdminDeps {
   sessions?: ConsoleSessions;
   /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
+  /** Customers' personal data and its erasure (docs/operations.md, "Customer data"). */
+  customerData: CustomerData;
 }
 
 const keyParams = z.object({ id: pathUuid, key_id: partner.keyId });
@@ -246,7 +250,7 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
 
 /** The admin routes described by tables (zod schemas): what the admin API's OpenAPI document shows. */
 export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
-  return [...operatorRoutes(deps), ...cartViewRoutes(deps)];
+  return [...operatorRoutes(deps), ...cartViewRoutes(deps), ...customerRoutes(deps)];
 }
 
 /** `GET /admin/v1/openapi.json`, public as the partner APIs' documents are; built at its first request. */

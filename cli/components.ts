@@ -204,7 +204,8 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       };
       const { sessions } = shared;
       if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock })));
-      const adminDeps = { store, commands, readStore, clock, operators, sessions, webhooks };
+      const customerData = ctx.customerData;
+      const adminDeps = { store, commands, readStore, clock, operators, sessions, webhooks, customerData };
       const tables = adminRouteTables(adminDeps);
       ctx.app.use(routesOf(createAdminDocumentRouter(tables)));
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));

@@ -1,0 +1,74 @@
+/**
+ * `POST /admin/v1/customers/erase` {customer: <user id | email | cart uuid>}: erases a customer's
+ * personal data (docs/operations.md, "Customer data"). The customer goes in the body, not the path,
+ * so no access log line ever holds an email address. The answer names the erasure and the carts that
+ * recorded it; nothing in it, or in the events it appends, is personal.
+ */
+import { z } from 'zod';
+import type { CommandHandler } from '../application/command-handler.ts';
+import type { CustomerData } from '../application/customer-data.ts';
+import { eraseCustomer } from '../application/customer-erasure.ts';
+import type { Clock } from '../domain/clock.ts';
+import { type AdminRoute, adminRoute } from './admin-route-table.ts';
+import { HttpProblem } from './http.ts';
+import { requestActor } from './operator-auth.ts';
+import { commandMetadata } from './write-support.ts';
+
+export interface CustomerAdminDeps {
+  customerData: CustomerData;
+  commands: CommandHandler;
+  clock: Clock;
+}
+
+const eraseBody = z.strictObject({
+  /** A user id (digits), an email address, or a cart uuid. */
+  customer: z.string().trim().min(1).max(254),
+});
+
+const erasureAnswer = z.object({
+  erasure_id: z.uuid(),
+  keys_destroyed: z.number().int().nonnegative(),
+  carts: z.array(z.uuid()),
+});
+
+export function customerRoutes(deps: CustomerAdminDeps): AdminRoute[] {
+  return [
+    adminRoute({
+      method: 'post',
+      path: '/customers/erase',
+      operationId: 'eraseCustomer',
+      summary: "Erase a customer's personal data",
+      description:
+        "Destroys the keys of the customer a user id, an email address or a cart uuid names (and of the carts sharing that customer's user id or email), " +
+        'then records `CartCustomerErased` on each of their carts. From then on no read model, history, webhook or console view shows their ' +
+        'name, email, phone number, date of birth or arrival answers. 404 `customer_not_found` when the service holds nothing sealed for them.',
+      body: eraseBody,
+      response: {
+        status: 200,
+        description: 'The erasure and the carts that recorded it.',
+        schema: erasureAnswer,
+      },
+      problems: [404, 422],
+      async handler(ctx, { body }) {
+        const metadata = commandMetadata(ctx, requestActor(ctx), deps.clock);
+        const outcome = await eraseCustomer(deps.customerData, deps.commands, body.customer, metadata);
+        if (outcome.erasure_id === null) {
+          throw new HttpProblem(404, {
+            code: 'customer_not_found',
+            detail:
+              'the service holds no sealed personal data of a customer with this user id, email or cart',
+          });
+        }
+        ctx.state.log.info(
+          {
+            erasure_id: outcome.erasure_id,
+            keys_destroyed: outcome.keys_destroyed,
+            carts: outcome.carts.length,
+          },
+          'customer erased',
+        );
+        ctx.body = outcome;
+      },
+    }),
+  ];
+}

@@ -1,0 +1,37 @@
+/**
+ * `pds customers erase <user id | email | cart uuid>`: erases a customer's personal data through
+ * the admin API (`POST /admin/v1/customers/erase`, role `operator`; docs/operations.md, "Customer
+ * data"), and prints the erasure and the carts that recorded it.
+ */
+import type { Command } from 'commander';
+import { createAdminClient } from '../client.ts';
+import { printJson } from '../options.ts';
+import { runClientCommand } from './run.ts';
+
+interface Erasure {
+  erasure_id: string;
+  keys_destroyed: number;
+  carts: string[];
+}
+
+export function registerCustomers(program: Command): void {
+  const customers = program.command('customers').description("customers' personal data");
+  customers
+    .command('erase')
+    .description(
+      "destroy the keys of a customer's personal data: from then on no read model, history, webhook or console shows it",
+    )
+    .argument('<customer>', 'a user id, an email address or a cart uuid')
+    .option('--json', 'print {erasure_id, keys_destroyed, carts} as JSON')
+    .action((customer: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const client = await createAdminClient();
+        const erasure = await client.request<Erasure>('POST', '/admin/v1/customers/erase', { customer });
+        if (options.json) return printJson(erasure);
+        return (
+          `erasure ${erasure.erasure_id}: ${erasure.keys_destroyed} key(s) destroyed, ` +
+          `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}`
+        );
+      }),
+    );
+}

@@ -1,0 +1,119 @@
+/**
+ * Customer erasure end to end on the embedded files (docs/operations.md, "Customer data"): a customer
+ * identified on a cart whose status webhooks go out, erased through the admin API. Afterwards the
+ * read model, the history and the next webhook hold none of their data, and once the service has
+ * stopped (its files checkpointed) no byte of their email, phone number or names is in any file under
+ * the data directory.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import test from 'ava';
+import { openReadStore } from '../projections/index.ts';
+import { CARTS, type CartDoc, cartByUuid } from '../projections/read-models/carts.ts';
+import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
+import { until } from './support/probes.ts';
+import { startService, type TestService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
+
+// Values no random bytes or base64 text of the files would hold by chance.
+const customer = {
+  email: 'zebulonia.quixwhistle@example.org',
+  first_name: 'Zebulonia',
+  last_name: 'Quixwhistle',
+  phone_number: '+14155557319',
+  DOB: '1987-06-05T00:00:00.000Z',
+};
+const personal = [customer.email, customer.first_name, customer.last_name, customer.phone_number];
+
+/** Every file under `dir` holding any of `values`, with the values it holds. */
+function filesHolding(dir: string, values: readonly string[]): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const file = path.join(dir, name);
+    if (!statSync(file).isFile()) continue;
+    const bytes = readFileSync(file);
+    const held = values.filter((v) => bytes.includes(Buffer.from(v, 'utf8')));
+    if (held.length > 0) found.push(`${name}: ${held.join(', ')}`);
+  }
+  return found;
+}
+
+/** Copies every database's WAL into its file, as SQLite's automatic checkpoints do in time. */
+function checkpoint(dir: string): void {
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.db'))) {
+    const db = new DatabaseSync(path.join(dir, name));
+    db.exec('PRAGMA busy_timeout = 5000');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    db.close();
+  }
+}
+
+const caughtUp = (s: TestService) =>
+  until('the projections have caught up', async () => {
+    const { projections } = (await (await s.call('GET', '/admin/v1/projections')).json()) as {
+      projections: Array<{ lag_events: number }>;
+    };
+    return projections.every((p) => p.lag_events === 0);
+  });
+
+test('an erased customer is gone from the read model, the history, the next webhook and every file of the data dir', async (t) => {
+  const s = await startService(t);
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  const identified = await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer);
+  t.is(identified.status, 200);
+  await checkOut(s, cart);
+  const [before] = await receiver.waitFor(1);
+  t.is(before.body.cart.customer_email_address, customer.email);
+  await caughtUp(s);
+  // The customer is in the files' pages now, not only in their WALs: the scan finds them there.
+  checkpoint(s.dataDir);
+  t.deepEqual(filesHolding(s.dataDir, personal), [`read.db: ${personal.join(', ')}`]);
+
+  const erased = await s.call('POST', '/admin/v1/customers/erase', {
+    customer: customer.email.toUpperCase(),
+  });
+  t.is(erased.status, 200);
+  t.like(await erased.json(), { keys_destroyed: 1, carts: [cart.uuid] });
+
+  await move(s, cart, 'preparing');
+  const [, after] = await receiver.waitFor(2);
+  t.like(after.body.cart, { customer_email_address: '', customer_phone_number: '', customer_name: null });
+  t.false(personal.some((v) => after.raw.includes(Buffer.from(v))));
+
+  const history = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+    events: Array<{ type: string; data: Record<string, unknown> }>;
+  };
+  t.like(history.events.find((e) => e.type === 'CartCustomerIdentified')?.data, {
+    email: null,
+    first_name: null,
+    phone_number: null,
+    erased: true,
+  });
+  t.truthy(history.events.find((e) => e.type === 'CartCustomerErased'));
+  t.false(personal.some((v) => JSON.stringify(history).includes(v)));
+
+  const again = await s.call('POST', '/admin/v1/customers/erase', { customer: customer.email });
+  t.is(again.status, 404);
+  t.like(await again.json(), { code: 'customer_not_found' });
+
+  await caughtUp(s);
+  await s.service.stop();
+  const read = await openReadStore(`sqlite:${path.join(s.dataDir, 'read.db')}`);
+  const doc = await cartByUuid(await read.collection<CartDoc>(CARTS), cart.uuid);
+  await read.close();
+  t.is(doc?._state.customer, null);
+  t.deepEqual(filesHolding(s.dataDir, personal), []);
+});
+
+test('erasing is for operators, and a customer the body does not name is a 422', async (t) => {
+  const s = await startService(t);
+  const empty = await s.call('POST', '/admin/v1/customers/erase', { customer: '' });
+  t.is(empty.status, 422);
+  const unknown = await s.call('POST', '/admin/v1/customers/erase', { customer: '4242' });
+  t.is(unknown.status, 404);
+});
