@@ -9,6 +9,8 @@
  * - `CurbsideArrivalPosted`: the arrival form's answers.
  * - `WebhookDeliveryScheduled`: the body, which renders the customer. It stays sealed in the
  *   dispatcher's working state and is opened by the one send path at each attempt (`openBody`).
+ * - `IdempotentResponseRecorded`: an answer showing a cart's customer or an arrival's answers, which
+ *   a retry replays (docs/write-side.md, "Idempotency").
  */
 import { createHmac, type KeyObject, randomBytes } from 'node:crypto';
 import type { NewEvent, RecordedEvent } from '../eventstore/port.ts';
@@ -121,10 +123,18 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
       return { ...event, data: { ...rest, personal: sealed } };
     }
     if (event.type === 'WebhookDeliveryScheduled' && typeof data.body === 'string') {
-      const erased = erasedBody(data.body);
-      if (erased === null) return event;
-      const sealed = await sealValue([`cart:${String(data.cart_uuid)}`], event.type, data.body);
+      const found = withoutCustomer(JSON.parse(data.body));
+      if (found === null) return event;
+      const sealed = await sealValue([`cart:${found.cartUuid}`], event.type, data.body);
+      const erased = JSON.stringify(found.erased);
       return { ...event, data: { ...data, body: `${SEALED_BODY}${sealed.key_id} ${sealed.box} ${erased}` } };
+    }
+    if (event.type === 'IdempotentResponseRecorded') {
+      // The answer a retry replays: a cart's record or an arrival shows the customer too.
+      const found = withoutCustomer(data.body);
+      if (found === null) return event;
+      const sealed = await sealValue([`cart:${found.cartUuid}`], event.type, JSON.stringify(data.body));
+      return { ...event, data: { ...data, body: found.erased, personal: sealed } };
     }
     return event;
   }
@@ -144,7 +154,8 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
       const fields = text === null ? { fields: {}, erased: true } : { fields: JSON.parse(text) };
       return { ...event, data: { ...rest, ...fields } };
     }
-    return event;
+    // A recorded answer: the one the customer's data was in, or the one without it.
+    return { ...event, data: text === null ? rest : { ...rest, body: JSON.parse(text) } };
   }
 
   async function openBody(body: string): Promise<string> {
@@ -189,22 +200,42 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
 }
 
 /**
- * The body with its customer left out, or null when it names no customer (nothing to seal): the
- * `cart_status_updated` cart's phone, email and name blank, the `cart_abandoned` customer null.
+ * An answer or a webhook body with its customer left out, and the cart it is of; null when it shows no
+ * customer (nothing to seal). The shapes: a webhook's or a platform answer's `cart` record (phone and
+ * email blank, name null), the `cart_abandoned` `customer` (null), a partner's `curbside_arrival`
+ * (its `fields` empty).
  */
-function erasedBody(body: string): string | null {
-  const parsed = JSON.parse(body) as {
+export function withoutCustomer(value: unknown): { cartUuid: string; erased: unknown } | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const v = value as {
     customer?: unknown;
-    cart?: { customer_phone_number?: string; customer_email_address?: string; customer_name?: string | null };
+    cart?: {
+      uuid?: unknown;
+      customer_phone_number?: string;
+      customer_email_address?: string;
+      customer_name?: string | null;
+    };
+    curbside_arrival?: { reservation_uuid?: unknown; fields?: Record<string, string> };
   };
-  if (parsed.customer !== undefined) {
-    if (parsed.customer === null) return null;
-    return JSON.stringify({ ...parsed, customer: null });
+  const arrival = v.curbside_arrival;
+  if (arrival && typeof arrival.reservation_uuid === 'string') {
+    if (Object.keys(arrival.fields ?? {}).length === 0) return null;
+    return {
+      cartUuid: arrival.reservation_uuid,
+      erased: { ...v, curbside_arrival: { ...arrival, fields: {} } },
+    };
   }
-  const c = parsed.cart;
-  if (!c || ![c.customer_phone_number, c.customer_email_address, c.customer_name].some(present)) return null;
-  return JSON.stringify({
-    ...parsed,
-    cart: { ...c, customer_phone_number: '', customer_email_address: '', customer_name: null },
-  });
+  const c = v.cart;
+  if (!c || typeof c.uuid !== 'string') return null;
+  if (v.customer !== undefined) {
+    return v.customer === null ? null : { cartUuid: c.uuid, erased: { ...v, customer: null } };
+  }
+  if (![c.customer_phone_number, c.customer_email_address, c.customer_name].some(present)) return null;
+  return {
+    cartUuid: c.uuid,
+    erased: {
+      ...v,
+      cart: { ...c, customer_phone_number: '', customer_email_address: '', customer_name: null },
+    },
+  };
 }

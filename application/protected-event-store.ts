@@ -1,6 +1,6 @@
 /**
- * The event store every component of the service works through (docs/operations.md, "Customer
- * data"): appends seal the personal data of their events under the customer's key, and every read
+ * The event store every component of the service works through (docs/operations.md,
+ * "Customer data"): appends seal the personal data of their events under the customer's key, and every read
  * (streams, the whole log, catch-up and persistent subscriptions, parked messages) opens it, or shows
  * it erased once the key is destroyed. Whatever reads the log therefore never sees another form.
  */
@@ -8,7 +8,12 @@ import type { EventStore, PersistentMessage, RecordedEvent } from '../eventstore
 import type { CustomerData } from './customer-data.ts';
 
 /** Event types whose data may be sealed: the rest pass through untouched, at no cost. */
-const SEALED_TYPES = new Set(['CartCustomerIdentified', 'CurbsideArrivalPosted', 'WebhookDeliveryScheduled']);
+const SEALED_TYPES = new Set([
+  'CartCustomerIdentified',
+  'CurbsideArrivalPosted',
+  'WebhookDeliveryScheduled',
+  'IdempotentResponseRecorded',
+]);
 
 export function protectCustomerData(store: EventStore, data: CustomerData): EventStore {
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {

@@ -87,6 +87,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     readStoreUrl: `sqlite:${path.resolve('data', 'read.db')}`,
     readStoreCacheMiB: 32,
     dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
+    keyStoreUrl: `sqlite:${path.resolve('data', 'keys.db')}`,
     dispatcherThread: true,
     projectorThread: true,
     projectorLeaseMs: 15_000,
@@ -114,6 +115,12 @@ test('the default event store lives in the data dir', (t) => {
 test('embedded mode keeps durable read models in their own file in the data dir; split processes default to memory', (t) => {
   t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).readStoreUrl, 'sqlite:/var/lib/pds/read.db');
   t.is(parseConfig(ESDB).readStoreUrl, 'memory');
+  // Customers' keys: beside the events, or in the MongoDB read store every process shares.
+  t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).keyStoreUrl, 'sqlite:/var/lib/pds/keys.db');
+  const mongo = 'mongodb://mongo:27017/pds?replicaSet=rs0';
+  t.is(parseConfig({ ...ESDB, PDS_READ_STORE: mongo }).keyStoreUrl, mongo);
+  t.is(parseConfig({ PDS_KEY_STORE: 'sqlite:/keys/k.db' }).keyStoreUrl, 'sqlite:/keys/k.db');
+  t.throws(() => parseConfig({ PDS_KEY_STORE: 'memory' }), { message: /PDS_KEY_STORE/ });
   t.is(parseConfig({ PDS_READ_STORE_CACHE_MIB: '128' }).readStoreCacheMiB, 128);
 });
 

@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
 import { openReadStore } from '../projections/index.ts';
 import { CARTS, type CartDoc, cartByUuid } from '../projections/read-models/carts.ts';
-import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
+import { addItem, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
 import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -66,7 +66,11 @@ test('an erased customer is gone from the read model, the history, the next webh
   await addItem(s, cart);
   const identified = await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer);
   t.is(identified.status, 200);
-  await checkOut(s, cart);
+  // With a key, the answer (the cart, with its customer) is recorded for a retry to replay.
+  const checkout = { reservation_mode: 'pickup', reservation_start_window: '2026-03-01 10:00' };
+  const once = { 'Idempotency-Key': 'checkout-1', 'content-type': 'application/json' };
+  const checkOut = () => s.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, checkout, once);
+  t.like(await (await checkOut()).json(), { cart: { customer_email_address: customer.email } });
   const [before] = await receiver.waitFor(1);
   t.is(before.body.cart.customer_email_address, customer.email);
   await caughtUp(s);
@@ -79,6 +83,12 @@ test('an erased customer is gone from the read model, the history, the next webh
   });
   t.is(erased.status, 200);
   t.like(await erased.json(), { keys_destroyed: 1, carts: [cart.uuid] });
+
+  const replayed = await checkOut();
+  t.is(replayed.headers.get('idempotent-replayed'), 'true');
+  t.like(await replayed.json(), {
+    cart: { uuid: cart.uuid, customer_email_address: '', customer_phone_number: '', customer_name: null },
+  });
 
   await move(s, cart, 'preparing');
   const [, after] = await receiver.waitFor(2);

@@ -1,7 +1,7 @@
 /**
  * `pds customers erase <user id | email | cart uuid>`: erases a customer's personal data through
- * the admin API (`POST /admin/v1/customers/erase`, role `operator`; docs/operations.md, "Customer
- * data"), and prints the erasure and the carts that recorded it.
+ * the admin API (`POST /admin/v1/customers/erase`, role `operator`), and prints the erasure and the
+ * carts that recorded it (docs/operations.md, "Customer data").
  */
 import type { Command } from 'commander';
 import { createAdminClient } from '../client.ts';
