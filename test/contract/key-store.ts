@@ -1,0 +1,93 @@
+/**
+ * The customer key store contract (`application/customer-keys.ts`): the embedded `keys.db` and
+ * MongoDB's collections must pass these cases unchanged. Each case opens a store of its own.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestFn } from 'ava';
+import type { CustomerKeyStore, StoredCustomerKey } from '../../application/customer-keys.ts';
+
+export interface OpenedKeyStore {
+  store: CustomerKeyStore;
+  cleanup: () => Promise<void>;
+}
+
+const key = (n: number): StoredCustomerKey => ({
+  key_id: `ck_${n}_${randomUUID().slice(0, 8)}`,
+  wrapped: `v1.wrapped-${n}`,
+  created_at: `2026-03-01T00:00:0${n}.000Z`,
+});
+
+export function keyStoreContract(test: TestFn, name: string, open: () => Promise<OpenedKeyStore>): void {
+  const withStore = (title: string, body: (store: CustomerKeyStore) => Promise<void>) =>
+    test(`${name}: ${title}`, async (t) => {
+      const { store, cleanup } = await open();
+      t.teardown(cleanup);
+      await body(store);
+      t.pass();
+    });
+
+  test(`${name}: a key is stored once and found by its id and by each of its links, with all its links`, async (t) => {
+    const { store, cleanup } = await open();
+    t.teardown(cleanup);
+    const k = key(1);
+    await store.link(k, ['cart:a', 'email:h1']);
+    await store.link({ ...k, wrapped: 'v1.another' }, ['user:h2', 'cart:a']);
+    t.deepEqual(await store.key(k.key_id), k);
+    t.is(await store.key('ck_none'), null);
+    const expected = [{ key_id: k.key_id, links: ['cart:a', 'email:h1', 'user:h2'] }];
+    t.deepEqual(await store.keysLinkedTo(['user:h2']), expected);
+    t.deepEqual(await store.keysLinkedTo(['cart:a', 'email:h1', 'cart:z']), expected);
+    t.deepEqual(await store.keysLinkedTo(['cart:z']), []);
+    t.deepEqual(await store.keysLinkedTo([]), []);
+  });
+
+  test(`${name}: keys sharing a link are listed in the order they were created`, async (t) => {
+    const { store, cleanup } = await open();
+    t.teardown(cleanup);
+    const [first, second] = [key(1), key(2)];
+    await store.link(first, ['email:h']);
+    await store.link(second, ['email:h', 'cart:b']);
+    t.deepEqual(
+      (await store.keysLinkedTo(['email:h'])).map((k) => k.key_id),
+      [first.key_id, second.key_id],
+    );
+  });
+
+  test(`${name}: a destroyed key is gone with its links; the others stay`, async (t) => {
+    const { store, cleanup } = await open();
+    t.teardown(cleanup);
+    const [gone, kept] = [key(1), key(2)];
+    await store.link(gone, ['cart:a', 'email:h']);
+    await store.link(kept, ['cart:b', 'email:h']);
+    await store.destroyKeys([gone.key_id]);
+    t.is(await store.key(gone.key_id), null);
+    t.deepEqual(await store.keysLinkedTo(['cart:a']), []);
+    t.deepEqual(await store.keysLinkedTo(['email:h']), [
+      { key_id: kept.key_id, links: ['cart:b', 'email:h'] },
+    ]);
+    await store.destroyKeys([gone.key_id]);
+    t.deepEqual(await store.key(kept.key_id), kept);
+  });
+
+  test(`${name}: an erasure is pending from its beginning to its finish, once however often it begins`, async (t) => {
+    const { store, cleanup } = await open();
+    t.teardown(cleanup);
+    const erasure = {
+      erasure_id: randomUUID(),
+      key_ids: ['ck_1'],
+      cart_uuids: [randomUUID()],
+      requested_at: '2026-03-01T00:00:00.000Z',
+    };
+    const later = { ...erasure, erasure_id: randomUUID(), requested_at: '2026-03-01T00:00:01.000Z' };
+    await store.beginErasure(erasure);
+    await store.beginErasure(erasure);
+    await store.beginErasure(later);
+    t.deepEqual(await store.pendingErasures(), [erasure, later]);
+    await store.finishErasure(erasure.erasure_id);
+    t.deepEqual(await store.pendingErasures(), [later]);
+  });
+
+  withStore('closing twice is harmless', async (store) => {
+    await store.close();
+  });
+}
