@@ -9,8 +9,8 @@ import type { CommandHandler } from '../application/command-handler.ts';
 import type { CustomerData } from '../application/customer-data.ts';
 import { eraseCustomer } from '../application/customer-erasure.ts';
 import type { Clock } from '../domain/clock.ts';
+import { oneLine } from '../domain/schemas.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
-import { HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
 import { commandMetadata } from './write-support.ts';
 
@@ -22,11 +22,12 @@ export interface CustomerAdminDeps {
 
 const eraseBody = z.strictObject({
   /** A user id (digits), an email address, or a cart uuid. */
-  customer: z.string().trim().min(1).max(254),
+  customer: oneLine(254).min(1),
 });
 
 const erasureAnswer = z.object({
-  erasure_id: z.uuid(),
+  /** null: the service holds nothing of that customer (never held, or erased before). */
+  erasure_id: z.uuid().nullable(),
   keys_destroyed: z.number().int().nonnegative(),
   carts: z.array(z.uuid()),
 });
@@ -41,24 +42,18 @@ export function customerRoutes(deps: CustomerAdminDeps): AdminRoute[] {
       description:
         "Destroys the keys of the customer a user id, an email address or a cart uuid names (and of the carts sharing that customer's user id or email), " +
         'then records `CartCustomerErased` on each of their carts. From then on no read model, history, webhook or console view shows their ' +
-        'name, email, phone number, date of birth or arrival answers. 404 `customer_not_found` when the service holds nothing sealed for them.',
+        'name, email, phone number, date of birth or arrival answers. Erasing a customer the service holds nothing of (again, say) ' +
+        'answers `erasure_id: null` and changes nothing.',
       body: eraseBody,
       response: {
         status: 200,
         description: 'The erasure and the carts that recorded it.',
         schema: erasureAnswer,
       },
-      problems: [404, 422],
+      problems: [422],
       async handler(ctx, { body }) {
         const metadata = commandMetadata(ctx, requestActor(ctx), deps.clock);
         const outcome = await eraseCustomer(deps.customerData, deps.commands, body.customer, metadata);
-        if (outcome.erasure_id === null) {
-          throw new HttpProblem(404, {
-            code: 'customer_not_found',
-            detail:
-              'the service holds no sealed personal data of a customer with this user id, email or cart',
-          });
-        }
         ctx.state.log.info(
           {
             erasure_id: outcome.erasure_id,

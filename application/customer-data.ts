@@ -37,6 +37,11 @@ export interface CustomerData {
   seal(streamId: string, event: NewEvent): Promise<NewEvent>;
   /** The event as its readers take it: opened, or erased when its key is gone. */
   open(event: RecordedEvent): Promise<RecordedEvent>;
+  /**
+   * A webhook body as its delivery keeps it, sealed when it shows a customer: the fan-out seals it
+   * before scheduling, so that no working state ever holds it open.
+   */
+  sealBody(body: string): Promise<string>;
   /** A webhook body as it is sent: opened, or with the customer left out when the key is gone. */
   openBody(body: string): Promise<string>;
   /**
@@ -123,11 +128,8 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
       return { ...event, data: { ...rest, personal: sealed } };
     }
     if (event.type === 'WebhookDeliveryScheduled' && typeof data.body === 'string') {
-      const found = withoutCustomer(JSON.parse(data.body));
-      if (found === null) return event;
-      const sealed = await sealValue([`cart:${found.cartUuid}`], event.type, data.body);
-      const erased = JSON.stringify(found.erased);
-      return { ...event, data: { ...data, body: `${SEALED_BODY}${sealed.key_id} ${sealed.box} ${erased}` } };
+      const body = await sealBody(data.body);
+      return body === data.body ? event : { ...event, data: { ...data, body } };
     }
     if (event.type === 'IdempotentResponseRecorded') {
       // The answer a retry replays: a cart's record or an arrival shows the customer too.
@@ -156,6 +158,14 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
     }
     // A recorded answer: the one the customer's data was in, or the one without it.
     return { ...event, data: text === null ? rest : { ...rest, body: JSON.parse(text) } };
+  }
+
+  async function sealBody(body: string): Promise<string> {
+    if (body.startsWith(SEALED_BODY)) return body;
+    const found = withoutCustomer(JSON.parse(body));
+    if (found === null) return body;
+    const sealed = await sealValue([`cart:${found.cartUuid}`], 'WebhookDeliveryScheduled', body);
+    return `${SEALED_BODY}${sealed.key_id} ${sealed.box} ${JSON.stringify(found.erased)}`;
   }
 
   async function openBody(body: string): Promise<string> {
@@ -196,7 +206,7 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
     return { key_ids: [...keyIds], cart_uuids: [...carts].map((l) => l.slice('cart:'.length)) };
   }
 
-  return { seal, open, openBody, resolve, keys };
+  return { seal, open, sealBody, openBody, resolve, keys };
 }
 
 /**

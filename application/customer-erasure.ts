@@ -13,7 +13,7 @@ import type { CustomerData } from './customer-data.ts';
 import type { CustomerErasure } from './customer-keys.ts';
 
 export interface ErasureOutcome {
-  /** null when the target names no customer whose data the service holds sealed. */
+  /** null when the target names no customer or cart the service holds: nothing to erase. */
   erasure_id: string | null;
   keys_destroyed: number;
   carts: string[];
@@ -24,8 +24,9 @@ async function complete(
   commands: CommandHandler,
   erasure: CustomerErasure,
   metadata: CommandMetadata,
-): Promise<void> {
+): Promise<string[]> {
   await data.keys.destroyKeys(erasure.key_ids);
+  const recorded: string[] = [];
   for (const uuid of erasure.cart_uuids) {
     try {
       await commands.handle(
@@ -34,12 +35,14 @@ async function complete(
         { type: 'EraseCartCustomer', erasure_id: erasure.erasure_id, at: metadata.at },
         metadata,
       );
+      recorded.push(uuid);
     } catch (error) {
       // A uuid named directly may belong to no cart: there is nothing of it to record.
       if (!(error instanceof DomainError && error.code === 'cart_not_found')) throw error;
     }
   }
   await data.keys.finishErasure(erasure.erasure_id);
+  return recorded;
 }
 
 /** Completes erasures an earlier run began and did not finish; returns how many. */

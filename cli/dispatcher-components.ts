@@ -212,6 +212,7 @@ export function webhookDispatcher(
         deliveries: w,
         logger,
         supervisor: ctx.supervisor,
+        sealBody: ctx.customerData.sealBody,
       });
       fanOut = f;
       timers.ticks.push(() => f.tick());

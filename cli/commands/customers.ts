@@ -9,7 +9,7 @@ import { printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
 
 interface Erasure {
-  erasure_id: string;
+  erasure_id: string | null;
   keys_destroyed: number;
   carts: string[];
 }
@@ -28,6 +28,8 @@ export function registerCustomers(program: Command): void {
         const client = await createAdminClient();
         const erasure = await client.request<Erasure>('POST', '/admin/v1/customers/erase', { customer });
         if (options.json) return printJson(erasure);
+        if (erasure.erasure_id === null)
+          return 'nothing to erase: the service holds no data of that customer\n';
         return (
           `erasure ${erasure.erasure_id}: ${erasure.keys_destroyed} key(s) destroyed, ` +
           `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}`

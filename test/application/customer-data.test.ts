@@ -154,3 +154,38 @@ test('a target naming nobody erases nothing', async (t) => {
     carts: [],
   });
 });
+
+test('a webhook body is sealed with its cart’s customer, sent as it was, and without the customer once erased', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const cartRecord = {
+    uuid,
+    status: 'verification',
+    customer_phone_number: ada.phone_number,
+    customer_email_address: ada.email,
+    customer_name: 'Ada Lovelace',
+    amount: 12.5,
+  };
+  const updated = JSON.stringify({ webhook_event: 'cart_status_updated', cart: cartRecord });
+  const abandoned = JSON.stringify({
+    webhook_event: 'cart_abandoned',
+    customer: ada,
+    store: { id: 1 },
+    cart: { uuid, products: [] },
+  });
+  const sealed = await Promise.all([updated, abandoned].map((b) => w.data.sealBody(b)));
+  for (const body of sealed) t.false([ada.email, ada.phone_number, 'Lovelace'].some((v) => body.includes(v)));
+  t.is(await w.data.sealBody(sealed[0]), sealed[0], 'a sealed body is left as it is');
+  t.deepEqual(await Promise.all(sealed.map((b) => w.data.openBody(b))), [updated, abandoned]);
+  const nobody = JSON.stringify({ webhook_event: 'cart_abandoned', customer: null, cart: { uuid } });
+  t.is(await w.data.sealBody(nobody), nobody);
+
+  await eraseCustomer(w.data, w.commands, uuid, metadata);
+  t.deepEqual(JSON.parse(await w.data.openBody(sealed[0])).cart, {
+    ...cartRecord,
+    customer_phone_number: '',
+    customer_email_address: '',
+    customer_name: null,
+  });
+  t.like(JSON.parse(await w.data.openBody(sealed[1])), { webhook_event: 'cart_abandoned', customer: null });
+});
