@@ -29,13 +29,13 @@ async function complete(
   const recorded: string[] = [];
   for (const uuid of erasure.cart_uuids) {
     try {
-      await commands.handle(
+      const result = await commands.handle(
         cart.streamId(uuid),
         cart.decider,
         { type: 'EraseCartCustomer', erasure_id: erasure.erasure_id, at: metadata.at },
         metadata,
       );
-      recorded.push(uuid);
+      if (result.events.length > 0) recorded.push(uuid);
     } catch (error) {
       // A uuid named directly may belong to no cart: there is nothing of it to record.
       if (!(error instanceof DomainError && error.code === 'cart_not_found')) throw error;
@@ -75,10 +75,9 @@ export async function eraseCustomer(
     requested_at: metadata.at,
   };
   await data.keys.beginErasure(erasure);
-  await complete(data, commands, erasure, metadata);
-  return {
-    erasure_id: erasure.erasure_id,
-    keys_destroyed: erasure.key_ids.length,
-    carts: erasure.cart_uuids,
-  };
+  const carts = await complete(data, commands, erasure, metadata);
+  // A cart named directly that holds nothing (erased before) records nothing: nothing was erased.
+  if (erasure.key_ids.length === 0 && carts.length === 0)
+    return { erasure_id: null, keys_destroyed: 0, carts };
+  return { erasure_id: erasure.erasure_id, keys_destroyed: erasure.key_ids.length, carts };
 }

@@ -376,10 +376,16 @@ function postCurbsideArrival(command: Command<'PostCurbsideArrival'>, state: Car
   ];
 }
 
-/** docs/operations.md, "Customer data": recorded on each of the customer's carts, whatever their status. */
+/**
+ * docs/operations.md, "Customer data": recorded on each of the customer's carts, whatever their status;
+ * nothing on a cart that holds no customer and no arrival answers (erased before, or never given).
+ */
 function eraseCartCustomer(command: Command<'EraseCartCustomer'>, state: CartState): CartEvent[] {
   const at = time(command.at);
-  existing(state);
+  const cart = existing(state);
+  const holds =
+    cart.customer !== null || cart.curbside_arrivals.some((a) => Object.keys(a.fields).length > 0);
+  if (!holds) return [];
   return [events.CartCustomerErased({ erasure_id: command.erasure_id, erased_at: at })];
 }
 

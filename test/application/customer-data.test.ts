@@ -12,6 +12,9 @@ import * as cart from '../../domain/cart.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import { openSqliteKeyStore } from '../../eventstore/key-store-sqlite.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { CARTS, type CartDoc, cartsProjection } from '../../projections/read-models/carts.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { project, snapshot } from '../projections/support.ts';
 
 const at = '2026-03-01T10:00:00.000Z';
 const metadata = {
@@ -93,6 +96,14 @@ test('erasing by email destroys the key: the events open erased, the carts recor
     ['CartCreated', 'CartCustomerIdentified', 'CartCustomerErased'],
   );
   t.false(JSON.stringify(events[2].data).includes('ada'));
+  // Nothing is left to erase: by any name, nothing changes.
+  for (const target of [ada.email, uuid, '7']) {
+    t.deepEqual(await eraseCustomer(w.data, w.commands, target, metadata), {
+      erasure_id: null,
+      keys_destroyed: 0,
+      carts: [],
+    });
+  }
 });
 
 test("a user id, an email or a cart uuid finds the customer's key, which every cart with their user id or email shares", async (t) => {
@@ -188,4 +199,20 @@ test('a webhook body is sealed with its cart’s customer, sent as it was, and w
     customer_name: null,
   });
   t.like(JSON.parse(await w.data.openBody(sealed[1])), { webhook_event: 'cart_abandoned', customer: null });
+});
+
+test('the carts read model forgets an erased customer, and a rebuild from the log gives the same documents', async (t) => {
+  const w = await world(t);
+  const [erased, kept] = [await w.newCart(7), await w.newCart(8, { ...ada, email: 'grace@example.com' })];
+  const live = openSqliteReadStore(':memory:');
+  await project(w.store, live, cartsProjection);
+  const docs = await live.collection<CartDoc>(CARTS);
+  t.like((await docs.findByIds([erased]))[0]?._state, { customer: ada });
+  await eraseCustomer(w.data, w.commands, '7', metadata);
+  await project(w.store, live, cartsProjection);
+  t.like((await docs.findByIds([erased]))[0]?._state, { customer: null });
+  t.like((await docs.findByIds([kept]))[0]?._state, { customer: { email: 'grace@example.com' } });
+  const rebuilt = openSqliteReadStore(':memory:');
+  await project(w.store, rebuilt, cartsProjection);
+  t.deepEqual(await snapshot(rebuilt, cartsProjection), await snapshot(live, cartsProjection));
 });

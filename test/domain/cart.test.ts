@@ -1370,6 +1370,12 @@ test('EraseCartCustomer: CartCustomerErased, after which the cart holds no custo
   );
   t.is(state.updated_at, after(4 * HOUR));
   cart.given([]).when(command).thenRefused(t, 'cart_not_found');
+  // Nothing left to forget: erased before, or never identified.
+  cart
+    .given([...given, erased])
+    .when(command)
+    .thenEmits(t, []);
+  cart.given([created]).when(command).thenEmits(t, []);
 });
 
 test('CartCustomerIdentified and CurbsideArrivalPosted written at version 1 read with no user id', (t) => {

@@ -1,0 +1,40 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { addItem, createCart, identify, seedCatalog } from './support/cart-world.ts';
+import { startService, type TestService } from './support/service.ts';
+
+const exec = promisify(execFile);
+
+async function pds(s: TestService, args: string[]) {
+  try {
+    const { stdout } = await exec(process.execPath, ['cli/pds.ts', ...args], {
+      env: { PATH: process.env.PATH ?? '', PDS_URL: s.base, PDS_OPERATOR_TOKEN: s.token },
+    });
+    return { code: 0, stdout };
+  } catch (err) {
+    const e = err as { code: number; stdout: string };
+    return { code: e.code, stdout: e.stdout };
+  }
+}
+
+test('pds customers erase names the erasure and the carts, and says when there is nothing to erase', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await identify(s, cart);
+  const erased = await pds(s, ['customers', 'erase', 'ana@example.com']);
+  t.is(erased.code, 0);
+  t.regex(erased.stdout, /^erasure [0-9a-f-]{36}: 1 key\(s\) destroyed, 1 cart\(s\) recorded it\n/);
+  t.true(erased.stdout.includes(`  ${cart.uuid}\n`));
+  const again = await pds(s, ['customers', 'erase', cart.uuid, '--json']);
+  t.deepEqual(JSON.parse(again.stdout), { erasure_id: null, keys_destroyed: 0, carts: [] });
+  const history = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+    events: Array<{ type: string; data: { email?: unknown } }>;
+  };
+  t.like(history.events.find((e) => e.type === 'CartCustomerIdentified')?.data, {
+    email: null,
+    erased: true,
+  });
+});
