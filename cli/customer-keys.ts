@@ -2,8 +2,6 @@
  * Opens the customer key store `PDS_KEY_STORE` names (docs/operations.md, "Customer data"): the
  * embedded `keys.db`, or MongoDB's collections, whose driver is loaded only then.
  */
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import type { CustomerKeyStore } from '../application/customer-keys.ts';
 import { openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
 
@@ -12,7 +10,5 @@ export async function openKeyStore(url: string): Promise<CustomerKeyStore> {
     const { openMongoKeyStore } = await import('../eventstore/key-store-mongo.ts');
     return openMongoKeyStore(url);
   }
-  const file = url.slice('sqlite:'.length);
-  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  return openSqliteKeyStore(file);
+  return openSqliteKeyStore(url.slice('sqlite:'.length));
 }

@@ -11,6 +11,7 @@ import type {
   LinkedKey,
   StoredCustomerKey,
 } from '../application/customer-keys.ts';
+import { preparePrivateSqliteFile } from '../application/private-files.ts';
 
 export const KEY_STORE_FILE = 'keys.db';
 
@@ -36,6 +37,8 @@ const SCHEMA = `
 
 /** Opens (creating) the key store file; `:memory:` for tests. */
 export function openSqliteKeyStore(file: string): CustomerKeyStore {
+  // 0600 before SQLite opens it, and so its WAL (docs/operations.md, "Secrets").
+  preparePrivateSqliteFile(file);
   const db = new DatabaseSync(file);
   db.exec('PRAGMA busy_timeout = 10000');
   db.exec('PRAGMA journal_mode = WAL');
