@@ -19,6 +19,7 @@ import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
+import { customerExportRoutes, EXPORT_FIELD } from './admin-customer-export.ts';
 import { customerRoutes } from './admin-customers.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
@@ -250,7 +251,12 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
 
 /** The admin routes described by tables (zod schemas): what the admin API's OpenAPI document shows. */
 export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
-  return [...operatorRoutes(deps), ...cartViewRoutes(deps), ...customerRoutes(deps)];
+  return [
+    ...operatorRoutes(deps),
+    ...cartViewRoutes(deps),
+    ...customerRoutes(deps),
+    ...customerExportRoutes(deps),
+  ];
 }
 
 /** `GET /admin/v1/openapi.json`, public as the partner APIs' documents are; built at its first request. */
@@ -288,7 +294,8 @@ export function createAdminRouter(
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot
       // show one again.
-      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token'],
+      // A customer's export is never kept either: it is personal data (docs/operations.md, "Customer data").
+      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token', EXPORT_FIELD],
     }),
   );
   adminRoutes(router, deps);

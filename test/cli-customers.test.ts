@@ -18,6 +18,19 @@ async function pds(s: TestService, args: string[]) {
   }
 }
 
+test('pds customers export prints the customer’s carts, or the whole document with --json', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await identify(s, cart);
+  const listed = await pds(s, ['customers', 'export', 'ana@example.com']);
+  t.is(listed.code, 0);
+  t.true(listed.stdout.includes(cart.uuid) && listed.stdout.includes('ana@example.com'), listed.stdout);
+  const json = JSON.parse((await pds(s, ['customers', 'export', '4242', '--json'])).stdout);
+  t.deepEqual(json.carts, []);
+});
+
 test('pds customers erase names the erasure and the carts, and says when there is nothing to erase', async (t) => {
   const s = await startService(t);
   await seedCatalog(s);

@@ -1,10 +1,11 @@
 /**
  * `pds customers erase <user id | email | cart uuid>`: erases a customer's personal data through
  * the admin API (`POST /admin/v1/customers/erase`, role `operator`), and prints the erasure and the
- * carts that recorded it (docs/operations.md, "Customer data").
+ * carts that recorded it. `pds customers export <…>`: everything held about them
+ * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data").
  */
 import type { Command } from 'commander';
-import { createAdminClient } from '../client.ts';
+import { createAdminClient, table } from '../client.ts';
 import { printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
 
@@ -12,6 +13,11 @@ interface Erasure {
   erasure_id: string | null;
   keys_destroyed: number;
   carts: string[];
+}
+
+interface ExportedCart {
+  cart: { uuid: string; status: string; customer: Record<string, unknown> | null };
+  webhooks: unknown[];
 }
 
 export function registerCustomers(program: Command): void {
@@ -34,6 +40,34 @@ export function registerCustomers(program: Command): void {
           `erasure ${erasure.erasure_id}: ${erasure.keys_destroyed} key(s) destroyed, ` +
           `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}`
         );
+      }),
+    );
+  customers
+    .command('export')
+    .description(
+      'everything held about a customer: their carts, arrivals and the webhooks sent with their data',
+    )
+    .argument('<customer>', 'a user id, an email address or a cart uuid')
+    .option('--json', 'print the whole document as JSON')
+    .action((customer: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const client = await createAdminClient();
+        const answer = await client.request<{ export: { exported_at: string; carts: ExportedCart[] } }>(
+          'POST',
+          '/admin/v1/customers/export',
+          { customer },
+        );
+        if (options.json) return printJson(answer.export);
+        if (answer.export.carts.length === 0) return 'the service holds no data of that customer\n';
+        return `${table(
+          ['cart', 'status', 'customer', 'webhooks'],
+          answer.export.carts.map((c) => [
+            c.cart.uuid,
+            c.cart.status,
+            c.cart.customer === null ? '' : JSON.stringify(c.cart.customer),
+            c.webhooks.length,
+          ]),
+        )}\n`;
       }),
     );
 }

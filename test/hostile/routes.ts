@@ -314,6 +314,10 @@ export const adminRoutes: readonly RouteSpec[] = [
     body: () => ({ customer: 'nobody-in-this-world@example.com' }),
     apiBase: A,
   }),
+  spec('POST', `${A}/customers/export`, 'operator', none, {
+    body: () => ({ customer: 'nobody-in-this-world@example.com' }),
+    apiBase: A,
+  }),
   // The console's session: sign-in takes the token; sign-out, last, ends the world's session.
   spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }) }),
   spec('GET', `${A}/session`, 'session'),

@@ -1,0 +1,61 @@
+import test from 'ava';
+import { checkedOut, createWebhook, seedCatalog } from './support/cart-world.ts';
+import { until } from './support/probes.ts';
+import { startService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
+type Json = any;
+
+test('an export holds the customer’s carts and the webhooks they produced; it is on record, never replayed, and erased after an erasure', async (t) => {
+  const s = await startService(t);
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
+  const cart = await checkedOut(s);
+  await receiver.waitFor(1);
+  const exportOf = async (customer: string, headers: Record<string, string> = {}) => {
+    const res = await s.call(
+      'POST',
+      '/admin/v1/customers/export',
+      { customer },
+      {
+        'content-type': 'application/json',
+        ...headers,
+      },
+    );
+    t.is(res.status, 200);
+    return (await res.json()) as Json;
+  };
+  const deliveredExport = await until('the delivery is in its read model', async () => {
+    const answer = await exportOf('ana@example.com');
+    return answer.export.carts[0]?.webhooks.length === 1 ? answer : undefined;
+  });
+  const [held] = deliveredExport.export.carts;
+  t.is(deliveredExport.export.carts.length, 1);
+  t.like(held.cart, { uuid: cart.uuid, customer: { email: 'ana@example.com', first_name: 'Ana' } });
+  t.like(held.webhooks[0], {
+    event_kind: 'cart_status_updated',
+    body: { cart: { uuid: cart.uuid, customer_email_address: 'ana@example.com', customer_name: 'Ana Lee' } },
+  });
+  const views = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/views`)).json()) as Json;
+  t.true(views.views.length >= 1, 'each export of the cart is on record as a read of its history');
+
+  const once = { 'Idempotency-Key': 'export-1' };
+  t.like(await exportOf('ana@example.com', once), { export: { carts: [{ cart: { uuid: cart.uuid } }] } });
+  t.deepEqual(
+    await exportOf('ana@example.com', once),
+    { export: null },
+    'a replay never shows the data again',
+  );
+
+  t.is((await s.call('POST', '/admin/v1/customers/erase', { customer: cart.uuid })).status, 200);
+  const erased = await exportOf(cart.uuid);
+  t.like(erased.export.carts[0], {
+    cart: { customer: null },
+    webhooks: [
+      { body: { cart: { customer_email_address: '', customer_phone_number: '', customer_name: null } } },
+    ],
+  });
+  t.deepEqual((await exportOf('ana@example.com')).export.carts, [], 'the email no longer names anyone');
+});
