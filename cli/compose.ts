@@ -327,6 +327,12 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       );
       eventStore = log;
       storeOpen = true;
+      if (!config.embedded && config.keyStoreUrl.startsWith('sqlite:')) {
+        // Another process with keys of its own could open none of this one's customers, nor erase them.
+        logger.warn(
+          'PDS_KEY_STORE is a file of this process: every process of a deployment must share one key store (a mongodb:// URL)',
+        );
+      }
       keyStore = await openKeyStore(config.keyStoreUrl);
       const customerData = createCustomerData(keyStore, config.secretKey);
       eventStore = protectCustomerData(log, customerData);
