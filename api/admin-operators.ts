@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { CommandHandler, CommandResult } from '../application/command-handler.ts';
 import { generateOperatorToken } from '../application/credentials.ts';
+import type { OperatorPrincipal } from '../application/operator-principal.ts';
 import type { Clock } from '../domain/clock.ts';
 import * as account from '../domain/operator-account.ts';
 import { isoDateTime } from '../domain/schemas.ts';
@@ -80,16 +81,33 @@ const secret = z
   .string()
   .nullable()
   .describe('The token itself, shown this once (null in an idempotent replay: rotate it if it was lost).');
-const me = z
+/**
+ * Who is calling, as `GET /me` and the console's session (`admin-session.ts`) both show them: one
+ * shape, declared here only.
+ */
+export const person = z
   .object({
-    operator: z.object({
-      operator_id: z.string(),
-      name: z.string(),
-      role: account.operatorRole,
-      token_id: z.string().nullable(),
-    }),
+    operator_id: z.string().describe('The account id, or `bootstrap` for the bootstrap token.'),
+    name: z.string(),
+    role: account.operatorRole,
+    token_id: z
+      .string()
+      .nullable()
+      .describe(
+        'The token that authenticated the person (for a console session, the one that signed in): an ' +
+          "account token's id, or `bootstrap:` and a fingerprint of the bootstrap token.",
+      ),
   })
-  .meta({ id: 'Me' });
+  .meta({ id: 'Person' });
+
+export const personOf = (p: OperatorPrincipal): z.output<typeof person> => ({
+  operator_id: p.operator_id,
+  name: p.name,
+  role: p.role,
+  token_id: p.token_id,
+});
+
+const me = z.object({ operator: person }).meta({ id: 'Me' });
 const operatorWritten = z
   .object({ operator: account.operatorRecord, ...written })
   .meta({ id: 'OperatorWritten' });
@@ -168,14 +186,7 @@ const meRoute = adminRoute({
   response: { status: 200, description: 'The caller.', schema: me },
   problems: [],
   async handler(ctx, { operator }) {
-    ctx.body = {
-      operator: {
-        operator_id: operator.operator_id,
-        name: operator.name,
-        role: operator.role,
-        token_id: operator.token_id,
-      },
-    };
+    ctx.body = { operator: personOf(operator) };
   },
 });
 
@@ -327,6 +338,20 @@ const material = (t: ReturnType<typeof generateOperatorToken>) => ({
 type Shared = Pick<ReturnType<typeof shared>, 'load' | 'run' | 'now'>;
 
 function tokenRoutes({ load, run, now }: Shared): AdminRoute[] {
+  /** A new token (shown once, stored as its hash with its expiry) for the command that adds it. */
+  async function withNewToken(
+    ctx: AppContext,
+    id: string,
+    body: Expiry,
+    command: (token: account.TokenMaterial, at: string) => account.OperatorAccountCommand,
+  ) {
+    await load(id);
+    const at = now().toISOString();
+    const token = generateOperatorToken();
+    const result = await run(ctx, id, command({ ...material(token), expires_at: expiresAt(at, body) }, at));
+    return { token, result };
+  }
+
   const list = adminRoute({
     method: 'get',
     path: '/operators/{id}/tokens',
@@ -362,14 +387,11 @@ function tokenRoutes({ load, run, now }: Shared): AdminRoute[] {
     response: { status: 201, description: 'The new token.', schema: tokenWritten },
     problems: [404, 409],
     async handler(ctx, { params, body }) {
-      await load(params.id);
-      const at = now().toISOString();
-      const token = generateOperatorToken();
-      const result = await run(ctx, params.id, {
+      const { token, result } = await withNewToken(ctx, params.id, body, (newToken, at) => ({
         type: 'IssueOperatorToken',
-        token: { ...material(token), expires_at: expiresAt(at, body) },
+        token: newToken,
         at,
-      });
+      }));
       answerWrite(
         ctx,
         201,
@@ -390,15 +412,12 @@ function tokenRoutes({ load, run, now }: Shared): AdminRoute[] {
     response: { status: 201, description: 'The new token.', schema: tokenWritten },
     problems: [404, 409],
     async handler(ctx, { params, body }) {
-      await load(params.id);
-      const at = now().toISOString();
-      const token = generateOperatorToken();
-      const result = await run(ctx, params.id, {
+      const { token, result } = await withNewToken(ctx, params.id, body, (newToken, at) => ({
         type: 'RotateOperatorToken',
         token_id: params.token_id,
-        token: { ...material(token), expires_at: expiresAt(at, body) },
+        token: newToken,
         at,
-      });
+      }));
       const answer = {
         token: tokenOf(result.state, token.token_id, now()),
         revoked_token_id: params.token_id,

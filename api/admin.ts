@@ -23,7 +23,7 @@ import { customerExportRoutes, EXPORT_FIELD } from './admin-customer-export.ts';
 import { customerRoutes } from './admin-customers.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
-import { type AdminRoute, mountAdminRoutes } from './admin-route-table.ts';
+import { type AdminRoute, mountAdminRoutes, type PublicAdminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
 import { webhookDeliveryRoutes } from './admin-webhook-deliveries.ts';
 import { webhookFanOutRoutes } from './admin-webhook-fan-out.ts';
@@ -49,6 +49,8 @@ export interface AdminDeps {
   webhooks: WebhookSettings;
   /** Customers' personal data and its erasure (docs/operations.md, "Customer data"). */
   customerData: CustomerData;
+  /** How long an `Idempotency-Key` binds its request and answer (`PDS_IDEMPOTENCY_TTL`; 24 hours when left out). */
+  idempotencyTtlMs?: number;
 }
 
 const keyParams = z.object({ id: pathUuid, key_id: partner.keyId });
@@ -260,7 +262,9 @@ export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
 }
 
 /** `GET /admin/v1/openapi.json`, public as the partner APIs' documents are; built at its first request. */
-export function createAdminDocumentRouter(tables: readonly AdminRoute[]): Router<AppState> {
+export function createAdminDocumentRouter(
+  tables: readonly (AdminRoute | PublicAdminRoute)[],
+): Router<AppState> {
   const router = createRouter({ prefix: `${ADMIN_BASE}/openapi.json` });
   let document: unknown;
   useEach(router, securityHeaders);
@@ -290,6 +294,7 @@ export function createAdminRouter(
     idempotency({
       store: deps.store,
       clock: deps.clock,
+      ttlMs: deps.idempotencyTtlMs,
       scopeOf: personalKeySpace('operator'),
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot

@@ -7,6 +7,8 @@
  * as durable as the writes they protect and need no other database. A key is claimed (expected
  * revision `no_stream`) before the command runs, so two concurrent requests with one key never both
  * run: the second is told to retry (409). A claim left by a crashed process expires after a minute.
+ * A key itself expires `ttlMs` after its claim (`PDS_IDEMPOTENCY_TTL`, 24 hours): a request with it then
+ * runs afresh, and its stream is marked to be dropped from the log (docs/operations.md, "Retention").
  *
  * Only what a retry needs is kept, and only for a request that began executing (docs/write-side.md,
  * "Idempotency"): the middleware runs after authentication and body parsing (and on the partner APIs
@@ -20,6 +22,8 @@ import type { Clock } from '../domain/clock.ts';
 import {
   type Actor,
   type EventStore,
+  type NewEvent,
+  type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
@@ -28,6 +32,8 @@ import { InvalidRequestProblem } from './validation.ts';
 import { requestIds, toWriteProblem } from './write-support.ts';
 
 const CLAIM_EXPIRES_MS = 60_000;
+/** How long a key is kept when the configuration does not say (docs/operations.md, "Retention"). */
+export const DEFAULT_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /** A refusal's problem document is recorded whole up to this size (UTF-8 bytes of its JSON)… */
 export const MAX_RECORDED_PROBLEM_BYTES = 1_024;
@@ -110,6 +116,8 @@ export interface IdempotencyOptions {
    * enters an event, and a replay answers `null` for them.
    */
   oneTimeSecrets?: readonly string[];
+  /** How long a key binds its request and answer (`PDS_IDEMPOTENCY_TTL`); 24 hours when left out. */
+  ttlMs?: number;
 }
 
 function withoutSecrets(body: unknown, fields: readonly string[]): unknown {
@@ -143,6 +151,7 @@ export function recordedProblem(problem: HttpProblem): Recorded {
 
 export function idempotency(options: IdempotencyOptions) {
   const { store, clock } = options;
+  const ttlMs = options.ttlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS;
 
   function metadata(ctx: AppContext) {
     const actor = options.actorOf(ctx);
@@ -171,11 +180,14 @@ export function idempotency(options: IdempotencyOptions) {
       `${ctx.method} ${ctx.path}\n${canonical((ctx.request as { body?: unknown }).body ?? null)}`,
     );
 
-    let revision = -1;
-    try {
-      const events = await store.readStream(streamId);
-      revision = events[events.length - 1].revision;
-      const claim = [...events].reverse().find((e) => e.type === 'IdempotencyKeyClaimed')?.data as Claimed;
+    const events = await recordsOf(store, streamId);
+    let revision = events.length > 0 ? events[events.length - 1].revision : -1;
+    const claim = [...events].reverse().find((e) => e.type === 'IdempotencyKeyClaimed')?.data as
+      | Claimed
+      | undefined;
+    // A key expires `ttlMs` after its claim: it is free again for any request, and its records may be
+    // dropped from the log (docs/operations.md, "Retention"). A claim already dropped has expired too.
+    if (claim && clock.now().getTime() - Date.parse(claim.claimed_at) < ttlMs) {
       const last = events[events.length - 1];
       const free =
         last.type === 'IdempotencyKeyReleased' && (last.data as Released).reason === 'invalid_request';
@@ -198,8 +210,6 @@ export function idempotency(options: IdempotencyOptions) {
       if (last.type === 'IdempotencyKeyClaimed' && claimedFor < CLAIM_EXPIRES_MS) {
         throw inProgress(key);
       }
-    } catch (err) {
-      if (!(err instanceof StreamNotFoundError)) throw err;
     }
 
     const claimed: Claimed = {
@@ -208,19 +218,8 @@ export function idempotency(options: IdempotencyOptions) {
       path: loggablePath(ctx.path).slice(0, MAX_CLAIMED_PATH_LENGTH),
       claimed_at: clock.now().toISOString(),
     };
-    try {
-      const r = await store.append(
-        streamId,
-        [{ type: 'IdempotencyKeyClaimed', data: claimed, metadata: metadata(ctx) }],
-        {
-          expectedRevision: revision === -1 ? 'no_stream' : revision,
-        },
-      );
-      revision = r.nextExpectedRevision;
-    } catch (err) {
-      if (err instanceof WrongExpectedVersionError) throw inProgress(key);
-      throw err;
-    }
+    const claimEvent = { type: 'IdempotencyKeyClaimed', data: claimed, metadata: metadata(ctx) };
+    revision = await claimKey(store, streamId, revision, key, claimEvent, ttlMs);
 
     const record = async (recorded: Recorded) => {
       await store.append(
@@ -228,6 +227,7 @@ export function idempotency(options: IdempotencyOptions) {
         [{ type: 'IdempotentResponseRecorded', data: recorded, metadata: metadata(ctx) }],
         {
           expectedRevision: revision,
+          maxAgeMs: ttlMs,
         },
       );
     };
@@ -244,6 +244,7 @@ export function idempotency(options: IdempotencyOptions) {
           ],
           {
             expectedRevision: revision,
+            maxAgeMs: ttlMs,
           },
         )
         .catch(() => undefined); // an unreleased claim expires by itself
@@ -276,6 +277,52 @@ export function idempotency(options: IdempotencyOptions) {
       headers,
     });
   };
+}
+
+/** A key's records as the store returns them: none when its stream is absent. */
+async function recordsOf(store: EventStore, streamId: string): Promise<RecordedEvent[]> {
+  try {
+    return await store.readStream(streamId);
+  } catch (err) {
+    if (err instanceof StreamNotFoundError) return [];
+    throw err;
+  }
+}
+
+/**
+ * Appends a key's claim after `revision` (-1: none read), with the key's TTL as its stream's max age,
+ * and answers the stream's revision after it. A concurrent claim is a 409.
+ */
+async function claimKey(
+  store: EventStore,
+  streamId: string,
+  revision: number,
+  key: string,
+  claim: NewEvent,
+  ttlMs: number,
+): Promise<number> {
+  const append = async (expected: number) =>
+    (
+      await store.append(streamId, [claim], {
+        expectedRevision: expected === -1 ? 'no_stream' : expected,
+        maxAgeMs: ttlMs,
+      })
+    ).nextExpectedRevision;
+  try {
+    return await append(revision);
+  } catch (err) {
+    if (!(err instanceof WrongExpectedVersionError)) throw err;
+    // A stream whose events all expired reads as empty on EventStoreDB and keeps its revision: the
+    // claim goes after it, unless another request claimed the key meanwhile.
+    if (revision !== -1 || typeof err.actual !== 'number') throw inProgress(key);
+    if ((await recordsOf(store, streamId)).length > 0) throw inProgress(key);
+    try {
+      return await append(err.actual);
+    } catch (retried) {
+      if (retried instanceof WrongExpectedVersionError) throw inProgress(key);
+      throw retried;
+    }
+  }
 }
 
 function inProgress(key: string): HttpProblem {

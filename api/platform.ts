@@ -54,6 +54,8 @@ export interface PlatformDeps {
   operators: OperatorAuthenticator;
   /** How long a special's write waits for this process's pricing to apply it (5 s). */
   specialsWaitMs?: number;
+  /** How long an `Idempotency-Key` binds its request and answer (`PDS_IDEMPOTENCY_TTL`; 24 hours when left out). */
+  idempotencyTtlMs?: number;
   /**
    * Whether the lookups and the specials have been built (docs/operations.md, "Health"); until then
    * every write answers 503. Built when left out.
@@ -104,6 +106,7 @@ export function createPlatformRouter(deps: PlatformDeps): Router<AppState> {
     idempotency({
       store: deps.store,
       clock: deps.clock,
+      ttlMs: deps.idempotencyTtlMs,
       scopeOf: personalKeySpace('platform'),
       actorOf: platformActor,
     }),

@@ -68,6 +68,7 @@ export function protectCustomerData(store: EventStore, data: CustomerData): Even
       return Promise.all(parked.map(async (p) => ({ ...p, event: (await openAll([p.event]))[0] })));
     },
     replayParkedMessages: (group) => store.replayParkedMessages(group),
+    dropExpired: () => store.dropExpired(),
     close: () => store.close(),
   };
 }

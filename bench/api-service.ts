@@ -76,7 +76,9 @@ export async function listen(app: Koa): Promise<{ url: string; close(): Promise<
 
 /** The sandbox (through the deciders), then a store with `BIG_STORE_MENU` menu products, straight into `events.db`. */
 export async function seed(dir: string, config: ResolvedConfig) {
-  const es = await openSqliteEventStore(path.join(dir, 'events.db'));
+  // The fixture, not a measurement: written without a sync per commit (its 100,000 single appends
+  // would otherwise take minutes under `synchronous=FULL`); the service then opens it as configured.
+  const es = await openSqliteEventStore(path.join(dir, 'events.db'), { synchronous: 'normal' });
   const seeded = await seedSandbox({
     store: es,
     secretKey: config.secretKey,
@@ -135,7 +137,10 @@ export async function seed(dir: string, config: ResolvedConfig) {
 /** The service on the seeded data, caught up, with a key for the big store and the sandbox brand key. */
 export async function serve(config: ResolvedConfig, seeded: Awaited<ReturnType<typeof seed>>['seeded']) {
   const seededAt = performance.now();
-  const storeOptions = eventStoreOptionsOf({ role: 'all' }, config.projectorThread);
+  const storeOptions = {
+    ...eventStoreOptionsOf({ role: 'all' }, config.projectorThread),
+    synchronous: config.eventStoreSync,
+  };
   let eventStore: EventStore | undefined;
   const service = createService(config, {
     components:

@@ -118,6 +118,8 @@ export async function benchApi(): Promise<BenchLine[]> {
     // As `npm start` runs (the dispatcher and the projector on threads of their own); `0` to compare.
     PDS_DISPATCHER_THREAD: process.env.PDS_BENCH_DISPATCHER_THREAD ?? '1',
     PDS_PROJECTOR_THREAD: process.env.PDS_BENCH_PROJECTOR_THREAD ?? '1',
+    // `full` (the default) or `normal`: how `command.append`'s commits reach the disk.
+    PDS_EVENT_STORE_SYNC: process.env.PDS_EVENT_STORE_SYNC,
   });
   try {
     const { seeded, at } = await seed(dir, config);

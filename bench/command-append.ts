@@ -132,7 +132,9 @@ export async function commandAppend(served: Served, dir: string, at: string): Pr
   }
   const growing = await load(served.base, additionsTo(served, await newCarts(served, GROWING_CARTS)));
 
-  const rawStore = await openSqliteEventStore(path.join(dir, 'raw-appends.db'));
+  const rawStore = await openSqliteEventStore(path.join(dir, 'raw-appends.db'), {
+    synchronous: served.storeOptions.synchronous,
+  });
   const event = rawItemAdded({ menu_product_id: 1, price_id: 'gram', count: 1 }, at);
   const rawStart = performance.now();
   let raw = 0;
@@ -171,6 +173,7 @@ export async function commandAppend(served: Served, dir: string, at: string): Pr
       ratio: round(growing.requests_per_s / bare.requests_per_s, 3),
     },
     raw_appends_per_s: round(rawPerS),
+    event_store_sync: served.storeOptions.synchronous,
     ratio: round(additions.requests_per_s / bare.requests_per_s, 3),
     targets: { ratio: 0.5 },
   };

@@ -2,15 +2,17 @@
  * Event store figures of the embedded adapter: single-event appends/s, 100-event batch appends/s
  * (events/s), and `$all` read events/s, each with a baseline measured in the same run on the same
  * machine: raw node:sqlite inserts and selects of the same rows without the port around them (with
- * ids made as the store makes them, `newEventId`).
+ * ids made as the store makes them, `newEventId`). Both commit as `PDS_EVENT_STORE_SYNC` says (`full`,
+ * the default: a sync of the WAL per commit; or `normal`), and each line names the mode.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { parseConfig } from '../cli/config.ts';
 import { type EventMetadata, type NewEvent, newEventId } from '../eventstore/port.ts';
-import { openSqliteEventStore } from '../eventstore/sqlite.ts';
+import { type EventStoreSync, openSqliteEventStore } from '../eventstore/sqlite.ts';
 
 export interface BenchLine {
   name: string;
@@ -33,9 +35,9 @@ const data = {
 };
 const event = (): NewEvent => ({ type: 'CartItemAdded', data, metadata });
 
-function rawBaseline(file: string, singles: number, batches: number) {
+function rawBaseline(file: string, singles: number, batches: number, sync: EventStoreSync) {
   const db = new DatabaseSync(file);
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
+  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${sync.toUpperCase()};`);
   db.exec(`CREATE TABLE events (position INTEGER PRIMARY KEY, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
     event_id TEXT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, recorded_at TEXT NOT NULL);
     CREATE UNIQUE INDEX s ON events (stream_id, revision); CREATE UNIQUE INDEX e ON events (event_id);`);
@@ -86,14 +88,15 @@ function rawBaseline(file: string, singles: number, batches: number) {
 }
 
 export async function benchEventStore(
-  opts: { singles?: number; batches?: number } = {},
+  opts: { singles?: number; batches?: number; sync?: EventStoreSync } = {},
 ): Promise<BenchLine[]> {
+  const sync = opts.sync ?? parseConfig(process.env).eventStoreSync;
   const singles = opts.singles ?? 20_000;
   const batches = opts.batches ?? 2_000;
   const dir = mkdtempSync(join(tmpdir(), 'pds-bench-es-'));
   try {
-    const raw = rawBaseline(join(dir, 'raw.db'), singles, batches);
-    const store = await openSqliteEventStore(join(dir, 'events.db'));
+    const raw = rawBaseline(join(dir, 'raw.db'), singles, batches, sync);
+    const store = await openSqliteEventStore(join(dir, 'events.db'), { synchronous: sync });
     let t0 = performance.now();
     for (let i = 0; i < singles; i++) await store.append(`cart-${i % 1000}`, [event()]);
     const single = singles / ((performance.now() - t0) / 1000);
@@ -125,6 +128,7 @@ export async function benchEventStore(
         baseline_per_s: round(raw.single),
         ratio: +(single / raw.single).toFixed(3),
         events: singles,
+        event_store_sync: sync,
       },
       {
         name: 'eventstore.append_batch100',
@@ -132,6 +136,7 @@ export async function benchEventStore(
         baseline_events_per_s: round(raw.batch),
         ratio: +(batch / raw.batch).toFixed(3),
         batches,
+        event_store_sync: sync,
       },
       {
         name: 'eventstore.read_all',

@@ -3,6 +3,7 @@
  * measured in the same run, and `ratio` (ours / baseline). Pass bench names to run only some.
  */
 import { benchApi } from './api.ts';
+import { benchBackup } from './backup.ts';
 import { benchEventStore } from './eventstore.ts';
 import { benchProjectionRebuild } from './projection.ts';
 import { benchRestart } from './restart.ts';
@@ -16,6 +17,7 @@ const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   api: () => benchApi(),
   timers: () => benchTimers(),
   restart: () => benchRestart(),
+  backup: () => benchBackup(),
 };
 
 const only = process.argv.slice(2);

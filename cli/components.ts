@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { adminRouteTables, createAdminDocumentRouter, createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
-import { createSessionRouter } from '../api/admin-session.ts';
+import { createSessionRouter, sessionRoutes } from '../api/admin-session.ts';
 import { createConsoleRouter } from '../api/console.ts';
 import { createDocsRouter } from '../api/docs.ts';
 import { HttpProblem, routesOf } from '../api/http.ts';
@@ -24,6 +24,7 @@ import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
+import { scheduledBackups } from './backup/component.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import {
   createTimers,
@@ -148,7 +149,9 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
       if (!shared.readStore) throw new Error('the partner APIs need the read side started first');
       const collection = await openPartnerCollections(shared.readStore);
       const commands = createCommandHandler(ctx.eventStore, eventRegistry);
-      for (const router of createPartnerRouters({ collection, store: ctx.eventStore, commands, clock })) {
+      const idempotencyTtlMs = ctx.config.idempotencyTtlMs;
+      const deps = { collection, store: ctx.eventStore, commands, clock, idempotencyTtlMs };
+      for (const router of createPartnerRouters(deps)) {
         ctx.app.use(routesOf(router));
       }
       ctx.app.use(routesOf(createDocsRouter(partnerApis)));
@@ -194,6 +197,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
             clock,
             operators,
             writeSideBuilt: built.built,
+            idempotencyTtlMs: ctx.config.idempotencyTtlMs,
           }),
         ),
       );
@@ -203,11 +207,23 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         timeoutMs: ctx.config.webhookTimeoutMs,
       };
       const { sessions } = shared;
-      if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock })));
+      const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];
+      if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock }, sessionTable)));
+      const idempotencyTtlMs = ctx.config.idempotencyTtlMs;
       const customerData = ctx.customerData;
-      const adminDeps = { store, commands, readStore, clock, operators, sessions, webhooks, customerData };
+      const adminDeps = {
+        store,
+        commands,
+        readStore,
+        clock,
+        operators,
+        sessions,
+        webhooks,
+        idempotencyTtlMs,
+        customerData,
+      };
       const tables = adminRouteTables(adminDeps);
-      ctx.app.use(routesOf(createAdminDocumentRouter(tables)));
+      ctx.app.use(routesOf(createAdminDocumentRouter([...sessionTable, ...tables])));
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
@@ -244,6 +260,7 @@ export function defaultComponents(
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...dispatcherComponents(shared, clock, timers),
+    scheduledBackups(clock, timers),
   ];
 }
 
@@ -274,5 +291,6 @@ export function threadedComponents(
     partnerApi(shared, clock),
     writeApi(shared, clock),
     ...(dispatcher ? [] : dispatcherComponents(shared, clock, timers)),
+    scheduledBackups(clock, timers),
   ];
 }

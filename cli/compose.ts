@@ -99,7 +99,10 @@ export interface ServiceOptions {
   stopTimeoutMs?: number;
   /** False: no HTTP listener (a role thread, which reports through its parent's). */
   listen?: boolean;
-  /** How this process (or thread) connects to the embedded store: who checkpoints its WAL. */
+  /**
+   * How this process (or thread) connects to the embedded store: who checkpoints its WAL, which appends
+   * share a commit; its commits reach the disk as `PDS_EVENT_STORE_SYNC` says unless this says otherwise.
+   */
   eventStoreOptions?: EventStoreOptions;
   /** Opens the event store `PDS_EVENT_STORE` names (tests wrap it to inject faults). */
   openEventStore?: (url: string, options: EventStoreOptions) => Promise<EventStore>;
@@ -321,10 +324,10 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
     // The main thread's: a role thread shares its process and its data dir.
     if (serves) await keepDataDirPrivate(config.dataDir, logger);
     try {
-      const log = await (options.openEventStore ?? openEventStore)(
-        config.eventStoreUrl,
-        options.eventStoreOptions ?? {},
-      );
+      const log = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl, {
+        synchronous: config.eventStoreSync,
+        ...options.eventStoreOptions,
+      });
       eventStore = log;
       storeOpen = true;
       if (!config.embedded && config.keyStoreUrl.startsWith('sqlite:')) {

@@ -6,17 +6,37 @@
  * `loadConfig` then creates the data dir and reads those secrets from it, generating them on first start.
  * Any problem becomes one `ConfigError` whose message is a single line naming the variable.
  */
-import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
+import { type KeyObject, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import {
+  backupKeep,
+  cacheMiB,
+  checkToken,
+  dataDir,
+  dispatcherStoreUrl,
+  type EventStoreSync,
+  eventStoreSync,
+  eventStoreUrl,
+  flag,
+  keyStoreUrl,
+  type LogLevel,
+  leaseDuration,
+  logLevel,
+  operatorToken,
+  parseSecretKey,
+  port,
+  positiveDuration,
+  readStoreUrl,
+  retrySchedule,
+  sandboxSize,
+  secretKey,
+} from './config-values.ts';
 import { connectionFileIssues } from './connection-files.ts';
-import { formatDuration, parseDuration, quote } from './durations.ts';
-import { DEFAULT_SANDBOX_SIZE, MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
+import { formatDuration, parseDuration } from './durations.ts';
+import { DEFAULT_SANDBOX_SIZE } from './sandbox/sizes.ts';
 import { readOrCreateSecret } from './secret-file.ts';
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const OPERATOR_TOKEN_FILE = 'operator-token';
 export const SECRET_KEY_FILE = 'secret-key';
@@ -35,6 +55,11 @@ export interface Config {
   eventStoreUrl: string;
   /** True when the event store is the embedded SQLite one (single machine, development, sandbox, CI). */
   embedded: boolean;
+  /**
+   * When the embedded store's commits reach the disk: `full` (an acknowledged append survives a power
+   * cut) or `normal` (a killed process); docs/operations.md, "Durability of the embedded event store".
+   */
+  eventStoreSync: EventStoreSync;
   /**
    * `sqlite:<file>` (the embedded default, `<dataDir>/read.db`), `memory`, or a `mongodb://` /
    * `mongodb+srv://` URL.
@@ -74,11 +99,18 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookRetryScheduleMs: readonly number[];
   allowPrivateWebhookUrls: boolean;
+  /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
+  idempotencyTtlMs: number;
   /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
   secretKey: KeyObject | null;
   sandbox: boolean;
   /** Stores in the sandbox (the rest of its data scales with them). */
   sandboxSize: number;
+  /** Scheduled backups of the embedded store (docs/operations.md, "Backups"): where, `null` for none. */
+  backupDir: string | null;
+  backupEveryMs: number;
+  /** How many of the newest scheduled backups are kept. */
+  backupKeep: number;
   logLevel: LogLevel;
 }
 
@@ -113,142 +145,22 @@ export class ConfigError extends Error {
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+export {
+  EVENT_STORE_SYNC_MODES,
+  type EventStoreSync,
+  LOG_LEVELS,
+  type LogLevel,
+  parseSecretKey,
+  redactUrl,
+} from './config-values.ts';
 export { formatDuration, parseDuration };
-
-// ---------------------------------------------------------------------------------------------
-// One schema per variable. A transform reports the problem in words that name the expected form.
-
-function parsed<T>(parse: (raw: string) => T) {
-  return z.string().transform((raw, ctx) => {
-    try {
-      return parse(raw);
-    } catch (error) {
-      ctx.addIssue(error instanceof Error ? error.message : String(error));
-      return z.NEVER;
-    }
-  });
-}
-
-function problem(message: string): never {
-  throw new Error(message);
-}
-
-const port = parsed((raw) => {
-  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return n >= 0 && n <= 65535 ? n : problem(`expected an integer from 0 to 65535, got ${quote(raw)}`);
-});
-
-const positiveDuration = parsed((raw) => {
-  const ms = parseDuration(raw);
-  return ms > 0 ? ms : problem(`expected a duration greater than zero, got ${quote(raw)}`);
-});
-
-/** A lease renewed every third of it: shorter than a second, renewals would be most of its work. */
-const leaseDuration = parsed((raw) => {
-  const ms = parseDuration(raw);
-  return ms >= 1_000 ? ms : problem(`expected a duration of at least 1s, got ${quote(raw)}`);
-});
-
-const retrySchedule = parsed((raw) =>
-  raw.split(',').map((entry, i) => {
-    try {
-      return parseDuration(entry);
-    } catch (error) {
-      return problem(`entry ${i + 1} of the comma-separated list: ${(error as Error).message}`);
-    }
-  }),
-);
-
-const flag = parsed((raw) => {
-  const value = raw.toLowerCase();
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  return problem(`expected true, false, 1 or 0, got ${quote(raw)}`);
-});
-
-const ESDB_URL =
-  /^(esdb|esdb\+discover|kurrentdb|kurrentdb\+discover|kurrent|kurrent\+discover):\/\/[^\s/?#]+/;
-const eventStoreUrl = parsed((raw) => {
-  if (/^sqlite:.+/.test(raw) || ESDB_URL.test(raw)) return raw;
-  return problem(
-    `expected sqlite:<file> or an EventStoreDB connection string (esdb://, esdb+discover://, kurrentdb://), got ${quote(redactUrl(raw))}`,
-  );
-});
-
-const readStoreUrl = parsed((raw) => {
-  if (raw === 'memory' || /^sqlite:.+/.test(raw) || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
-  return problem(
-    `expected sqlite:<file>, memory or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`,
-  );
-});
-
-const dispatcherStoreUrl = readStoreUrl;
-
-const keyStoreUrl = parsed((raw) => {
-  if (/^sqlite:.+/.test(raw) || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
-  return problem(
-    `expected sqlite:<file> or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`,
-  );
-});
-
-const cacheMiB = parsed((raw) => {
-  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return n >= 1 && n <= 65_536
-    ? n
-    : problem(`expected a whole number of MiB from 1 to 65536, got ${quote(raw)}`);
-});
-
-const dataDir = parsed((raw) => path.resolve(raw));
-
-// RFC 6750 token68, so the token fits an `Authorization: Bearer` header as is. Never echoed back.
-const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-const MIN_TOKEN_LENGTH = 16;
-function checkToken(raw: string): string {
-  if (raw.length < MIN_TOKEN_LENGTH) {
-    return problem(`expected at least ${MIN_TOKEN_LENGTH} characters, got ${raw.length}`);
-  }
-  if (!TOKEN.test(raw)) {
-    return problem(
-      'expected only the characters A-Z a-z 0-9 - . _ ~ + / (a bearer token), trailing = allowed',
-    );
-  }
-  return raw;
-}
-const operatorToken = parsed(checkToken);
-
-/** Decodes a 32-byte key written as 64 hex digits or as base64 (standard or URL-safe). Never echoed back. */
-export function parseSecretKey(raw: string): KeyObject {
-  const text = raw.trim();
-  let bytes: Buffer | undefined;
-  if (/^[0-9a-fA-F]{64}$/.test(text)) bytes = Buffer.from(text, 'hex');
-  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) bytes = Buffer.from(text, 'base64');
-  if (bytes?.length !== 32) {
-    return problem(
-      `expected a 32-byte key written as 64 hex digits or as base64, got ${text.length} characters`,
-    );
-  }
-  return createSecretKey(bytes);
-}
-const secretKey = parsed(parseSecretKey);
-
-const sandboxSize = parsed((raw) => {
-  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return n >= 1 && n <= MAX_SANDBOX_SIZE
-    ? n
-    : problem(`expected a number of stores from 1 to ${MAX_SANDBOX_SIZE}, got ${quote(raw)}`);
-});
-
-const logLevel = parsed((raw) =>
-  (LOG_LEVELS as readonly string[]).includes(raw.toLowerCase())
-    ? (raw.toLowerCase() as LogLevel)
-    : problem(`expected one of ${LOG_LEVELS.join(', ')}, got ${quote(raw)}`),
-);
 
 const envSchema = z.object({
   PORT: port.optional(),
   PDS_OPS_PORT: port.optional(),
   PDS_DATA_DIR: dataDir.optional(),
   PDS_EVENT_STORE: eventStoreUrl.optional(),
+  PDS_EVENT_STORE_SYNC: eventStoreSync.optional(),
   PDS_READ_STORE: readStoreUrl.optional(),
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
@@ -263,9 +175,13 @@ const envSchema = z.object({
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
+  PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
   PDS_SANDBOX_SIZE: sandboxSize.optional(),
+  PDS_BACKUP_DIR: dataDir.optional(),
+  PDS_BACKUP_EVERY: positiveDuration.optional(),
+  PDS_BACKUP_KEEP: backupKeep.optional(),
   LOG_LEVEL: logLevel.optional(),
 });
 
@@ -280,6 +196,7 @@ export const DEFAULTS = {
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
   keyStoreFile: 'keys.db',
+  eventStoreSync: 'full',
   readStoreCacheMiB: 32,
   projectorLease: '15s',
   consoleSessionLifetime: '8h',
@@ -287,6 +204,9 @@ export const DEFAULTS = {
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
+  idempotencyTtl: '24h',
+  backupEvery: '24h',
+  backupKeep: 7,
   logLevel: 'info',
 } as const;
 
@@ -349,6 +269,14 @@ export function parseConfig(env: Env): Config {
       problem: `must differ from PORT (${servicePort}): the operational endpoints get a port of their own`,
     });
   }
+  if (v.PDS_BACKUP_DIR && (!embedded || `${v.PDS_BACKUP_DIR}${path.sep}`.startsWith(`${dir}${path.sep}`))) {
+    missing.push({
+      variable: 'PDS_BACKUP_DIR',
+      problem: embedded
+        ? `must be outside the data dir ${dir}: a backup beside what it copies is lost with it`
+        : 'backs up the embedded store only: back up EventStoreDB and MongoDB with their own tools',
+    });
+  }
   if (missing.length > 0) throw new ConfigError(missing);
   return Object.freeze({
     port: servicePort,
@@ -356,6 +284,7 @@ export function parseConfig(env: Env): Config {
     dataDir: dir,
     eventStoreUrl: eventStore,
     embedded,
+    eventStoreSync: v.PDS_EVENT_STORE_SYNC ?? DEFAULTS.eventStoreSync,
     // Embedded: durable read models beside the events (a separate file, so projector writes never
     // hold the event store's write lock).
     readStoreUrl: readStore,
@@ -386,9 +315,13 @@ export function parseConfig(env: Env): Config {
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
+    idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
     sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,
+    backupDir: v.PDS_BACKUP_DIR ?? null,
+    backupEveryMs: v.PDS_BACKUP_EVERY ?? parseDuration(DEFAULTS.backupEvery),
+    backupKeep: v.PDS_BACKUP_KEEP ?? DEFAULTS.backupKeep,
     logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
   });
 }
@@ -471,11 +404,4 @@ export async function loadConfig(env: Env): Promise<ResolvedConfig> {
   }
 
   return Object.freeze({ ...config, operatorToken, operatorTokenSource, secretKey, secretKeySource });
-}
-
-/** Hides the password in a connection string and the values of secret-looking query parameters. */
-export function redactUrl(url: string): string {
-  return url
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/?#]*):[^@/?#]*@/i, '$1:[redacted]@')
-    .replace(/([?&][^=&#]*(?:pass|secret|token|key|credential)[^=&#]*=)[^&#]*/gi, '$1[redacted]');
 }

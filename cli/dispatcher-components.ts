@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram } from 'prom-client';
+import { createRetention } from '../application/retention.ts';
 import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
 import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
@@ -289,5 +290,49 @@ export function dispatcherComponents(
     dispatcherState(shared),
     abandonmentTimer(shared, clock, timers),
     webhookDispatcher(shared, clock, timers),
+    retentionJob(clock),
   ];
+}
+
+/** How often the retention job looks whether a run is due (it runs every `RETENTION_EVERY_MS`). */
+const RETENTION_CHECK_MS = 60_000;
+
+/**
+ * The retention job (docs/operations.md, "Retention"), where the dispatcher runs: one process of a
+ * split deployment, or role `all`'s dispatcher thread.
+ */
+export function retentionJob(clock: Clock = systemClock): Component {
+  let interval: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  return {
+    name: 'retention',
+    roles: ['dispatcher'],
+    start(ctx) {
+      const dropped = new Counter({
+        name: 'pds_retention_dropped_events_total',
+        help: 'expired operational events the retention job deleted from the event store',
+        registers: [ctx.registry],
+      });
+      const job = createRetention({
+        store: ctx.eventStore,
+        clock,
+        onRun(run) {
+          dropped.inc(run.events);
+          if (run.events > 0) ctx.logger.info(run, 'retention: dropped expired events');
+        },
+      });
+      const tick = () => {
+        running = job
+          .tick()
+          .catch((error: unknown) => ctx.logger.warn({ err: error }, 'retention run failed'));
+      };
+      // The first run at start, in the background: a start never waits for it.
+      void tick();
+      interval = setInterval(tick, RETENTION_CHECK_MS).unref();
+    },
+    async stop() {
+      clearInterval(interval);
+      await running; // the store closes after the components stop
+    },
+  };
 }

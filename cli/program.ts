@@ -25,6 +25,8 @@ const SUBCOMMANDS: Record<string, () => Promise<Register>> = {
   whoami: async () => (await import('./commands/operators.ts')).registerWhoami,
   sandbox: async () => (await import('./commands/sandbox.ts')).registerSandbox,
   import: async () => (await import('./commands/import.ts')).registerImport,
+  backup: async () => (await import('./commands/backup.ts')).registerBackup,
+  restore: async () => (await import('./commands/backup.ts')).registerRestore,
 };
 
 const program = new Command('pds')

@@ -62,6 +62,8 @@ export function createEsdbEventStore(connectionString: string, options: EsdbOpti
     countAll: async ({ after, filter, max }) =>
       (await streams.readAll({ after, filter, maxCount: max })).length,
     subscribeToAll,
+    // The server drops expired events itself, at a scavenge (docs/operations.md, "Retention").
+    dropExpired: async () => ({ events: 0, streams: 0 }),
     ...persistent,
     async close() {
       await Promise.allSettled([...running].map((r) => r.stop()));

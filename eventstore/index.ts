@@ -1,8 +1,13 @@
 import type { EventStore } from './port.ts';
-import { type CheckpointMode, type GroupCommit, openSqliteEventStore } from './sqlite.ts';
+import {
+  type CheckpointMode,
+  type EventStoreSync,
+  type GroupCommit,
+  openSqliteEventStore,
+} from './sqlite.ts';
 
 export * from './port.ts';
-export type { CheckpointMode, GroupCommit } from './sqlite.ts';
+export type { CheckpointMode, EventStoreSync, GroupCommit } from './sqlite.ts';
 
 /** How a process's connection to the embedded store behaves; an EventStoreDB connection has nothing to set. */
 export interface EventStoreOptions {
@@ -10,6 +15,8 @@ export interface EventStoreOptions {
   checkpoints?: CheckpointMode;
   /** Which appends share a transaction (`eventstore/sqlite/appends.ts`). */
   groupCommit?: GroupCommit;
+  /** When the embedded store's commits reach the disk (`PDS_EVENT_STORE_SYNC`; default `'full'`). */
+  synchronous?: EventStoreSync;
 }
 
 /**

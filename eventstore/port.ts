@@ -66,6 +66,28 @@ export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
 
 export interface AppendOptions {
   expectedRevision?: ExpectedRevision;
+  /**
+   * For operational streams only, never business ones (docs/operations.md, "Retention"): the
+   * stream's events may be dropped once they are older than this (ms, from when each was recorded).
+   * EventStoreDB: the stream's `$maxAge` (whole seconds, rounded up), set by the append that starts the
+   * stream; its reads leave expired events out and a scavenge deletes them. The embedded store
+   * deletes the stream whole at `dropExpired` once its last event has expired (it is absent again),
+   * and until then its reads return every event. A caller judges expiry by its own clock either way.
+   */
+  maxAgeMs?: number;
+}
+
+/** Refuses a `maxAgeMs` that is not a whole number of milliseconds above zero. */
+export function checkMaxAge(maxAgeMs: number): void {
+  if (!Number.isSafeInteger(maxAgeMs) || maxAgeMs <= 0) {
+    throw new InvalidEventError(`maxAgeMs must be a whole number of milliseconds above 0, got ${maxAgeMs}`);
+  }
+}
+
+/** What `dropExpired` removed. */
+export interface DroppedEvents {
+  events: number;
+  streams: number;
 }
 
 export interface AppendResult {
@@ -244,6 +266,14 @@ export interface EventStore {
   countAll(options: CountAllOptions): Promise<number>;
 
   subscribeToAll(options: CatchUpSubscriptionOptions, handlers: CatchUpHandlers): CatchUpSubscription;
+
+  /**
+   * Deletes expired events of streams appended with `maxAgeMs` (docs/operations.md, "Retention"), and
+   * reports how many. The embedded store deletes here each stream whose last event has expired (but
+   * not the log's last event, whose position the next append's follows); EventStoreDB drops them
+   * itself, at a scavenge, and reports none.
+   */
+  dropExpired(): Promise<DroppedEvents>;
 
   /** Creates a persistent subscription group on `$all`. Throws `PersistentSubscriptionExistsError`. */
   createPersistentSubscription(group: string, settings?: PersistentSubscriptionSettings): Promise<void>;

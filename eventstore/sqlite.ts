@@ -1,12 +1,13 @@
 /**
  * Embedded EventStore adapter on Node's built-in `node:sqlite` (its parts in `eventstore/sqlite/`).
  *
- * - One table of events: the global position is the rowid (never reused: nothing is ever deleted),
- *   `(stream_id, revision)` and `event_id` are unique. Appends of one event-loop turn share one
+ * - One table of events: the global position is the rowid (never reused: only operational streams'
+ *   expired events are ever deleted, never the last one; `sqlite/expiry.ts`), `(stream_id, revision)`
+ *   and `event_id` are unique. Appends of one event-loop turn share one
  *   IMMEDIATE transaction, each in its own savepoint (group commit).
- * - WAL journal. `synchronous=NORMAL` by default: a committed append survives the process being killed
- *   (the WAL write has reached the OS); `synchronous: 'full'` also survives power loss, at the cost of an
- *   fsync per commit.
+ * - WAL journal. `synchronous=FULL` by default: an acknowledged append survives a power cut (the WAL
+ *   is synced at each commit, one sync per group); `synchronous: 'normal'` survives the process being
+ *   killed (the WAL write has reached the OS) but not a power cut (`EventStoreSync`).
  * - Live subscribers are woken by the append itself (same process) or by a file-system watch on the
  *   WAL (another process appending to the same file); nothing polls.
  * - Persistent subscription state (settings, checkpoint, retry counts, parked messages) lives in the
@@ -16,12 +17,13 @@
 import type { EventStore } from './port.ts';
 import { createAppends } from './sqlite/appends.ts';
 import { subscribeToAll } from './sqlite/catch-up.ts';
+import { dropExpired } from './sqlite/expiry.ts';
 import { openLog, type SqliteEventStoreOptions } from './sqlite/log.ts';
 import { createPersistentSubscriptions } from './sqlite/persistent.ts';
 import { createReads } from './sqlite/reads.ts';
 import { toRecorded } from './sqlite/rows.ts';
 
-export type { CheckpointMode, GroupCommit, SqliteEventStoreOptions } from './sqlite/log.ts';
+export type { CheckpointMode, EventStoreSync, GroupCommit, SqliteEventStoreOptions } from './sqlite/log.ts';
 export { prefixUpperBound } from './sqlite/rows.ts';
 
 export async function openSqliteEventStore(
@@ -44,6 +46,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     headPosition: async (filter) => reads.headSync(filter),
     countAll: async (opts) => reads.countSync(opts),
     subscribeToAll: (opts, handlers) => subscribeToAll(log, reads, opts, handlers),
+    dropExpired: () => dropExpired(log),
     createPersistentSubscription: persistent.createPersistentSubscription,
     updatePersistentSubscription: persistent.updatePersistentSubscription,
     deletePersistentSubscription: persistent.deletePersistentSubscription,

@@ -84,6 +84,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     dataDir: path.resolve('data'),
     eventStoreUrl: `sqlite:${path.resolve('data', 'events.db')}`,
     embedded: true,
+    eventStoreSync: 'full',
     readStoreUrl: `sqlite:${path.resolve('data', 'read.db')}`,
     readStoreCacheMiB: 32,
     dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
@@ -98,9 +99,13 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookTimeoutMs: 15_000,
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     allowPrivateWebhookUrls: true,
+    idempotencyTtlMs: 24 * 3_600_000,
     secretKey: null,
     sandbox: true,
     sandboxSize: 50,
+    backupDir: null,
+    backupEveryMs: 24 * 3_600_000,
+    backupKeep: 7,
     logLevel: 'info',
   });
   t.true(Object.isFrozen(config));
@@ -110,6 +115,14 @@ test('the default event store lives in the data dir', (t) => {
   const config = parseConfig({ PDS_DATA_DIR: '/var/lib/pds' });
   t.is(config.dataDir, '/var/lib/pds');
   t.is(config.eventStoreUrl, 'sqlite:/var/lib/pds/events.db');
+});
+
+test('the event store syncs at each commit unless told normal (either case)', (t) => {
+  t.is(parseConfig({}).eventStoreSync, 'full');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: 'normal' }).eventStoreSync, 'normal');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: 'NORMAL' }).eventStoreSync, 'normal');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: 'Full' }).eventStoreSync, 'full');
+  t.is(parseConfig({ PDS_EVENT_STORE_SYNC: '' }).eventStoreSync, 'full');
 });
 
 test('embedded mode keeps durable read models in their own file in the data dir; split processes default to memory', (t) => {
@@ -292,6 +305,10 @@ const valid: Record<string, Case[]> = {
     },
     { env: { PDS_WEBHOOK_RETRY_SCHEDULE: '10ms' }, check: (c) => c.webhookRetryScheduleMs, expected: [10] },
   ],
+  PDS_IDEMPOTENCY_TTL: [
+    { env: { PDS_IDEMPOTENCY_TTL: '2h' }, check: (c) => c.idempotencyTtlMs, expected: 7_200_000 },
+    { env: { PDS_IDEMPOTENCY_TTL: '90s' }, check: (c) => c.idempotencyTtlMs, expected: 90_000 },
+  ],
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: (
     [
       ['true', true],
@@ -319,6 +336,25 @@ const valid: Record<string, Case[]> = {
       ['false', false],
     ] as const
   ).map(([raw, value]) => ({ env: { PDS_SANDBOX: raw }, check: (c) => c.sandbox, expected: value })),
+  PDS_BACKUP_DIR: [
+    { env: { PDS_BACKUP_DIR: '/var/backups/pds' }, check: (c) => c.backupDir, expected: '/var/backups/pds' },
+    { env: { PDS_BACKUP_DIR: 'backups' }, check: (c) => c.backupDir, expected: path.resolve('backups') },
+    // Beside the data dir, not in it.
+    {
+      env: { PDS_DATA_DIR: '/srv/pds', PDS_BACKUP_DIR: '/srv/pds-backups' },
+      check: (c) => c.backupDir,
+      expected: '/srv/pds-backups',
+    },
+  ],
+  PDS_BACKUP_EVERY: [
+    { env: { PDS_BACKUP_EVERY: '6h' }, check: (c) => c.backupEveryMs, expected: 6 * 3_600_000 },
+    { env: { PDS_BACKUP_EVERY: '90m' }, check: (c) => c.backupEveryMs, expected: 90 * 60_000 },
+  ],
+  PDS_BACKUP_KEEP: [1, 14, 1000].map((keep) => ({
+    env: { PDS_BACKUP_KEEP: String(keep) },
+    check: (c) => c.backupKeep,
+    expected: keep,
+  })),
   PDS_SANDBOX_SIZE: [1, 3, 500].map((size) => ({
     env: { PDS_SANDBOX_SIZE: String(size) },
     check: (c) => c.sandboxSize,
@@ -345,6 +381,22 @@ for (const [variable, cases] of Object.entries(valid)) {
 // parseConfig: bad values are refused with one line naming the variable
 
 const bad: [string, string, Env?][] = [
+  ['PDS_BACKUP_DIR', '/srv/pds', { PDS_DATA_DIR: '/srv/pds' }],
+  ['PDS_BACKUP_DIR', '/srv/pds/backups', { PDS_DATA_DIR: '/srv/pds' }],
+  [
+    'PDS_BACKUP_DIR',
+    '/var/backups/pds',
+    {
+      PDS_EVENT_STORE: 'esdb://localhost:2113',
+      PDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+      PDS_OPERATOR_TOKEN: 'operator-token-0123456789',
+    },
+  ],
+  ['PDS_BACKUP_EVERY', '0s'],
+  ['PDS_BACKUP_EVERY', 'daily'],
+  ['PDS_BACKUP_KEEP', '0'],
+  ['PDS_BACKUP_KEEP', '1001'],
+  ['PDS_BACKUP_KEEP', 'all'],
   ['PORT', 'abc'],
   ['PORT', '-1'],
   ['PORT', '65536'],
@@ -365,6 +417,9 @@ const bad: [string, string, Env?][] = [
   ['PDS_READ_STORE', 'sqlite:'],
   ['PDS_DISPATCHER_STORE', 'redis://localhost'],
   ['PDS_DISPATCHER_THREAD', 'yes'],
+  ['PDS_EVENT_STORE_SYNC', 'off'],
+  ['PDS_EVENT_STORE_SYNC', 'extra'],
+  ['PDS_EVENT_STORE_SYNC', '2'],
   ['PDS_READ_STORE_CACHE_MIB', '0'],
   ['PDS_READ_STORE_CACHE_MIB', '1.5'],
   ['PDS_READ_STORE_CACHE_MIB', 'lots'],
@@ -377,6 +432,8 @@ const bad: [string, string, Env?][] = [
   ['PDS_ABANDON_AFTER', '6'],
   ['PDS_ABANDON_AFTER', '0s'],
   ['PDS_ABANDON_AFTER', '1d'],
+  ['PDS_IDEMPOTENCY_TTL', '0s'],
+  ['PDS_IDEMPOTENCY_TTL', '1d'],
   ['PDS_PROJECTOR_LEASE', '0s'],
   ['PDS_PROJECTOR_LEASE', '500ms'],
   ['PDS_PROJECTOR_LEASE', 'long'],
@@ -425,6 +482,11 @@ for (const [variable, value, extra] of bad) {
     if (SECRETS.has(variable) && value.length > 0) t.false(error.message.includes(value), error.message);
   });
 }
+
+test('a bad event store sync mode names the two there are', (t) => {
+  const error = t.throws(() => parseConfig({ PDS_EVENT_STORE_SYNC: 'off' }), { instanceOf: ConfigError });
+  t.is(error.message, 'PDS_EVENT_STORE_SYNC: expected full or normal, got "off"');
+});
 
 test('a message shows the bad value, as in the specification of the error line', (t) => {
   const error = t.throws(() => parseConfig({ PDS_ABANDON_AFTER: 'soon' }), { instanceOf: ConfigError });
@@ -610,6 +672,7 @@ test('describeConfig shows settings and hides the token, the key and connection 
   t.is(described.operator_token, '[redacted]');
   t.is(described.operator_token_source, 'from PDS_OPERATOR_TOKEN');
   t.is(described.secret_key_source, 'from PDS_SECRET_KEY');
+  t.is(described.event_store_sync, 'full');
   t.is(described.abandon_after, '6h');
   t.is(described.webhook_retry_schedule, '0s,5s,5m,30m,2h,5h,10h,10h');
 });

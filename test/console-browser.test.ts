@@ -14,6 +14,7 @@ import {
   browserMissing,
   launchBrowser,
   screenshot,
+  signedInConsole,
   watchedPage,
 } from './support/browser.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
@@ -30,16 +31,9 @@ const PROJECTIONS = [
   'webhook_subscriptions',
 ];
 
-/** The console of `svc` in a fresh browser, signed in, on the view `hash` names. */
-async function signedIn(t: ExecutionContext, svc: TestService, hash: string) {
-  const browser = await launchBrowser(t);
-  const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
-  await page.goto(`${svc.base}/console#${hash}`);
-  await page.getByLabel('Operator token').fill(svc.token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { page, problems };
-}
+/** The console of `svc` in a fresh browser, signed in with the operator token, on the view `hash` names. */
+const signedIn = (t: ExecutionContext, svc: TestService, hash: string) =>
+  signedInConsole(t, svc.base, svc.token, hash);
 
 /**
  * A service whose deliveries get one attempt, then are parked (the dispatcher on its thread, as

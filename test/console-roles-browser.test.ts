@@ -6,14 +6,8 @@
  * an operator sees the writes. No errors or CSP violations; axe-core finds no serious or critical
  * accessibility violation.
  */
-import test, { type ExecutionContext } from 'ava';
-import {
-  accessibilityProblems,
-  browserMissing,
-  launchBrowser,
-  screenshot,
-  watchedPage,
-} from './support/browser.ts';
+import test from 'ava';
+import { accessibilityProblems, browserMissing, screenshot, signedInConsole } from './support/browser.ts';
 import { addItem, type Caller, createCart, createWebhook, seedCatalog } from './support/cart-world.ts';
 import { startService, type TestService } from './support/service.ts';
 
@@ -33,16 +27,6 @@ const as = (svc: TestService, token: string): Caller => ({
   call: (method, url, body, headers = {}) =>
     svc.call(method, url, body, { authorization: `Bearer ${token}`, ...headers }),
 });
-
-async function signIn(t: ExecutionContext, svc: TestService, token: string, hash: string) {
-  const browser = await launchBrowser(t);
-  const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
-  await page.goto(`${svc.base}/console#${hash}`);
-  await page.getByLabel('Operator token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { page, problems };
-}
 
 const missing = browserMissing();
 const titles = [
@@ -69,7 +53,7 @@ if (missing) {
       store_ids: [1],
     });
 
-    const { page, problems } = await signIn(t, svc, auditor.token, 'overview');
+    const { page, problems } = await signedInConsole(t, svc.base, auditor.token, 'overview');
     t.regex(await page.locator('header .who').innerText(), /Signed in as Avery Auditor\s+auditor$/);
     await page.locator('table.projections tbody tr').first().waitFor();
     t.is(await page.getByRole('button', { name: /^Rebuild / }).count(), 0, 'no rebuild for an auditor');
@@ -107,7 +91,7 @@ if (missing) {
     t.timeout(60_000);
     const svc = await startService(t);
     const operator = await account(svc, 'Olive Operator', 'operator');
-    const { page, problems } = await signIn(t, svc, operator.token, 'overview');
+    const { page, problems } = await signedInConsole(t, svc.base, operator.token, 'overview');
     t.regex(await page.locator('header .who').innerText(), /Signed in as Olive Operator\s+operator$/);
     await page.getByRole('button', { name: 'Rebuild catalog' }).waitFor();
     await page.goto(`${svc.base}/console#partners`);

@@ -24,10 +24,10 @@ import {
   startPartnerReads,
   type WrittenCart,
 } from './support/cart-traffic.ts';
-import { createWebhook, seedCatalog } from './support/cart-world.ts';
+import { createWebhook, partnerCartView, seedCatalog, storeOperator } from './support/cart-world.ts';
 import { startEventStore, startMongoReplicaSet, withDatabase } from './support/containers.ts';
 import { containersProblem, reportMissingEngine } from './support/engines.ts';
-import { startService, type TestService } from './support/service.ts';
+import { startService } from './support/service.ts';
 import { type ReceivedWebhook, startReceiver } from './support/webhook-receiver.ts';
 
 const SUITE = 'engines restarted under traffic';
@@ -55,32 +55,6 @@ async function eventually(
     }
     await delay(100);
   }
-}
-
-async function json<T>(s: TestService, method: string, url: string, body?: unknown): Promise<T> {
-  const res = await s.call(method, url, body);
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
-
-/** Every cart in the store operator's partner read: its status and number of lines, by uuid. */
-async function partnerView(base: string, key: string): Promise<Map<string, string>> {
-  const view = new Map<string, string>();
-  let cursor: string | null = null;
-  do {
-    const url = new URL(`${base}${CARTS}`);
-    if (cursor) url.searchParams.set('cursor', cursor);
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
-    const page = (await res.json()) as {
-      carts: Array<{ uuid: string; status: string; products: unknown[] }>;
-      next_cursor: string | null;
-    };
-    for (const c of page.carts) view.set(c.uuid, `${c.status}, ${c.products.length} line(s)`);
-    cursor = page.next_cursor;
-  } while (cursor);
-  return view;
 }
 
 /** A cart event as the steps name it: its type, and a status change's new status. */
@@ -147,17 +121,7 @@ async function deployment(t: ExecutionContext) {
     },
   });
   await seedCatalog(s, [STORE_ID]);
-  const { partner, api_key: key } = await json<{ partner: { partner_id: string }; api_key: string }>(
-    s,
-    'POST',
-    '/admin/v1/partners',
-    {
-      name: 'Restart Test Shop',
-      kind: 'store_operator',
-      store_ids: [STORE_ID],
-      rate_limit_per_minute: 100_000,
-    },
-  );
+  const { partnerId, key } = await storeOperator(s, 'Restart Test Shop', STORE_ID);
   const hook = await createWebhook(s, receiver.url, [STORE_ID]);
   // The key is known to the partner APIs once its partner is projected.
   await eventually('the partner key', async () => {
@@ -165,7 +129,7 @@ async function deployment(t: ExecutionContext) {
     await res.body?.cancel();
     return res.status === 200;
   });
-  return { esdb, mongo, receiver, s, partnerId: partner.partner_id, key, webhookId: hook.id };
+  return { esdb, mongo, receiver, s, partnerId, key, webhookId: hook.id };
 }
 
 const problem = await containersProblem();
@@ -247,7 +211,7 @@ if (problem !== undefined) {
 
     // The partner read of every cart says what its events say.
     const expected = new Map(carts.map((c) => [c.uuid, 'finished, 1 line(s)']));
-    t.deepEqual(await partnerView(s.base, key), expected);
+    t.deepEqual(await partnerCartView(s.base, key, STORE_ID), expected);
 
     // Each status change's webhook: delivered once, in cart order, sent again only after an interruption.
     const expectedIds = new Map<string, { uuid: string; status: string }>();

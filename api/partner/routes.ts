@@ -24,6 +24,8 @@ export interface PartnerDeps {
   store: EventStore;
   commands: CommandHandler;
   clock: Clock;
+  /** How long an `Idempotency-Key` binds its request and answer (`PDS_IDEMPOTENCY_TTL`; 24 hours when left out). */
+  idempotencyTtlMs?: number;
 }
 
 /** The read models partner APIs query. */
@@ -110,6 +112,7 @@ export function createPartnerRouter(
   const idempotent = idempotency({
     store: deps.store,
     clock: deps.clock,
+    ttlMs: deps.idempotencyTtlMs,
     scopeOf: (ctx) => `partner:${principal(ctx).partner_id}`,
     actorOf: (ctx) => ({ type: 'partner', id: principal(ctx).partner_id }),
   });

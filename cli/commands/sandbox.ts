@@ -69,7 +69,7 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
     options.seed === undefined ? DEFAULT_SANDBOX_SEED : positiveInteger('--seed', options.seed, 2 ** 31 - 1);
   // As the service writes: the generated customers sealed under their keys (docs/operations.md,
   // "Customer data").
-  const log = await openEventStore(config.eventStoreUrl);
+  const log = await openEventStore(config.eventStoreUrl, { synchronous: config.eventStoreSync });
   const keys = await openKeyStore(config.keyStoreUrl);
   const store = protectCustomerData(log, createCustomerData(keys, config.secretKey));
   const progress = seedProgress({ bar: !options.json });

@@ -1,10 +1,12 @@
 /** Appends and stream reads; `$all` reads are in read-all.ts. */
 import type { AppendExpectedRevision, JSONEventData } from '@eventstore/db-client';
 import {
+  ANY,
   BACKWARDS,
   END,
   type EventStoreDBClient,
   FORWARDS,
+  jsonEvent,
   START,
   StreamDeletedError,
 } from '@eventstore/db-client';
@@ -12,6 +14,7 @@ import { append as unaryAppend } from '@eventstore/db-client/dist/streams/append
 import {
   type AppendOptions,
   type AppendResult,
+  checkMaxAge,
   type Direction,
   EventStoreError,
   type ExpectedRevision,
@@ -49,8 +52,14 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
     const expectedRevision = toEsdbExpected(expected);
     const proposed = events.map(toEventData);
     if (proposed.length === 0) return checkOnly(streamId, expected);
+    if (options.maxAgeMs !== undefined) checkMaxAge(options.maxAgeMs);
     const write = withTimeout(
-      appendOnce(streamId, proposed, expected, expectedRevision),
+      appendOnce(streamId, proposed, expected, expectedRevision).then(async (result) => {
+        if (options.maxAgeMs !== undefined && result.nextExpectedRevision === proposed.length - 1) {
+          await setMaxAge(client, streamId, options.maxAgeMs);
+        }
+        return result;
+      }),
       appendTimeoutMs,
       () => appendTimedOut(streamId, appendTimeoutMs),
     );
@@ -164,4 +173,15 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
   }
 
   return { append, settle, readAt, readStream, ...all };
+}
+
+/**
+ * The stream's `$maxAge`, set by the append that started it (docs/operations.md, "Retention"): the
+ * server leaves its expired events out of reads and subscriptions and deletes them at a scavenge.
+ * Whole seconds, rounded up: an event is never dropped before its time. What the client's
+ * setStreamMetadata writes, through the unary Append (see `appendOnce`).
+ */
+async function setMaxAge(client: EventStoreDBClient, streamId: string, maxAgeMs: number): Promise<void> {
+  const metadata = jsonEvent({ type: '$metadata', data: { $maxAge: Math.ceil(maxAgeMs / 1_000) } });
+  await unaryAppend.call(client, `$$${streamId}`, [metadata], { expectedRevision: ANY, batchAppendSize: 0 });
 }

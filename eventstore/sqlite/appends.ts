@@ -7,12 +7,14 @@ import { bindContext } from '../bind-context.ts';
 import {
   type AppendOptions,
   type AppendResult,
+  checkMaxAge,
   type ExpectedRevision,
   InvalidEventError,
   type NewEvent,
   newEventId,
   WrongExpectedVersionError,
 } from '../port.ts';
+import { setMaxAge } from './expiry.ts';
 import type { JournalRun } from './journal.ts';
 import type { GroupCommit, Log } from './log.ts';
 import type { Reads } from './reads.ts';
@@ -36,7 +38,14 @@ import { COLUMNS, limitedRows, validateEvents, validateStreamId } from './rows.t
 const APPEND_SAVEPOINT = 'pds_append';
 
 /** What an append did: its answer, and when it wrote, the events' stream and types (for the journal). */
-type AppendWork = () => { result: AppendResult; wrote: boolean; streamId?: string; types?: string[] };
+type AppendWork = () => {
+  result: AppendResult;
+  wrote: boolean;
+  streamId?: string;
+  types?: string[];
+  /** The stream has a max age: its revisions may be dropped, so it is not kept in `committed`. */
+  expires?: boolean;
+};
 
 /** Streams whose last committed revision through this connection is kept (`AppendContext.committed`). */
 const COMMITTED_STREAMS = 10_000;
@@ -122,6 +131,7 @@ async function append(
 ): Promise<AppendResult> {
   validateStreamId(streamId);
   validateEvents(events);
+  if (opts.maxAgeMs !== undefined) checkMaxAge(opts.maxAgeMs);
   const expected = opts.expectedRevision ?? 'any';
   if (events.length === 0) {
     const actual = ctx.lastRevision(streamId);
@@ -137,11 +147,15 @@ async function append(
     // (stream_id, revision) index refuses the next revision once the stream has moved past it. Other
     // expectations read the stream's last revision first (docs/operations.md, "Threads").
     const known = typeof expected === 'number' && expected <= (ctx.committed.get(streamId) ?? -1);
-    const unread = known || expected === 'no_stream';
+    // A stream with a max age may have lost its first revisions: its last one is read.
+    const unread = known || (expected === 'no_stream' && opts.maxAgeMs === undefined);
     const actual = known ? expected : unread ? undefined : ctx.lastRevision(streamId);
     try {
       if (!unread) checkExpected(streamId, expected, actual);
-      return insertEvents(ctx, streamId, actual, events, ids, payloads, recordedAt);
+      const written = insertEvents(ctx, streamId, actual, events, ids, payloads, recordedAt);
+      if (opts.maxAgeMs === undefined) return written;
+      setMaxAge(ctx.log, streamId, opts.maxAgeMs, recordedAt);
+      return { ...written, expires: true };
     } catch (error) {
       // A repeat of a stored append fails one way or another: its expected revision has passed, its
       // revision is taken, or its ids are. Only then is it looked for, instead of a query per append.
@@ -253,7 +267,7 @@ function commitGroup(ctx: AppendContext): void {
       const last = value.result.position;
       const types = value.types ?? [];
       const run = { first: last - types.length + 1, last, streamId: value.streamId ?? '', types };
-      ctx.committed.set(run.streamId, value.result.nextExpectedRevision);
+      if (!value.expires) ctx.committed.set(run.streamId, value.result.nextExpectedRevision);
       ctx.log.journal.record(run.first, run.last, run.streamId, run.types);
       runs.push(run);
       if (ctx.log.head.cached !== undefined) {

@@ -48,8 +48,17 @@ export type CheckpointMode = 'commit' | 'elsewhere' | 'background';
 /** Which appends share a transaction: one callback's, or one turn of the event loop's (`appends.ts`). */
 export type GroupCommit = 'callback' | 'turn';
 
+/**
+ * When a commit reaches the disk (docs/operations.md, "Durability of the embedded event store"):
+ * - `'full'` (the default): the WAL is synced at each commit, so an acknowledged append survives a
+ *   power cut or a kernel crash; a group of appends sharing a commit (`GroupCommit`) pays one sync;
+ * - `'normal'`: the WAL is written at each commit and synced only at checkpoints, so an acknowledged
+ *   append survives the process being killed but the last commits may be lost to a power cut.
+ */
+export type EventStoreSync = 'full' | 'normal';
+
 export interface SqliteEventStoreOptions {
-  synchronous?: 'normal' | 'full';
+  synchronous?: EventStoreSync;
   checkpoints?: CheckpointMode;
   /** Which appends share a transaction (`eventstore/sqlite/appends.ts`). */
   groupCommit?: GroupCommit;
@@ -126,7 +135,8 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   preparePrivateSqliteFile(path);
   const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5_000 });
   db.exec('PRAGMA journal_mode = WAL');
-  db.exec(`PRAGMA synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  // The log is the only copy of the order history: durable unless told otherwise.
+  db.exec(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   db.exec('PRAGMA temp_store = MEMORY');
   db.exec('PRAGMA cache_size = -65536');
   db.exec(SCHEMA);

@@ -24,6 +24,11 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_stream_revision ON events (stream_id, revision);
 CREATE UNIQUE INDEX IF NOT EXISTS events_event_id ON events (event_id);
+CREATE TABLE IF NOT EXISTS stream_expiry (
+  stream_id  TEXT    PRIMARY KEY,
+  expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS stream_expiry_due ON stream_expiry (expires_at);
 CREATE TABLE IF NOT EXISTS psub_groups (
   name       TEXT PRIMARY KEY,
   settings   TEXT NOT NULL,

@@ -141,7 +141,7 @@ test('a role changed meanwhile applies at the next request of a session', async 
     token_id: 'tok-ana',
   });
   const session = (await (await app.get(ana.cookie, '/admin/v1/session')).json()) as { operator: unknown };
-  t.deepEqual(session.operator, { id: 'ana', name: 'Ana', role: 'auditor' });
+  t.deepEqual(session.operator, { operator_id: 'ana', name: 'Ana', role: 'auditor', token_id: 'tok-ana' });
 });
 
 test('the store keeps hashes of the session id and CSRF token only, and drops ended sessions at the next sign-in', async (t) => {

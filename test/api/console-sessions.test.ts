@@ -26,7 +26,11 @@ test('signing in sets an HttpOnly, SameSite=Strict cookie for /admin that lasts 
   t.true(attributes.includes('Max-Age=28800'), 'eight hours');
   t.true(attributes.includes('Expires=Sun, 01 Mar 2026 17:00:00 GMT'));
   t.false(attributes.includes('Secure'), 'plain HTTP: a Secure cookie would never come back');
-  t.deepEqual(body.operator, { id: 'bootstrap', name: 'bootstrap token', role: 'admin' });
+  t.like(body.operator, { operator_id: 'bootstrap', name: 'bootstrap token', role: 'admin' });
+  t.regex((body.operator as { token_id: string }).token_id, /^bootstrap:[0-9a-f]{16}$/);
+  // One person: the session shows who signed in as `GET /me` shows the caller.
+  const me = await withCookie(svc, attributes[0], 'GET', '/admin/v1/me');
+  t.deepEqual(((await me.json()) as { operator: unknown }).operator, body.operator);
   t.regex(csrf, /^[A-Za-z0-9_-]{43}$/);
   t.is(body.expires_at, '2026-03-01T17:00:00.000Z');
   t.is(body.idle_expires_at, '2026-03-01T09:30:00.000Z');
@@ -83,7 +87,7 @@ test('a session authenticates reads without a bearer token, and says who is sign
   t.is(again.headers.get('cache-control'), 'no-store');
   const body = (await again.json()) as Record<string, unknown>;
   t.is(body.csrf_token, csrf, 'the same CSRF token, so other tabs keep theirs');
-  t.deepEqual(body.operator, { id: 'bootstrap', name: 'bootstrap token', role: 'admin' });
+  t.like(body.operator, { operator_id: 'bootstrap', name: 'bootstrap token', role: 'admin' });
   // Without the cookie, and with a cookie naming no session, the admin API refuses; the session route
   // says nobody is signed in (the page asks as it loads) and clears such a cookie.
   await problem(t, await fetch(`${svc.base}/admin/v1/partners`), 401);
@@ -186,9 +190,13 @@ test('a session ends after its lifetime however busy, and after its idle time wh
 
   const later = await signIn(svc);
   clock.advance(29 * MINUTE);
-  t.is((await signedInAs(svc, later.cookie)).operator?.id, 'bootstrap');
+  t.is((await signedInAs(svc, later.cookie)).operator?.operator_id, 'bootstrap');
   clock.advance(29 * MINUTE);
-  t.is((await signedInAs(svc, later.cookie)).operator?.id, 'bootstrap', 'each use restarts the idle time');
+  t.is(
+    (await signedInAs(svc, later.cookie)).operator?.operator_id,
+    'bootstrap',
+    'each use restarts the idle time',
+  );
   clock.advance(31 * MINUTE);
   t.is((await signedInAs(svc, later.cookie)).operator, null);
   await problem(t, await withCookie(svc, later.cookie, 'GET', '/admin/v1/partners'), 401);

@@ -15,26 +15,14 @@ import { exchange, type Harness, validRequest } from '../hostile/harness.ts';
 import { allRoutes, type RouteSpec } from '../hostile/routes.ts';
 import { buildWorld } from '../hostile/world.ts';
 import { type Json, ok } from '../support/admin-answers.ts';
-import { startService, type TestService } from '../support/service.ts';
-
-/** `METHOD /pattern` of every route the app's routers register (HEAD is implied by GET). */
-function mounted(s: TestService): string[] {
-  const out = new Set<string>();
-  for (const mw of (s.service.app as unknown as { middleware: unknown[] }).middleware) {
-    const router = (mw as { router?: Router }).router;
-    if (!router) continue;
-    for (const layer of router.stack) {
-      for (const method of layer.methods) if (method !== 'HEAD') out.add(`${method} ${String(layer.path)}`);
-    }
-  }
-  return [...out].sort();
-}
+import { mountedRoutes } from '../support/mounted-routes.ts';
+import { startService } from '../support/service.ts';
 
 const guarded = (route: string) => / \/(admin|platform)\//.test(route);
 
 test('every admin and platform route the app mounts declares a role, and the table names only those', async (t) => {
   const s = await startService(t);
-  const routes = mounted(s).filter(guarded);
+  const routes = mountedRoutes(s.service.app).filter(guarded);
   t.true(routes.length > 40, `${routes.length} routes found`);
   t.deepEqual(
     routes.filter((r) => {
@@ -80,7 +68,7 @@ test('a path in another letter case reaches no route past its authentication: ev
     ];
   };
   const answered: string[] = [];
-  for (const route of mounted(s).filter((r) => / \/(admin|platform|partner)\//.test(r))) {
+  for (const route of mountedRoutes(s.service.app).filter((r) => / \/(admin|platform|partner)\//.test(r))) {
     const [method, pattern] = route.split(' ');
     for (const path of variants(sample(pattern))) {
       const res = await fetch(`${s.base}${path}`, {

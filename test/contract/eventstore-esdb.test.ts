@@ -89,6 +89,24 @@ if (access.missing !== undefined) {
   const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const prefix = () => `t${randomUUID().replaceAll('-', '').slice(0, 12)}`;
 
+  test('esdb: the append that starts a stream with a max age sets its $maxAge, in seconds rounded up', async (t) => {
+    const { url: connection, store } = engine();
+    const p = prefix();
+    await store.append(`${p}-op`, [event('Claimed')], { expectedRevision: 'no_stream', maxAgeMs: 90_500 });
+    await store.append(`${p}-cart`, [event('Created')]);
+    const client = connect(connection);
+    t.teardown(() => client.dispose());
+    t.is((await client.getStreamMetadata(`${p}-op`)).metadata?.maxAge, 91);
+    t.is(
+      (await client.getStreamMetadata(`${p}-cart`)).metadata?.maxAge,
+      undefined,
+      'a business stream: none',
+    );
+    // A later append to the stream leaves the metadata as it is (one write per stream).
+    await store.append(`${p}-op`, [event('Recorded')], { expectedRevision: 0, maxAgeMs: 90_500 });
+    t.is((await client.getStreamMetadata(`${p}-op`)).metastreamRevision, 0n);
+  });
+
   test('esdb: a replayed parked message carries its event’s own position, not the parked link’s', async (t) => {
     const { store } = engine();
     const p = prefix();

@@ -8,6 +8,7 @@ import type { ExecutionContext, TestFn } from 'ava';
 import {
   type EventMetadata,
   type EventStore,
+  InvalidEventError,
   MAX_RETRY_COUNT,
   type NewEvent,
   type PersistentMessage,
@@ -280,6 +281,32 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
       const again = await store.append(`${p}-s`, batch, { expectedRevision: 0 });
       t.deepEqual(again, first);
       t.is((await store.readStream(`${p}-s`)).length, 2);
+    }),
+  );
+
+  test(name('a stream with a max age appends and reads like any other until its events expire'), (t) =>
+    withStore(t, async ({ store }, p) => {
+      const day = 24 * 3_600_000;
+      await store.append(`${p}-op`, [ev('Claimed')], { expectedRevision: 'no_stream', maxAgeMs: day });
+      await store.append(`${p}-op`, [ev('Recorded')], { expectedRevision: 0, maxAgeMs: day });
+      await store.append(`${p}-cart`, [ev('Created')]);
+      t.deepEqual(
+        (await store.readStream(`${p}-op`)).map((e) => [e.revision, e.type]),
+        [
+          [0, 'Claimed'],
+          [1, 'Recorded'],
+        ],
+      );
+      // Nothing has expired: a run of the store's dropping (a no-op on EventStoreDB) keeps it all.
+      await store.dropExpired();
+      t.is((await store.readStream(`${p}-op`)).length, 2);
+      t.is((await store.readStream(`${p}-cart`)).length, 1);
+      for (const maxAgeMs of [0, -5, 0.5]) {
+        await t.throwsAsync(store.append(`${p}-op`, [ev('Claimed')], { maxAgeMs }), {
+          instanceOf: InvalidEventError,
+        });
+      }
+      t.is((await store.readStream(`${p}-op`)).length, 2, 'a refused max age writes nothing');
     }),
   );
 

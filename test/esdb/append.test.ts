@@ -169,3 +169,15 @@ test('a wrong expected version answered as success:false is a WrongExpectedVersi
   t.is((await cluster.log.readStream('cart-1')).length, 2);
   t.is(await cluster.log.headPosition({ streamPrefixes: ['cart-2'] }), 0);
 });
+
+test('an append that starts a stream with a max age writes its $maxAge, in seconds rounded up, once', async (t) => {
+  const cluster = await startClusterDouble();
+  t.teardown(() => cluster.close());
+  const store = createEsdbEventStore(`esdb://127.0.0.1:${cluster.leader.port}?tls=false`);
+  t.teardown(() => store.close());
+  await store.append('idempotency-a', [event()], { expectedRevision: 'no_stream', maxAgeMs: 90_500 });
+  await store.append('idempotency-a', [event()], { expectedRevision: 0, maxAgeMs: 90_500 });
+  await store.append('cart-1', [event()]);
+  t.deepEqual(Object.fromEntries(cluster.metadata), { 'idempotency-a': [{ $maxAge: 91 }] });
+  t.is((await cluster.log.readStream('idempotency-a')).length, 2);
+});

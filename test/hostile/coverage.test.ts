@@ -6,28 +6,14 @@
  * documents, the docs page) and paths no router serves are attacked here too.
  */
 import http from 'node:http';
-import type Router from '@koa/router';
 import test from 'ava';
 import fc from 'fast-check';
+import { mountedRoutes } from '../support/mounted-routes.ts';
 import { startService } from '../support/service.ts';
 import { attack, cleanPrototype, exchange, type Harness, summary, violations } from './harness.ts';
 import { adminRoutes, allRoutes, partnerRoutes, platformRoutes, publicRoutes } from './routes.ts';
 import { hostileSegment, pct } from './values.ts';
 import { buildWorld } from './world.ts';
-
-/** `METHOD /pattern` of every route the app's routers register (HEAD is implied by GET). */
-function registered(app: { middleware: unknown[] }): string[] {
-  const out = new Set<string>();
-  for (const mw of app.middleware) {
-    const router = (mw as { router?: Router }).router;
-    if (!router) continue;
-    for (const layer of router.stack) {
-      // `router.use()` middleware are layers without methods.
-      for (const method of layer.methods) if (method !== 'HEAD') out.add(`${method} ${String(layer.path)}`);
-    }
-  }
-  return [...out].sort();
-}
 
 const names = (routes: readonly { method: string; path: string }[]) =>
   routes.map((r) => `${r.method} ${r.path}`).sort();
@@ -35,8 +21,7 @@ const names = (routes: readonly { method: string; path: string }[]) =>
 test('every route the service serves is in the hostile catalogue, and is attacked', async (t) => {
   t.timeout(120_000);
   const s = await startService(t);
-  const app = s.service.app as unknown as { middleware: unknown[] };
-  const served = registered(app);
+  const served = mountedRoutes(s.service.app);
   t.true(served.length > 60, `found the routers (${served.length} routes)`);
   const listed = names(allRoutes);
   t.deepEqual(

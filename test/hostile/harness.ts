@@ -168,7 +168,9 @@ export async function violations(
       } catch {}
       const type = a.headers['content-type'] ?? null;
       const headers = new Headers();
-      for (const [k, v] of Object.entries(a.headers)) if (typeof v === 'string') headers.set(k, v);
+      // Node gives `set-cookie` as a list, every other header as a string.
+      for (const [k, v] of Object.entries(a.headers))
+        for (const one of [v ?? []].flat()) headers.append(k, one);
       out.push(
         ...responseErrors(document, req.method, req.url, a.status, parsed, { contentType: type, headers }),
       );

@@ -318,10 +318,11 @@ export const adminRoutes: readonly RouteSpec[] = [
     body: () => ({ customer: 'nobody-in-this-world@example.com' }),
     apiBase: A,
   }),
-  // The console's session: sign-in takes the token; sign-out, last, ends the world's session.
-  spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }) }),
-  spec('GET', `${A}/session`, 'session'),
-  spec('DELETE', `${A}/session`, 'session'),
+  // The console's session: sign-in takes the token; sign-out, last, ends the world's session. The
+  // admin API's OpenAPI document describes them: every answer must match it.
+  spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }), apiBase: A }),
+  spec('GET', `${A}/session`, 'session', none, { apiBase: A }),
+  spec('DELETE', `${A}/session`, 'session', none, { apiBase: A }),
 ];
 
 // ---- public: operational endpoints, OpenAPI documents, the docs page, the console's page ------------

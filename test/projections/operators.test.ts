@@ -9,6 +9,7 @@
 import test from 'ava';
 import { createOperatorAuthenticator } from '../../api/operator-authenticator.ts';
 import { hashApiKey } from '../../application/credentials.ts';
+import { BOOTSTRAP_OPERATOR } from '../../application/operator-principal.ts';
 import { manualClock } from '../../domain/clock.ts';
 import * as account from '../../domain/operator-account.ts';
 import {
@@ -127,12 +128,15 @@ test('another process authenticates from its own copy: the person, their role no
   await append(es, stream, created);
   await project(es, readStore, operatorsProjection);
 
-  t.deepEqual(await auth.authenticate(BOOTSTRAP), {
-    operator_id: 'bootstrap',
-    name: 'bootstrap token',
-    role: 'admin',
-    token_id: null,
-  });
+  const bootstrap = await auth.authenticate(BOOTSTRAP);
+  t.like(bootstrap, { operator_id: 'bootstrap', name: 'bootstrap token', role: 'admin' });
+  t.regex(
+    bootstrap?.token_id ?? '',
+    /^bootstrap:[0-9a-f]{16}$/,
+    'a fingerprint of the token, never the token',
+  );
+  t.deepEqual(bootstrap && (await auth.current(bootstrap)), bootstrap);
+  t.is(await auth.current({ ...BOOTSTRAP_OPERATOR, token_id: 'bootstrap:0000000000000000' }), undefined);
   const ana = await auth.authenticate(tokenOf(1));
   t.deepEqual(ana, { operator_id: ID, name: 'Ana Lee', role: 'auditor', token_id: 'tok_1' });
   if (!ana) return;
@@ -171,6 +175,5 @@ test('another process authenticates from its own copy: the person, their role no
   ]);
   await project(es, readStore, operatorsProjection);
   t.is(await auth.current(ana), undefined, 'a revoked token');
-  const bootstrap = await auth.authenticate(BOOTSTRAP);
-  if (bootstrap) t.deepEqual(await auth.current(bootstrap), bootstrap);
+  if (bootstrap) t.deepEqual(await auth.current(bootstrap), bootstrap, 'the bootstrap token stands');
 });

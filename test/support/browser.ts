@@ -64,6 +64,20 @@ export async function watchedPage(
   return { page, problems };
 }
 
+/**
+ * The console at `base` in a fresh browser, signed in with `token` through its form, on the view
+ * `hash` names.
+ */
+export async function signedInConsole(t: ExecutionContext, base: string, token: string, hash: string) {
+  const browser = await launchBrowser(t);
+  const { page, problems } = await watchedPage(browser, new URL(base).origin);
+  await page.goto(`${base}/console#${hash}`);
+  await page.getByLabel('Operator token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return { page, problems };
+}
+
 /** Where browser tests leave their screenshots (`test-artifacts/`, not committed). */
 export async function screenshot(page: Page, name: string): Promise<string> {
   const dir = path.join(process.cwd(), 'test-artifacts', 'screenshots');

@@ -82,7 +82,14 @@ export interface CartTraffic {
   retries(): number;
   /** Lets each writer finish its cart, then answers every cart written. */
   stop(): Promise<WrittenCart[]>;
+  /** Each cart written so far with the revision its last acknowledged step was answered with (a copy). */
+  acknowledged(): WrittenCart[];
+  /** Stops the writers at once, a write under way given up (the service was killed); answers every cart written. */
+  abandon(): Promise<WrittenCart[]>;
 }
+
+/** A writer's write given up by `abandon()`. */
+class Abandoned extends Error {}
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -100,6 +107,7 @@ export function startCartTraffic(
   let done = 0;
   let retried = 0;
   let stopping = false;
+  let abandoned = false;
   let failure: Error | undefined;
 
   async function write(uuid: string, step: Step, revision: number): Promise<number> {
@@ -123,6 +131,7 @@ export function startCartTraffic(
       if (status !== 0 && status < 500) {
         throw new Error(`${step.name} of cart ${uuid} (If-Match ${revision}) answered ${status}: ${text}`);
       }
+      if (abandoned) throw new Abandoned();
       if (Date.now() > deadline) {
         throw new Error(`${step.name} of cart ${uuid} still failing at the deadline: ${status} ${text}`);
       }
@@ -147,7 +156,7 @@ export function startCartTraffic(
   const running = Promise.all(
     Array.from({ length: options.writers }, () =>
       writer().catch((err: unknown) => {
-        failure ??= err as Error;
+        if (!(err instanceof Abandoned)) failure ??= err as Error;
       }),
     ),
   );
@@ -159,6 +168,14 @@ export function startCartTraffic(
     retries: () => retried,
     async stop() {
       stopping = true;
+      await running;
+      if (failure) throw failure;
+      return carts;
+    },
+    acknowledged: () => carts.map((c) => ({ ...c })),
+    async abandon() {
+      stopping = true;
+      abandoned = true;
       await running;
       if (failure) throw failure;
       return carts;

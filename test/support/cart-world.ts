@@ -13,7 +13,8 @@ const P = '/platform/v1';
 // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
 type Json = Record<string, any>;
 
-async function must(s: Caller, method: string, url: string, body?: unknown): Promise<Json> {
+/** A call that must succeed; its JSON answer. */
+export async function must(s: Caller, method: string, url: string, body?: unknown): Promise<Json> {
   const res = await s.call(method, url, body);
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
@@ -141,4 +142,38 @@ export async function idle(s: TestService, ms = 300): Promise<void> {
     await s.tick();
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** A store operator partner of `storeId` whose key is not rate limited by a test's traffic. */
+export async function storeOperator(s: Caller, name: string, storeId: number) {
+  const created = await must(s, 'POST', '/admin/v1/partners', {
+    name,
+    kind: 'store_operator',
+    store_ids: [storeId],
+    rate_limit_per_minute: 100_000,
+  });
+  return { partnerId: created.partner.partner_id as string, key: created.api_key as string };
+}
+
+/** Every cart of `storeId` the store operator's key reads: its status and number of lines, by uuid. */
+export async function partnerCartView(
+  base: string,
+  key: string,
+  storeId: number,
+): Promise<Map<string, string>> {
+  const view = new Map<string, string>();
+  let cursor: string | null = null;
+  do {
+    const url = new URL(`${base}/partner/store/v1/carts?store_id=${storeId}&limit=100`);
+    if (cursor) url.searchParams.set('cursor', cursor);
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
+    const page = (await res.json()) as {
+      carts: Array<{ uuid: string; status: string; products: unknown[] }>;
+      next_cursor: string | null;
+    };
+    for (const c of page.carts) view.set(c.uuid, `${c.status}, ${c.products.length} line(s)`);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return view;
 }

@@ -52,14 +52,22 @@ export function withCookie(
   });
 }
 
+/** Who is signed in, as the session and `GET /admin/v1/me` show them. */
+export interface Person {
+  operator_id: string;
+  name: string;
+  role: string;
+  token_id: string | null;
+}
+
 /** `GET /admin/v1/session` with `cookie`: the person signed in (null: nobody) and any `Set-Cookie`. */
 export async function signedInAs(
   svc: TestService,
   cookie: string,
-): Promise<{ operator: { id: string; name: string; role: string } | null; setCookie: string | undefined }> {
+): Promise<{ operator: Person | null; setCookie: string | undefined }> {
   const res = await withCookie(svc, cookie, 'GET', '/admin/v1/session');
   if (res.status !== 200)
     throw new Error(`GET /admin/v1/session answered ${res.status}: ${await res.text()}`);
-  const body = (await res.json()) as { operator: { id: string; name: string; role: string } | null };
+  const body = (await res.json()) as { operator: Person | null };
   return { operator: body.operator, setCookie: res.headers.getSetCookie()[0] };
 }

@@ -71,6 +71,8 @@ export interface ClusterDouble {
   readonly follower: NodeDouble;
   /** The cluster's log, as the leader holds it. */
   readonly log: EventStore;
+  /** Streams' metadata as written to their metastreams (`$$<stream>`): every `$metadata` event's data. */
+  readonly metadata: ReadonlyMap<string, unknown[]>;
   /** Both nodes as gossip seeds, the client choosing a node by `nodePreference`. */
   connectionString(nodePreference: 'leader' | 'follower' | 'random'): string;
   /** The follower stops replicating: its reads answer the log as it is now. */
@@ -89,6 +91,7 @@ const HOST = '127.0.0.1';
 export async function startClusterDouble(): Promise<ClusterDouble> {
   const dir = mkdtempSync(join(tmpdir(), 'pds-esdb-cluster-'));
   const log = await openSqliteEventStore(join(dir, 'events.db'));
+  const metadata = new Map<string, unknown[]>();
   /** The last position the follower holds; undefined: all of the log. */
   let replicatedUpTo: number | undefined;
 
@@ -266,8 +269,9 @@ export async function startClusterDouble(): Promise<ClusterDouble> {
         : options.hasStreamExists()
           ? 'stream_exists'
           : 'any';
-    const events = proposed.map((r) => newEvent(r.getProposedMessage()));
     const reply = new AppendResp();
+    if (streamId.startsWith('$$')) return writeMetadata(streamId.slice(2), proposed, reply);
+    const events = proposed.map((r) => newEvent(r.getProposedMessage()));
     const headBefore = await log.headPosition();
     try {
       const written = await log.append(streamId, events, { expectedRevision: expected });
@@ -296,10 +300,25 @@ export async function startClusterDouble(): Promise<ClusterDouble> {
     return reply;
   }
 
+  /** A write to a metastream, kept beside the log (which holds no system stream); `any` expected. */
+  function writeMetadata(streamId: string, proposed: AppendReq[], reply: InstanceType<typeof AppendResp>) {
+    const written = metadata.get(streamId) ?? [];
+    for (const r of proposed) {
+      written.push(JSON.parse(Buffer.from(r.getProposedMessage()?.getData_asU8() ?? []).toString('utf8')));
+    }
+    metadata.set(streamId, written);
+    const success = new AppendResp.Success();
+    success.setCurrentRevision(String(written.length - 1));
+    success.setNoPosition(new sharedPb.Empty());
+    reply.setSuccess(success);
+    return reply;
+  }
+
   return {
     leader: nodes.leader,
     follower: nodes.follower,
     log,
+    metadata,
     connectionString: (nodePreference) =>
       `esdb://${HOST}:${nodes.leader.port},${HOST}:${nodes.follower.port}?tls=false&nodePreference=${nodePreference}`,
     async lag() {

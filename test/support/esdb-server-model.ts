@@ -173,6 +173,8 @@ export function esdbServerModel(inner: EventStore): ModelledStore {
       return { ...result, position: out(result.position) };
     },
     subscribeToAll: catchUp.subscribeToAll,
+    // As the real adapter: the server drops expired events at a scavenge, not on request.
+    dropExpired: async () => ({ events: 0, streams: 0 }),
     createPersistentSubscription: (group, settings = {}) =>
       inner.createPersistentSubscription(group, {
         ...settings,

@@ -279,6 +279,7 @@ export function faultyStore(inner: EventStore): FaultyStore {
     headPosition: (f) => read('read of the head', () => inner.headPosition(f)),
     countAll: (o) => read('count of $all', () => inner.countAll(o)),
     subscribeToAll,
+    dropExpired: () => inner.dropExpired(),
     createPersistentSubscription: (g, s) => inner.createPersistentSubscription(g, s),
     updatePersistentSubscription: (g, s) => inner.updatePersistentSubscription(g, s),
     deletePersistentSubscription: (g) => inner.deletePersistentSubscription(g),

@@ -1,0 +1,123 @@
+/**
+ * `pds backup <dir>`, `pds backup verify <backup>` and `pds restore <backup> [data dir]`: backups of the
+ * embedded deployment (docs/operations.md, "Backups"). They open the data dir's files themselves, on the
+ * machine the service runs on and beside it while it serves (SQLite's WAL lets a reader copy while the
+ * service writes): no token, no route, and they work as well with the service stopped. A split deployment
+ * (EventStoreDB, MongoDB) is backed up with those engines' own tools.
+ */
+import path from 'node:path';
+import type { Command } from 'commander';
+import pkg from '../../package.json' with { type: 'json' };
+import type { BackupFile, Manifest } from '../backup/manifest.ts';
+import { RestoreRefused, restoreBackup } from '../backup/restore.ts';
+import { takeBackup } from '../backup/take.ts';
+import { BackupNotFound, verifyBackup } from '../backup/verify.ts';
+import { CliError, EXIT, table } from '../client.ts';
+import { type Config, ConfigError, parseConfig } from '../config.ts';
+import { printJson } from '../options.ts';
+import { runClientCommand } from './run.ts';
+
+/**
+ * The data dir the environment names (`PDS_DATA_DIR`), refused when the service's stores are not all
+ * files in it: a backup copies the data dir, and a store elsewhere would be left out.
+ */
+export function embeddedDataDir(env: NodeJS.ProcessEnv): string {
+  let config: Config;
+  try {
+    config = parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message, EXIT.usage);
+    throw error;
+  }
+  if (!config.embedded) {
+    throw new CliError(
+      'PDS_EVENT_STORE is not the embedded store: back up EventStoreDB and MongoDB with their own tools',
+      EXIT.usage,
+    );
+  }
+  const outside = [
+    ['PDS_EVENT_STORE', config.eventStoreUrl],
+    ['PDS_READ_STORE', config.readStoreUrl],
+    ['PDS_DISPATCHER_STORE', config.dispatcherStoreUrl],
+  ].filter(
+    ([, url]) =>
+      url.startsWith('sqlite:') && path.dirname(path.resolve(url.slice('sqlite:'.length))) !== config.dataDir,
+  );
+  if (outside.length > 0) {
+    throw new CliError(
+      `${outside.map(([name]) => name).join(', ')} names a file outside the data dir ${config.dataDir}: a backup copies the data dir`,
+      EXIT.usage,
+    );
+  }
+  return config.dataDir;
+}
+
+function filesTable(files: readonly BackupFile[]): string {
+  return table(
+    ['file', 'kind', 'bytes', 'sha256'],
+    files.map((f) => [f.name, f.kind, f.bytes, f.sha256]),
+  );
+}
+
+const summary = (m: Manifest) =>
+  `${m.log.events} events in ${m.log.streams} streams up to position ${m.log.head}, taken ${m.created_at} by pds ${m.version}`;
+
+/** A missing backup is `notFound` (3), a refused restore `refused` (4); anything else fails (1). */
+function exitCodeOf(error: unknown): never {
+  if (error instanceof BackupNotFound) throw new CliError(error.message, EXIT.notFound);
+  if (error instanceof RestoreRefused) throw new CliError(error.message, EXIT.refused);
+  throw error;
+}
+
+export function registerBackup(program: Command): void {
+  const backup = program
+    .command('backup')
+    .description('a consistent copy of the embedded data dir while the service serves; verify one')
+    .argument('<dir>', 'where to make the backup (a new directory pds-backup-<time> in it)')
+    .option('--json', 'print the manifest as JSON')
+    .action((dir: string, options: { json?: boolean }) =>
+      runClientCommand(async () => {
+        const dataDir = embeddedDataDir(process.env);
+        const taken = await takeBackup({ dataDir, into: path.resolve(dir), version: pkg.version });
+        if (options.json)
+          return printJson({ backup: taken.dir, ms: Math.round(taken.ms), manifest: taken.manifest });
+        return `backup ${taken.dir}: ${summary(taken.manifest)}, in ${(taken.ms / 1000).toFixed(1)} s\n${filesTable(taken.manifest.files)}\n`;
+      }),
+    );
+
+  backup
+    .command('verify')
+    .description(
+      'checksums, integrity check of each database, and the manifest against the files (exit 1 when not sound)',
+    )
+    .argument('<backup>', 'a backup directory')
+    // `--json` is `pds backup`'s option, which commander finds after `verify` too.
+    .action((dir: string, _options: unknown, command: Command) =>
+      runClientCommand(async () => {
+        const options = command.optsWithGlobals<{ json?: boolean }>();
+        const { manifest, problems } = await verifyBackup(path.resolve(dir)).catch(exitCodeOf);
+        if (options.json) {
+          if (problems.length > 0) process.exitCode = EXIT.failed;
+          return printJson({ backup: path.resolve(dir), sound: problems.length === 0, problems, manifest });
+        }
+        if (problems.length > 0)
+          throw new CliError(`${dir} is not sound: ${problems.join('; ')}`, EXIT.failed);
+        return `${dir} is sound: ${summary(manifest as Manifest)}\n`;
+      }),
+    );
+}
+
+export function registerRestore(program: Command): void {
+  program
+    .command('restore')
+    .description('a verified backup into an empty data dir, then start the service on it')
+    .argument('<backup>', 'a backup directory')
+    .argument('[data dir]', 'where to restore (default: PDS_DATA_DIR, else ./data); must be empty or absent')
+    .action((dir: string, target: string | undefined) =>
+      runClientCommand(async () => {
+        const dataDir = target ? path.resolve(target) : embeddedDataDir(process.env);
+        const manifest = await restoreBackup(path.resolve(dir), dataDir).catch(exitCodeOf);
+        return `restored into ${dataDir}: ${summary(manifest)}\n`;
+      }),
+    );
+}
