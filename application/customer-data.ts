@@ -12,10 +12,12 @@
  * - `IdempotentResponseRecorded`: an answer showing a cart's customer or an arrival's answers, which
  *   a retry replays (docs/write-side.md, "Idempotency").
  */
-import { createHmac, type KeyObject, randomBytes } from 'node:crypto';
+import { createHmac, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { type Clock, systemClock } from '../domain/clock.ts';
 import type { NewEvent, RecordedEvent } from '../eventstore/port.ts';
-import { createSecretBox, SecretBoxError } from './credentials.ts';
-import type { CustomerKeyStore, StoredCustomerKey } from './customer-keys.ts';
+import { createSecretBox } from './credentials.ts';
+import { CustomerKeyMissing, type CustomerKeyStore, type StoredCustomerKey } from './customer-keys.ts';
 
 const CUSTOMER_FIELDS = ['email', 'first_name', 'last_name', 'phone_number', 'DOB'] as const;
 /** Where a sealed event keeps its personal fields: the key's id and the secret box token. */
@@ -27,28 +29,42 @@ export interface SealedPersonalData {
 const SEALED_BODY = 'pds-sealed-v1 ';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * How long another process may still open data with a key it holds unwrapped after an erasure
+ * elsewhere (docs/operations.md, "Customer data"); the erasing process forgets its keys at once.
+ */
+export const KEY_CACHE_TTL_MS = 30_000;
+const KEY_CACHE_SIZE = 4_096;
+
 export interface ErasureTargets {
   key_ids: string[];
   cart_uuids: string[];
 }
 
+export interface CustomerDataOptions {
+  /** The clock the key cache's time-to-live runs on. */
+  clock?: Clock;
+  keyCacheTtlMs?: number;
+}
+
 export interface CustomerData {
-  /** The event as the log keeps it: its personal data sealed under its customer's key. */
+  /** The event as the log keeps it: its personal data sealed under its cart's key. */
   seal(streamId: string, event: NewEvent): Promise<NewEvent>;
-  /** The event as its readers take it: opened, or erased when its key is gone. */
+  /** The event as its readers take it: opened, or erased when an erasure destroyed its key. */
   open(event: RecordedEvent): Promise<RecordedEvent>;
   /**
    * A webhook body as its delivery keeps it, sealed when it shows a customer: the fan-out seals it
    * before scheduling, so that no working state ever holds it open.
    */
   sealBody(body: string): Promise<string>;
-  /** A webhook body as it is sent: opened, or with the customer left out when the key is gone. */
+  /** A webhook body as it is sent: opened, or with the customer left out when its key was erased. */
   openBody(body: string): Promise<string>;
   /**
-   * The keys and carts of the customer a user id, an email address or a cart uuid names, and of every
-   * customer sharing a key's user id or email address with them.
+   * The keys and carts each target names directly: a user id, the carts identified with that user
+   * id; an email address, the carts identified with that email; a cart uuid, that cart.
    */
-  resolve(target: string): Promise<ErasureTargets>;
+  resolve(targets: string | readonly string[]): Promise<ErasureTargets>;
+  /** The key store; destroying keys through it also forgets them in this process at once. */
   readonly keys: CustomerKeyStore;
 }
 
@@ -58,72 +74,121 @@ const isSealed = (data: unknown): data is { personal: SealedPersonalData } =>
 /** Whether a value carries anything: null and '' say nothing about anyone. */
 const present = (v: unknown) => v !== null && v !== undefined && v !== '';
 
-export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | KeyObject): CustomerData {
+/** A key of its own for each use of `PDS_SECRET_KEY`, so that no two uses share one. */
+const subkey = (secretKey: Buffer | KeyObject, info: string) =>
+  Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), info, 32));
+
+export function createCustomerData(
+  store: CustomerKeyStore,
+  secretKey: Buffer | KeyObject,
+  options: CustomerDataOptions = {},
+): CustomerData {
+  // Data keys are wrapped by the credentials' secret box of PDS_SECRET_KEY, with a context per key.
   const box = createSecretBox(secretKey);
+  const linkKey = subkey(secretKey, 'pds customer link v1');
+  const clock = options.clock ?? systemClock;
+  // Unwrapped data keys, and the erased ones, for a short while: reading sealed events costs no key
+  // store read each time, and another process's erasure is seen within the time-to-live.
+  const cache = new LRUCache<string, Buffer | 'erased'>({
+    max: KEY_CACHE_SIZE,
+    ttl: options.keyCacheTtlMs ?? KEY_CACHE_TTL_MS,
+    perf: { now: () => clock.now().getTime() },
+    ttlResolution: 0,
+  });
+  const keys: CustomerKeyStore = {
+    ...store,
+    async destroyKeys(keyIds, erasure) {
+      for (const keyId of keyIds) cache.delete(keyId);
+      await store.destroyKeys(keyIds, erasure);
+      for (const keyId of keyIds) cache.delete(keyId);
+    },
+  };
   // The links by user id and email are keyed hashes: the key store never holds either value.
   const hashed = (kind: 'user' | 'email', value: string) =>
-    `${kind}:${createHmac('sha256', secretKey).update(`customer-link:${kind}:${value}`).digest('base64url')}`;
+    `${kind}:${createHmac('sha256', linkKey).update(`${kind}:${value}`).digest('base64url')}`;
   const userLink = (userId: unknown) => (present(userId) ? [hashed('user', String(userId))] : []);
   const emailLink = (email: unknown) =>
     typeof email === 'string' && email !== '' ? [hashed('email', email.trim().toLowerCase())] : [];
   const keyContext = (keyId: string) => `customer-key:${keyId}`;
   const dataContext = (keyId: string, type: string) => `customer:${keyId}:${type}`;
 
-  /** The key that seals a cart's data: the cart's own, else its customer's, else a new one; linked to all. */
-  async function keyFor(links: string[]): Promise<{ keyId: string; dataKey: Buffer }> {
-    const found = await keys.keysLinkedTo(links);
-    const cartLink = links[0];
-    const chosen = found.find((k) => k.links.includes(cartLink)) ?? found[0];
-    if (chosen) {
-      const stored = await keys.key(chosen.key_id);
-      if (stored) {
-        if (links.some((l) => !chosen.links.includes(l))) await keys.link(stored, links);
-        return { keyId: stored.key_id, dataKey: unwrap(stored) };
-      }
-    }
-    const dataKey = randomBytes(32);
-    const keyId = `ck_${randomBytes(12).toString('base64url')}`;
-    const stored: StoredCustomerKey = {
-      key_id: keyId,
-      wrapped: box.encrypt(dataKey.toString('base64'), keyContext(keyId)),
-      created_at: new Date().toISOString(),
-    };
-    await keys.link(stored, links);
-    return { keyId, dataKey };
-  }
-
   function unwrap(stored: StoredCustomerKey): Buffer {
     return Buffer.from(box.decrypt(stored.wrapped, keyContext(stored.key_id)), 'base64');
   }
 
-  /** The plaintext a sealed value holds, or null when its key was destroyed. */
-  async function unseal(sealed: SealedPersonalData, type: string): Promise<string | null> {
-    const stored = await keys.key(sealed.key_id);
-    if (!stored) return null;
-    return createSecretBox(unwrap(stored)).decrypt(sealed.box, dataContext(sealed.key_id, type));
+  /** The data key of this id, 'erased' once an erasure destroyed it; throws when it is neither. */
+  async function dataKey(keyId: string): Promise<Buffer | 'erased'> {
+    const cached = cache.get(keyId);
+    if (cached !== undefined) return cached;
+    const record = await store.key(keyId);
+    if (record === null) throw new CustomerKeyMissing(keyId);
+    const found = 'key' in record ? unwrap(record.key) : 'erased';
+    cache.set(keyId, found);
+    return found;
   }
 
-  async function sealValue(links: string[], type: string, plaintext: string): Promise<SealedPersonalData> {
-    const { keyId, dataKey } = await keyFor(links);
-    return { key_id: keyId, box: createSecretBox(dataKey).encrypt(plaintext, dataContext(keyId, type)) };
+  /**
+   * The key of the cart: its own (linked to `identities` too), or a new one. One key per cart, so that
+   * an erasure reaches exactly the carts its targets name.
+   */
+  async function keyFor(cartUuid: string, identities: string[]): Promise<{ keyId: string; key: Buffer }> {
+    const cartLink = `cart:${cartUuid.toLowerCase()}`;
+    const [own] = await store.keysLinkedTo([cartLink]);
+    if (own) {
+      const key = await dataKey(own.key_id);
+      if (key !== 'erased') {
+        const added = identities.filter((l) => !own.links.includes(l));
+        if (added.length > 0) {
+          const record = await store.key(own.key_id);
+          if (record && 'key' in record) await store.link(record.key, added);
+        }
+        return { keyId: own.key_id, key };
+      }
+    }
+    const key = randomBytes(32);
+    const keyId = `ck_${randomBytes(12).toString('base64url')}`;
+    const stored: StoredCustomerKey = {
+      key_id: keyId,
+      wrapped: box.encrypt(key.toString('base64'), keyContext(keyId)),
+      created_at: clock.now().toISOString(),
+    };
+    await store.link(stored, [cartLink, ...identities]);
+    cache.set(keyId, key);
+    return { keyId, key };
+  }
+
+  /** The plaintext a sealed value holds, or null when an erasure destroyed its key. */
+  async function unseal(sealed: SealedPersonalData, type: string): Promise<string | null> {
+    const key = await dataKey(sealed.key_id);
+    if (key === 'erased') return null;
+    return createSecretBox(key).decrypt(sealed.box, dataContext(sealed.key_id, type));
+  }
+
+  async function sealValue(
+    cartUuid: string,
+    identities: string[],
+    type: string,
+    plaintext: string,
+  ): Promise<SealedPersonalData> {
+    const { keyId, key } = await keyFor(cartUuid, identities);
+    return { key_id: keyId, box: createSecretBox(key).encrypt(plaintext, dataContext(keyId, type)) };
   }
 
   async function seal(streamId: string, event: NewEvent): Promise<NewEvent> {
     const data = event.data as Record<string, unknown>;
-    const cartLink = `cart:${streamId.slice('cart-'.length)}`;
+    const cartUuid = streamId.slice('cart-'.length);
     if (event.type === 'CartCustomerIdentified') {
       if (!CUSTOMER_FIELDS.some((f) => present(data[f]))) return event;
       const personal = Object.fromEntries(CUSTOMER_FIELDS.map((f) => [f, data[f] ?? null]));
       const rest = Object.fromEntries(Object.entries(data).filter(([k]) => !(k in personal)));
-      const links = [cartLink, ...userLink(data.user_id), ...emailLink(data.email)];
-      const sealed = await sealValue(links, event.type, JSON.stringify(personal));
+      const identities = [...userLink(data.user_id), ...emailLink(data.email)];
+      const sealed = await sealValue(cartUuid, identities, event.type, JSON.stringify(personal));
       return { ...event, data: { ...rest, personal: sealed } };
     }
     if (event.type === 'CurbsideArrivalPosted') {
       const fields = (data.fields ?? {}) as Record<string, string>;
       if (Object.keys(fields).length === 0) return event;
-      const links = [cartLink, ...userLink(data.user_id)];
-      const sealed = await sealValue(links, event.type, JSON.stringify(fields));
+      const sealed = await sealValue(cartUuid, userLink(data.user_id), event.type, JSON.stringify(fields));
       const { fields: _fields, ...rest } = data;
       return { ...event, data: { ...rest, personal: sealed } };
     }
@@ -135,7 +200,7 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
       // The answer a retry replays: a cart's record or an arrival shows the customer too.
       const found = withoutCustomer(data.body);
       if (found === null) return event;
-      const sealed = await sealValue([`cart:${found.cartUuid}`], event.type, JSON.stringify(data.body));
+      const sealed = await sealValue(found.cartUuid, [], event.type, JSON.stringify(data.body));
       return { ...event, data: { ...data, body: found.erased, personal: sealed } };
     }
     return event;
@@ -164,7 +229,7 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
     if (body.startsWith(SEALED_BODY)) return body;
     const found = withoutCustomer(JSON.parse(body));
     if (found === null) return body;
-    const sealed = await sealValue([`cart:${found.cartUuid}`], 'WebhookDeliveryScheduled', body);
+    const sealed = await sealValue(found.cartUuid, [], 'WebhookDeliveryScheduled', body);
     return `${SEALED_BODY}${sealed.key_id} ${sealed.box} ${JSON.stringify(found.erased)}`;
   }
 
@@ -172,36 +237,27 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
     if (!body.startsWith(SEALED_BODY)) return body;
     const [keyId, token] = body.slice(SEALED_BODY.length).split(' ', 2);
     const erased = body.slice(SEALED_BODY.length + keyId.length + token.length + 2);
-    try {
-      return (await unseal({ key_id: keyId, box: token }, 'WebhookDeliveryScheduled')) ?? erased;
-    } catch (error) {
-      if (error instanceof SecretBoxError) return erased;
-      throw error;
-    }
+    // A box that does not open (a damaged token, another PDS_SECRET_KEY) throws: only a tombstone
+    // sends the body without its customer.
+    return (await unseal({ key_id: keyId, box: token }, 'WebhookDeliveryScheduled')) ?? erased;
   }
 
-  async function resolve(target: string): Promise<ErasureTargets> {
+  /** The link a target names: a cart uuid, an email address (it has an @), else a user id. */
+  function linkOf(target: string): string[] {
     const value = target.trim();
-    let links: string[];
-    if (UUID.test(value)) links = [`cart:${value.toLowerCase()}`];
-    else if (value.includes('@')) links = emailLink(value);
-    else links = userLink(value);
+    if (UUID.test(value)) return [`cart:${value.toLowerCase()}`];
+    if (value.includes('@')) return emailLink(value);
+    return userLink(value);
+  }
+
+  async function resolve(targets: string | readonly string[]): Promise<ErasureTargets> {
+    const links = [...new Set((typeof targets === 'string' ? [targets] : targets).flatMap(linkOf))];
     const keyIds = new Set<string>();
     const carts = new Set<string>(links.filter((l) => l.startsWith('cart:')));
-    const seen = new Set<string>(links);
-    // A customer's keys share a user id or an email address: follow them until no new key turns up.
-    while (links.length > 0) {
-      const next: string[] = [];
-      for (const k of await keys.keysLinkedTo(links)) {
-        keyIds.add(k.key_id);
-        for (const l of k.links) {
-          if (seen.has(l)) continue;
-          seen.add(l);
-          next.push(l);
-          if (l.startsWith('cart:')) carts.add(l);
-        }
-      }
-      links = next;
+    // Direct links only: a key's other identities name other people's carts as often as this one's.
+    for (const k of await store.keysLinkedTo(links)) {
+      keyIds.add(k.key_id);
+      for (const l of k.links) if (l.startsWith('cart:')) carts.add(l);
     }
     return { key_ids: [...keyIds], cart_uuids: [...carts].map((l) => l.slice('cart:'.length)) };
   }

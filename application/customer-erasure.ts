@@ -1,9 +1,10 @@
 /**
- * Erasing a customer (docs/operations.md, "Customer data"): their keys and the carts those keys
- * sealed data of are found (`CustomerData.resolve`), the erasure is recorded in the key store, the
- * keys are destroyed, and each cart records `CartCustomerErased`, which holds no personal data and makes
- * the read models forget the customer. An erasure interrupted after its record is completed by the
- * next one (`finishPendingErasures`): its keys are destroyed again (a no-op) and its carts recorded.
+ * Erasing a customer (docs/operations.md, "Customer data"): the keys of the carts the targets name
+ * (`CustomerData.resolve`) are found, the erasure is recorded in the key store, the keys are replaced
+ * by tombstones naming it, and each cart records `CartCustomerErased`, which holds no personal data
+ * and makes the read models forget the customer. An erasure interrupted after its record is completed
+ * at the next start of the service, or by the next erasure (`finishPendingErasures`): its keys are
+ * destroyed again (a no-op) and its carts recorded.
  */
 import { randomUUID } from 'node:crypto';
 import * as cart from '../domain/cart.ts';
@@ -25,7 +26,10 @@ async function complete(
   erasure: CustomerErasure,
   metadata: CommandMetadata,
 ): Promise<string[]> {
-  await data.keys.destroyKeys(erasure.key_ids);
+  await data.keys.destroyKeys(erasure.key_ids, {
+    erasure_id: erasure.erasure_id,
+    erased_at: erasure.requested_at,
+  });
   const recorded: string[] = [];
   for (const uuid of erasure.cart_uuids) {
     try {
@@ -56,11 +60,14 @@ export async function finishPendingErasures(
   return pending.length;
 }
 
-/** Erases the customer a user id, an email address or a cart uuid names. */
+/**
+ * Erases what the targets name, each a user id, an email address or a cart uuid, in one erasure: a
+ * request naming a customer by both their user id and their email gives both.
+ */
 export async function eraseCustomer(
   data: CustomerData,
   commands: CommandHandler,
-  target: string,
+  target: string | readonly string[],
   metadata: CommandMetadata,
 ): Promise<ErasureOutcome> {
   await finishPendingErasures(data, commands, metadata);

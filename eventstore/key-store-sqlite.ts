@@ -3,11 +3,13 @@
  * beside the event store and never inside it, so that destroying a key leaves no byte of it behind.
  * `secure_delete` overwrites what a delete frees, and a destroy ends with a truncating WAL checkpoint,
  * so the key's pages are neither in the file nor in its WAL (docs/operations.md, "Customer data").
+ * A destroyed key's row is replaced by its tombstone (`customer_key_tombstones`) in one transaction.
  */
 import { DatabaseSync } from 'node:sqlite';
 import type {
   CustomerErasure,
   CustomerKeyStore,
+  CustomerKeyTombstone,
   LinkedKey,
   StoredCustomerKey,
 } from '../application/customer-keys.ts';
@@ -28,6 +30,11 @@ const SCHEMA = `
     PRIMARY KEY (link, key_id)
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS customer_key_links_by_key ON customer_key_links (key_id);
+  CREATE TABLE IF NOT EXISTS customer_key_tombstones (
+    key_id TEXT PRIMARY KEY,
+    erasure_id TEXT NOT NULL,
+    erased_at TEXT NOT NULL
+  ) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS customer_erasures (
     erasure_id TEXT PRIMARY KEY,
     erasure TEXT NOT NULL,
@@ -54,6 +61,12 @@ export function openSqliteKeyStore(file: string): CustomerKeyStore {
   const linksOf = db.prepare('SELECT link FROM customer_key_links WHERE key_id = ? ORDER BY link');
   const deleteLinks = db.prepare('DELETE FROM customer_key_links WHERE key_id = ?');
   const deleteKey = db.prepare('DELETE FROM customer_keys WHERE key_id = ?');
+  const getTombstone = db.prepare(
+    'SELECT key_id, erasure_id, erased_at FROM customer_key_tombstones WHERE key_id = ?',
+  );
+  const insertTombstone = db.prepare(
+    'INSERT INTO customer_key_tombstones (key_id, erasure_id, erased_at) VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING',
+  );
   const insertErasure = db.prepare(
     'INSERT INTO customer_erasures (erasure_id, erasure) VALUES (?, ?) ON CONFLICT (erasure_id) DO NOTHING',
   );
@@ -74,7 +87,10 @@ export function openSqliteKeyStore(file: string): CustomerKeyStore {
 
   return {
     async key(keyId) {
-      return (getKey.get(keyId) as StoredCustomerKey | undefined) ?? null;
+      const key = getKey.get(keyId) as StoredCustomerKey | undefined;
+      if (key) return { key: { ...key } };
+      const tombstone = getTombstone.get(keyId) as CustomerKeyTombstone | undefined;
+      return tombstone ? { tombstone: { ...tombstone } } : null;
     },
     async keysLinkedTo(links) {
       if (links.length === 0) return [];
@@ -100,9 +116,10 @@ export function openSqliteKeyStore(file: string): CustomerKeyStore {
     async beginErasure(erasure) {
       insertErasure.run(erasure.erasure_id, JSON.stringify(erasure));
     },
-    async destroyKeys(keyIds) {
+    async destroyKeys(keyIds, erasure) {
       inTransaction(() => {
         for (const keyId of keyIds) {
+          insertTombstone.run(keyId, erasure.erasure_id, erasure.erased_at);
           deleteLinks.run(keyId);
           deleteKey.run(keyId);
         }

@@ -1,7 +1,8 @@
 /**
- * `pds customers erase <user id | email | cart uuid>`: erases a customer's personal data through
- * the admin API (`POST /admin/v1/customers/erase`, role `operator`), and prints the erasure and the
- * carts that recorded it. `pds customers export <…>`: everything held about them
+ * `pds customers erase <user id | email | cart uuid>...`: erases a customer's personal data through
+ * the admin API (`POST /admin/v1/customers/erase`, role `operator`), every identifier named in one
+ * erasure, and prints the erasure and the carts that recorded it. `pds customers export <…>...`:
+ * everything held about them
  * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data").
  */
 import type { Command } from 'commander';
@@ -27,9 +28,9 @@ export function registerCustomers(program: Command): void {
     .description(
       "destroy the keys of a customer's personal data: from then on no read model, history, webhook or console shows it",
     )
-    .argument('<customer>', 'a user id, an email address or a cart uuid')
+    .argument('<customer...>', 'user ids, email addresses or cart uuids: all of one customer, erased at once')
     .option('--json', 'print {erasure_id, keys_destroyed, carts} as JSON')
-    .action((customer: string, options: { json?: boolean }) =>
+    .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
         const client = await createAdminClient();
         const erasure = await client.request<Erasure>('POST', '/admin/v1/customers/erase', { customer });
@@ -47,9 +48,9 @@ export function registerCustomers(program: Command): void {
     .description(
       'everything held about a customer: their carts, arrivals and the webhooks sent with their data',
     )
-    .argument('<customer>', 'a user id, an email address or a cart uuid')
+    .argument('<customer...>', 'user ids, email addresses or cart uuids of one customer')
     .option('--json', 'print the whole document as JSON')
-    .action((customer: string, options: { json?: boolean }) =>
+    .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
         const client = await createAdminClient();
         const answer = await client.request<{ export: { exported_at: string; carts: ExportedCart[] } }>(

@@ -4,11 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { createCommandHandler } from '../../application/command-handler.ts';
-import { createCustomerData } from '../../application/customer-data.ts';
+import { SecretBoxError } from '../../application/credentials.ts';
+import { createCustomerData, KEY_CACHE_TTL_MS } from '../../application/customer-data.ts';
 import { eraseCustomer, finishPendingErasures } from '../../application/customer-erasure.ts';
+import { CustomerKeyMissing } from '../../application/customer-keys.ts';
 import { protectCustomerData } from '../../application/protected-event-store.ts';
 import { readState } from '../../application/read-state.ts';
 import * as cart from '../../domain/cart.ts';
+import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import { openSqliteKeyStore } from '../../eventstore/key-store-sqlite.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
@@ -35,7 +38,8 @@ async function world(t: { teardown(fn: () => void | Promise<void>): void }) {
   const dir = mkdtempSync(path.join(tmpdir(), 'pds-customer-data-'));
   const log = await openSqliteEventStore(path.join(dir, 'events.db'));
   const keys = openSqliteKeyStore(path.join(dir, 'keys.db'));
-  const data = createCustomerData(keys, randomBytes(32));
+  const secretKey = randomBytes(32);
+  const data = createCustomerData(keys, secretKey);
   const store = protectCustomerData(log, data);
   const commands = createCommandHandler(store, eventRegistry);
   t.teardown(async () => {
@@ -67,7 +71,7 @@ async function world(t: { teardown(fn: () => void | Promise<void>): void }) {
     const { state } = await readState(store, eventRegistry, cart.streamId(uuid), cart.decider);
     return state.exists ? state.customer : undefined;
   };
-  return { log, keys, data, store, commands, newCart, customerOf };
+  return { log, keys, secretKey, data, store, commands, newCart, customerOf };
 }
 
 test('the log holds a customer sealed, and its readers get them back as they were identified', async (t) => {
@@ -106,22 +110,75 @@ test('erasing by email destroys the key: the events open erased, the carts recor
   }
 });
 
-test("a user id, an email or a cart uuid finds the customer's key, which every cart with their user id or email shares", async (t) => {
+test('each cart has a key of its own; a user id, an email or a cart uuid names the carts identified with it, and no others', async (t) => {
   const w = await world(t);
   const signedIn = await w.newCart(7);
   const guest = await w.newCart(null);
   const other = await w.newCart(8, { ...ada, email: 'grace@example.com', first_name: 'Grace' });
   const byUser = await w.data.resolve('7');
-  // One customer, one key: the guest cart's email is the signed-in customer's.
   t.is(byUser.key_ids.length, 1);
-  const both = [signedIn, guest].sort();
-  t.deepEqual(byUser.cart_uuids.sort(), both);
-  t.deepEqual((await w.data.resolve(guest)).cart_uuids.sort(), both);
-  t.deepEqual((await w.data.resolve(ada.email)).cart_uuids.sort(), both);
+  t.deepEqual(byUser.cart_uuids, [signedIn]);
+  t.deepEqual((await w.data.resolve(guest)).cart_uuids, [guest]);
+  t.deepEqual((await w.data.resolve(ada.email)).cart_uuids.sort(), [signedIn, guest].sort());
+  t.is((await w.data.resolve(ada.email)).key_ids.length, 2);
+  // Both of a request's identifiers, in one go: every cart either names.
+  t.deepEqual((await w.data.resolve(['7', 'grace@example.com'])).cart_uuids.sort(), [signedIn, other].sort());
   await eraseCustomer(w.data, w.commands, guest, metadata);
-  t.is(await w.customerOf(signedIn), null);
+  t.like(await w.customerOf(signedIn), { first_name: 'Ada' });
   t.is(await w.customerOf(guest), null);
   t.like(await w.customerOf(other), { first_name: 'Grace' });
+});
+
+test('two people who once shared an email are erased and exported apart by their user ids', async (t) => {
+  const w = await world(t);
+  const shared = 'family@example.com';
+  const ada7 = await w.newCart(7, { ...ada, email: shared });
+  const grace8 = await w.newCart(8, { ...ada, email: shared, first_name: 'Grace' });
+  // Ada's later cart under an address of her own: reached by her user id, not by the shared email.
+  const ada7later = await w.newCart(7, ada);
+  t.deepEqual((await w.data.resolve('7')).cart_uuids.sort(), [ada7, ada7later].sort());
+  t.deepEqual((await w.data.resolve('8')).cart_uuids, [grace8]);
+  const outcome = await eraseCustomer(w.data, w.commands, '7', metadata);
+  t.deepEqual(outcome.carts.sort(), [ada7, ada7later].sort());
+  t.is(outcome.keys_destroyed, 2);
+  t.is(await w.customerOf(ada7), null);
+  t.is(await w.customerOf(ada7later), null);
+  t.like(await w.customerOf(grace8), { first_name: 'Grace', email: shared });
+  t.deepEqual((await w.data.resolve(shared)).cart_uuids, [grace8]);
+});
+
+test('one user id identified with two emails: erasing one email leaves the other cart, erasing both identifiers reaches both', async (t) => {
+  const w = await world(t);
+  const first = await w.newCart(7, ada);
+  const second = await w.newCart(7, { ...ada, email: 'ada@work.example.com' });
+  const byEmail = await eraseCustomer(w.data, w.commands, ada.email, metadata);
+  t.deepEqual(byEmail.carts, [first]);
+  t.like(await w.customerOf(second), { email: 'ada@work.example.com' });
+  const third = await w.newCart(9, { ...ada, email: 'ada@home.example.com' });
+  const both = await eraseCustomer(w.data, w.commands, ['7', 'ada@home.example.com'], metadata);
+  t.deepEqual(both.carts.sort(), [second, third].sort());
+  t.is(both.keys_destroyed, 2);
+  t.deepEqual(await w.keys.pendingErasures(), []);
+});
+
+test('a cart identified again keeps its one key, whose links are that cart’s identities only', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  for (const email of ['b@example.com', 'c@example.com']) {
+    await w.commands.handle(
+      cart.streamId(uuid),
+      cart.decider,
+      { type: 'IdentifyCartCustomer', at, ...ada, email },
+      metadata,
+    );
+  }
+  await w.newCart(7, { ...ada, email: 'd@example.com' });
+  const [key] = await w.keys.keysLinkedTo([`cart:${uuid}`]);
+  t.is(key.links.length, 1 + 1 + 3, 'its cart, its user id, its three emails');
+  t.deepEqual(
+    key.links.filter((l) => l.startsWith('cart:')),
+    [`cart:${uuid}`],
+  );
 });
 
 test('a customer identified again after an erasure is sealed under a new key, which a rebuild still opens', async (t) => {
@@ -137,12 +194,12 @@ test('a customer identified again after an erasure is sealed under a new key, wh
   t.like(await w.customerOf(uuid), { first_name: 'Augusta' });
 });
 
-test('an erasure interrupted after the keys are destroyed is finished by the next one', async (t) => {
+test('an erasure interrupted after the keys are destroyed is finished by the next call to finish them', async (t) => {
   const w = await world(t);
   const uuid = await w.newCart(7);
   const found = await w.data.resolve('7');
   await w.keys.beginErasure({ erasure_id: randomUUID(), ...found, requested_at: at });
-  await w.keys.destroyKeys(found.key_ids);
+  await w.data.keys.destroyKeys(found.key_ids, { erasure_id: randomUUID(), erased_at: at });
   // The cart's events open erased, but the cart has not recorded it yet.
   t.deepEqual(await w.customerOf(uuid), {
     email: null,
@@ -215,4 +272,59 @@ test('the carts read model forgets an erased customer, and a rebuild from the lo
   const rebuilt = openSqliteReadStore(':memory:');
   await project(w.store, rebuilt, cartsProjection);
   t.deepEqual(await snapshot(rebuilt, cartsProjection), await snapshot(live, cartsProjection));
+});
+
+test('data whose key is gone without an erasure is a fault, never read as erased', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const [, identified] = await w.log.readStream(cart.streamId(uuid));
+  const body = await w.data.sealBody(
+    JSON.stringify({ webhook_event: 'cart_abandoned', customer: ada, cart: { uuid } }),
+  );
+  // Another process over an empty key store (its own file, say): it has neither the key nor a tombstone.
+  const elsewhere = createCustomerData(openSqliteKeyStore(':memory:'), w.secretKey);
+  await t.throwsAsync(elsewhere.open(identified), { instanceOf: CustomerKeyMissing });
+  await t.throwsAsync(elsewhere.openBody(body), { instanceOf: CustomerKeyMissing });
+  // Here, only the erasure makes it read as erased.
+  t.like((await w.data.open(identified)).data, { email: ada.email });
+  await eraseCustomer(w.data, w.commands, uuid, metadata);
+  t.like((await w.data.open(identified)).data, { email: null, erased: true });
+});
+
+test('a webhook body whose box does not open is an error, not a body without its customer', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const body = await w.data.sealBody(
+    JSON.stringify({ webhook_event: 'cart_abandoned', customer: ada, cart: { uuid } }),
+  );
+  const [prefix, keyId, token, ...rest] = body.split(' ');
+  const damaged = [prefix, keyId, `${token.slice(0, -4)}AAAA`, ...rest].join(' ');
+  await t.throwsAsync(w.data.openBody(damaged), { instanceOf: SecretBoxError });
+  // Under another PDS_SECRET_KEY the data key does not unwrap either.
+  const otherSecret = createCustomerData(w.keys, randomBytes(32));
+  await t.throwsAsync(otherSecret.openBody(body), { instanceOf: SecretBoxError });
+});
+
+test('keys are kept unwrapped a while: the erasing process forgets them at once, another within the time-to-live', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const [, identified] = await w.log.readStream(cart.streamId(uuid));
+  const clock = manualClock();
+  const reads = { count: 0 };
+  const counted = {
+    ...w.keys,
+    key(id: string) {
+      reads.count += 1;
+      return w.keys.key(id);
+    },
+  };
+  const other = createCustomerData(counted, w.secretKey, { clock, keyCacheTtlMs: KEY_CACHE_TTL_MS });
+  for (let i = 0; i < 3; i++) t.like((await other.open(identified)).data, { email: ada.email });
+  t.is(reads.count, 1, 'one key store read for three opens');
+  await eraseCustomer(w.data, w.commands, uuid, metadata);
+  t.like((await w.data.open(identified)).data, { erased: true }, 'the erasing process, at once');
+  clock.advance(KEY_CACHE_TTL_MS);
+  t.like((await other.open(identified)).data, { email: ada.email }, 'another, until its entry expires');
+  clock.advance(1);
+  t.like((await other.open(identified)).data, { erased: true });
 });

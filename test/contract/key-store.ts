@@ -32,7 +32,7 @@ export function keyStoreContract(test: TestFn, name: string, open: () => Promise
     const k = key(1);
     await store.link(k, ['cart:a', 'email:h1']);
     await store.link({ ...k, wrapped: 'v1.another' }, ['user:h2', 'cart:a']);
-    t.deepEqual(await store.key(k.key_id), k);
+    t.deepEqual(await store.key(k.key_id), { key: k });
     t.is(await store.key('ck_none'), null);
     const expected = [{ key_id: k.key_id, links: ['cart:a', 'email:h1', 'user:h2'] }];
     t.deepEqual(await store.keysLinkedTo(['user:h2']), expected);
@@ -53,20 +53,39 @@ export function keyStoreContract(test: TestFn, name: string, open: () => Promise
     );
   });
 
-  test(`${name}: a destroyed key is gone with its links; the others stay`, async (t) => {
+  test(`${name}: a destroyed key leaves its tombstone, naming its erasure, and loses its links; the others stay`, async (t) => {
     const { store, cleanup } = await open();
     t.teardown(cleanup);
     const [gone, kept] = [key(1), key(2)];
     await store.link(gone, ['cart:a', 'email:h']);
     await store.link(kept, ['cart:b', 'email:h']);
-    await store.destroyKeys([gone.key_id]);
-    t.is(await store.key(gone.key_id), null);
+    const erasure = { erasure_id: randomUUID(), erased_at: '2026-03-02T00:00:00.000Z' };
+    await store.destroyKeys([gone.key_id], erasure);
+    const tombstone = { key_id: gone.key_id, ...erasure };
+    t.deepEqual(await store.key(gone.key_id), { tombstone });
     t.deepEqual(await store.keysLinkedTo(['cart:a']), []);
     t.deepEqual(await store.keysLinkedTo(['email:h']), [
       { key_id: kept.key_id, links: ['cart:b', 'email:h'] },
     ]);
-    await store.destroyKeys([gone.key_id]);
-    t.deepEqual(await store.key(kept.key_id), kept);
+    // Destroyed again by a later erasure: the first tombstone stands.
+    await store.destroyKeys([gone.key_id], {
+      erasure_id: randomUUID(),
+      erased_at: '2026-03-03T00:00:00.000Z',
+    });
+    t.deepEqual(await store.key(gone.key_id), { tombstone });
+    t.deepEqual(await store.key(kept.key_id), { key: kept });
+  });
+
+  test(`${name}: a key never stored reads as null beside destroyed ones, not as a tombstone`, async (t) => {
+    const { store, cleanup } = await open();
+    t.teardown(cleanup);
+    const k = key(1);
+    await store.link(k, ['cart:a']);
+    await store.destroyKeys([k.key_id], { erasure_id: randomUUID(), erased_at: '2026-03-02T00:00:00.000Z' });
+    t.is(await store.key(`${k.key_id}x`), null);
+    t.is(await store.key('ck_never'), null);
+    await store.destroyKeys([], { erasure_id: randomUUID(), erased_at: '2026-03-02T00:00:00.000Z' });
+    t.is(await store.key('ck_never'), null);
   });
 
   test(`${name}: an erasure is pending from its beginning to its finish, once however often it begins`, async (t) => {
