@@ -5,13 +5,17 @@
  * stopped (its files checkpointed) no byte of their email, phone number or names is in any file under
  * the data directory.
  */
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
+import { KEY_STORE_FILE, openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
 import { openReadStore } from '../projections/index.ts';
 import { CARTS, type CartDoc, cartByUuid } from '../projections/read-models/carts.ts';
-import { addItem, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
+import { addItem, createCart, createWebhook, identify, move, seedCatalog } from './support/cart-world.ts';
 import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -129,4 +133,43 @@ test('a body naming no customer is a 422; one naming nobody the service holds er
   const unknown = await s.call('POST', '/admin/v1/customers/erase', { customer: '4242' });
   t.is(unknown.status, 200);
   t.deepEqual(await unknown.json(), { erasure_id: null, keys_destroyed: 0, carts: [] });
+});
+
+test('an erasure interrupted after its keys were destroyed is finished at the next start, and logged', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-erasure-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const first = await startService(t, { dataDir });
+  await seedCatalog(first);
+  const cart = await createCart(first);
+  await identify(first, cart);
+  await caughtUp(first);
+  await first.service.stop();
+  // What a process stopped in the middle of an erasure leaves: the erasure begun, its key destroyed.
+  const keys = openSqliteKeyStore(path.join(dataDir, KEY_STORE_FILE));
+  const [key] = await keys.keysLinkedTo([`cart:${cart.uuid}`]);
+  const erasure = {
+    erasure_id: randomUUID(),
+    key_ids: [key.key_id],
+    cart_uuids: [cart.uuid],
+    requested_at: '2026-03-01T00:00:00.000Z',
+  };
+  await keys.beginErasure(erasure);
+  await keys.destroyKeys(erasure.key_ids, {
+    erasure_id: erasure.erasure_id,
+    erased_at: erasure.requested_at,
+  });
+  await keys.close();
+
+  const again = await startService(t, { dataDir });
+  t.regex(again.logs(), /finished customer erasures an earlier run began/);
+  const history = (await (await again.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+    events: Array<{ type: string; data: Record<string, unknown> }>;
+  };
+  t.like(history.events.find((e) => e.type === 'CartCustomerErased')?.data, {
+    erasure_id: erasure.erasure_id,
+  });
+  await again.service.stop();
+  const reopened = openSqliteKeyStore(path.join(dataDir, KEY_STORE_FILE));
+  t.deepEqual(await reopened.pendingErasures(), []);
+  await reopened.close();
 });
