@@ -332,7 +332,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       storeOpen = true;
       keyStore = await openKeyStore(config.keyStoreUrl);
       const customerData = createCustomerData(keyStore, config.secretKey);
-      eventStore = protectCustomerData(log, customerData);
+      eventStore = protectCustomerData(log, customerData, { retryDelay: (n) => supervisor.delay(n) });
       // The process that serves the erase route finishes what an interrupted one began.
       if (serves && (role === 'all' || role === 'api'))
         await finishErasures(customerData, eventStore, logger);
