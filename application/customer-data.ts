@@ -12,12 +12,13 @@
  * - `IdempotentResponseRecorded`: an answer showing a cart's customer or an arrival's answers, which
  *   a retry replays (docs/write-side.md, "Idempotency").
  */
-import { createHmac, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
-import { type Clock, systemClock } from '../domain/clock.ts';
+import type { KeyObject } from 'node:crypto';
 import type { NewEvent, RecordedEvent } from '../eventstore/port.ts';
 import { createSecretBox } from './credentials.ts';
-import { CustomerKeyMissing, type CustomerKeyStore, type StoredCustomerKey } from './customer-keys.ts';
+import { type CustomerDataOptions, createKeyRing, present } from './customer-key-ring.ts';
+import type { CustomerKeyStore } from './customer-keys.ts';
+
+export { type CustomerDataOptions, KEY_CACHE_TTL_MS } from './customer-key-ring.ts';
 
 const CUSTOMER_FIELDS = ['email', 'first_name', 'last_name', 'phone_number', 'DOB'] as const;
 /** Where a sealed event keeps its personal fields: the key's id and the secret box token. */
@@ -29,22 +30,9 @@ export interface SealedPersonalData {
 const SEALED_BODY = 'pds-sealed-v1 ';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/**
- * How long another process may still open data with a key it holds unwrapped after an erasure
- * elsewhere (docs/operations.md, "Customer data"); the erasing process forgets its keys at once.
- */
-export const KEY_CACHE_TTL_MS = 30_000;
-const KEY_CACHE_SIZE = 4_096;
-
 export interface ErasureTargets {
   key_ids: string[];
   cart_uuids: string[];
-}
-
-export interface CustomerDataOptions {
-  /** The clock the key cache's time-to-live runs on. */
-  clock?: Clock;
-  keyCacheTtlMs?: number;
 }
 
 export interface CustomerData {
@@ -71,91 +59,13 @@ export interface CustomerData {
 const isSealed = (data: unknown): data is { personal: SealedPersonalData } =>
   typeof data === 'object' && data !== null && 'personal' in data;
 
-/** Whether a value carries anything: null and '' say nothing about anyone. */
-const present = (v: unknown) => v !== null && v !== undefined && v !== '';
-
-/** A key of its own for each use of `PDS_SECRET_KEY`, so that no two uses share one. */
-const subkey = (secretKey: Buffer | KeyObject, info: string) =>
-  Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), info, 32));
-
 export function createCustomerData(
   store: CustomerKeyStore,
   secretKey: Buffer | KeyObject,
   options: CustomerDataOptions = {},
 ): CustomerData {
-  // Data keys are wrapped by the credentials' secret box of PDS_SECRET_KEY, with a context per key.
-  const box = createSecretBox(secretKey);
-  const linkKey = subkey(secretKey, 'pds customer link v1');
-  const clock = options.clock ?? systemClock;
-  // Unwrapped data keys, and the erased ones, for a short while: reading sealed events costs no key
-  // store read each time, and another process's erasure is seen within the time-to-live.
-  const cache = new LRUCache<string, Buffer | 'erased'>({
-    max: KEY_CACHE_SIZE,
-    ttl: options.keyCacheTtlMs ?? KEY_CACHE_TTL_MS,
-    perf: { now: () => clock.now().getTime() },
-    ttlResolution: 0,
-  });
-  const keys: CustomerKeyStore = {
-    ...store,
-    async destroyKeys(keyIds, erasure) {
-      for (const keyId of keyIds) cache.delete(keyId);
-      await store.destroyKeys(keyIds, erasure);
-      for (const keyId of keyIds) cache.delete(keyId);
-    },
-  };
-  // The links by user id and email are keyed hashes: the key store never holds either value.
-  const hashed = (kind: 'user' | 'email', value: string) =>
-    `${kind}:${createHmac('sha256', linkKey).update(`${kind}:${value}`).digest('base64url')}`;
-  const userLink = (userId: unknown) => (present(userId) ? [hashed('user', String(userId))] : []);
-  const emailLink = (email: unknown) =>
-    typeof email === 'string' && email !== '' ? [hashed('email', email.trim().toLowerCase())] : [];
-  const keyContext = (keyId: string) => `customer-key:${keyId}`;
+  const { keys, dataKey, keyFor, userLink, emailLink } = createKeyRing(store, secretKey, options);
   const dataContext = (keyId: string, type: string) => `customer:${keyId}:${type}`;
-
-  function unwrap(stored: StoredCustomerKey): Buffer {
-    return Buffer.from(box.decrypt(stored.wrapped, keyContext(stored.key_id)), 'base64');
-  }
-
-  /** The data key of this id, 'erased' once an erasure destroyed it; throws when it is neither. */
-  async function dataKey(keyId: string): Promise<Buffer | 'erased'> {
-    const cached = cache.get(keyId);
-    if (cached !== undefined) return cached;
-    const record = await store.key(keyId);
-    if (record === null) throw new CustomerKeyMissing(keyId);
-    const found = 'key' in record ? unwrap(record.key) : 'erased';
-    cache.set(keyId, found);
-    return found;
-  }
-
-  /**
-   * The key of the cart: its own (linked to `identities` too), or a new one. One key per cart, so that
-   * an erasure reaches exactly the carts its targets name.
-   */
-  async function keyFor(cartUuid: string, identities: string[]): Promise<{ keyId: string; key: Buffer }> {
-    const cartLink = `cart:${cartUuid.toLowerCase()}`;
-    const [own] = await store.keysLinkedTo([cartLink]);
-    if (own) {
-      const key = await dataKey(own.key_id);
-      if (key !== 'erased') {
-        const added = identities.filter((l) => !own.links.includes(l));
-        if (added.length > 0) {
-          const record = await store.key(own.key_id);
-          if (record && 'key' in record) await store.link(record.key, added);
-        }
-        return { keyId: own.key_id, key };
-      }
-    }
-    const key = randomBytes(32);
-    const keyId = `ck_${randomBytes(12).toString('base64url')}`;
-    const stored: StoredCustomerKey = {
-      key_id: keyId,
-      wrapped: box.encrypt(key.toString('base64'), keyContext(keyId)),
-      created_at: clock.now().toISOString(),
-    };
-    await store.link(stored, [cartLink, ...identities]);
-    cache.set(keyId, key);
-    return { keyId, key };
-  }
 
   /** The plaintext a sealed value holds, or null when an erasure destroyed its key. */
   async function unseal(sealed: SealedPersonalData, type: string): Promise<string | null> {
