@@ -51,3 +51,21 @@ test('pds customers erase names the erasure and the carts, and says when there i
     erased: true,
   });
 });
+
+test('pds customers erase takes several identifiers of one customer and erases them in one erasure', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const [first, second] = [await createCart(s), await createCart(s)];
+  await identify(s, first);
+  await identify(s, second);
+  const json = JSON.parse((await pds(s, ['customers', 'erase', first.uuid, second.uuid, '--json'])).stdout);
+  t.is(json.keys_destroyed, 2);
+  t.deepEqual(json.carts.sort(), [first.uuid, second.uuid].sort());
+  const exported = JSON.parse(
+    (await pds(s, ['customers', 'export', first.uuid, second.uuid, '--json'])).stdout,
+  );
+  t.deepEqual(
+    exported.carts.map((c: { cart: { customer: unknown } }) => c.cart.customer),
+    [null, null],
+  );
+});
