@@ -124,9 +124,9 @@ test('an erased customer is gone from the read model, the history, the next webh
   t.deepEqual(filesHolding(s.dataDir, personal), []);
 });
 
-test('a body naming no customer is a 422; one naming nobody the service holds erases nothing', async (t) => {
+test('a body naming no customer (or an empty or bad list) is a 422; one naming nobody the service holds erases nothing', async (t) => {
   const s = await startService(t);
-  for (const customer of ['', 'ana\u0000@example.com', 'x'.repeat(255)]) {
+  for (const customer of ['', 'ana\u0000@example.com', 'x'.repeat(255), [], ['4242', ''], 42]) {
     const refused = await s.call('POST', '/admin/v1/customers/erase', { customer });
     t.is(refused.status, 422, JSON.stringify(customer));
   }

@@ -86,11 +86,15 @@ test('the log holds a customer sealed, and its readers get them back as they wer
   t.like(opened.data, { ...ada, user_id: 7 });
 });
 
-test('erasing by email destroys the key: the events open erased, the carts record it, the state forgets', async (t) => {
+test('erasing by email leaves a tombstone for the key: the events open erased, the carts record it, the state forgets', async (t) => {
   const w = await world(t);
   const uuid = await w.newCart(7);
+  const [keyId] = (await w.data.resolve(uuid)).key_ids;
   const outcome = await eraseCustomer(w.data, w.commands, 'Ada.Lovelace@example.com', metadata);
   t.is(outcome.keys_destroyed, 1);
+  t.deepEqual(await w.keys.key(keyId), {
+    tombstone: { key_id: keyId, erasure_id: outcome.erasure_id, erased_at: at },
+  });
   t.deepEqual(outcome.carts, [uuid]);
   t.is(await w.customerOf(uuid), null);
   const events = await w.store.readStream(cart.streamId(uuid));
@@ -129,7 +133,7 @@ test('each cart has a key of its own; a user id, an email or a cart uuid names t
   t.like(await w.customerOf(other), { first_name: 'Grace' });
 });
 
-test('two people who once shared an email are erased and exported apart by their user ids', async (t) => {
+test('two people who once shared an email are resolved and erased apart by their user ids', async (t) => {
   const w = await world(t);
   const shared = 'family@example.com';
   const ada7 = await w.newCart(7, { ...ada, email: shared });
@@ -181,16 +185,21 @@ test('a cart identified again keeps its one key, whose links are that cart’s i
   );
 });
 
-test('a customer identified again after an erasure is sealed under a new key, which a rebuild still opens', async (t) => {
+test('a customer identified on a cart again after its erasure is sealed under a new key of the cart, which opens when the log is folded again', async (t) => {
   const w = await world(t);
   const uuid = await w.newCart(7);
-  await eraseCustomer(w.data, w.commands, '7', metadata);
+  const erased = await eraseCustomer(w.data, w.commands, '7', metadata);
+  t.deepEqual((await w.data.resolve(uuid)).key_ids, [], 'the erased key is no longer linked to the cart');
   await w.commands.handle(
     cart.streamId(uuid),
     cart.decider,
     { type: 'IdentifyCartCustomer', at, ...ada, first_name: 'Augusta' },
     metadata,
   );
+  const [after] = (await w.data.resolve(uuid)).key_ids;
+  t.truthy(after);
+  t.like(await w.keys.key(after), { key: { key_id: after } });
+  t.is(erased.keys_destroyed, 1);
   t.like(await w.customerOf(uuid), { first_name: 'Augusta' });
 });
 
