@@ -1,9 +1,12 @@
 /**
  * Customer personal data, crypto-shredded (docs/operations.md, "Customer data"; docs/write-side.md,
  * "Customer data in events"). The personal fields of the events that hold them are sealed, as they
- * enter the log, under their customer's own AES-256-GCM key, which the key store keeps wrapped by
- * `PDS_SECRET_KEY`; they are opened where the log is read. Once the key is destroyed they open as
- * erased: null fields, empty arrival answers, and webhook bodies with the customer left out.
+ * enter the log, under their cart's own AES-256-GCM key (`customer-key-ring.ts`), which the key store
+ * keeps wrapped by `PDS_SECRET_KEY`; they are opened where the log is read. Once an erasure has
+ * destroyed the key (its tombstone says so) they open as erased: null fields, empty arrival answers,
+ * and webhook bodies with the customer left out. A key neither there nor tombstoned
+ * (`CustomerKeyMissing`), or a box that does not open, is a fault, never "erased": `open` and
+ * `openBody` throw, and their reader tries again later.
  *
  * - `CartCustomerIdentified`: email, first and last name, phone number, DOB.
  * - `CurbsideArrivalPosted`: the arrival form's answers.

@@ -26,7 +26,7 @@ export function registerCustomers(program: Command): void {
   customers
     .command('erase')
     .description(
-      "destroy the keys of a customer's personal data: from then on no read model, history, webhook or console shows it",
+      'destroy the keys of the carts these identifiers name (docs/operations.md, Customer data): from then on no read model, history, webhook or console shows their customer',
     )
     .argument('<customer...>', 'user ids, email addresses or cart uuids: all of one customer, erased at once')
     .option('--json', 'print {erasure_id, keys_destroyed, carts} as JSON')
