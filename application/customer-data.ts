@@ -67,14 +67,35 @@ export function createCustomerData(
   secretKey: Buffer | KeyObject,
   options: CustomerDataOptions = {},
 ): CustomerData {
-  const { keys, dataKey, keyFor, userLink, emailLink } = createKeyRing(store, secretKey, options);
+  const { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink } = createKeyRing(
+    store,
+    secretKey,
+    options,
+  );
   const dataContext = (keyId: string, type: string) => `customer:${keyId}:${type}`;
 
   /** The plaintext a sealed value holds, or null when an erasure destroyed its key. */
-  async function unseal(sealed: SealedPersonalData, type: string): Promise<string | null> {
-    const key = await dataKey(sealed.key_id);
+  async function unseal(sealed: SealedPersonalData, type: string, fresh = false): Promise<string | null> {
+    const key = await dataKey(sealed.key_id, { fresh });
     if (key === 'erased') return null;
     return createSecretBox(key).decrypt(sealed.box, dataContext(sealed.key_id, type));
+  }
+
+  /**
+   * Data derived from a cart's customer (a webhook body, a recorded answer) sealed under the cart's
+   * key; null when that key was erased (only the erased form may then be kept).
+   */
+  async function sealDerived(
+    cartUuid: string,
+    type: string,
+    plaintext: string,
+  ): Promise<SealedPersonalData | null> {
+    const found = await derivedKeyFor(cartUuid);
+    if (found === 'erased') return null;
+    return {
+      key_id: found.keyId,
+      box: createSecretBox(found.key).encrypt(plaintext, dataContext(found.keyId, type)),
+    };
   }
 
   async function sealValue(
@@ -113,7 +134,8 @@ export function createCustomerData(
       // The answer a retry replays: a cart's record or an arrival shows the customer too.
       const found = withoutCustomer(data.body);
       if (found === null) return event;
-      const sealed = await sealValue(found.cartUuid, [], event.type, JSON.stringify(data.body));
+      const sealed = await sealDerived(found.cartUuid, event.type, JSON.stringify(data.body));
+      if (sealed === null) return { ...event, data: { ...data, body: found.erased } };
       return { ...event, data: { ...data, body: found.erased, personal: sealed } };
     }
     return event;
@@ -142,7 +164,9 @@ export function createCustomerData(
     if (body.startsWith(SEALED_BODY)) return body;
     const found = withoutCustomer(JSON.parse(body));
     if (found === null) return body;
-    const sealed = await sealValue(found.cartUuid, [], 'WebhookDeliveryScheduled', body);
+    const sealed = await sealDerived(found.cartUuid, 'WebhookDeliveryScheduled', body);
+    // Rendered before its cart's customer was erased, sealed after: only the erased form is kept.
+    if (sealed === null) return JSON.stringify(found.erased);
     return `${SEALED_BODY}${sealed.key_id} ${sealed.box} ${JSON.stringify(found.erased)}`;
   }
 
@@ -151,8 +175,9 @@ export function createCustomerData(
     const [keyId, token] = body.slice(SEALED_BODY.length).split(' ', 2);
     const erased = body.slice(SEALED_BODY.length + keyId.length + token.length + 2);
     // A box that does not open (a damaged token, another PDS_SECRET_KEY) throws: only a tombstone
-    // sends the body without its customer.
-    return (await unseal({ key_id: keyId, box: token }, 'WebhookDeliveryScheduled')) ?? erased;
+    // sends the body without its customer. Whether there is one is asked of the key store at each
+    // attempt, not of this process's cache: an erasure answered elsewhere holds from then on.
+    return (await unseal({ key_id: keyId, box: token }, 'WebhookDeliveryScheduled', true)) ?? erased;
   }
 
   /** The link a target names: a cart uuid, an email address (it has an @), else a user id. */

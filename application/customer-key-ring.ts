@@ -25,10 +25,24 @@ export interface CustomerDataOptions {
 export interface KeyRing {
   /** The key store; destroying keys through it also forgets them in this process at once. */
   keys: CustomerKeyStore;
-  /** The data key of this id, 'erased' once an erasure destroyed it; throws `CustomerKeyMissing` when neither. */
-  dataKey(keyId: string): Promise<Buffer | 'erased'>;
-  /** The cart's key: its own, linked to `identities` too, or a new one. */
+  /**
+   * The data key of this id, 'erased' once an erasure destroyed it; throws `CustomerKeyMissing` when
+   * neither. `fresh`: whether it is erased is asked of the key store, not of the cache (what leaves the
+   * service: a webhook at each attempt).
+   */
+  dataKey(keyId: string, options?: { fresh?: boolean }): Promise<Buffer | 'erased'>;
+  /**
+   * The key for a customer identified on the cart now (their identities): the cart's own, linked to
+   * `identities` too, or a new one, also after an erasure destroyed the cart's earlier key.
+   */
   keyFor(cartUuid: string, identities: string[]): Promise<{ keyId: string; key: Buffer }>;
+  /**
+   * The key for data derived from the cart's customer (a webhook body, a recorded answer): the cart's
+   * own; 'erased' when an erasure destroyed it and no customer was identified on the cart since, as
+   * what was derived from the erased customer must stay erased; a new one only for a cart that never
+   * had one.
+   */
+  derivedKeyFor(cartUuid: string): Promise<{ keyId: string; key: Buffer } | 'erased'>;
   /** The link of a user id (none for no user id). */
   userLink(userId: unknown): string[];
   /** The link of an email address (none for no address). */
@@ -63,8 +77,9 @@ export function createKeyRing(
     ...store,
     async destroyKeys(keyIds, erasure) {
       for (const keyId of keyIds) cache.delete(keyId);
-      await store.destroyKeys(keyIds, erasure);
+      const result = await store.destroyKeys(keyIds, erasure);
       for (const keyId of keyIds) cache.delete(keyId);
+      return result;
     },
   };
   // The links by user id and email are keyed hashes: the key store never holds either value.
@@ -80,31 +95,45 @@ export function createKeyRing(
   }
 
   /** The data key of this id, 'erased' once an erasure destroyed it; throws when it is neither. */
-  async function dataKey(keyId: string): Promise<Buffer | 'erased'> {
+  async function dataKey(keyId: string, options: { fresh?: boolean } = {}): Promise<Buffer | 'erased'> {
     const cached = cache.get(keyId);
-    if (cached !== undefined) return cached;
+    // An erased key stays erased: only a present one is asked about again when fresh.
+    if (cached !== undefined && (cached === 'erased' || !options.fresh)) return cached;
     const record = await store.key(keyId);
     if (record === null) throw new CustomerKeyMissing(keyId);
-    const found = 'key' in record ? unwrap(record.key) : 'erased';
+    const found = 'key' in record ? (cached ?? unwrap(record.key)) : 'erased';
     cache.set(keyId, found);
     return found;
+  }
+
+  /** The cart's present key, linked to `identities` too, or null when it has none. */
+  async function ownKey(cartLink: string, identities: string[]) {
+    const [own] = await store.keysLinkedTo([cartLink]);
+    if (!own) return null;
+    const key = await dataKey(own.key_id);
+    if (key === 'erased') return null;
+    const added = identities.filter((l) => !own.links.includes(l));
+    // Links only: a key destroyed since it was read gets none, and is never written again.
+    if (added.length > 0) await store.addLinks(own.key_id, added);
+    return { keyId: own.key_id, key };
   }
 
   /** One key per cart, so that an erasure reaches exactly the carts its targets name. */
   async function keyFor(cartUuid: string, identities: string[]): Promise<{ keyId: string; key: Buffer }> {
     const cartLink = `cart:${cartUuid.toLowerCase()}`;
-    const [own] = await store.keysLinkedTo([cartLink]);
-    if (own) {
-      const key = await dataKey(own.key_id);
-      if (key !== 'erased') {
-        const added = identities.filter((l) => !own.links.includes(l));
-        if (added.length > 0) {
-          const record = await store.key(own.key_id);
-          if (record && 'key' in record) await store.link(record.key, added);
-        }
-        return { keyId: own.key_id, key };
-      }
-    }
+    return (await ownKey(cartLink, identities)) ?? createKey(cartLink, identities);
+  }
+
+  async function derivedKeyFor(cartUuid: string): Promise<{ keyId: string; key: Buffer } | 'erased'> {
+    const cartLink = `cart:${cartUuid.toLowerCase()}`;
+    const own = await ownKey(cartLink, []);
+    if (own) return own;
+    if ((await store.tombstonesOfCart(cartUuid.toLowerCase())).length > 0) return 'erased';
+    // Data of a customer the cart has no key of (identified before customer data was sealed).
+    return createKey(cartLink, []);
+  }
+
+  async function createKey(cartLink: string, identities: string[]): Promise<{ keyId: string; key: Buffer }> {
     const key = randomBytes(32);
     const keyId = `ck_${randomBytes(12).toString('base64url')}`;
     const stored: StoredCustomerKey = {
@@ -112,10 +141,13 @@ export function createKeyRing(
       wrapped: box.encrypt(key.toString('base64'), keyContext(keyId)),
       created_at: clock.now().toISOString(),
     };
-    await store.link(stored, [cartLink, ...identities]);
+    // A new id, so no tombstone can refuse it but a store that is wrong.
+    if (!(await store.createKey(stored, [cartLink, ...identities]))) {
+      throw new Error(`customer key ${keyId} was refused by the key store`);
+    }
     cache.set(keyId, key);
     return { keyId, key };
   }
 
-  return { keys, dataKey, keyFor, userLink, emailLink };
+  return { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink };
 }

@@ -17,9 +17,13 @@ export interface StoredCustomerKey {
   created_at: string;
 }
 
-/** What is left of a destroyed key: which erasure destroyed it and when, no key material. */
+/**
+ * What is left of a destroyed key: which erasure destroyed it and when, and the cart it was of (a uuid,
+ * nothing personal), so that data derived later from that cart's customer stays erased; no key material.
+ */
 export interface CustomerKeyTombstone {
   key_id: string;
+  cart_uuid: string | null;
   erasure_id: string;
   erased_at: string;
 }
@@ -63,16 +67,31 @@ export interface CustomerKeyStore {
   key(keyId: string): Promise<CustomerKeyRecord | null>;
   /** The keys (present ones) linked by any of `links`, each with all its links; in creation order. */
   keysLinkedTo(links: readonly string[]): Promise<LinkedKey[]>;
-  /** Stores the key when it is new, and adds the links it does not have yet. */
-  link(key: StoredCustomerKey, links: readonly string[]): Promise<void>;
+  /**
+   * Stores a new key with its links, atomically with the check that no tombstone has its id; answers
+   * false, storing nothing, when one has (or when the key is already stored).
+   */
+  createKey(key: StoredCustomerKey, links: readonly string[]): Promise<boolean>;
+  /**
+   * Adds the links a present key does not have yet. Never writes key material: a key destroyed
+   * meanwhile, or never stored, gets nothing, so that no link brings a destroyed key back.
+   */
+  addLinks(keyId: string, links: readonly string[]): Promise<void>;
+  /** The tombstones of the keys this cart had, oldest first. */
+  tombstonesOfCart(cartUuid: string): Promise<CustomerKeyTombstone[]>;
   /** Records an erasure before its keys are destroyed (a second call with the same id changes nothing). */
   beginErasure(erasure: CustomerErasure): Promise<void>;
   /**
-   * Replaces each key and its links by a tombstone naming the erasure, so that no copy of the key
-   * remains in the store's files (the embedded store overwrites freed pages and truncates its WAL). A
-   * key destroyed before keeps its first tombstone.
+   * Replaces each key and its links by a tombstone naming the erasure and the key's cart, so that no
+   * copy of the key remains in the store's files (the embedded store overwrites freed pages and
+   * truncates its WAL). A key destroyed before keeps its first tombstone. `wiped` is false when a copy
+   * may still be in the store's files (a reader kept the embedded store's WAL from being truncated):
+   * the erasure stays pending, and destroying the keys again finishes it.
    */
-  destroyKeys(keyIds: readonly string[], erasure: { erasure_id: string; erased_at: string }): Promise<void>;
+  destroyKeys(
+    keyIds: readonly string[],
+    erasure: { erasure_id: string; erased_at: string },
+  ): Promise<{ wiped: boolean }>;
   /** Erasures begun and not finished, oldest first. */
   pendingErasures(): Promise<CustomerErasure[]>;
   finishErasure(erasureId: string): Promise<void>;

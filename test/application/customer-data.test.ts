@@ -93,7 +93,7 @@ test('erasing by email leaves a tombstone for the key: the events open erased, t
   const outcome = await eraseCustomer(w.data, w.commands, 'Ada.Lovelace@example.com', metadata);
   t.is(outcome.keys_destroyed, 1);
   t.deepEqual(await w.keys.key(keyId), {
-    tombstone: { key_id: keyId, erasure_id: outcome.erasure_id, erased_at: at },
+    tombstone: { key_id: keyId, cart_uuid: uuid, erasure_id: outcome.erasure_id, erased_at: at },
   });
   t.deepEqual(outcome.carts, [uuid]);
   t.is(await w.customerOf(uuid), null);
@@ -185,7 +185,7 @@ test('a cart identified again keeps its one key, whose links are that cart’s i
   );
 });
 
-test('a customer identified on a cart again after its erasure is sealed under a new key of the cart, which opens when the log is folded again', async (t) => {
+test('a customer identified on a cart again after its erasure is sealed under a new key of the cart, linked to their identities, which opens when the log is folded again', async (t) => {
   const w = await world(t);
   const uuid = await w.newCart(7);
   const erased = await eraseCustomer(w.data, w.commands, '7', metadata);
@@ -199,8 +199,71 @@ test('a customer identified on a cart again after its erasure is sealed under a 
   const [after] = (await w.data.resolve(uuid)).key_ids;
   t.truthy(after);
   t.like(await w.keys.key(after), { key: { key_id: after } });
+  t.deepEqual((await w.data.resolve(ada.email)).key_ids, [after], 'an erasure by their email finds it');
+  t.deepEqual((await w.data.resolve('7')).key_ids, [after], 'and one by their user id');
   t.is(erased.keys_destroyed, 1);
   t.like(await w.customerOf(uuid), { first_name: 'Augusta' });
+});
+
+test('a webhook body rendered before an erasure and sealed after it, by a process with the key cached, stays erased and makes no new key', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const body = JSON.stringify({ webhook_event: 'cart_abandoned', customer: ada, cart: { uuid } });
+  // The dispatcher thread: a CustomerData of its own, its cache warm with the cart's key.
+  const dispatcher = createCustomerData(w.keys, w.secretKey);
+  await dispatcher.openBody(await dispatcher.sealBody(body));
+  await eraseCustomer(w.data, w.commands, uuid, metadata);
+  const sealed = await dispatcher.sealBody(body);
+  t.false([ada.email, ada.phone_number, 'Lovelace'].some((v) => sealed.includes(v)));
+  const fresh = createCustomerData(w.keys, w.secretKey);
+  t.like(JSON.parse(await fresh.openBody(sealed)), { webhook_event: 'cart_abandoned', customer: null });
+  t.deepEqual((await w.data.resolve(uuid)).key_ids, [], 'no key of the cart was made');
+  t.deepEqual(await w.keys.keysLinkedTo([`cart:${uuid}`]), []);
+});
+
+test('an answer recorded for replay after its cart’s customer was erased keeps only the erased form', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const dispatcher = createCustomerData(w.keys, w.secretKey);
+  const cartRecord = {
+    uuid,
+    customer_phone_number: ada.phone_number,
+    customer_email_address: ada.email,
+    customer_name: 'Ada Lovelace',
+  };
+  const recorded = {
+    type: 'IdempotentResponseRecorded',
+    data: { key: 'k-1', status: 200, body: { cart: cartRecord } },
+    metadata: {
+      correlation_id: 'c-1',
+      causation_id: null,
+      actor: metadata.actor,
+      occurred_at: at,
+      schema_version: 1,
+    },
+  };
+  t.truthy(((await dispatcher.seal('idempotency-k-1', recorded)).data as { personal?: unknown }).personal);
+  await eraseCustomer(w.data, w.commands, uuid, metadata);
+  const after = await dispatcher.seal('idempotency-k-1', recorded);
+  t.false(JSON.stringify(after).includes(ada.email));
+  t.is((after.data as { personal?: unknown }).personal, undefined);
+  t.like((after.data as { body: { cart: unknown } }).body.cart, {
+    customer_email_address: '',
+    customer_name: null,
+  });
+  t.deepEqual(await w.keys.keysLinkedTo([`cart:${uuid}`]), [], 'no key of the cart was made');
+});
+
+test('a body sealed under a key cached before its erasure does not open for a fresh reader, nor at the next attempt of the process that cached it', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const body = JSON.stringify({ webhook_event: 'cart_abandoned', customer: ada, cart: { uuid } });
+  const dispatcher = createCustomerData(w.keys, w.secretKey);
+  const sealed = await dispatcher.sealBody(body);
+  t.is(await dispatcher.openBody(sealed), body);
+  await eraseCustomer(w.data, w.commands, uuid, metadata);
+  t.like(JSON.parse(await dispatcher.openBody(sealed)), { customer: null }, 'at once, despite its cache');
+  t.like(JSON.parse(await createCustomerData(w.keys, w.secretKey).openBody(sealed)), { customer: null });
 });
 
 test('an erasure interrupted after the keys are destroyed is finished by the next call to finish them', async (t) => {

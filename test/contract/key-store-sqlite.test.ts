@@ -22,7 +22,7 @@ test('sqlite: a destroyed key leaves no byte of itself in keys.db or its WAL', a
     }
     return found;
   };
-  await store.link({ key_id: 'ck_gone', wrapped, created_at: '2026-03-01T00:00:00.000Z' }, ['cart:a']);
+  await store.createKey({ key_id: 'ck_gone', wrapped, created_at: '2026-03-01T00:00:00.000Z' }, ['cart:a']);
   t.deepEqual(await held(), ['keys.db-wal']);
   await store.destroyKeys(['ck_gone'], { erasure_id: 'e-1', erased_at: '2026-03-02T00:00:00.000Z' });
   t.deepEqual(await held(), []);
