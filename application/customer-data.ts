@@ -203,6 +203,33 @@ export function createCustomerData(
   return { seal, open, sealBody, openBody, resolve, keys };
 }
 
+/** Personal values shorter than this name no one, and striking them would strike ordinary text. */
+const MIN_PERSONAL_VALUE = 3;
+
+/**
+ * The customer's values a webhook body or an answer shows (the shapes of `withoutCustomer`): email,
+ * phone number, names (whole and each part), date of birth, the arrival's answers. What a receiver
+ * echoes of them is struck from what it answered (`webhooks/send.ts`).
+ */
+export function customerValues(value: unknown): string[] {
+  const found = withoutCustomer(value);
+  if (found === null) return [];
+  const v = value as {
+    customer?: Record<string, unknown> | null;
+    cart?: Record<string, unknown>;
+    curbside_arrival?: { fields?: Record<string, unknown> };
+  };
+  const values = [
+    ...Object.values(v.customer ?? {}),
+    v.cart?.customer_phone_number,
+    v.cart?.customer_email_address,
+    v.cart?.customer_name,
+    ...Object.values(v.curbside_arrival?.fields ?? {}),
+  ].filter((x): x is string => typeof x === 'string');
+  const parts = values.flatMap((x) => [x, ...x.split(/\s+/)]);
+  return [...new Set(parts.map((x) => x.trim()))].filter((x) => x.length >= MIN_PERSONAL_VALUE);
+}
+
 /**
  * An answer or a webhook body with its customer left out, and the cart it is of; null when it shows no
  * customer (nothing to seal). The shapes: a webhook's or a platform answer's `cart` record (phone and

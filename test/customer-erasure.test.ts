@@ -12,10 +12,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
+import { manualClock } from '../domain/clock.ts';
 import { KEY_STORE_FILE, openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
 import { openReadStore } from '../projections/index.ts';
 import { CARTS, type CartDoc, cartByUuid } from '../projections/read-models/carts.ts';
-import { addItem, createCart, createWebhook, identify, move, seedCatalog } from './support/cart-world.ts';
+import {
+  addItem,
+  createCart,
+  createWebhook,
+  identify,
+  move,
+  seedCatalog,
+  ticking,
+} from './support/cart-world.ts';
 import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -121,6 +130,50 @@ test('an erased customer is gone from the read model, the history, the next webh
   const doc = await cartByUuid(await read.collection<CartDoc>(CARTS), cart.uuid);
   await read.close();
   t.is(doc?._state.customer, null);
+  t.deepEqual(filesHolding(s.dataDir, personal), []);
+});
+
+test('a webhook whose receiver failed before the erasure (echoing the customer) is retried after it under the same webhook id, without the customer, and no echo is kept', async (t) => {
+  const clock = manualClock(new Date());
+  const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,5s,5m' } });
+  const receiver = await startReceiver(t);
+  // A receiver that answers an error page showing what it was sent.
+  receiver.script({ status: 500, body: 'rejected: ', echo: true });
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  t.is((await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  await s.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, {
+    reservation_mode: 'pickup',
+    reservation_start_window: '2026-03-01 10:00',
+  });
+  const [failed] = await receiver.waitFor(1);
+  t.is(failed.body.cart.customer_email_address, customer.email);
+  const attempts = async () => {
+    const store = await s.openStore();
+    const events = await store.readAll({ filter: { streamPrefixes: ['webhookdelivery-'] } });
+    return events.filter((e) => e.type === 'WebhookDeliveryAttempted');
+  };
+  await until('the failed attempt is recorded', async () => (await attempts()).length === 1);
+  const [first] = await attempts();
+  t.like(first.data, { outcome: 'failed', status: 500 });
+  t.regex(String((first.data as { response_excerpt: string }).response_excerpt), /^rejected: /);
+  t.false(
+    personal.some((v) => JSON.stringify(first.data).includes(v)),
+    'the echo is struck',
+  );
+
+  t.is((await s.call('POST', '/admin/v1/customers/erase', { customer: customer.email })).status, 200);
+  clock.advance(6_000);
+  const [, retried] = await ticking(s, () => receiver.waitFor(2));
+  t.is(retried.headers['x-service-webhook-id'], failed.headers['x-service-webhook-id']);
+  t.is(retried.headers['x-service-delivery-attempt'], '2');
+  t.like(retried.body.cart, { customer_email_address: '', customer_phone_number: '', customer_name: null });
+  t.false(personal.some((v) => retried.raw.includes(Buffer.from(v))));
+
+  await caughtUp(s);
+  await s.service.stop();
   t.deepEqual(filesHolding(s.dataDir, personal), []);
 });
 
