@@ -31,6 +31,11 @@ const erasureAnswer = z.object({
   erasure_id: z.uuid().nullable(),
   keys_destroyed: z.number().int().nonnegative(),
   carts: z.array(z.uuid()),
+  /**
+   * false: the keys are destroyed and the data reads as erased, but a copy of them may still be in the
+   * key store's files (a reader held them); the erasure is finished by the next one or the next start.
+   */
+  finished: z.boolean(),
 });
 
 export function customerRoutes(deps: CustomerAdminDeps): AdminRoute[] {
@@ -45,7 +50,8 @@ export function customerRoutes(deps: CustomerAdminDeps): AdminRoute[] {
         '`customer` is one of them or an array of several, all erased in one erasure: name both the user id and the email when a request gives both. ' +
         'Then records `CartCustomerErased` on each of those carts. From then on no read model, history, webhook or console view shows their ' +
         'name, email, phone number, date of birth or arrival answers. Erasing a customer the service holds nothing of (again, say) ' +
-        'answers `erasure_id: null` and changes nothing.',
+        "answers `erasure_id: null` and changes nothing. `finished: false`: the data reads as erased, but a copy of the keys may still be in the key store's files " +
+        '(a reader held them); the erasure stays pending and is finished by the next erasure or the next start.',
       body: eraseBody,
       response: {
         status: 200,
@@ -55,14 +61,27 @@ export function customerRoutes(deps: CustomerAdminDeps): AdminRoute[] {
       problems: [422],
       async handler(ctx, { body }) {
         const metadata = commandMetadata(ctx, requestActor(ctx), deps.clock);
-        const outcome = await eraseCustomer(deps.customerData, deps.commands, body.customer, metadata);
+        const outcome = await eraseCustomer(
+          deps.customerData,
+          deps.commands,
+          body.customer,
+          metadata,
+          (erasureId, error) =>
+            ctx.state.log.warn(
+              { err: error, erasure_id: erasureId },
+              'could not finish an earlier customer erasure; the next erasure or start will',
+            ),
+        );
         ctx.state.log.info(
           {
             erasure_id: outcome.erasure_id,
             keys_destroyed: outcome.keys_destroyed,
             carts: outcome.carts.length,
+            finished: outcome.finished,
           },
-          'customer erased',
+          outcome.finished
+            ? 'customer erased'
+            : 'customer erased; the key store still holds a copy of the keys in its files, the erasure is finished by the next one or the next start',
         );
         ctx.body = outcome;
       },

@@ -36,7 +36,16 @@ export async function finishErasures(data: CustomerData, store: EventStore, logg
       actor: ERASURE_ACTOR,
       at: new Date().toISOString(),
     };
-    const finished = await finishPendingErasures(data, createCommandHandler(store, eventRegistry), metadata);
+    const finished = await finishPendingErasures(
+      data,
+      createCommandHandler(store, eventRegistry),
+      metadata,
+      (erasureId, error) =>
+        logger.error(
+          { err: error, erasure_id: erasureId },
+          'could not finish a pending customer erasure; the next start or erasure will',
+        ),
+    );
     if (finished > 0) logger.info({ erasures: finished }, 'finished customer erasures an earlier run began');
     return finished;
   } catch (error) {

@@ -42,7 +42,7 @@ test('pds customers erase names the erasure and the carts, and says when there i
   t.regex(erased.stdout, /^erasure [0-9a-f-]{36}: 1 key\(s\) destroyed, 1 cart\(s\) recorded it\n/);
   t.true(erased.stdout.includes(`  ${cart.uuid}\n`));
   const again = await pds(s, ['customers', 'erase', cart.uuid, '--json']);
-  t.deepEqual(JSON.parse(again.stdout), { erasure_id: null, keys_destroyed: 0, carts: [] });
+  t.deepEqual(JSON.parse(again.stdout), { erasure_id: null, keys_destroyed: 0, carts: [], finished: true });
   const history = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
     events: Array<{ type: string; data: { email?: unknown } }>;
   };

@@ -14,6 +14,7 @@ interface Erasure {
   erasure_id: string | null;
   keys_destroyed: number;
   carts: string[];
+  finished: boolean;
 }
 
 interface ExportedCart {
@@ -37,9 +38,12 @@ export function registerCustomers(program: Command): void {
         if (options.json) return printJson(erasure);
         if (erasure.erasure_id === null)
           return 'nothing to erase: the service holds no data of that customer\n';
+        const pending = erasure.finished
+          ? ''
+          : 'pending: the key store still holds a copy of the keys in its files (a reader held them); the next erasure or the next start finishes it\n';
         return (
           `erasure ${erasure.erasure_id}: ${erasure.keys_destroyed} key(s) destroyed, ` +
-          `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}`
+          `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}${pending}`
         );
       }),
     );

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
 import { createCommandHandler } from '../../application/command-handler.ts';
 import { SecretBoxError } from '../../application/credentials.ts';
@@ -110,6 +111,7 @@ test('erasing by email leaves a tombstone for the key: the events open erased, t
       erasure_id: null,
       keys_destroyed: 0,
       carts: [],
+      finished: true,
     });
   }
 });
@@ -292,7 +294,85 @@ test('a target naming nobody erases nothing', async (t) => {
     erasure_id: null,
     keys_destroyed: 0,
     carts: [],
+    finished: true,
   });
+});
+
+test('an erasure whose keys a reader keeps in keys.db’s WAL reads as erased and stays pending; the next erasure finishes it', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'pds-customer-data-'));
+  const log = await openSqliteEventStore(path.join(dir, 'events.db'));
+  const file = path.join(dir, 'keys.db');
+  const keys = openSqliteKeyStore(file, { checkpointAttempts: 2, checkpointPauseMs: 0 });
+  t.teardown(async () => {
+    await keys.close();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const data = createCustomerData(keys, randomBytes(32));
+  const store = protectCustomerData(log, data);
+  const commands = createCommandHandler(store, eventRegistry);
+  const uuid = randomUUID();
+  await commands.handle(
+    cart.streamId(uuid),
+    cart.decider,
+    {
+      type: 'CreateCart',
+      cart_uuid: uuid,
+      store_id: 1,
+      source: { channel: 'headless', partner_id: null },
+      user_id: 7,
+      at,
+      context: { store_exists: true },
+    },
+    metadata,
+  );
+  await commands.handle(
+    cart.streamId(uuid),
+    cart.decider,
+    { type: 'IdentifyCartCustomer', at, ...ada },
+    metadata,
+  );
+  // Another connection in the middle of a read transaction (a backup, a slow reader).
+  const reader = new DatabaseSync(file);
+  reader.exec('BEGIN');
+  reader.prepare('SELECT count(*) FROM customer_keys').get();
+  const held = await eraseCustomer(data, commands, '7', metadata);
+  t.like(held, { keys_destroyed: 1, carts: [uuid], finished: false });
+  t.deepEqual(
+    (await keys.pendingErasures()).map((e) => e.erasure_id),
+    [held.erasure_id],
+  );
+  const [, identified] = await log.readStream(cart.streamId(uuid));
+  t.like((await data.open(identified)).data, { email: null, erased: true });
+  reader.exec('COMMIT');
+  reader.close();
+  const next = await eraseCustomer(data, commands, 'nobody@example.com', metadata);
+  t.is(next.erasure_id, null);
+  t.deepEqual(await keys.pendingErasures(), []);
+});
+
+test('a pending erasure that keeps failing is reported and does not stop a new one', async (t) => {
+  const w = await world(t);
+  const [stuck, next] = [await w.newCart(7), await w.newCart(8, { ...ada, email: 'b@example.com' })];
+  const found = await w.data.resolve(stuck);
+  const erasureId = randomUUID();
+  await w.keys.beginErasure({ erasure_id: erasureId, ...found, requested_at: at });
+  // Its cart's stream can no longer take the record (say, the log refuses it).
+  const refusing: typeof w.commands = {
+    ...w.commands,
+    handle(streamId, decider, command, meta, options) {
+      if (streamId === cart.streamId(stuck)) return Promise.reject(new Error('the log refused the append'));
+      return w.commands.handle(streamId, decider, command, meta, options);
+    },
+  };
+  const failures: string[] = [];
+  const outcome = await eraseCustomer(w.data, refusing, 'b@example.com', metadata, (id) => failures.push(id));
+  t.like(outcome, { carts: [next], finished: true });
+  t.deepEqual(failures, [erasureId]);
+  t.deepEqual(
+    (await w.keys.pendingErasures()).map((e) => e.erasure_id),
+    [erasureId],
+  );
 });
 
 test('a webhook body is sealed with its cart’s customer, sent as it was, and without the customer once erased', async (t) => {
