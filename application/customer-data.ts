@@ -38,6 +38,12 @@ const USER_ID = /^[1-9]\d{0,15}$/;
 /** An email address as identifying a customer accepts it. */
 const EMAIL = z.email().max(254);
 
+/** The user id a target names, or null (an email address, a cart uuid). */
+export function userIdOf(target: string): number | null {
+  const value = target.trim();
+  return USER_ID.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER ? Number(value) : null;
+}
+
 /**
  * Why a target of an erasure or an export names nothing it could (a typo, which would otherwise erase
  * nothing and answer as if done), or null for a user id, an email address or a cart uuid.
@@ -46,7 +52,7 @@ export function targetProblem(target: string): string | null {
   const value = target.trim();
   if (UUID.test(value)) return null;
   if (value.includes('@')) return EMAIL.safeParse(value).success ? null : 'is not an email address';
-  if (USER_ID.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER) return null;
+  if (userIdOf(value) !== null) return null;
   return 'is neither a user id (a positive integer), an email address nor a cart uuid';
 }
 
