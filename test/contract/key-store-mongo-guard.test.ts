@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { MongoServerError, MongoServerSelectionError, MongoWriteConcernError } from 'mongodb';
-import { keyStoreGuard } from '../../eventstore/key-store-mongo.ts';
+import { keyStoreGuard } from '../../projections/mongo/key-store.ts';
 import { ReadStoreUnavailableError } from '../../projections/read-store.ts';
 
 const guard = keyStoreGuard('mongodb://db/pds');

@@ -22,7 +22,7 @@ import type {
   CustomerKeyTombstone,
   LinkedKey,
   StoredCustomerKey,
-} from '../application/customer-keys.ts';
+} from '../../application/customer-keys.ts';
 import {
   clientTimeouts,
   connectionGuard,
@@ -31,7 +31,7 @@ import {
   type Guard,
   ReadStoreUnavailableError,
   redact,
-} from '../projections/mongo/connection.ts';
+} from './connection.ts';
 
 export const CUSTOMER_KEYS = 'customer_keys';
 export const CUSTOMER_ERASURES = 'customer_erasures';
