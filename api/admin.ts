@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { CommandHandler } from '../application/command-handler.ts';
 import type { ConsoleSessions } from '../application/console-sessions.ts';
 import { generateApiKey } from '../application/credentials.ts';
+import type { CustomerData } from '../application/customer-data.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Clock } from '../domain/clock.ts';
 import * as partner from '../domain/partner.ts';
@@ -18,6 +19,8 @@ import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
+import { customerExportRoutes, EXPORT_FIELD, EXPORT_UNKEPT } from './admin-customer-export.ts';
+import { customerRoutes } from './admin-customers.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
 import { type AdminRoute, mountAdminRoutes, type PublicAdminRoute } from './admin-route-table.ts';
@@ -44,6 +47,8 @@ export interface AdminDeps {
   sessions?: ConsoleSessions;
   /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
+  /** Customers' personal data and its erasure (docs/operations.md, "Customer data"). */
+  customerData: CustomerData;
   /** How long an `Idempotency-Key` binds its request and answer (`PDS_IDEMPOTENCY_TTL`; 24 hours when left out). */
   idempotencyTtlMs?: number;
 }
@@ -248,7 +253,12 @@ function keyRecord(state: partner.PartnerState, keyId: string) {
 
 /** The admin routes described by tables (zod schemas): what the admin API's OpenAPI document shows. */
 export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
-  return [...operatorRoutes(deps), ...cartViewRoutes(deps)];
+  return [
+    ...operatorRoutes(deps),
+    ...cartViewRoutes(deps),
+    ...customerRoutes(deps),
+    ...customerExportRoutes(deps),
+  ];
 }
 
 /** `GET /admin/v1/openapi.json`, public as the partner APIs' documents are; built at its first request. */
@@ -289,7 +299,9 @@ export function createAdminRouter(
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot
       // show one again.
-      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token'],
+      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token', EXPORT_FIELD],
+      // A customer's export is never kept: it is personal data (docs/operations.md, "Customer data").
+      unkept: { [`${ADMIN_BASE}/customers/export`]: EXPORT_UNKEPT },
     }),
   );
   adminRoutes(router, deps);

@@ -67,6 +67,11 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRole>> = {
   'POST /admin/v1/webhooks/:id/test': 'operator',
   'GET /admin/v1/webhook-fan-out': 'auditor',
 
+  // Erasing a customer's personal data (docs/operations.md, "Customer data").
+  'POST /admin/v1/customers/erase': 'operator',
+  // What the service holds about a customer: personal data, read as a cart's history is.
+  'POST /admin/v1/customers/export': 'operator',
+
   // Projections: status for anyone, rebuilds for operators.
   'GET /admin/v1/projections': 'auditor',
   'POST /admin/v1/projections/:name/rebuild': 'operator',

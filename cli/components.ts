@@ -211,6 +211,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];
       if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock }, sessionTable)));
       const idempotencyTtlMs = ctx.config.idempotencyTtlMs;
+      const customerData = ctx.customerData;
       const adminDeps = {
         store,
         commands,
@@ -220,6 +221,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         sessions,
         webhooks,
         idempotencyTtlMs,
+        customerData,
       };
       const tables = adminRouteTables(adminDeps);
       ctx.app.use(routesOf(createAdminDocumentRouter([...sessionTable, ...tables])));

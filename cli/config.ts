@@ -21,6 +21,7 @@ import {
   eventStoreSync,
   eventStoreUrl,
   flag,
+  keyStoreUrl,
   type LogLevel,
   leaseDuration,
   logLevel,
@@ -73,6 +74,11 @@ export interface Config {
    * never make a delivery wait for the read store's write lock; otherwise the read store itself.
    */
   dispatcherStoreUrl: string;
+  /**
+   * Where customers' data keys are kept (docs/operations.md, "Customer data"): `sqlite:<file>`
+   * (`<dataDir>/keys.db` by default), or a `mongodb://` URL, the default beside a MongoDB read store.
+   */
+  keyStoreUrl: string;
   /**
    * Role `all` runs the dispatcher (webhooks, abandonment timers) on a thread of its own, with its own
    * connections to the embedded files, so that API load or a rebuild does not stall deliveries.
@@ -161,6 +167,7 @@ const envSchema = z.object({
   PDS_READ_STORE: readStoreUrl.optional(),
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
+  PDS_KEY_STORE: keyStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_PROJECTOR_THREAD: flag.optional(),
   PDS_PROJECTOR_LEASE: leaseDuration.optional(),
@@ -192,6 +199,7 @@ export const DEFAULTS = {
   readStoreUrl: 'memory',
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
+  keyStoreFile: 'keys.db',
   eventStoreSync: 'full',
   readStoreCacheMiB: 32,
   projectorLease: '15s',
@@ -291,6 +299,13 @@ export function parseConfig(env: Env): Config {
       (readStore.startsWith('sqlite:') && readStore !== 'sqlite::memory:'
         ? `sqlite:${path.join(path.dirname(readStore.slice('sqlite:'.length)), DEFAULTS.dispatcherStoreFile)}`
         : readStore),
+    keyStoreUrl:
+      v.PDS_KEY_STORE ??
+      (readStore.startsWith('mongodb')
+        ? readStore
+        : eventStore === 'sqlite::memory:'
+          ? 'sqlite::memory:'
+          : `sqlite:${path.join(dir, DEFAULTS.keyStoreFile)}`),
     dispatcherThread: v.PDS_DISPATCHER_THREAD ?? (embedded && eventStore !== 'sqlite::memory:'),
     projectorThread:
       v.PDS_PROJECTOR_THREAD ??
@@ -315,6 +330,24 @@ export function parseConfig(env: Env): Config {
     backupKeep: v.PDS_BACKUP_KEEP ?? DEFAULTS.backupKeep,
     logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
   });
+}
+
+/**
+ * What a process of `role` refuses to run with: on EventStoreDB, a key store that is a file of this
+ * process (`sqlite:`) unless the process runs every role. Processes of a split deployment each read
+ * the sealed events of one log, so they must share one key store: with a file each, one would find
+ * no key of what another sealed, nor see its erasures (docs/operations.md, "Customer data"). A
+ * process of role `all` is the deployment's one process and owns its file, as on embedded files.
+ * Throws `ConfigError`.
+ */
+export function checkRole(config: Pick<ResolvedConfig, 'embedded' | 'keyStoreUrl'>, role: string): void {
+  if (config.embedded || role === 'all' || !config.keyStoreUrl.startsWith('sqlite:')) return;
+  throw new ConfigError([
+    {
+      variable: 'PDS_KEY_STORE',
+      problem: `a process of role ${role} on EventStoreDB needs the key store every process shares (a mongodb:// URL), not a file of its own`,
+    },
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------------

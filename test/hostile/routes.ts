@@ -309,6 +309,15 @@ export const adminRoutes: readonly RouteSpec[] = [
   spec('POST', `${A}/projections/:name/rebuild`, 'operator', () => ({
     name: ['catalog', 'carts', 'webhook_deliveries'],
   })),
+  // A customer the world has none of: hostile bodies reach the lookup, and no world cart is erased.
+  spec('POST', `${A}/customers/erase`, 'operator', none, {
+    body: () => ({ customer: 'nobody-in-this-world@example.com' }),
+    apiBase: A,
+  }),
+  spec('POST', `${A}/customers/export`, 'operator', none, {
+    body: () => ({ customer: 'nobody-in-this-world@example.com' }),
+    apiBase: A,
+  }),
   // The console's session: sign-in takes the token; sign-out, last, ends the world's session. The
   // admin API's OpenAPI document describes them: every answer must match it.
   spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }), apiBase: A }),
