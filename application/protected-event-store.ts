@@ -100,6 +100,7 @@ export function protectCustomerData(
     },
     replayParkedMessages: (group) => store.replayParkedMessages(group),
     dropExpired: () => store.dropExpired(),
+    deleteStream: (streamId, expectedRevision) => store.deleteStream(streamId, expectedRevision),
     close: () => store.close(),
   };
 }
