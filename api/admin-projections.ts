@@ -1,6 +1,8 @@
 /**
  * `GET /admin/v1/projections` (state, checkpoint, lag, rebuild progress) and
- * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve).
+ * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve). Each
+ * projection carries `status` (`ok` or `lagging`) and `trouble`, the reasons (`admin-trouble.ts`), and
+ * the answer how many lag.
  * Served by the process that runs the projector (role `all` or `projector`); in role `all` the projector
  * may run on a thread of its own, reached through the same two calls (docs/operations.md, "Threads").
  * Who asked for a rebuild is on record: a `ProjectionRebuildRequested` event in
@@ -16,6 +18,7 @@ import { eventRegistry } from '../domain/index.ts';
 import { projectionRebuildRequested, projectionRebuildsStreamId } from '../domain/operator-activity.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { Projector } from '../projections/projector.ts';
+import { type AlertThresholds, DEFAULT_ALERT_THRESHOLDS, withProjectionTrouble } from './admin-trouble.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { operatorAuth, operatorOf, requestActor } from './operator-auth.ts';
 import { requireRole } from './route-roles.ts';
@@ -34,6 +37,8 @@ export interface ProjectionAdminDeps {
   /** Where rebuild requests are recorded. */
   store: EventStore;
   clock: Clock;
+  /** `PDS_ALERT_PROJECTION_LAG` and the rest: when a projection is marked lagging (`admin-trouble.ts`). */
+  alerts?: AlertThresholds;
 }
 
 export function createProjectionAdminRouter(deps: ProjectionAdminDeps): Router<AppState> {
@@ -48,7 +53,13 @@ export function createProjectionAdminRouter(deps: ProjectionAdminDeps): Router<A
   );
 
   router.get('/', async (ctx) => {
-    ctx.body = { projections: await projector.status() };
+    const thresholds = deps.alerts ?? DEFAULT_ALERT_THRESHOLDS;
+    const projections = (await projector.status()).map((p) => withProjectionTrouble(p, thresholds));
+    ctx.body = {
+      projections,
+      lagging: projections.filter((p) => p.status === 'lagging').length,
+      thresholds: { projection_lag_seconds: thresholds.projectionLagMs / 1000 },
+    };
   });
 
   router.post('/:name/rebuild', async (ctx) => {

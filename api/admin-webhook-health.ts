@@ -8,10 +8,17 @@
  *   without attempts); per interval, the queue depth at its end;
  * - the queue now: its depth and its oldest delivery still queued (pending, in flight or failed).
  *
+ * - `status` (`ok` or `failing`) and `trouble`, the reasons it is failing (`admin-trouble.ts`).
+ *
  * Served by the `webhook_health` and `webhook_queues` read models and one index walk of
  * `webhook_deliveries`: its cost follows the window (at most 1,440 minutes), not the traffic. The
  * window ends with the current interval, on the service's clock. 404 `webhook_not_found` for an
  * unknown or removed subscription; 400 for another window or an unknown parameter.
+ *
+ * `GET /admin/v1/webhook-health`: every subscription's `status` and `trouble` with its queue, and how
+ * many are failing, for the console's overview and webhooks list and `pds webhooks list`: the last
+ * 15 minutes of each, its queue depth and its oldest queued delivery, so a cost of the subscriptions
+ * (at most `MAX_SUBSCRIPTIONS` of them, in webhook id order), not of the traffic.
  */
 import type Router from '@koa/router';
 import { z } from 'zod';
@@ -34,7 +41,18 @@ import {
   type WebhookHealthDoc,
   type WebhookQueueDoc,
 } from '../projections/read-models/webhook-health.ts';
+import {
+  WEBHOOK_SUBSCRIPTIONS,
+  type WebhookSubscriptionDoc,
+} from '../projections/read-models/webhook-subscriptions.ts';
 import type { Collection } from '../projections/read-store.ts';
+import {
+  type AlertThresholds,
+  attemptsSince,
+  DEFAULT_ALERT_THRESHOLDS,
+  failureWindowStart,
+  subscriptionTrouble,
+} from './admin-trouble.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import type { AppState } from './http.ts';
 import { parseParams } from './validation.ts';
@@ -119,8 +137,10 @@ function healthAnswer(a: {
   depthBefore: number;
   depth: number;
   oldest: WebhookDeliveryDoc | null;
+  thresholds: AlertThresholds;
 }) {
   const { minutes, interval } = WINDOWS[a.window];
+  const queue = queueNow(a.depth, a.oldest, a.now);
   return {
     health: {
       webhook_id: a.id,
@@ -128,20 +148,33 @@ function healthAnswer(a: {
       from: iso(a.fromMs),
       to: iso(a.toMs),
       interval_seconds: interval * 60,
+      ...subscriptionTrouble(
+        attemptsSince(a.inWindow, failureWindowStart(a.now)),
+        queue.oldest,
+        a.thresholds,
+      ),
       ...healthSeries(a.inWindow, a.depthBefore, a.fromMs, minutes / interval, interval),
-      queue: {
-        depth: a.depth,
-        oldest: a.oldest && {
-          delivery_id: a.oldest.delivery_id,
-          cart_uuid: a.oldest.cart_uuid,
-          status: a.oldest.status,
-          scheduled_at: a.oldest.scheduled_at,
-          age_seconds: Math.max(0, Math.round((a.now - Date.parse(a.oldest.scheduled_at)) / 1000)),
-        },
-      },
+      queue,
     },
   };
 }
+
+/** The queue now: its depth and its oldest delivery still queued, with its age at `now`. */
+function queueNow(depth: number, oldest: WebhookDeliveryDoc | null, now: number) {
+  return {
+    depth,
+    oldest: oldest && {
+      delivery_id: oldest.delivery_id,
+      cart_uuid: oldest.cart_uuid,
+      status: oldest.status,
+      scheduled_at: oldest.scheduled_at,
+      age_seconds: Math.max(0, Math.round((now - Date.parse(oldest.scheduled_at)) / 1000)),
+    },
+  };
+}
+
+/** Most subscriptions `GET /webhook-health` judges (the subscription list's largest page). */
+export const MAX_SUBSCRIPTIONS = 500;
 
 /** What `GET /webhooks/{id}/health` answers (the CLI prints it). */
 export type WebhookHealthAnswer = ReturnType<typeof healthAnswer>;
@@ -153,11 +186,13 @@ export function webhookHealthRoutes(
   subscription: { idParam(params: unknown): string; loadWebhook(id: string): Promise<unknown> },
 ): void {
   const { readStore, clock } = deps;
+  const thresholds = deps.webhooks.alerts ?? DEFAULT_ALERT_THRESHOLDS;
   let collections:
     | {
         health: Collection<WebhookHealthDoc>;
         queues: Collection<WebhookQueueDoc>;
         deliveries: Collection<WebhookDeliveryDoc>;
+        subscriptions: Collection<WebhookSubscriptionDoc>;
       }
     | undefined;
   const open = async () => {
@@ -167,6 +202,7 @@ export function webhookHealthRoutes(
       health: await readStore.collection<WebhookHealthDoc>(WEBHOOK_HEALTH),
       queues: await readStore.collection<WebhookQueueDoc>(WEBHOOK_QUEUES),
       deliveries: await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES),
+      subscriptions: await readStore.collection<WebhookSubscriptionDoc>(WEBHOOK_SUBSCRIPTIONS),
     };
     return collections;
   };
@@ -197,6 +233,38 @@ export function webhookHealthRoutes(
       depthBefore: before?.depth ?? 0,
       depth,
       oldest,
+      thresholds,
     });
+  });
+
+  router.get('/webhook-health', async (ctx) => {
+    parseParams(ctx.query, z.strictObject({}));
+    const now = clock.now().getTime();
+    const from = failureWindowStart(now);
+    const to = iso(Math.floor(now / 60_000) * 60_000 + 60_000);
+    const { health, queues, deliveries, subscriptions } = await open();
+    const docs = await subscriptions.find({}, { sort: [['_id', 1]], limit: MAX_SUBSCRIPTIONS });
+    const judged = await Promise.all(
+      docs.map(async (w) => {
+        const [recent, depth, oldest] = await Promise.all([
+          minutesBetween(health, w.webhook_id, from, to),
+          queueDepth(queues, w.webhook_id),
+          oldestQueued(deliveries, w.webhook_id),
+        ]);
+        const queue = queueNow(depth, oldest, now);
+        return {
+          webhook_id: w.webhook_id,
+          url: w.url,
+          enabled: w.enabled,
+          ...subscriptionTrouble(attemptsSince(recent, from), queue.oldest, thresholds),
+          queue,
+        };
+      }),
+    );
+    ctx.body = {
+      subscriptions: judged,
+      failing: judged.filter((w) => w.status === 'failing').length,
+      thresholds: { oldest_queued_seconds: thresholds.oldestQueuedMs / 1000 },
+    };
   });
 }

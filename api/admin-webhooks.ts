@@ -55,6 +55,7 @@ import {
   type UrlRefusalReason,
 } from '../webhooks/url-guard.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
+import type { AlertThresholds } from './admin-trouble.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
 import { ifMatch, parseBody, parseParams, pathId, pathUuid } from './validation.ts';
@@ -75,6 +76,8 @@ export interface WebhookSettings {
    * the answers that would show it say so (docs/operations.md, "Retention").
    */
   deliveryLogRetentionMs?: number;
+  /** `PDS_ALERT_OLDEST_QUEUED` and the rest: when a subscription is marked failing (`admin-trouble.ts`). */
+  alerts?: AlertThresholds;
 }
 
 export interface WebhookAdminDeps {

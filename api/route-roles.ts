@@ -61,6 +61,7 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRole>> = {
   'GET /admin/v1/webhooks/:id/deliveries': 'auditor',
   'GET /admin/v1/webhooks/deliveries/:delivery_id': 'auditor',
   'GET /admin/v1/webhooks/:id/health': 'auditor',
+  'GET /admin/v1/webhook-health': 'auditor',
   'POST /admin/v1/webhooks/deliveries/:delivery_id/redeliver': 'operator',
   'POST /admin/v1/webhooks/:id/recover': 'operator',
   // Sends a signed request to the receiver and shows its answer: a write, and operators' only.

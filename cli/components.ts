@@ -26,6 +26,7 @@ import type { Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { scheduledBackups } from './backup/component.ts';
 import type { Component, ServiceContext } from './compose.ts';
+import type { Config } from './config.ts';
 import {
   createTimers,
   type DispatcherShared,
@@ -98,6 +99,12 @@ export function consoleSessions(shared: Shared, clock: Clock = systemClock): Com
  * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
  * thread (`thread`), whose status and rebuilds it reaches through the thread's calls.
  */
+/** When the admin API marks trouble (docs/operations.md, "Health"). */
+const alertThresholds = (config: Pick<Config, 'alertOldestQueuedMs' | 'alertProjectionLagMs'>) => ({
+  oldestQueuedMs: config.alertOldestQueuedMs,
+  projectionLagMs: config.alertProjectionLagMs,
+});
+
 export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Clock = systemClock): Component {
   return {
     name: 'projection-admin',
@@ -109,7 +116,14 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Cloc
       const { sessions } = shared;
       ctx.app.use(
         routesOf(
-          createProjectionAdminRouter({ projector, operators, sessions, store: ctx.eventStore, clock }),
+          createProjectionAdminRouter({
+            projector,
+            operators,
+            sessions,
+            store: ctx.eventStore,
+            clock,
+            alerts: alertThresholds(ctx.config),
+          }),
         ),
       );
     },
@@ -206,6 +220,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
         deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs,
+        alerts: alertThresholds(ctx.config),
       };
       const { sessions } = shared;
       const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];
@@ -255,7 +270,7 @@ export function defaultComponents(
 ): Component[] {
   const shared: Shared = { operators };
   return [
-    readSide(shared),
+    readSide(shared, { clock }),
     consoleSessions(shared, clock),
     projectionAdmin(shared, undefined, clock),
     partnerApi(shared, clock),

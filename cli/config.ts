@@ -104,6 +104,12 @@ export interface Config {
   idempotencyTtlMs: number;
   /** How long finished webhook deliveries are kept (docs/operations.md, "Retention"). */
   deliveryLogRetentionMs: number;
+  /**
+   * When the admin API marks a subscription failing (its oldest queued delivery older) and a projection
+   * lagging (its lag longer): docs/operations.md, "Health".
+   */
+  alertOldestQueuedMs: number;
+  alertProjectionLagMs: number;
   /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
   secretKey: KeyObject | null;
   sandbox: boolean;
@@ -180,6 +186,8 @@ const envSchema = z.object({
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
+  PDS_ALERT_OLDEST_QUEUED: positiveDuration.optional(),
+  PDS_ALERT_PROJECTION_LAG: positiveDuration.optional(),
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
   PDS_SANDBOX_SIZE: sandboxSize.optional(),
@@ -210,6 +218,8 @@ export const DEFAULTS = {
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
+  alertOldestQueued: '15m',
+  alertProjectionLag: '1m',
   backupEvery: '24h',
   backupKeep: 7,
   logLevel: 'info',
@@ -322,6 +332,8 @@ export function parseConfig(env: Env): Config {
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),
+    alertOldestQueuedMs: v.PDS_ALERT_OLDEST_QUEUED ?? parseDuration(DEFAULTS.alertOldestQueued),
+    alertProjectionLagMs: v.PDS_ALERT_PROJECTION_LAG ?? parseDuration(DEFAULTS.alertProjectionLag),
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
     sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,

@@ -102,6 +102,8 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
     deliveryLogRetentionMs: 30 * 24 * 3_600_000,
+    alertOldestQueuedMs: 15 * 60_000,
+    alertProjectionLagMs: 60_000,
     secretKey: null,
     sandbox: true,
     sandboxSize: 50,
@@ -342,6 +344,14 @@ const valid: Record<string, Case[]> = {
       expected: 86_400_000,
     },
   ],
+  PDS_ALERT_OLDEST_QUEUED: [
+    { env: { PDS_ALERT_OLDEST_QUEUED: '1h' }, check: (c) => c.alertOldestQueuedMs, expected: 3_600_000 },
+    { env: { PDS_ALERT_OLDEST_QUEUED: '90s' }, check: (c) => c.alertOldestQueuedMs, expected: 90_000 },
+  ],
+  PDS_ALERT_PROJECTION_LAG: [
+    { env: { PDS_ALERT_PROJECTION_LAG: '5m' }, check: (c) => c.alertProjectionLagMs, expected: 300_000 },
+    { env: { PDS_ALERT_PROJECTION_LAG: '500ms' }, check: (c) => c.alertProjectionLagMs, expected: 500 },
+  ],
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: (
     [
       ['true', true],
@@ -470,6 +480,10 @@ const bad: [string, string, Env?][] = [
   ['PDS_DELIVERY_LOG_RETENTION', '23h'],
   ['PDS_DELIVERY_LOG_RETENTION', '30d'],
   ['PDS_DELIVERY_LOG_RETENTION', '0s'],
+  ['PDS_ALERT_OLDEST_QUEUED', '0s'],
+  ['PDS_ALERT_OLDEST_QUEUED', 'late'],
+  ['PDS_ALERT_PROJECTION_LAG', '0ms'],
+  ['PDS_ALERT_PROJECTION_LAG', '1d'],
   ['PDS_PROJECTOR_LEASE', '0s'],
   ['PDS_PROJECTOR_LEASE', '500ms'],
   ['PDS_PROJECTOR_LEASE', 'long'],

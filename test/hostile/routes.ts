@@ -265,6 +265,7 @@ export const adminRoutes: readonly RouteSpec[] = [
     body: () => ({ event: 'cart_abandoned' }),
   }),
   spec('GET', `${A}/webhook-fan-out`, 'operator'),
+  spec('GET', `${A}/webhook-health`, 'operator'),
   // The routes the admin API's OpenAPI document describes: every answer must match it.
   spec('GET', `${A}/carts/:uuid/views`, 'operator', (w) => ({ uuid: [w.curbsideCart, w.openCart] }), {
     query: ['limit', 'cursor'],
