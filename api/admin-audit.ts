@@ -31,6 +31,7 @@ import {
 } from '../projections/read-models/webhook-deliveries.ts';
 import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
+import { withQueuePlaces } from './admin-delivery-queue.ts';
 import { ADMIN_BASE } from './admin-support.ts';
 import { decodeCursor, encodeCursor } from './admin-webhook-deliveries.ts';
 import { type AppContext, type AppState, HttpProblem } from './http.ts';
@@ -151,7 +152,7 @@ export function auditRoutes(
       const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
       ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${params}>; rel="next"`);
     }
-    const records = await withRequesterNames(named, page.map(toDeliveryRecord));
+    const records = await withQueuePlaces(store, await withRequesterNames(named, page.map(toDeliveryRecord)));
     // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
     // lack them, and says from when it is whole.
     const pruned_before = prunedBefore(clock.now(), retentionMs);

@@ -8,6 +8,7 @@
  *   parked); `limit` 1–500 (default 100); `cursor` is the `next_cursor` of the previous page (also in a
  *   `Link: rel="next"` header, filters kept). 404 `webhook_not_found` for an unknown or removed
  *   subscription.
+ *   Each delivery says which one it waits behind in its queue, `waiting_behind` (`admin-delivery-queue.ts`).
  * - `GET /webhooks/deliveries/{delivery_id}` → 200 {delivery}; 404 `delivery_not_found` (never scheduled,
  *   or pruned: finished before `pruned_before`, docs/operations.md, "Retention").
  * - `POST /webhooks/deliveries/{delivery_id}/redeliver` (no body) → 202 {delivery, revision, position}:
@@ -62,6 +63,7 @@ import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
 import { attemptFields } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
+import { withQueuePlaces } from './admin-delivery-queue.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import { webhookHealthRoutes } from './admin-webhook-health.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
@@ -207,9 +209,12 @@ function deliveryShared(deps: WebhookAdminDeps) {
   const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
   const named = actorNamer(readStore);
-  /** Delivery records as answered: each redelivery with the name of who asked for it. */
-  const records = (docs: readonly WebhookDeliveryDoc[]) =>
-    withRequesterNames(named, docs.map(toDeliveryRecord));
+  /**
+   * Delivery records as answered: each redelivery with the name of who asked for it, and the delivery
+   * it waits behind in its queue (`admin-delivery-queue.ts`).
+   */
+  const records = async (docs: readonly WebhookDeliveryDoc[]) =>
+    withQueuePlaces(deps.store, await withRequesterNames(named, docs.map(toDeliveryRecord)));
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {
     collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);
