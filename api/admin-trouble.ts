@@ -57,7 +57,8 @@ export const projectionStatusFields = z.object({
 export type SubscriptionStatusFields = z.infer<typeof subscriptionStatusFields>;
 export type ProjectionStatusFields = z.infer<typeof projectionStatusFields>;
 
-const seconds = (ms: number) => `${(ms / 1000).toLocaleString('en-US')} s`;
+/** A duration in seconds as the details say it: `960 s`, `43.4 s`, `3,660 s`. */
+const seconds = (ms: number) => `${(Math.round(ms / 100) / 10).toLocaleString('en-US')} s`;
 
 /** The attempts of the minutes at or after `fromIso`, by outcome. */
 export function attemptsSince(minutes: readonly WebhookHealthDoc[], fromIso: string): AttemptCounts {

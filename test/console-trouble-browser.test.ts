@@ -75,7 +75,7 @@ if (missing) {
     const { page, problems } = await signedInConsole(t, svc.base, svc.token, 'overview');
     await page.setViewportSize({ width: 1280, height: 900 });
     const summary = page.getByRole('region', { name: 'Trouble' });
-    await summary.getByRole('link', { name: '1 subscription failing' }).waitFor();
+    await summary.getByRole('link', { name: '1 of 2 subscriptions failing' }).waitFor();
     t.regex(await summary.innerText(), /No projection lagging/);
     const card = page.getByRole('article', { name: `Health of ${dead.url}` });
     t.is(await card.getAttribute('data-status'), 'failing');

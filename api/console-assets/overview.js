@@ -21,16 +21,16 @@ function TroubleSummary({ judged, projections }) {
       <ul>
         <li data-failing=${judged.failing}>${
           judged.failing > 0
-            ? html`<a href="#health-title" class="mark mark-failing">${plural(judged.failing, 'subscription', 'subscriptions')} failing</a>`
+            ? html`<a href="#health-title" class="mark mark-failing">${judged.failing} of ${plural(judged.subscriptions.length, 'subscription', 'subscriptions')} failing</a>`
             : html`<span class="mark mark-ok">No subscription failing</span>`
-        }<span class="muted"> of ${judged.subscriptions.length}: recent attempts mostly failed, or the oldest queued delivery waited more than ${Math.round(judged.thresholds.oldest_queued_seconds / 60)} minutes</span></li>
+        }<span class="muted"> (failing: most attempts of the last 15 minutes failed, or a delivery has been queued more than ${Math.round(judged.thresholds.oldest_queued_seconds / 60)} minutes)</span></li>
         ${
           projections &&
           html`<li data-lagging=${lagging}>${
             lagging > 0
               ? html`<a href="#projections-title" class="mark mark-lagging">${plural(lagging, 'projection', 'projections')} lagging</a>`
               : html`<span class="mark mark-ok">No projection lagging</span>`
-          }<span class="muted">: more than ${projections.thresholds.projection_lag_seconds} s behind the event log</span></li>`
+          }<span class="muted"> (lagging: its oldest event not applied is more than ${projections.thresholds.projection_lag_seconds} s old)</span></li>`
         }
       </ul>
     </section>`;
@@ -54,8 +54,7 @@ function WebhookHealth({ session, judged, onUnauthorized }) {
                 (w) => html`
                   <article key=${w.webhook_id} class=${`card ${w.status === 'failing' ? 'card-failing' : ''}`}
                     aria-label=${`Health of ${w.url}`} data-webhook=${w.webhook_id} data-status=${w.status}>
-                    <h3><code>${w.url}</code> ${w.enabled ? '' : html`<span class="muted">(disabled)</span>`}
-                      ${w.status === 'failing' ? html`<span class="mark mark-failing">FAILING</span>` : ''}</h3>
+                    <h3><code>${w.url}</code> ${w.enabled ? '' : html`<span class="muted">(disabled)</span>`}</h3>
                     <p class="muted">Subscription <a href=${webhookHref(w.webhook_id)}><code>${w.webhook_id}</code></a></p>
                     <${Health} session=${session} webhook=${w} window=${window} onUnauthorized=${onUnauthorized} />
                   </article>`,
