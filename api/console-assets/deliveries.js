@@ -73,7 +73,13 @@ function Facts({ delivery: d }) {
       <div><dt>Delivery</dt><dd><a href=${deliveryHref(d.delivery_id)}><code>${d.delivery_id}</code></a></dd></div>
       <div><dt>Subscription</dt><dd><a href=${webhookHref(d.webhook_id)}><code>${d.webhook_id}</code></a></dd></div>
       <div><dt>Cart</dt><dd><a href=${cartHref(d.cart_uuid)} title="The cart's audit"><code>${d.cart_uuid}</code></a></dd></div>
-      <div><dt>Next attempt</dt><dd>${d.waiting_behind || d.next_attempt_at ? html`<${NextAttempt} delivery=${d} linked=${true} />` : 'none'}</dd></div>
+      <div><dt>Next attempt</dt><dd>${
+        d.waiting_behind
+          ? html`<${NextAttempt} delivery=${d} linked=${true} />`
+          : d.next_attempt_at
+            ? time(d.next_attempt_at)
+            : 'none'
+      }</dd></div>
     </dl>`;
 }
 
