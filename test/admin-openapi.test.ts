@@ -149,6 +149,7 @@ const NOT_YET_DESCRIBED = [
   'GET /admin/v1/webhooks/deliveries/:delivery_id',
   'POST /admin/v1/webhooks/deliveries/:delivery_id/redeliver',
   'GET /admin/v1/webhook-fan-out',
+  'GET /admin/v1/webhook-health',
   'GET /admin/v1/projections',
   'POST /admin/v1/projections/:name/rebuild',
 ];
