@@ -4,7 +4,7 @@
 // health (health.js) and its deliveries (deliveries.js), chosen here or by a link (#webhooks/<id>)
 // (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). The writes show only to a
 // role that may make them.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { admin, can, html, idList, ShownOnce, Trouble, useAdminRead, useWrite } from './admin.js';
 import { Deliveries } from './deliveries.js';
 import { Health, WindowChoice } from './health.js';
@@ -149,8 +149,11 @@ function ManageWebhook({ session, webhook, onSecret, onChanged }) {
 /** A subscription's health, then its deliveries. */
 function Chosen({ session, webhook, onUnauthorized }) {
   const [window, setWindow] = useState('1h');
+  const top = useRef(null);
+  // Chosen by a click or a link: it shows below the list, so the page goes there.
+  useEffect(() => top.current?.scrollIntoView({ block: 'start' }), []);
   return html`
-    <section aria-labelledby="chosen-health-title">
+    <section aria-labelledby="chosen-health-title" ref=${top}>
       <h3 id="chosen-health-title">Health of <code>${webhook.url}</code>
         <span class="muted">(id <code>${webhook.webhook_id}</code>)</span></h3>
       <${WindowChoice} window=${window} onChange=${setWindow} />
