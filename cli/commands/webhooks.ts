@@ -2,7 +2,7 @@
  * `pds webhooks …`: webhook subscriptions through the admin API.
  *
  *   pds webhooks create --url <url> (--auth-token <token> | --auth-token-file <file|->) --store <id...> [--events <kind...>]
- *   pds webhooks list [--store <id>] [--enabled | --disabled]
+ *   pds webhooks list [--store <id>] [--enabled | --disabled]   (each ok or FAILING, with why)
  *   pds webhooks show <id>
  *   pds webhooks update <id> [--url <url>] [--auth-token <token> | --auth-token-file <file|->] [--store <id...>] [--events <kind...>]
  *   pds webhooks disable <id> | enable <id>
