@@ -30,6 +30,7 @@ import {
 } from '../projections/read-models/webhook-deliveries.ts';
 import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
+import { withQueuePlaces } from './admin-delivery-queue.ts';
 import { cartDeliveries, cartHistory as cartHistoryAnswer } from './admin-records.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE } from './admin-support.ts';
@@ -174,7 +175,10 @@ export function auditRoutes(deps: {
         const link = new URLSearchParams({ limit: String(query.limit), cursor: next });
         ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${link}>; rel="next"`);
       }
-      const records = await withRequesterNames(named, page.map(toDeliveryRecord));
+      const records = await withQueuePlaces(
+        store,
+        await withRequesterNames(named, page.map(toDeliveryRecord)),
+      );
       // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
       // lack them, and says from when it is whole.
       const pruned_before = prunedBefore(clock.now(), retentionMs);

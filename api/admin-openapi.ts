@@ -13,10 +13,10 @@ import { type OperatorApiRoute, operatorOpenApiDocument, roleTable } from './ope
 function documentDescription(): string {
   return [
     'The API of the people who run the service: operators, auditors and admins. Partners and their ' +
-      "keys, a cart's audit, webhook subscriptions and their deliveries, the webhook fan-out, " +
-      'projections (served by the process that runs the projector), accounts and their tokens, and ' +
-      "the console's session. How each is used: the service's docs/operations.md, docs/webhooks.md " +
-      'and docs/write-side.md.',
+      "keys, a cart's audit, webhook subscriptions with their deliveries and health, the webhook " +
+      "fan-out, projections (served by the process that runs the projector), customers' data (erase, " +
+      "export), accounts and their tokens, and the console's session. How each is used: the service's " +
+      'docs/operations.md, docs/webhooks.md and docs/write-side.md.',
     '## Authentication and roles',
     'Send your operator token as `Authorization: Bearer <token>`, or sign in to the console (`POST ' +
       `/session\`), whose session cookie \`${SESSION_COOKIE}\` then authenticates each call; a write the ` +

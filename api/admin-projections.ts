@@ -1,6 +1,8 @@
 /**
  * `GET /admin/v1/projections` (state, checkpoint, lag, rebuild progress) and
- * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve).
+ * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve). Each
+ * projection carries `status` (`ok` or `lagging`) and `trouble`, the reasons (`admin-trouble.ts`), and
+ * the answer how many lag.
  * Served by the process that runs the projector (role `all` or `projector`); in role `all` the projector
  * may run on a thread of its own, reached through the same two calls (docs/operations.md, "Threads").
  * Who asked for a rebuild is on record: a `ProjectionRebuildRequested` event in
@@ -18,6 +20,7 @@ import type { EventStore } from '../eventstore/port.ts';
 import type { Projector } from '../projections/projector.ts';
 import { projections, rebuildStarted } from './admin-records.ts';
 import { type AdminRoute, adminRoute, mountAdminRoutes } from './admin-route-table.ts';
+import { type AlertThresholds, DEFAULT_ALERT_THRESHOLDS, withProjectionTrouble } from './admin-trouble.ts';
 import { type AppState, createRouter, HttpProblem, securityHeaders, useEach } from './http.ts';
 import { operatorAuth, operatorOf, requestActor } from './operator-auth.ts';
 import { requireRole } from './route-roles.ts';
@@ -35,11 +38,13 @@ export interface ProjectionAdminDeps {
   /** Where rebuild requests are recorded. */
   store: EventStore;
   clock: Clock;
+  /** `PDS_ALERT_PROJECTION_LAG` and the rest: when a projection is marked lagging (`admin-trouble.ts`). */
+  alerts?: AlertThresholds;
 }
 
 /** Projections' status and rebuilds: the routes of their router, and of the admin API's document. */
 export function projectionRoutes(
-  deps: Pick<ProjectionAdminDeps, 'projector' | 'store' | 'clock'>,
+  deps: Pick<ProjectionAdminDeps, 'projector' | 'store' | 'clock' | 'alerts'>,
 ): AdminRoute[] {
   const { projector, store, clock } = deps;
   const status = adminRoute({
@@ -49,11 +54,18 @@ export function projectionRoutes(
     summary: 'Every projection: state, checkpoint, lag, rebuild progress',
     description:
       'Served by the process that runs the projector. `standby`: another projector holds the read ' +
-      "store's lease and writes the read models.",
+      "store's lease and writes the read models. A projection is `lagging` while its lag passes " +
+      '`PDS_ALERT_PROJECTION_LAG`, with why (`trouble`); the answer counts them.',
     response: { status: 200, description: 'The projections.', schema: projections },
     problems: [],
     async handler(ctx) {
-      ctx.body = { projections: await projector.status() };
+      const thresholds = deps.alerts ?? DEFAULT_ALERT_THRESHOLDS;
+      const projections = (await projector.status()).map((p) => withProjectionTrouble(p, thresholds));
+      ctx.body = {
+        projections,
+        lagging: projections.filter((p) => p.status === 'lagging').length,
+        thresholds: { projection_lag_seconds: thresholds.projectionLagMs / 1000 },
+      };
     },
   });
 

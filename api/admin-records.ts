@@ -15,6 +15,8 @@ import type { ProjectionStatus } from '../projections/projection.ts';
 import type { DeliveryAttemptRecord } from '../projections/read-models/webhook-deliveries.ts';
 import type { FanOutProgress } from '../webhooks/fan-out-group.ts';
 import { namedActor } from './admin-cart-views.ts';
+import { waitingBehind } from './admin-delivery-queue.ts';
+import { projectionStatusFields, subscriptionStatusFields } from './admin-trouble.ts';
 
 const time = z.string().describe('ISO 8601 date-time (UTC)');
 const written = {
@@ -140,6 +142,7 @@ export const deliveryRecord = z
       )
       .describe('Operator requests to send it again (redeliver, recover), oldest first.'),
     updated_at: time,
+    waiting_behind: waitingBehind,
   })
   .meta({ id: 'Delivery' });
 
@@ -205,6 +208,22 @@ const tally = {
     .nullable()
     .describe("The attempts' duration quantiles (within about 1.5×); null without attempts."),
 };
+/** The queue now: its depth and its oldest delivery still queued (pending, in flight or failed). */
+const queueNow = z
+  .object({
+    depth: z.int(),
+    oldest: z
+      .object({
+        delivery_id: z.uuid(),
+        cart_uuid: z.uuid(),
+        status: deliveryStatus,
+        scheduled_at: time,
+        age_seconds: z.int(),
+      })
+      .nullable(),
+  })
+  .meta({ id: 'DeliveryQueue' });
+
 export const webhookHealth = z
   .object({
     health: z.object({
@@ -213,23 +232,29 @@ export const webhookHealth = z
       from: time,
       to: time,
       interval_seconds: z.int(),
+      ...subscriptionStatusFields.shape,
       totals: z.object(tally),
       intervals: z.array(z.object({ from: time, ...tally, queue_depth: z.int() })),
-      queue: z.object({
-        depth: z.int(),
-        oldest: z
-          .object({
-            delivery_id: z.uuid(),
-            cart_uuid: z.uuid(),
-            status: deliveryStatus,
-            scheduled_at: time,
-            age_seconds: z.int(),
-          })
-          .nullable(),
-      }),
+      queue: queueNow,
     }),
   })
   .meta({ id: 'WebhookHealth' });
+
+export const webhookHealthList = z
+  .object({
+    subscriptions: z.array(
+      z.object({
+        webhook_id: z.uuid(),
+        url: z.string(),
+        enabled: z.boolean(),
+        ...subscriptionStatusFields.shape,
+        queue: queueNow,
+      }),
+    ),
+    failing: z.int().describe('How many of them are failing.'),
+    thresholds: z.object({ oldest_queued_seconds: z.number().describe('`PDS_ALERT_OLDEST_QUEUED`.') }),
+  })
+  .meta({ id: 'WebhookHealthList' });
 
 // ---- a cart's audit -----------------------------------------------------------------------------
 
@@ -320,10 +345,17 @@ const projectionStatus = z
       })
       .nullable(),
     rebuild_failure: z.object({ error: z.string(), at: time }).nullable(),
+    ...projectionStatusFields.shape,
   })
   .meta({ id: 'Projection' }) satisfies z.ZodType<ProjectionStatus>;
 
-export const projections = z.object({ projections: z.array(projectionStatus) }).meta({ id: 'Projections' });
+export const projections = z
+  .object({
+    projections: z.array(projectionStatus),
+    lagging: z.int().describe('How many of them are lagging.'),
+    thresholds: z.object({ projection_lag_seconds: z.number().describe('`PDS_ALERT_PROJECTION_LAG`.') }),
+  })
+  .meta({ id: 'Projections' });
 export const rebuildStarted = z
   .object({ projection: z.string(), state: z.literal('rebuilding'), already_running: z.boolean() })
   .meta({ id: 'RebuildStarted' });

@@ -8,6 +8,7 @@
  *   parked); `limit` 1–500 (default 100); `cursor` is the `next_cursor` of the previous page (also in a
  *   `Link: rel="next"` header, filters kept). 404 `webhook_not_found` for an unknown or removed
  *   subscription.
+ *   Each delivery says which one it waits behind in its queue, `waiting_behind` (`admin-delivery-queue.ts`).
  * - `GET /webhooks/deliveries/{delivery_id}` → 200 {delivery}; 404 `delivery_not_found` (never scheduled,
  *   or pruned: finished before `pruned_before`, docs/operations.md, "Retention").
  * - `POST /webhooks/deliveries/{delivery_id}/redeliver` (no body) → 202 {delivery, revision, position}:
@@ -39,7 +40,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { DomainError } from '../domain/decider.ts';
 import { isoDateTime } from '../domain/schemas.ts';
@@ -61,10 +61,12 @@ import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
 import { attemptFields } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
+import { withQueuePlaces } from './admin-delivery-queue.ts';
 import { deliveryPage, deliveryRedelivered, deliveryShown, recovery, webhookTest } from './admin-records.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
 import { webhookHealthRoutes } from './admin-webhook-health.ts';
+import { sampleCart } from './admin-webhook-sample.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 import { operatorOf, requestActor } from './operator-auth.ts';
@@ -76,8 +78,8 @@ import { answerWrite, commandMetadata } from './write-support.ts';
 export const RECOVER_LIMIT = 10_000;
 /** Delivery streams a `recover` call appends to at once (deliveries of one stream go one by one). */
 const RECOVER_CONCURRENCY = 8;
-/** The cart of every test request: a fixed, recognisably synthetic uuid. */
-export const SAMPLE_CART_UUID = '00000000-0000-4000-8000-5a3b1ec0ffee';
+
+export { SAMPLE_CART_UUID } from './admin-webhook-sample.ts';
 export const HEADER_TEST = 'X-Service-Test';
 
 // Strict: a misspelt filter (`?stauts=`) is a 400, not a silently unfiltered list.
@@ -120,59 +122,6 @@ export function decodeCursor(cursor: string): DeliveryCursor {
     throw new HttpProblem(400, { code: 'invalid_cursor', detail: 'the cursor is not one this API gave out' });
   }
   return { scheduled_at: values.data[0], delivery_id: values.data[1] };
-}
-
-/** A sample cart for test requests: clearly synthetic, in the given store, with one line and a customer. */
-export function sampleCart(storeId: number, now: Date, kind: webhooks.WebhookEventKind): cart.Cart {
-  const created = new Date(now.getTime() - 3_600_000).toISOString();
-  const at = now.toISOString();
-  const abandoned = kind === 'cart_abandoned';
-  return {
-    exists: true,
-    uuid: SAMPLE_CART_UUID,
-    store_id: storeId,
-    source: { channel: 'headless', partner_id: null },
-    user_id: null,
-    created_at: created,
-    updated_at: at,
-    lines: [
-      {
-        menu_product_id: 1,
-        price_id: 'eighth ounce',
-        count: 1,
-        product_id: 1,
-        store_id: storeId,
-        name: 'Sample Product (test webhook)',
-        brand: 'Sample Brand',
-        brand_id: 1,
-        kind: 'flower',
-        kind_subtype: null,
-        lineage: 'hybrid',
-        image_urls: [],
-        unit_price: '35.00',
-        discounted_unit_price: '35.00',
-        special_id: null,
-        special_title: null,
-      },
-    ],
-    first_item_at: created,
-    customer: {
-      email: 'sample.customer@example.com',
-      first_name: 'Sample',
-      last_name: 'Customer',
-      phone_number: '+15555550100',
-      DOB: '1990-01-01T00:00:00.000Z',
-    },
-    status: abandoned ? 'pending' : 'verification',
-    reservation_mode: abandoned ? null : 'pickup',
-    reservation_start_window: abandoned ? '' : at.slice(0, 16).replace('T', ' '),
-    checked_out_at: abandoned ? null : at,
-    promo_code: null,
-    rating: 0,
-    abandoned_at: abandoned ? at : null,
-    curbside_arrivals: [],
-    ...cart.noAssignment,
-  };
 }
 
 /** Runs `work` on every item, at most `concurrency` at once. */
@@ -222,9 +171,12 @@ function deliveryShared(deps: WebhookAdminDeps) {
   const meta = (ctx: AppContext) => commandMetadata(ctx, requestActor(ctx), clock);
   const seen = (position: number) => waitForProjection(readStore, WEBHOOK_DELIVERIES_PROJECTION, position);
   const named = actorNamer(readStore);
-  /** Delivery records as answered: each redelivery with the name of who asked for it. */
-  const records = (docs: readonly WebhookDeliveryDoc[]) =>
-    withRequesterNames(named, docs.map(toDeliveryRecord));
+  /**
+   * Delivery records as answered: each redelivery with the name of who asked for it, and the delivery
+   * it waits behind in its queue (`admin-delivery-queue.ts`).
+   */
+  const records = async (docs: readonly WebhookDeliveryDoc[]) =>
+    withQueuePlaces(deps.store, await withRequesterNames(named, docs.map(toDeliveryRecord)));
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {
     collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);

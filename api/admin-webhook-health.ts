@@ -8,10 +8,17 @@
  *   without attempts); per interval, the queue depth at its end;
  * - the queue now: its depth and its oldest delivery still queued (pending, in flight or failed).
  *
+ * - `status` (`ok` or `failing`) and `trouble`, the reasons it is failing (`admin-trouble.ts`).
+ *
  * Served by the `webhook_health` and `webhook_queues` read models and one index walk of
  * `webhook_deliveries`: its cost follows the window (at most 1,440 minutes), not the traffic. The
  * window ends with the current interval, on the service's clock. 404 `webhook_not_found` for an
  * unknown or removed subscription; 400 for another window or an unknown parameter.
+ *
+ * `GET /admin/v1/webhook-health`: every subscription's `status` and `trouble` with its queue, and how
+ * many are failing, for the console's overview and webhooks list and `pds webhooks list`: the last
+ * 15 minutes of each, its queue depth and its oldest queued delivery, so a cost of the subscriptions
+ * (at most `MAX_SUBSCRIPTIONS` of them, in webhook id order), not of the traffic.
  */
 import { z } from 'zod';
 import { attemptOutcomes } from '../domain/webhook-delivery.ts';
@@ -33,9 +40,21 @@ import {
   type WebhookHealthDoc,
   type WebhookQueueDoc,
 } from '../projections/read-models/webhook-health.ts';
+import {
+  WEBHOOK_SUBSCRIPTIONS,
+  type WebhookSubscriptionDoc,
+} from '../projections/read-models/webhook-subscriptions.ts';
 import type { Collection } from '../projections/read-store.ts';
-import { webhookHealth } from './admin-records.ts';
+import { webhookHealth, webhookHealthList } from './admin-records.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
+import {
+  type AlertThresholds,
+  attemptsSince,
+  DEFAULT_ALERT_THRESHOLDS,
+  FAILURE_WINDOW_MINUTES,
+  failureWindowStart,
+  subscriptionTrouble,
+} from './admin-trouble.ts';
 import type { WebhookAdminDeps } from './admin-webhooks.ts';
 import { pathUuid } from './validation.ts';
 
@@ -119,8 +138,10 @@ function healthAnswer(a: {
   depthBefore: number;
   depth: number;
   oldest: WebhookDeliveryDoc | null;
+  thresholds: AlertThresholds;
 }) {
   const { minutes, interval } = WINDOWS[a.window];
+  const queue = queueNow(a.depth, a.oldest, a.now);
   return {
     health: {
       webhook_id: a.id,
@@ -128,35 +149,51 @@ function healthAnswer(a: {
       from: iso(a.fromMs),
       to: iso(a.toMs),
       interval_seconds: interval * 60,
+      ...subscriptionTrouble(
+        attemptsSince(a.inWindow, failureWindowStart(a.now)),
+        queue.oldest,
+        a.thresholds,
+      ),
       ...healthSeries(a.inWindow, a.depthBefore, a.fromMs, minutes / interval, interval),
-      queue: {
-        depth: a.depth,
-        oldest: a.oldest && {
-          delivery_id: a.oldest.delivery_id,
-          cart_uuid: a.oldest.cart_uuid,
-          status: a.oldest.status,
-          scheduled_at: a.oldest.scheduled_at,
-          age_seconds: Math.max(0, Math.round((a.now - Date.parse(a.oldest.scheduled_at)) / 1000)),
-        },
-      },
+      queue,
     },
   };
 }
 
+/** The queue now: its depth and its oldest delivery still queued, with its age at `now`. */
+function queueNow(depth: number, oldest: WebhookDeliveryDoc | null, now: number) {
+  return {
+    depth,
+    oldest: oldest && {
+      delivery_id: oldest.delivery_id,
+      cart_uuid: oldest.cart_uuid,
+      status: oldest.status,
+      scheduled_at: oldest.scheduled_at,
+      age_seconds: Math.max(0, Math.round((now - Date.parse(oldest.scheduled_at)) / 1000)),
+    },
+  };
+}
+
+/** Most subscriptions `GET /webhook-health` judges (the subscription list's largest page). */
+export const MAX_SUBSCRIPTIONS = 500;
+
 /** What `GET /webhooks/{id}/health` answers (the CLI prints it). */
 export type WebhookHealthAnswer = ReturnType<typeof healthAnswer>;
 
-/** The health route; `subscription` is how the delivery routes find the subscription. */
+/** The health routes; `subscription` is how the delivery routes find the subscription. */
 export function webhookHealthRoutes(
   deps: WebhookAdminDeps,
   subscription: { loadWebhook(id: string): Promise<unknown> },
 ): AdminRoute[] {
   const { readStore, clock } = deps;
+  // Read at each request: the admin API's document builds the tables without the configuration.
+  const thresholdsOf = () => deps.webhooks.alerts ?? DEFAULT_ALERT_THRESHOLDS;
   let collections:
     | {
         health: Collection<WebhookHealthDoc>;
         queues: Collection<WebhookQueueDoc>;
         deliveries: Collection<WebhookDeliveryDoc>;
+        subscriptions: Collection<WebhookSubscriptionDoc>;
       }
     | undefined;
   const open = async () => {
@@ -166,6 +203,7 @@ export function webhookHealthRoutes(
       health: await readStore.collection<WebhookHealthDoc>(WEBHOOK_HEALTH),
       queues: await readStore.collection<WebhookQueueDoc>(WEBHOOK_QUEUES),
       deliveries: await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES),
+      subscriptions: await readStore.collection<WebhookSubscriptionDoc>(WEBHOOK_SUBSCRIPTIONS),
     };
     return collections;
   };
@@ -178,7 +216,8 @@ export function webhookHealthRoutes(
     description:
       'Per interval (a minute over `1h`, 15 minutes over `24h`) and in total: deliveries scheduled, ' +
       "attempts by outcome, deliveries parked and the attempts' duration p50 and p99; per interval the " +
-      'queue depth at its end; and the queue now, with its oldest delivery still queued.',
+      'queue depth at its end; the queue now, with its oldest delivery still queued; and whether the ' +
+      'subscription is `failing`, with why (`trouble`).',
     params: z.object({ id: pathUuid }),
     query: healthQuery,
     response: { status: 200, description: "The subscription's health.", schema: webhookHealth },
@@ -209,8 +248,54 @@ export function webhookHealthRoutes(
         depthBefore: before?.depth ?? 0,
         depth,
         oldest,
+        thresholds: thresholdsOf(),
       });
     },
   });
-  return [health];
+
+  const all = adminRoute({
+    method: 'get',
+    path: '/webhook-health',
+    operationId: 'listWebhookHealth',
+    summary: 'Every subscription judged: failing or ok, with why, and its queue',
+    description:
+      `From the last ${FAILURE_WINDOW_MINUTES} minutes of each subscription, its queue depth and its ` +
+      `oldest queued delivery (at most ${MAX_SUBSCRIPTIONS} subscriptions, in id order), and how many ` +
+      'are failing; the thresholds as configured.',
+    // Strict: any parameter is a 400.
+    query: z.strictObject({}),
+    response: { status: 200, description: 'The subscriptions, judged.', schema: webhookHealthList },
+    problems: [],
+    async handler(ctx) {
+      const thresholds = thresholdsOf();
+      const now = clock.now().getTime();
+      const from = failureWindowStart(now);
+      const to = iso(Math.floor(now / 60_000) * 60_000 + 60_000);
+      const { health, queues, deliveries, subscriptions } = await open();
+      const docs = await subscriptions.find({}, { sort: [['_id', 1]], limit: MAX_SUBSCRIPTIONS });
+      const judged = await Promise.all(
+        docs.map(async (w) => {
+          const [recent, depth, oldest] = await Promise.all([
+            minutesBetween(health, w.webhook_id, from, to),
+            queueDepth(queues, w.webhook_id),
+            oldestQueued(deliveries, w.webhook_id),
+          ]);
+          const queue = queueNow(depth, oldest, now);
+          return {
+            webhook_id: w.webhook_id,
+            url: w.url,
+            enabled: w.enabled,
+            ...subscriptionTrouble(attemptsSince(recent, from), queue.oldest, thresholds),
+            queue,
+          };
+        }),
+      );
+      ctx.body = {
+        subscriptions: judged,
+        failing: judged.filter((w) => w.status === 'failing').length,
+        thresholds: { oldest_queued_seconds: thresholds.oldestQueuedMs / 1000 },
+      };
+    },
+  });
+  return [health, all];
 }

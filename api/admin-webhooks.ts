@@ -58,6 +58,7 @@ import {
 } from './admin-records.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
+import type { AlertThresholds } from './admin-trouble.ts';
 import { checkSubscriptionUrl } from './admin-webhook-url.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
@@ -79,6 +80,8 @@ export interface WebhookSettings {
    * the answers that would show it say so (docs/operations.md, "Retention").
    */
   deliveryLogRetentionMs?: number;
+  /** `PDS_ALERT_OLDEST_QUEUED` and the rest: when a subscription is marked failing (`admin-trouble.ts`). */
+  alerts?: AlertThresholds;
 }
 
 export interface WebhookAdminDeps {

@@ -1,20 +1,23 @@
 /**
  * Admin API (`/admin/v1`, operator token or the console's session): partners and their API keys, a
- * cart's audit, webhook subscriptions and their deliveries, the webhook fan-out's progress and
- * operator accounts, each a route table of its own module (`admin-route-table.ts`), which the router
- * mounts and the admin API's OpenAPI document describes; projections have a router of their own
- * (`admin-projections.ts`). Every route needs the role `route-roles.ts` declares for it, checked right
- * after authentication.
+ * cart's audit, webhook subscriptions and their deliveries, the webhook fan-out's progress, customers'
+ * data (erase, export) and operator accounts, each a route table of its own module
+ * (`admin-route-table.ts`), which the router mounts and the admin API's OpenAPI document describes;
+ * projections have a router of their own (`admin-projections.ts`). Every route needs the role
+ * `route-roles.ts` declares for it, checked right after authentication.
  */
 import type Router from '@koa/router';
 import type { CommandHandler } from '../application/command-handler.ts';
 import type { ConsoleSessions } from '../application/console-sessions.ts';
+import type { CustomerData } from '../application/customer-data.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
+import { customerExportRoutes, EXPORT_FIELD, EXPORT_UNKEPT } from './admin-customer-export.ts';
+import { customerRoutes } from './admin-customers.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
 import { partnerRoutes } from './admin-partners.ts';
@@ -41,6 +44,8 @@ export interface AdminDeps {
   sessions?: ConsoleSessions;
   /** Webhook subscriptions: the secret key that seals their secrets, the URL policy, the request timeout. */
   webhooks: WebhookSettings;
+  /** Customers' personal data and its erasure (docs/operations.md, "Customer data"). */
+  customerData: CustomerData;
   /** How long an `Idempotency-Key` binds its request and answer (`PDS_IDEMPOTENCY_TTL`; 24 hours when left out). */
   idempotencyTtlMs?: number;
 }
@@ -52,6 +57,8 @@ export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
     ...auditRoutes(deps),
     ...cartViewRoutes(deps),
     ...operatorRoutes(deps),
+    ...customerRoutes(deps),
+    ...customerExportRoutes(deps),
     ...webhookRoutes(deps),
     ...webhookDeliveryRoutes(deps),
     ...webhookFanOutRoutes(deps),
@@ -96,7 +103,9 @@ export function createAdminRouter(
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot
       // show one again.
-      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token'],
+      oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token', EXPORT_FIELD],
+      // A customer's export is never kept: it is personal data (docs/operations.md, "Customer data").
+      unkept: { [`${ADMIN_BASE}/customers/export`]: EXPORT_UNKEPT },
     }),
   );
   mountAdminRoutes(router, tables);

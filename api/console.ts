@@ -39,6 +39,7 @@ const ASSETS = new StaticAssets('/console', {
   'health.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'charts.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'webhooks.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'deliveries.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'partners.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'cart-audit.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'console.css': { dir: OWN_DIR, type: CSS },

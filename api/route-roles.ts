@@ -61,11 +61,17 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRole>> = {
   'GET /admin/v1/webhooks/:id/deliveries': 'auditor',
   'GET /admin/v1/webhooks/deliveries/:delivery_id': 'auditor',
   'GET /admin/v1/webhooks/:id/health': 'auditor',
+  'GET /admin/v1/webhook-health': 'auditor',
   'POST /admin/v1/webhooks/deliveries/:delivery_id/redeliver': 'operator',
   'POST /admin/v1/webhooks/:id/recover': 'operator',
   // Sends a signed request to the receiver and shows its answer: a write, and operators' only.
   'POST /admin/v1/webhooks/:id/test': 'operator',
   'GET /admin/v1/webhook-fan-out': 'auditor',
+
+  // Erasing a customer's personal data (docs/operations.md, "Customer data").
+  'POST /admin/v1/customers/erase': 'operator',
+  // What the service holds about a customer: personal data, read as a cart's history is.
+  'POST /admin/v1/customers/export': 'operator',
 
   // Projections: status for anyone, rebuilds for operators.
   'GET /admin/v1/projections': 'auditor',

@@ -32,6 +32,7 @@ import type { Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { scheduledBackups } from './backup/component.ts';
 import type { Component, ServiceContext } from './compose.ts';
+import type { Config } from './config.ts';
 import {
   createTimers,
   type DispatcherShared,
@@ -106,6 +107,12 @@ export function consoleSessions(shared: Shared, clock: Clock = systemClock): Com
  * `/admin/v1/projections`, served where the projector runs: in this process, or on the projector's
  * thread (`thread`), whose status and rebuilds it reaches through the thread's calls.
  */
+/** When the admin API marks trouble (docs/operations.md, "Health"). */
+const alertThresholds = (config: Pick<Config, 'alertOldestQueuedMs' | 'alertProjectionLagMs'>) => ({
+  oldestQueuedMs: config.alertOldestQueuedMs,
+  projectionLagMs: config.alertProjectionLagMs,
+});
+
 export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Clock = systemClock): Component {
   return {
     name: 'projection-admin',
@@ -115,7 +122,8 @@ export function projectionAdmin(shared: Shared, thread?: RoleThread, clock: Cloc
       if (!projector) return;
       const operators = operatorsOf(shared, ctx, clock);
       const { sessions } = shared;
-      const deps = { projector, operators, sessions, store: ctx.eventStore, clock };
+      const alerts = alertThresholds(ctx.config);
+      const deps = { projector, operators, sessions, store: ctx.eventStore, clock, alerts };
       shared.projectionRoutes = projectionRoutes(deps);
       ctx.app.use(routesOf(createProjectionAdminRouter(deps, shared.projectionRoutes)));
     },
@@ -214,11 +222,13 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         allowPrivateWebhookUrls: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
         deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs,
+        alerts: alertThresholds(ctx.config),
       };
       const { sessions } = shared;
       const sessionTable = sessions ? sessionRoutes({ operators, sessions, clock }) : [];
       if (sessions) ctx.app.use(routesOf(createSessionRouter({ operators, sessions, clock }, sessionTable)));
       const idempotencyTtlMs = ctx.config.idempotencyTtlMs;
+      const customerData = ctx.customerData;
       const adminDeps = {
         store,
         commands,
@@ -228,6 +238,7 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
         sessions,
         webhooks,
         idempotencyTtlMs,
+        customerData,
       };
       const tables = adminRouteTables(adminDeps);
       const described = [...sessionTable, ...tables, ...(shared.projectionRoutes ?? [])];
@@ -264,7 +275,7 @@ export function defaultComponents(
 ): Component[] {
   const shared: Shared = { operators };
   return [
-    readSide(shared),
+    readSide(shared, { clock }),
     consoleSessions(shared, clock),
     projectionAdmin(shared, undefined, clock),
     partnerApi(shared, clock),

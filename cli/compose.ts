@@ -23,7 +23,10 @@ import {
   SECURITY_HEADERS,
 } from '../api/http.ts';
 import { MetricsSources } from '../api/metrics-sources.ts';
+import { type CustomerData, createCustomerData } from '../application/customer-data.ts';
+import type { CustomerKeyStore } from '../application/customer-keys.ts';
 import { tightenDataDir } from '../application/private-files.ts';
+import { protectCustomerData } from '../application/protected-event-store.ts';
 import type { Supervisor } from '../application/supervisor.ts';
 import { type EventStoreOptions, openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -31,6 +34,7 @@ import type { OpenReadStoreOptions } from '../projections/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { ResolvedConfig } from './config.ts';
 import { describeConfig } from './config-describe.ts';
+import { finishErasures, openKeyStore } from './customer-keys.ts';
 import { createLogger } from './logger.ts';
 import type { ComponentRole, Role } from './roles.ts';
 import { createSupervisor } from './supervision.ts';
@@ -51,7 +55,10 @@ export interface ServiceContext {
   readiness: Readiness;
   /** The Koa app; API components mount their routers here (a role thread has none: reading it throws). */
   readonly app: App;
+  /** The log as every component reads and writes it: customers' personal data sealed and opened. */
   eventStore: EventStore;
+  /** Seals, opens and erases customers' personal data (docs/operations.md, "Customer data"). */
+  customerData: CustomerData;
   /** Opens the read store a URL names (`PDS_READ_STORE`, `PDS_DISPATCHER_STORE`). */
   openReadStore(url: string, options: OpenReadStoreOptions): Promise<ReadStore>;
   /** Keeps the process's log subscriptions alive and reports their health (`supervision.ts`). */
@@ -101,6 +108,8 @@ export interface ServiceOptions {
   openEventStore?: (url: string, options: EventStoreOptions) => Promise<EventStore>;
   /** Opens the read stores `PDS_READ_STORE` and `PDS_DISPATCHER_STORE` name (tests wrap them to inject faults). */
   openReadStore?: (url: string, options: OpenReadStoreOptions) => Promise<ReadStore>;
+  /** Opens the customer key store `PDS_KEY_STORE` names (tests wrap it to inject faults). */
+  openKeyStore?: (url: string) => Promise<CustomerKeyStore>;
 }
 
 /** `projections/index.ts`'s, loaded by the first component that opens a read store. */
@@ -281,6 +290,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   );
 
   let eventStore: EventStore | undefined;
+  let keyStore: CustomerKeyStore | undefined;
   let storeOpen = false;
   const started: Component[] = [];
   let starting: Promise<number> | undefined;
@@ -296,6 +306,8 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
         logger.error({ err: error, component: component.name }, 'component failed to stop');
       }
     }
+    await keyStore?.close().catch((error) => logger.error({ err: error }, 'key store failed to close'));
+    keyStore = undefined;
     if (eventStore && storeOpen) {
       storeOpen = false;
       try {
@@ -314,12 +326,25 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
     // The main thread's: a role thread shares its process and its data dir.
     if (serves) await keepDataDirPrivate(config.dataDir, logger);
     try {
-      eventStore = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl, {
+      const log = await (options.openEventStore ?? openEventStore)(config.eventStoreUrl, {
         synchronous: config.eventStoreSync,
         ...options.eventStoreOptions,
       });
+      eventStore = log;
       storeOpen = true;
+      const keys = await (options.openKeyStore ?? openKeyStore)(config.keyStoreUrl);
+      keyStore = keys;
+      const customerData = createCustomerData(keyStore, config.secretKey);
+      eventStore = protectCustomerData(log, customerData, { retryDelay: (n) => supervisor.delay(n) });
+      // The process that serves the erase route finishes what an interrupted one began.
+      if (serves && (role === 'all' || role === 'api'))
+        await finishErasures(customerData, eventStore, logger);
       readiness.add('event_store', () => storeOpen);
+      // Sealing is on the append path and opening on every read of customer data: one indexed read.
+      readiness.add('key_store', async () => {
+        await keys.key('ck_readiness');
+        return true;
+      });
       const ctx: ServiceContext = {
         config,
         role,
@@ -331,6 +356,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
           return appOf();
         },
         eventStore,
+        customerData,
         openReadStore: options.openReadStore ?? openReadStore,
         supervisor,
       };

@@ -101,6 +101,13 @@ export const readStoreUrl = parsed((raw) => {
 
 export const dispatcherStoreUrl = readStoreUrl;
 
+export const keyStoreUrl = parsed((raw) => {
+  if (/^sqlite:.+/.test(raw) || /^mongodb(\+srv)?:\/\/[^\s/?#]+/.test(raw)) return raw;
+  return problem(
+    `expected sqlite:<file> or a mongodb:// or mongodb+srv:// URL, got ${quote(redactUrl(raw))}`,
+  );
+});
+
 export const cacheMiB = parsed((raw) => {
   const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   return n >= 1 && n <= 65_536

@@ -21,6 +21,7 @@ import {
   eventStoreSync,
   eventStoreUrl,
   flag,
+  keyStoreUrl,
   type LogLevel,
   leaseDuration,
   logLevel,
@@ -74,6 +75,11 @@ export interface Config {
    */
   dispatcherStoreUrl: string;
   /**
+   * Where customers' data keys are kept (docs/operations.md, "Customer data"): `sqlite:<file>`
+   * (`<dataDir>/keys.db` by default), or a `mongodb://` URL, the default beside a MongoDB read store.
+   */
+  keyStoreUrl: string;
+  /**
    * Role `all` runs the dispatcher (webhooks, abandonment timers) on a thread of its own, with its own
    * connections to the embedded files, so that API load or a rebuild does not stall deliveries.
    */
@@ -98,6 +104,12 @@ export interface Config {
   idempotencyTtlMs: number;
   /** How long finished webhook deliveries are kept (docs/operations.md, "Retention"). */
   deliveryLogRetentionMs: number;
+  /**
+   * When the admin API marks a subscription failing (its oldest queued delivery older) and a projection
+   * lagging (its lag longer): docs/operations.md, "Health".
+   */
+  alertOldestQueuedMs: number;
+  alertProjectionLagMs: number;
   /** AES-256-GCM key. `null` (embedded mode only): kept in `<dataDir>/secret-key`, generated on first start. */
   secretKey: KeyObject | null;
   sandbox: boolean;
@@ -161,6 +173,7 @@ const envSchema = z.object({
   PDS_READ_STORE: readStoreUrl.optional(),
   PDS_READ_STORE_CACHE_MIB: cacheMiB.optional(),
   PDS_DISPATCHER_STORE: dispatcherStoreUrl.optional(),
+  PDS_KEY_STORE: keyStoreUrl.optional(),
   PDS_DISPATCHER_THREAD: flag.optional(),
   PDS_PROJECTOR_THREAD: flag.optional(),
   PDS_PROJECTOR_LEASE: leaseDuration.optional(),
@@ -173,6 +186,8 @@ const envSchema = z.object({
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
+  PDS_ALERT_OLDEST_QUEUED: positiveDuration.optional(),
+  PDS_ALERT_PROJECTION_LAG: positiveDuration.optional(),
   PDS_SECRET_KEY: secretKey.optional(),
   PDS_SANDBOX: flag.optional(),
   PDS_SANDBOX_SIZE: sandboxSize.optional(),
@@ -192,6 +207,7 @@ export const DEFAULTS = {
   readStoreUrl: 'memory',
   readStoreFile: 'read.db',
   dispatcherStoreFile: 'dispatcher.db',
+  keyStoreFile: 'keys.db',
   eventStoreSync: 'full',
   readStoreCacheMiB: 32,
   projectorLease: '15s',
@@ -202,6 +218,8 @@ export const DEFAULTS = {
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
+  alertOldestQueued: '15m',
+  alertProjectionLag: '1m',
   backupEvery: '24h',
   backupKeep: 7,
   logLevel: 'info',
@@ -291,6 +309,13 @@ export function parseConfig(env: Env): Config {
       (readStore.startsWith('sqlite:') && readStore !== 'sqlite::memory:'
         ? `sqlite:${path.join(path.dirname(readStore.slice('sqlite:'.length)), DEFAULTS.dispatcherStoreFile)}`
         : readStore),
+    keyStoreUrl:
+      v.PDS_KEY_STORE ??
+      (readStore.startsWith('mongodb')
+        ? readStore
+        : eventStore === 'sqlite::memory:'
+          ? 'sqlite::memory:'
+          : `sqlite:${path.join(dir, DEFAULTS.keyStoreFile)}`),
     dispatcherThread: v.PDS_DISPATCHER_THREAD ?? (embedded && eventStore !== 'sqlite::memory:'),
     projectorThread:
       v.PDS_PROJECTOR_THREAD ??
@@ -307,6 +332,8 @@ export function parseConfig(env: Env): Config {
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),
+    alertOldestQueuedMs: v.PDS_ALERT_OLDEST_QUEUED ?? parseDuration(DEFAULTS.alertOldestQueued),
+    alertProjectionLagMs: v.PDS_ALERT_PROJECTION_LAG ?? parseDuration(DEFAULTS.alertProjectionLag),
     secretKey: v.PDS_SECRET_KEY ?? null,
     sandbox: v.PDS_SANDBOX ?? embedded,
     sandboxSize: v.PDS_SANDBOX_SIZE ?? DEFAULT_SANDBOX_SIZE,
@@ -315,6 +342,24 @@ export function parseConfig(env: Env): Config {
     backupKeep: v.PDS_BACKUP_KEEP ?? DEFAULTS.backupKeep,
     logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
   });
+}
+
+/**
+ * What a process of `role` refuses to run with: on EventStoreDB, a key store that is a file of this
+ * process (`sqlite:`) unless the process runs every role. Processes of a split deployment each read
+ * the sealed events of one log, so they must share one key store: with a file each, one would find
+ * no key of what another sealed, nor see its erasures (docs/operations.md, "Customer data"). A
+ * process of role `all` is the deployment's one process and owns its file, as on embedded files.
+ * Throws `ConfigError`.
+ */
+export function checkRole(config: Pick<ResolvedConfig, 'embedded' | 'keyStoreUrl'>, role: string): void {
+  if (config.embedded || role === 'all' || !config.keyStoreUrl.startsWith('sqlite:')) return;
+  throw new ConfigError([
+    {
+      variable: 'PDS_KEY_STORE',
+      problem: `a process of role ${role} on EventStoreDB needs the key store every process shares (a mongodb:// URL), not a file of its own`,
+    },
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------------

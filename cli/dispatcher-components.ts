@@ -179,6 +179,7 @@ export function webhookDispatcher(
         clock,
         tracker,
         secretKey: ctx.config.secretKey,
+        openBody: ctx.customerData.openBody,
         allowPrivate: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
         scheduleMs: ctx.config.webhookRetryScheduleMs,
@@ -213,6 +214,7 @@ export function webhookDispatcher(
         deliveries: w,
         logger,
         supervisor: ctx.supervisor,
+        sealBody: ctx.customerData.sealBody,
       });
       fanOut = f;
       timers.ticks.push(() => f.tick());

@@ -17,6 +17,7 @@ type Register = (program: Command) => void;
 const SUBCOMMANDS: Record<string, () => Promise<Register>> = {
   serve: async () => (await import('./commands/serve.ts')).registerServe,
   audit: async () => (await import('./commands/audit.ts')).registerAudit,
+  customers: async () => (await import('./commands/customers.ts')).registerCustomers,
   projections: async () => (await import('./commands/projections.ts')).registerProjections,
   webhooks: async () => (await import('./commands/webhooks.ts')).registerWebhooks,
   partners: async () => (await import('./commands/partners.ts')).registerPartners,

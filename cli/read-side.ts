@@ -5,6 +5,7 @@
  * and the read store alone beside the APIs.
  */
 import { Gauge } from 'prom-client';
+import type { Clock } from '../domain/clock.ts';
 import { allProjections } from '../projections/all.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
@@ -34,6 +35,8 @@ export interface ReadSideOptions {
    * again passes its last one's, so it takes the lease back at once. A name of its own by default.
    */
   leaseOwner?: string;
+  /** Times the projections' lag (`lag_seconds`); tests inject theirs. */
+  clock?: Clock;
 }
 
 const owns = (ctx: ServiceContext) =>
@@ -66,6 +69,7 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
         readStore,
         projections: allProjections({ deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs }),
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
+        ...(options.clock && { clock: options.clock }),
         logger: ctx.logger,
         supervisor: ctx.supervisor,
         lease: {

@@ -74,6 +74,8 @@ export interface DeliveryWorkerOptions {
   secretKey: Buffer | KeyObject;
   /** `PDS_ALLOW_PRIVATE_WEBHOOK_URLS`. */
   allowPrivate: boolean;
+  /** Opens a body whose customer is sealed, at each attempt (`webhooks/send.ts`). */
+  openBody?: (body: string) => Promise<string>;
   /** `PDS_WEBHOOK_TIMEOUT`. */
   timeoutMs: number;
   /** `PDS_WEBHOOK_RETRY_SCHEDULE`: entry n is the wait after attempt n (its length is the attempts). */
@@ -138,7 +140,9 @@ function attemptContext(
       allowPrivate: options.allowPrivate,
       resolve: options.resolve,
       clock,
+      openBody: options.openBody,
     }),
+    openBody: options.openBody,
     limiter: createLimiter(options.perSubscriptionConcurrency ?? 8),
     commands: createCommandHandler(store, registry),
     now,

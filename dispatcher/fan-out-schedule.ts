@@ -37,6 +37,8 @@ export interface OwedDeliveriesOptions {
   clock: Clock;
   tracker: SubscriptionTracker;
   deliveries: DeliveryScheduling;
+  /** Seals the customer in a body before it is scheduled (docs/operations.md, "Customer data"). */
+  sealBody?: (body: string) => Promise<string>;
 }
 
 /** Schedules the deliveries a cart event owes; answers how many were written (0 for a repeat). */
@@ -53,7 +55,8 @@ export function createOwedDeliveries(
     const rendered = await renderWebhook(event);
     const owed = tracker.covering(rendered.store_id, kind, event.position);
     if (owed.length === 0) return 0;
-    const body = JSON.stringify(rendered.body);
+    const text = JSON.stringify(rendered.body);
+    const body = options.sealBody ? await options.sealBody(text) : text;
     const at = clock.now().toISOString();
     const metadata = {
       correlationId: event.metadata.correlation_id,

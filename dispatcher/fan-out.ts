@@ -59,6 +59,8 @@ export interface FanOutOptions {
   retry?: RetryPacing;
   /** Joins the group again after a drop, paced, and reports the consumer's health. */
   supervisor?: Supervisor;
+  /** Seals the customer in each body before it is scheduled (`fan-out-schedule.ts`). */
+  sealBody?: (body: string) => Promise<string>;
 }
 
 export type FanOutStats = HandlingStats;
@@ -95,7 +97,14 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const registry = options.registry ?? eventRegistry;
   const base = options.group ?? FAN_OUT_GROUP;
   const handlings = createHandlings({
-    scheduleOwed: createOwedDeliveries({ store, registry, clock, tracker, deliveries }),
+    scheduleOwed: createOwedDeliveries({
+      store,
+      registry,
+      clock,
+      tracker,
+      deliveries,
+      sealBody: options.sealBody,
+    }),
     clock,
     logger,
     pacing: options.retry,

@@ -5,7 +5,8 @@
  * no more: its checkpoint follows the log's progress past other streams' events
  * (docs/read-side.md, "Progress past other streams' events"). One behind it is measured: its oldest
  * event not applied, and their count up to 10,001 ("more than 10,000"), kept while neither its
- * checkpoint nor the head moves. On EventStoreDB the count is a filtered read whose server walks the
+ * checkpoint nor the head moves; the age is that event's, at every call, so a projection stuck
+ * behind a quiet log lags more as time goes on. On EventStoreDB the count is a filtered read whose server walks the
  * log from the checkpoint: a cost of how far behind the projection is (one stuck on a failed event:
  * growing), never of the history before it. A lag of 0 always means caught up with the head now.
  */
@@ -32,7 +33,10 @@ const NONE: Lag = { events: 0, seconds: 0 };
 export class ProjectionLags {
   readonly #store: EventStore;
   readonly #clock: Clock;
-  readonly #measured = new Map<string, { checkpoint: number; head: number; lag: Lag }>();
+  readonly #measured = new Map<
+    string,
+    { checkpoint: number; head: number; events: number; oldestAt: number | null }
+  >();
 
   constructor(store: EventStore, options: { clock?: Clock } = {}) {
     this.#store = store;
@@ -48,23 +52,26 @@ export class ProjectionLags {
         out.push(NONE);
         continue;
       }
-      const kept = this.#measured.get(projection.name);
-      if (kept && kept.checkpoint === projection.checkpoint && kept.head === head) {
-        out.push(kept.lag);
+      let kept = this.#measured.get(projection.name);
+      if (!kept || kept.checkpoint !== projection.checkpoint || kept.head !== head) {
+        kept = { checkpoint: projection.checkpoint, head, ...(await this.#measure(projection)) };
+        this.#measured.set(projection.name, kept);
+      }
+      if (kept.oldestAt === null) {
+        out.push(NONE);
         continue;
       }
-      const lag = await this.#measure(projection);
-      this.#measured.set(projection.name, { checkpoint: projection.checkpoint, head, lag });
-      out.push(lag);
+      const now = this.#clock.now().getTime();
+      out.push({ events: kept.events, seconds: Math.max(0, (now - kept.oldestAt) / 1000) });
     }
     return out;
   }
 
-  async #measure({ filter, checkpoint }: LagOf): Promise<Lag> {
+  /** The projection's events not applied, and when the oldest of them was recorded (null: none). */
+  async #measure({ filter, checkpoint }: LagOf): Promise<{ events: number; oldestAt: number | null }> {
     const [oldest] = await this.#store.readAll({ after: checkpoint, maxCount: 1, filter });
-    if (!oldest) return NONE;
+    if (!oldest) return { events: 0, oldestAt: null };
     const events = await this.#store.countAll({ after: checkpoint, filter, max: COUNT_UP_TO });
-    const now = this.#clock.now().getTime();
-    return { events, seconds: Math.max(0, (now - Date.parse(oldest.recordedAt)) / 1000) };
+    return { events, oldestAt: Date.parse(oldest.recordedAt) };
   }
 }

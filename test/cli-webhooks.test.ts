@@ -109,7 +109,7 @@ test('pds webhooks: create, list, show, update, disable, enable, rotate-secret, 
   const list = await pds(s, ['webhooks', 'list']);
   t.is(list.code, 0, list.stderr);
   const lines = list.stdout.trimEnd().split('\n');
-  t.regex(lines[0], /^webhook_id\s+url\s+stores\s+events\s+enabled\s+updated_at$/);
+  t.regex(lines[0], /^webhook_id\s+url\s+stores\s+events\s+enabled\s+health\s+updated_at$/);
   t.is(lines.length, 4);
   t.false(list.stdout.includes('cli-token'));
   const listJson = await pds(s, ['webhooks', 'list', '--json']);
@@ -291,7 +291,11 @@ test('pds webhooks: deliveries, redeliver, recover and test-send', async (t) => 
   );
   t.regex(
     asTable.stdout,
-    new RegExp(`^${second.delivery_id}\\s+cart_status_updated\\s+\\S+\\s+pending\\s+0\\s+\\S+$`, 'm'),
+    // Behind the failed one in its queue: it leaves only after that one.
+    new RegExp(
+      `^${second.delivery_id}\\s+cart_status_updated\\s+\\S+\\s+pending\\s+0\\s+waits behind ${first.delivery_id} \\(failed, next attempt ${first.next_attempt_at}\\)$`,
+      'm',
+    ),
   );
   const failed = JSON.parse(
     (await pds(s, ['webhooks', 'deliveries', hook.id, '--status', 'failed', '--json'])).stdout,

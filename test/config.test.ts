@@ -4,6 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import {
   ConfigError,
+  checkRole,
   type Env,
   formatDuration,
   loadConfig,
@@ -88,6 +89,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     readStoreUrl: `sqlite:${path.resolve('data', 'read.db')}`,
     readStoreCacheMiB: 32,
     dispatcherStoreUrl: `sqlite:${path.resolve('data', 'dispatcher.db')}`,
+    keyStoreUrl: `sqlite:${path.resolve('data', 'keys.db')}`,
     dispatcherThread: true,
     projectorThread: true,
     projectorLeaseMs: 15_000,
@@ -100,6 +102,8 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
     deliveryLogRetentionMs: 30 * 24 * 3_600_000,
+    alertOldestQueuedMs: 15 * 60_000,
+    alertProjectionLagMs: 60_000,
     secretKey: null,
     sandbox: true,
     sandboxSize: 50,
@@ -128,7 +132,32 @@ test('the event store syncs at each commit unless told normal (either case)', (t
 test('embedded mode keeps durable read models in their own file in the data dir; split processes default to memory', (t) => {
   t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).readStoreUrl, 'sqlite:/var/lib/pds/read.db');
   t.is(parseConfig(ESDB).readStoreUrl, 'memory');
+  // Customers' keys: beside the events, or in the MongoDB read store every process shares.
+  t.is(parseConfig({ PDS_DATA_DIR: '/var/lib/pds' }).keyStoreUrl, 'sqlite:/var/lib/pds/keys.db');
+  const mongo = 'mongodb://mongo:27017/pds?replicaSet=rs0';
+  t.is(parseConfig({ ...ESDB, PDS_READ_STORE: mongo }).keyStoreUrl, mongo);
+  t.is(parseConfig({ PDS_KEY_STORE: 'sqlite:/keys/k.db' }).keyStoreUrl, 'sqlite:/keys/k.db');
+  t.throws(() => parseConfig({ PDS_KEY_STORE: 'memory' }), { message: /PDS_KEY_STORE/ });
   t.is(parseConfig({ PDS_READ_STORE_CACHE_MIB: '128' }).readStoreCacheMiB, 128);
+});
+
+test('on EventStoreDB a process of a split role refuses a key store of its own file; role all owns one', (t) => {
+  const own = parseConfig({ ...ESDB, PDS_DATA_DIR: '/var/lib/pds' });
+  t.is(own.keyStoreUrl, 'sqlite:/var/lib/pds/keys.db');
+  for (const role of ['api', 'projector', 'dispatcher']) {
+    const refused = t.throws(() => checkRole(own, role), { instanceOf: ConfigError });
+    t.deepEqual(
+      refused?.issues.map((i) => i.variable),
+      ['PDS_KEY_STORE'],
+    );
+    t.regex(refused?.message ?? '', new RegExp(`role ${role} .*mongodb://`));
+  }
+  t.notThrows(() => checkRole(own, 'all'));
+  const shared = parseConfig({ ...ESDB, PDS_KEY_STORE: 'mongodb://mongo:27017/pds?replicaSet=rs0' });
+  for (const role of ['all', 'api', 'projector', 'dispatcher']) t.notThrows(() => checkRole(shared, role));
+  // Embedded: every process of the data dir shares its keys.db.
+  const embedded = parseConfig({ PDS_DATA_DIR: '/var/lib/pds' });
+  for (const role of ['all', 'api', 'projector', 'dispatcher']) t.notThrows(() => checkRole(embedded, role));
 });
 
 test('the dispatcher keeps its state in a file of its own beside a SQLite read store, else in the read store', (t) => {
@@ -315,6 +344,14 @@ const valid: Record<string, Case[]> = {
       expected: 86_400_000,
     },
   ],
+  PDS_ALERT_OLDEST_QUEUED: [
+    { env: { PDS_ALERT_OLDEST_QUEUED: '1h' }, check: (c) => c.alertOldestQueuedMs, expected: 3_600_000 },
+    { env: { PDS_ALERT_OLDEST_QUEUED: '90s' }, check: (c) => c.alertOldestQueuedMs, expected: 90_000 },
+  ],
+  PDS_ALERT_PROJECTION_LAG: [
+    { env: { PDS_ALERT_PROJECTION_LAG: '5m' }, check: (c) => c.alertProjectionLagMs, expected: 300_000 },
+    { env: { PDS_ALERT_PROJECTION_LAG: '500ms' }, check: (c) => c.alertProjectionLagMs, expected: 500 },
+  ],
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: (
     [
       ['true', true],
@@ -443,6 +480,10 @@ const bad: [string, string, Env?][] = [
   ['PDS_DELIVERY_LOG_RETENTION', '23h'],
   ['PDS_DELIVERY_LOG_RETENTION', '30d'],
   ['PDS_DELIVERY_LOG_RETENTION', '0s'],
+  ['PDS_ALERT_OLDEST_QUEUED', '0s'],
+  ['PDS_ALERT_OLDEST_QUEUED', 'late'],
+  ['PDS_ALERT_PROJECTION_LAG', '0ms'],
+  ['PDS_ALERT_PROJECTION_LAG', '1d'],
   ['PDS_PROJECTOR_LEASE', '0s'],
   ['PDS_PROJECTOR_LEASE', '500ms'],
   ['PDS_PROJECTOR_LEASE', 'long'],

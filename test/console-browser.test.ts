@@ -92,10 +92,15 @@ if (missing) {
 
     const catalog = page.locator('tr[data-projection="catalog"]');
     await page.getByRole('button', { name: 'Rebuild catalog' }).click();
-    await page.getByRole('status').filter({ hasText: 'Rebuilding catalog' }).waitFor();
     // Live again, with the rebuild's progress at 100%: the table follows it without a reload.
     await catalog.locator('.state-live').waitFor({ timeout: 30_000 });
     await catalog.locator('.percent', { hasText: '100%' }).waitFor({ timeout: 30_000 });
+    // What was said of the rebuild follows it: "Rebuilding …" does not outlive it.
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'catalog is rebuilt: the rebuilt copies are live' })
+      .waitFor();
+    t.is(await page.getByRole('status').filter({ hasText: 'Rebuilding' }).count(), 0);
     t.deepEqual(await accessibilityProblems(page), [], 'projections: no serious or critical violation');
     await screenshot(page, 'console-projections');
 
@@ -159,7 +164,7 @@ if (missing) {
     await screenshot(page, 'console-delivery-parked');
 
     await parked.getByRole('button', { name: 'Redeliver' }).click();
-    await page.getByRole('status').filter({ hasText: 'pending again' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'was queued again' }).waitFor();
     const [, again] = await receiver.waitFor(2);
     t.is(
       again.headers['x-service-webhook-id'],
@@ -382,7 +387,7 @@ if (missing) {
     await row.getByRole('button', { name: 'Recover' }).click();
     await row
       .getByRole('status')
-      .filter({ hasText: '1 failed or parked delivery is pending again' })
+      .filter({ hasText: '1 failed or parked delivery was queued again' })
       .waitFor();
     const received = await receiver.waitFor(3);
     t.is(received[2].headers['x-service-webhook-id'], received[1].headers['x-service-webhook-id']);

@@ -81,6 +81,8 @@ test('pds serve makes its data dir 0700 and every file in it 0600: databases, WA
     'read.db',
     'read.db-wal',
     'dispatcher.db',
+    'keys.db',
+    'keys.db-wal',
   ]) {
     t.true(name in running, `${name} exists: ${JSON.stringify(running)}`);
   }

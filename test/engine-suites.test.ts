@@ -24,6 +24,7 @@ const AVA = path.join(ROOT, 'node_modules/ava/entrypoints/cli.js');
 const ENGINE_SUITES = [
   'test/contract/eventstore-esdb.test.ts',
   'test/contract/read-store-mongo.test.ts',
+  'test/contract/key-store-mongo.test.ts',
   'test/engine-restart.test.ts',
 ];
 const DEPLOYMENT_SUITE = 'test/e2e/deployment.test.ts';
@@ -35,6 +36,10 @@ const MISSING = [
   ],
   [
     'MongoDB contract',
+    'no MongoDB: PDS_TEST_MONGO_URL is not set and PDS_TEST_CONTAINERS=0 turns containers off',
+  ],
+  [
+    'MongoDB key store contract',
     'no MongoDB: PDS_TEST_MONGO_URL is not set and PDS_TEST_CONTAINERS=0 turns containers off',
   ],
   ['engines restarted under traffic', 'no containers to restart: PDS_TEST_CONTAINERS=0 turns containers off'],

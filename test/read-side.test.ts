@@ -93,8 +93,8 @@ test('pds projections status and rebuild, as tables and as JSON', async (t) => {
   await seedCatalog(s);
   const env = { PATH: process.env.PATH ?? '', PDS_URL: s.base, PDS_OPERATOR_TOKEN: s.token };
   const status = await exec(process.execPath, ['cli/pds.ts', 'projections', 'status'], { env });
-  t.regex(status.stdout, /^name\s+state\s+checkpoint/);
-  t.regex(status.stdout, /catalog\s+live/);
+  t.regex(status.stdout, /^name\s+state\s+status\s+checkpoint/);
+  t.regex(status.stdout, /catalog\s+live\s+ok/);
   const json = await exec(process.execPath, ['cli/pds.ts', 'projections', 'status', '--json'], { env });
   t.deepEqual(
     (JSON.parse(json.stdout) as { projections: ProjectionStatus[] }).projections.map((p) => p.name).sort(),

@@ -100,7 +100,6 @@ export const idList = (text) =>
     .filter(Boolean)
     .map(Number);
 
-/** An ISO time as the operator's browser shows local times, with the ISO form on hover. */
 /** Who did something, as the admin API names them: the person's name (with the id on hover), else type and id. */
 export const person = (actor) =>
   !actor
@@ -109,19 +108,47 @@ export const person = (actor) =>
       ? html`<span title=${`${actor.type} ${actor.id}`}>${actor.name}</span>`
       : `${actor.type} ${actor.id}`;
 
+/** Where the console shows a delivery, a subscription, a cart's audit (the URL's fragment). */
+export const deliveryHref = (id) => `#delivery/${encodeURIComponent(id)}`;
+export const webhookHref = (id) => `#webhooks/${encodeURIComponent(id)}`;
+export const cartHref = (uuid) => `#cart-audit/${encodeURIComponent(uuid)}`;
+
+/**
+ * A mark the admin API judged (docs/operations.md, "Health"): FAILING or LAGGING, with its reasons in
+ * words beside it; nothing while all is well.
+ */
+export function Trouble({ judged, mark }) {
+  if (!judged || judged.status === 'ok' || !judged.trouble) return '';
+  return html`
+    <div class="trouble" data-trouble=${judged.status}>
+      <span class=${`mark mark-${judged.status}`}>${mark}</span>
+      <ul class="reasons">${judged.trouble.map((x) => html`<li key=${x.reason}>${x.detail}</li>`)}</ul>
+    </div>`;
+}
+
+/** An ISO time as the operator's browser shows local times, with the ISO form on hover. */
 export const time = (iso) =>
   iso ? html`<time datetime=${iso} title=${iso}>${new Date(iso).toLocaleString()}</time>` : '—';
 
 /**
- * Reads `field` of `GET /admin/v1${path}` when the view shows, on `refresh()`, and every `everyMs` if
- * given. An ended session signs out (`onUnauthorized`); another failure is kept in `error`.
+ * Said after every write (redeliver, recover, rebuild, …) and when a rebuild ends: every read on the
+ * page follows at once, so no panel shows what the action changed for up to a poll's interval.
+ */
+const changes = new EventTarget();
+export const announceChange = () => changes.dispatchEvent(new Event('change'));
+
+/**
+ * Reads `field` of `GET /admin/v1${path}` (the whole answer when `field` is null) when the view shows, on `refresh()`, after every change
+ * announced (`announceChange`), and every `everyMs` if given. An ended session signs out
+ * (`onUnauthorized`); another failure is kept in `error`.
  */
 export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
   const [value, setValue] = useState(null);
   const [error, setError] = useState(null);
   const refresh = useCallback(async () => {
     try {
-      setValue((await admin(session, 'GET', path))[field]);
+      const answer = await admin(session, 'GET', path);
+      setValue(field === null ? answer : answer[field]);
       setError(null);
     } catch (e) {
       if (e.status === 401) onUnauthorized();
@@ -130,9 +157,12 @@ export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
   }, [session, path, field, onUnauthorized]);
   useEffect(() => {
     refresh();
-    if (!everyMs) return undefined;
-    const timer = setInterval(refresh, everyMs);
-    return () => clearInterval(timer);
+    changes.addEventListener('change', refresh);
+    const timer = everyMs ? setInterval(refresh, everyMs) : undefined;
+    return () => {
+      changes.removeEventListener('change', refresh);
+      clearInterval(timer);
+    };
   }, [refresh, everyMs]);
   return { value, error, refresh };
 }
@@ -150,6 +180,7 @@ export function useWrite({ secret, onSecret, onChanged }) {
       if (value) onSecret({ title: said(answer), value, what: secret.what });
       else setMessage(said(answer));
       onChanged();
+      announceChange();
     } catch (e) {
       setMessage(`Failed: ${e.message}`);
     }

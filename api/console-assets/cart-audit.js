@@ -1,9 +1,12 @@
 // The cart audit view: a cart's whole event history as a timeline, each event with what it changed,
 // who caused it and the webhooks it produced, the path of its statuses, and who has read this
 // history (GET /admin/v1/carts/{uuid}/history, /webhooks and /views; docs/write-side.md,
-// "Auditors"). Reading the history here is recorded, as every read of it is.
-import { useState } from 'preact/hooks';
-import { admin, html, person, time } from './admin.js';
+// "Auditors"). Each webhook links to its delivery and its subscription; a link to a cart
+// (#cart-audit/<uuid>) opens its history at once. Reading the history here is recorded, as every read
+// of it is.
+import { useEffect, useState } from 'preact/hooks';
+import { admin, deliveryHref, html, person, time, webhookHref } from './admin.js';
+import { NextAttempt } from './deliveries.js';
 
 /** The statuses a cart went through, from its moves (`CartStatusChanged` from → to). */
 function statusPath(events) {
@@ -34,11 +37,16 @@ function Webhooks({ deliveries }) {
       ${deliveries.map(
         (d) => html`
           <li key=${d.delivery_id} data-event-delivery=${d.delivery_id}>
-            ${`${d.event_kind} to subscription `}<code>${d.webhook_id}</code>${': '}
+            <a href=${deliveryHref(d.delivery_id)}>${d.event_kind}</a>${' to subscription '}<a
+              href=${webhookHref(d.webhook_id)}><code>${d.webhook_id}</code></a>${': '}
             <span class=${`state state-${d.status}`}>${d.status}</span>
             ${` after ${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'}`}${
               d.delivered_at ? html`, delivered ${time(d.delivered_at)}` : ''
-            }${d.parked_reason ? ` (${d.parked_reason})` : ''}
+            }${d.parked_reason ? ` (${d.parked_reason})` : ''}${
+              d.waiting_behind || d.next_attempt_at
+                ? html`; <${NextAttempt} delivery=${d} linked=${true} />`
+                : ''
+            }
           </li>`,
       )}
     </ul>`;
@@ -107,15 +115,13 @@ async function cartDeliveries(session, uuid) {
   return { deliveries: all, prunedBefore };
 }
 
-export function CartAudit({ session, onUnauthorized }) {
-  const [uuid, setUuid] = useState('');
+export function CartAudit({ session, param, onUnauthorized }) {
+  const [uuid, setUuid] = useState(param ?? '');
   const [found, setFound] = useState(null);
   const [error, setError] = useState(null);
-  const find = async (event) => {
-    event.preventDefault();
+  const show = async (id) => {
     setError(null);
     setFound(null);
-    const id = uuid.trim();
     try {
       const [history, { deliveries, prunedBefore }] = await Promise.all([
         admin(session, 'GET', `/carts/${encodeURIComponent(id)}/history`),
@@ -129,6 +135,14 @@ export function CartAudit({ session, onUnauthorized }) {
       else setError(e.message);
     }
   };
+  const find = (event) => {
+    event.preventDefault();
+    show(uuid.trim());
+  };
+  // A link named the cart: its history at once.
+  useEffect(() => {
+    if (param) show(param);
+  }, []);
   return html`
     <section aria-labelledby="view-title">
       <h2 id="view-title">Cart audit</h2>

@@ -2,11 +2,14 @@
 // build. Signing in posts the token once and gets a session: an HttpOnly cookie this page cannot read,
 // which the browser sends with every call to /admin/v1, and a CSRF token kept in memory for writes.
 // Nothing is kept in sessionStorage or localStorage; a reload asks the service for the session.
-// Views are chosen by the URL's fragment (#overview, …); each shows what the person's role can do.
+// Views are chosen by the URL's fragment (#overview, …), which may name what the view shows
+// (#webhooks/<id>, #delivery/<id>, #cart-audit/<uuid>), so every object links to the related ones;
+// each view shows what the person's role can do.
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { currentSession, html, signIn, signOut, whenSessionEnds } from './admin.js';
 import { CartAudit } from './cart-audit.js';
+import { DeliveryView } from './deliveries.js';
 import { Overview } from './overview.js';
 import { Partners } from './partners.js';
 import { Webhooks } from './webhooks.js';
@@ -16,6 +19,8 @@ const VIEWS = [
   { id: 'webhooks', title: 'Webhooks', View: Webhooks },
   { id: 'partners', title: 'Partners', View: Partners },
   { id: 'cart-audit', title: 'Cart audit', View: CartAudit },
+  // Reached by links only (a delivery's id), not from the navigation.
+  { id: 'delivery', title: 'Delivery', View: DeliveryView, linked: true },
 ];
 
 function SignIn({ onSignedIn, problem }) {
@@ -51,7 +56,13 @@ function SignIn({ onSignedIn, problem }) {
     </main>`;
 }
 
-const viewOf = () => VIEWS.find((v) => `#${v.id}` === location.hash) ?? VIEWS[0];
+/** The view the fragment names and what it shows (`#delivery/<id>`: the delivery `<id>`), else the overview. */
+function viewOf() {
+  const [id, ...rest] = location.hash.slice(1).split('/');
+  const view = VIEWS.find((v) => v.id === id);
+  if (!view) return { ...VIEWS[0], param: null };
+  return { ...view, param: rest.length > 0 ? decodeURIComponent(rest.join('/')) : null };
+}
 
 function App() {
   // undefined: asking the service (or signing out); null: signed out; else the session (person, role,
@@ -94,9 +105,9 @@ function App() {
     <header class="top">
       <p class="brand">Partner Data Service console</p>
       <nav aria-label="Views">
-        ${VIEWS.map(
+        ${VIEWS.filter((v) => !v.linked).map(
           (v) =>
-            html`<a key=${v.id} href=${`#${v.id}`} aria-current=${v === view ? 'page' : undefined}>${v.title}</a>`,
+            html`<a key=${v.id} href=${`#${v.id}`} aria-current=${v.id === view.id ? 'page' : undefined}>${v.title}</a>`,
         )}
       </nav>
       <p class="who">Signed in as <strong>${operator.name}</strong> <span class="role" data-role=${operator.role}>${operator.role}</span></p>
@@ -104,7 +115,7 @@ function App() {
     </header>
     <main>
       <h1 class="visually-hidden">${view.title}</h1>
-      <${View} key=${view.id} session=${session} onUnauthorized=${ended} />
+      <${View} key=${`${view.id}/${view.param ?? ''}`} session=${session} param=${view.param} onUnauthorized=${ended} />
     </main>`;
 }
 

@@ -1,8 +1,9 @@
-// A webhook subscription's health over the last hour or day: deliveries by outcome, the attempts'
-// latency p50 and p99, the queue's depth, drawn as charts, and the oldest delivery still queued
-// (GET /admin/v1/webhooks/{id}/health, docs/webhooks.md, "Health").
+// A webhook subscription's health over the last hour or day: FAILING with why when the admin API judges
+// it so, deliveries by outcome, the attempts' latency p50 and p99, the queue's depth, drawn as charts,
+// and the oldest delivery still queued, linked (GET /admin/v1/webhooks/{id}/health, docs/webhooks.md,
+// "Health"; docs/operations.md, "Health").
 import { useMemo } from 'preact/hooks';
-import { html, number, time, useAdminRead } from './admin.js';
+import { deliveryHref, html, number, Trouble, time, useAdminRead } from './admin.js';
 import { Chart } from './charts.js';
 
 const POLL_MS = 10_000;
@@ -89,7 +90,7 @@ function Totals({ health: h }) {
       <div><dt>Queued now</dt><dd>${number(h.queue.depth)}</dd></div>
       <div><dt>Oldest queued</dt><dd>${
         oldest
-          ? html`<code>${oldest.delivery_id}</code> (${oldest.status}, ${number(oldest.age_seconds)} s, scheduled ${time(oldest.scheduled_at)})`
+          ? html`<a href=${deliveryHref(oldest.delivery_id)}><code>${oldest.delivery_id}</code></a> (${oldest.status}, ${number(oldest.age_seconds)} s, scheduled ${time(oldest.scheduled_at)})`
           : 'none'
       }</dd></div>
     </dl>`;
@@ -139,7 +140,8 @@ export function Health({ session, webhook, window, onUnauthorized }) {
   if (!h) return html`<p>Loading…</p>`;
   const t = h.totals;
   return html`
-    <div class="health" data-health=${webhook.webhook_id}>
+    <div class="health" data-health=${webhook.webhook_id} data-status=${h.status}>
+      <${Trouble} judged=${h} mark="FAILING" />
       <${Totals} health=${h} />
       <div class="charts">
         <${Chart} title=${`Attempts per ${per}`} unit="count" times=${series.times} series=${series.outcomes}

@@ -1,23 +1,50 @@
-// The overview: every projection's state, checkpoint, lag and rebuild (projections.js), the webhook
-// fan-out's progress (fan-out.js), and every webhook subscription's health over the last hour or day
-// (health.js).
+// The overview: what is in trouble first (how many webhook subscriptions are failing, how many
+// projections lag, as the admin API judges them: docs/operations.md, "Health"), then every
+// projection's state, checkpoint, lag and rebuild (projections.js), the webhook fan-out's progress
+// (fan-out.js), and every webhook subscription's health over the last hour or day (health.js).
 import { useState } from 'preact/hooks';
-import { html, useAdminRead } from './admin.js';
+import { html, useAdminRead, webhookHref } from './admin.js';
 import { FanOut } from './fan-out.js';
 import { Health, WindowChoice } from './health.js';
-import { Projections } from './projections.js';
+import { POLL_MS as PROJECTIONS_POLL_MS, Projections } from './projections.js';
 
-function WebhookHealth({ session, onUnauthorized }) {
-  const read = useAdminRead(session, '/webhooks?limit=100', 'webhooks', onUnauthorized);
+const POLL_MS = 10_000;
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+
+/** The counts at the top: failing subscriptions and lagging projections, each linking to its section. */
+function TroubleSummary({ judged, projections }) {
+  if (!judged) return html`<p>Loading…</p>`;
+  const lagging = projections?.lagging ?? 0;
+  return html`
+    <section aria-labelledby="trouble-title" class=${`summary ${judged.failing + lagging > 0 ? 'summary-trouble' : 'summary-ok'}`}>
+      <h2 id="trouble-title">Trouble</h2>
+      <ul>
+        <li data-failing=${judged.failing}>${
+          judged.failing > 0
+            ? html`<a href="#health-title" class="mark mark-failing">${judged.failing} of ${plural(judged.subscriptions.length, 'subscription', 'subscriptions')} failing</a>`
+            : html`<span class="mark mark-ok">No subscription failing</span>`
+        }<span class="muted"> (failing: most attempts of the last 15 minutes failed, or a delivery has been queued more than ${Math.round(judged.thresholds.oldest_queued_seconds / 60)} minutes)</span></li>
+        ${
+          projections &&
+          html`<li data-lagging=${lagging}>${
+            lagging > 0
+              ? html`<a href="#projections-title" class="mark mark-lagging">${plural(lagging, 'projection', 'projections')} lagging</a>`
+              : html`<span class="mark mark-ok">No projection lagging</span>`
+          }<span class="muted"> (lagging: its oldest event not applied is more than ${projections.thresholds.projection_lag_seconds} s old)</span></li>`
+        }
+      </ul>
+    </section>`;
+}
+
+function WebhookHealth({ session, judged, onUnauthorized }) {
   const [window, setWindow] = useState('1h');
-  const webhooks = read.value;
+  const webhooks = judged?.subscriptions ?? null;
   return html`
     <section aria-labelledby="health-title">
       <h2 id="health-title">Webhook health</h2>
       <p class="hint">Each subscription's deliveries by outcome, the attempts' latency and its queue, updated
-        every 10 seconds. Its deliveries and attempts are under Webhooks.</p>
+        every 10 seconds and after every change made here. Its deliveries and attempts are under Webhooks.</p>
       <${WindowChoice} window=${window} onChange=${setWindow} />
-      ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
       ${
         webhooks === null
           ? html`<p>Loading…</p>`
@@ -25,8 +52,10 @@ function WebhookHealth({ session, onUnauthorized }) {
             ? html`<p class="muted">No webhook subscriptions.</p>`
             : webhooks.map(
                 (w) => html`
-                  <article key=${w.webhook_id} class="card" aria-label=${`Health of ${w.url}`}>
+                  <article key=${w.webhook_id} class=${`card ${w.status === 'failing' ? 'card-failing' : ''}`}
+                    aria-label=${`Health of ${w.url}`} data-webhook=${w.webhook_id} data-status=${w.status}>
                     <h3><code>${w.url}</code> ${w.enabled ? '' : html`<span class="muted">(disabled)</span>`}</h3>
+                    <p class="muted">Subscription <a href=${webhookHref(w.webhook_id)}><code>${w.webhook_id}</code></a></p>
                     <${Health} session=${session} webhook=${w} window=${window} onUnauthorized=${onUnauthorized} />
                   </article>`,
               )
@@ -35,8 +64,12 @@ function WebhookHealth({ session, onUnauthorized }) {
 }
 
 export function Overview({ session, onUnauthorized }) {
+  const judged = useAdminRead(session, '/webhook-health', null, onUnauthorized, POLL_MS);
+  const projections = useAdminRead(session, '/projections', null, onUnauthorized, PROJECTIONS_POLL_MS);
   return html`
-    <${Projections} session=${session} onUnauthorized=${onUnauthorized} />
+    ${judged.error && html`<p class="error" role="alert">Could not read the subscriptions' health: ${judged.error}</p>`}
+    <${TroubleSummary} judged=${judged.value} projections=${projections.value} />
+    <${Projections} session=${session} read=${projections} />
     <${FanOut} session=${session} onUnauthorized=${onUnauthorized} />
-    <${WebhookHealth} session=${session} onUnauthorized=${onUnauthorized} />`;
+    <${WebhookHealth} session=${session} judged=${judged.value} onUnauthorized=${onUnauthorized} />`;
 }

@@ -1,10 +1,12 @@
-// The projections view: each read model's state, checkpoint and lag, and a rebuild whose progress
-// moves until the rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild); the
-// Rebuild buttons show only to a role that may rebuild.
-import { useState } from 'preact/hooks';
-import { admin, can, html, number, useAdminRead } from './admin.js';
+// The projections view: each read model's state, checkpoint and lag, marked LAGGING when the admin
+// API judges it so (docs/operations.md, "Health"), and a rebuild whose progress moves until the
+// rebuilt copies are live (GET /admin/v1/projections, POST …/{name}/rebuild); the Rebuild buttons
+// show only to a role that may rebuild. What it says of a rebuild follows the rebuild: "Rebuilding"
+// while it runs, then that it ended, and every panel reads again when it does.
+import { useEffect, useState } from 'preact/hooks';
+import { admin, announceChange, can, html, number, Trouble } from './admin.js';
 
-const POLL_MS = 1000;
+export const POLL_MS = 1000;
 
 function ProjectionRow({ projection, onRebuild }) {
   const p = projection;
@@ -17,9 +19,10 @@ function ProjectionRow({ projection, onRebuild }) {
     ? html`<span class="error">last rebuild failed at ${new Date(p.rebuild_failure.at).toLocaleString()}: ${p.rebuild_failure.error}</span>`
     : '';
   return html`
-    <tr data-projection=${p.name}>
+    <tr data-projection=${p.name} data-status=${p.status} class=${p.status === 'lagging' ? 'lagging' : undefined}>
       <th scope="row">${p.name}</th>
-      <td><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}</td>
+      <td><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
+        <${Trouble} judged=${p} mark="LAGGING" /></td>
       <td class="num">${number(p.checkpoint)}</td>
       <td class="num">${number(p.lag_events)}</td>
       <td class="num">${p.lag_seconds.toFixed(1)} s</td>
@@ -42,20 +45,44 @@ function ProjectionRow({ projection, onRebuild }) {
     </tr>`;
 }
 
-export function Projections({ session, onUnauthorized }) {
-  const read = useAdminRead(session, '/projections', 'projections', onUnauthorized, POLL_MS);
-  const projections = read.value;
-  const [message, setMessage] = useState(null);
+/**
+ * What to say of the rebuild asked for here, from the projections as they are now: running until the
+ * projection shows a rebuild newer than the one before it was asked (its progress) and is no longer
+ * rebuilding, then how it ended. `asked.before` is the projection as it was when asked.
+ */
+function rebuildNews(asked, projections) {
+  if (!asked) return null;
+  if (asked.failed) return `Could not rebuild ${asked.name}: ${asked.failed}`;
+  const p = projections?.find((x) => x.name === asked.name);
+  const failedSince = p?.rebuild_failure && p.rebuild_failure.at !== asked.before?.rebuild_failure?.at;
+  if (failedSince) return `The rebuild of ${asked.name} failed: ${p.rebuild_failure.error}`;
+  const newer = p?.progress && p.progress.started_at !== asked.before?.progress?.started_at;
+  if (!p || p.state === 'rebuilding' || !newer) return `Rebuilding ${asked.name}: its progress shows below.`;
+  return `${asked.name} is rebuilt: the rebuilt copies are live.`;
+}
+
+/** The projections table; `read` is the overview's read of GET /admin/v1/projections. */
+export function Projections({ session, read }) {
+  const projections = read.value?.projections ?? null;
+  const [asked, setAsked] = useState(null);
   const rebuilds = can(session, 'projections.rebuild');
   const rebuild = async (name) => {
+    const before = projections?.find((p) => p.name === name);
     try {
       await admin(session, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
-      setMessage(`Rebuilding ${name}: its progress shows below.`);
+      setAsked({ name, before });
       await read.refresh();
+      announceChange();
     } catch (e) {
-      setMessage(`Could not rebuild ${name}: ${e.message}`);
+      setAsked({ name, before, failed: e.message });
     }
   };
+  const message = rebuildNews(asked, projections);
+  // Once the rebuild has ended, every panel reads what it rebuilt at once.
+  const ended = asked && !asked.failed && !message.startsWith('Rebuilding');
+  useEffect(() => {
+    if (ended) announceChange();
+  }, [ended]);
   return html`
     <section aria-labelledby="projections-title">
       <h2 id="projections-title">Projections</h2>

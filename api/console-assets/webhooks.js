@@ -1,115 +1,15 @@
-// The webhooks view: the subscriptions, created (the signing secret shown once), disabled or enabled,
+// The webhooks view: the subscriptions, each with its id and marked FAILING when the admin API judges
+// it so (GET /admin/v1/webhook-health), created (the signing secret shown once), disabled or enabled,
 // their secret rotated, a test event sent, failed deliveries recovered since a time; a subscription's
-// health (health.js) and its deliveries filtered by status, each with every attempt, and a redeliver
-// button (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). The writes show only
-// to a role that may make them.
-import { useState } from 'preact/hooks';
-import { admin, can, html, idList, person, ShownOnce, time, useAdminRead, useWrite } from './admin.js';
+// health (health.js) and its deliveries (deliveries.js), chosen here or by a link (#webhooks/<id>)
+// (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). The writes show only to a
+// role that may make them.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { admin, can, html, idList, ShownOnce, Trouble, useAdminRead, useWrite } from './admin.js';
+import { Deliveries } from './deliveries.js';
 import { Health, WindowChoice } from './health.js';
 
-const STATUSES = ['all', 'pending', 'in_flight', 'failed', 'delivered', 'parked'];
 const EVENT_KINDS = ['cart_status_updated', 'cart_abandoned'];
-/** Deliveries the admin API lets an operator send again (not while pending or in flight). */
-const REDELIVERABLE = new Set(['failed', 'parked', 'delivered']);
-
-function Attempts({ attempts }) {
-  if (attempts.length === 0) return html`<p class="muted">No attempt yet.</p>`;
-  return html`
-    <div class="table-scroll">
-      <table class="attempts">
-        <thead><tr><th scope="col">Attempt</th><th scope="col">Started</th><th scope="col">Outcome</th>
-          <th scope="col">Status</th><th scope="col">Duration</th><th scope="col">Response or error</th></tr></thead>
-        <tbody>
-          ${attempts.map(
-            (a) => html`
-              <tr key=${a.attempt}>
-                <th scope="row">${a.attempt}</th>
-                <td>${time(a.started_at)}</td>
-                <td>${a.outcome ?? 'in flight'}</td>
-                <td class="num">${a.status ?? '—'}</td>
-                <td class="num">${a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td>
-                <td>
-                  ${a.error && html`<div class="error">${a.error}</div>`}
-                  ${a.response_excerpt && html`<code>${a.response_excerpt}</code>`}
-                </td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
-    </div>`;
-}
-
-function Delivery({ delivery, onRedeliver }) {
-  const d = delivery;
-  return html`
-    <li data-delivery=${d.delivery_id}>
-      <details>
-        <summary>
-          <span class=${`state state-${d.status}`}>${d.status}</span> ${d.event_kind} · cart <code>${d.cart_uuid}</code>
-          · ${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'} · scheduled ${time(d.scheduled_at)}
-        </summary>
-        ${d.parked_reason && html`<p>Parked: ${d.parked_reason}</p>`}
-        <${Attempts} attempts=${d.attempts} />
-        ${
-          d.redeliveries.length > 0 &&
-          html`<ul class="redeliveries" aria-label="Sent again">
-            ${d.redeliveries.map(
-              (r, i) =>
-                html`<li key=${i}>${r.reason} ${time(r.requested_at)} by ${person(r.requested_by)}</li>`,
-            )}
-          </ul>`
-        }
-        ${
-          onRedeliver &&
-          REDELIVERABLE.has(d.status) &&
-          html`<button type="button" onClick=${() => onRedeliver(d)}>Redeliver</button>`
-        }
-      </details>
-    </li>`;
-}
-
-function Deliveries({ session, webhook, onUnauthorized }) {
-  const [status, setStatus] = useState('all');
-  const query = status === 'all' ? '' : `?status=${status}`;
-  const read = useAdminRead(
-    session,
-    `/webhooks/${webhook.webhook_id}/deliveries${query}`,
-    'deliveries',
-    onUnauthorized,
-  );
-  const deliveries = read.value;
-  const [message, setMessage] = useState(null);
-  const redeliver = async (d) => {
-    try {
-      await admin(session, 'POST', `/webhooks/deliveries/${d.delivery_id}/redeliver`);
-      setMessage(
-        `Delivery ${d.delivery_id} is pending again; the dispatcher sends it with the same webhook id.`,
-      );
-      await read.refresh();
-    } catch (e) {
-      setMessage(`Could not redeliver ${d.delivery_id}: ${e.message}`);
-    }
-  };
-  return html`
-    <section aria-labelledby="deliveries-title">
-      <h3 id="deliveries-title">Deliveries to <code>${webhook.url}</code></h3>
-      <div class="inline">
-        <label for="delivery-status">Status</label>
-        <select id="delivery-status" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
-          ${STATUSES.map((s) => html`<option key=${s} value=${s}>${s}</option>`)}
-        </select>
-        <button type="button" class="secondary" onClick=${read.refresh}>Refresh</button>
-      </div>
-      <p class="status" role="status">${message ?? ''}</p>
-      ${
-        deliveries === null
-          ? html`<p>Loading…</p>`
-          : deliveries.length === 0
-            ? html`<p class="muted">No deliveries${status === 'all' ? '' : ` ${status}`}.</p>`
-            : html`<ul class="deliveries">${deliveries.map((d) => html`<${Delivery} key=${d.delivery_id} delivery=${d} onRedeliver=${can(session, 'deliveries.redeliver') ? redeliver : undefined} />`)}</ul>`
-      }
-    </section>`;
-}
 
 /** The webhook event kinds a subscription receives, as checkboxes. */
 function EventKinds({ chosen, onChange }) {
@@ -208,7 +108,7 @@ function ManageWebhook({ session, webhook, onSecret, onChanged }) {
     act(
       () => admin(session, 'POST', `${base}/recover`, { since: new Date(since).toISOString() }),
       (a) =>
-        `${a.recovered} failed or parked deliver${a.recovered === 1 ? 'y is' : 'ies are'} pending again.`,
+        `${a.recovered} failed or parked deliver${a.recovered === 1 ? 'y was' : 'ies were'} queued again.`,
     );
   };
   return html`
@@ -249,19 +149,53 @@ function ManageWebhook({ session, webhook, onSecret, onChanged }) {
 /** A subscription's health, then its deliveries. */
 function Chosen({ session, webhook, onUnauthorized }) {
   const [window, setWindow] = useState('1h');
+  const top = useRef(null);
+  // Chosen by a click or a link: it shows below the list, so the page goes there.
+  useEffect(() => top.current?.scrollIntoView({ block: 'start' }), []);
   return html`
-    <section aria-labelledby="chosen-health-title">
-      <h3 id="chosen-health-title">Health of <code>${webhook.url}</code></h3>
+    <section aria-labelledby="chosen-health-title" ref=${top}>
+      <h3 id="chosen-health-title">Health of <code>${webhook.url}</code>
+        <span class="muted">(id <code>${webhook.webhook_id}</code>)</span></h3>
       <${WindowChoice} window=${window} onChange=${setWindow} />
       <${Health} session=${session} webhook=${webhook} window=${window} onUnauthorized=${onUnauthorized} />
     </section>
     <${Deliveries} session=${session} webhook=${webhook} onUnauthorized=${onUnauthorized} />`;
 }
 
-export function Webhooks({ session, onUnauthorized }) {
+/** The subscription's mark: FAILING with why, or ok (blank until judged). */
+function HealthMark({ judged }) {
+  if (!judged) return '';
+  if (judged.status === 'ok') return html`<span class="mark mark-ok">ok</span>`;
+  return html`<${Trouble} judged=${judged} mark="FAILING" />`;
+}
+
+function WebhookRow({ session, webhook: w, judged, writes, onChoose, onSecret, onChanged }) {
+  return html`
+    <tr key=${w.webhook_id} data-webhook=${w.webhook_id} class=${judged?.status === 'failing' ? 'failing' : undefined}>
+      <th scope="row"><code>${w.url}</code><div class="muted">id <code>${w.webhook_id}</code></div></th>
+      <td>${w.events.join(', ')}</td>
+      <td>${w.store_ids.join(', ')}</td>
+      <td>${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
+      <td><${HealthMark} judged=${judged} /></td>
+      <td><button type="button" class="secondary" onClick=${() => onChoose(w)}
+        aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
+        ${
+          writes &&
+          html`<details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
+            <${ManageWebhook} session=${session} webhook=${w} onSecret=${onSecret} onChanged=${onChanged} />
+          </details>`
+        }</td>
+    </tr>`;
+}
+
+export function Webhooks({ session, param, onUnauthorized }) {
   const read = useAdminRead(session, '/webhooks?limit=100', 'webhooks', onUnauthorized);
+  const health = useAdminRead(session, '/webhook-health', 'subscriptions', onUnauthorized, 10_000);
   const webhooks = read.value;
-  const [chosen, setChosen] = useState(null);
+  const judged = new Map((health.value ?? []).map((j) => [j.webhook_id, j]));
+  const [picked, setChosen] = useState(null);
+  // Chosen here, or named by the link that led here (#webhooks/<id>).
+  const chosen = picked ?? (param && webhooks?.find((w) => w.webhook_id === param)) ?? null;
   const [secret, setSecret] = useState(null);
   const writes = can(session, 'webhooks.write');
   const onCreated = (answer) => {
@@ -278,6 +212,7 @@ export function Webhooks({ session, onUnauthorized }) {
       ${secret && html`<${ShownOnce} shown=${secret} onDismiss=${() => setSecret(null)} />`}
       ${writes && html`<${CreateWebhook} session=${session} onCreated=${onCreated} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
+      ${param && webhooks && !chosen && html`<p class="error" role="alert">No subscription <code>${param}</code> among the first 100.</p>`}
       ${
         webhooks === null
           ? html`<p>Loading…</p>`
@@ -286,25 +221,14 @@ export function Webhooks({ session, onUnauthorized }) {
             : html`
             <div class="table-scroll">
               <table>
-                <thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Stores</th>
-                  <th scope="col">State</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+                <thead><tr><th scope="col">URL and id</th><th scope="col">Events</th><th scope="col">Stores</th>
+                  <th scope="col">State</th><th scope="col">Health</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
                 <tbody>
                   ${webhooks.map(
-                    (w) => html`
-                      <tr key=${w.webhook_id}>
-                        <th scope="row"><code>${w.url}</code></th>
-                        <td>${w.events.join(', ')}</td>
-                        <td>${w.store_ids.join(', ')}</td>
-                        <td>${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
-                        <td><button type="button" class="secondary" onClick=${() => setChosen(w)}
-                          aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
-                          ${
-                            writes &&
-                            html`<details><summary>Manage<span class="visually-hidden"> ${w.url}</span></summary>
-                              <${ManageWebhook} session=${session} webhook=${w} onSecret=${setSecret} onChanged=${read.refresh} />
-                            </details>`
-                          }</td>
-                      </tr>`,
+                    (w) => html`<${WebhookRow} key=${w.webhook_id} session=${session} webhook=${w}
+                      judged=${judged.get(w.webhook_id)} writes=${writes} onChoose=${setChosen}
+                      onSecret=${setSecret} onChanged=${read.refresh} />`,
                   )}
                 </tbody>
               </table>

@@ -1,22 +1,27 @@
 /** `pds projections status` and `pds projections rebuild <name>|--all` (with a progress bar). */
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
+import type { ProjectionStatusFields } from '../../api/admin-trouble.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
 import { type AdminClient, CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { printableLine } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
-const statusOf = (client: AdminClient) =>
-  client
-    .request<{ projections: ProjectionStatus[] }>('GET', '/admin/v1/projections')
-    .then((r) => r.projections);
+/** A projection as the admin API answers it: with its mark, `ok` or `lagging` (docs/operations.md, "Health"). */
+type Projection = ProjectionStatus & ProjectionStatusFields;
 
-function statusTable(list: ProjectionStatus[]): string {
+const statusOf = (client: AdminClient) =>
+  client.request<{ projections: Projection[] }>('GET', '/admin/v1/projections').then((r) => r.projections);
+
+/** The table, then why each lagging projection is marked. */
+function statusTable(list: Projection[]): string {
+  const why = list.flatMap((p) => p.trouble.map((x) => `${p.name} is LAGGING: ${x.detail}\n`));
   return `${table(
-    ['name', 'state', 'checkpoint', 'events', 'lag_events', 'lag_seconds', 'rebuild'],
+    ['name', 'state', 'status', 'checkpoint', 'events', 'lag_events', 'lag_seconds', 'rebuild'],
     list.map((p) => [
       p.name,
       p.state,
+      p.status === 'lagging' ? 'LAGGING' : p.status,
       p.checkpoint,
       p.events_applied,
       p.lag_events,
@@ -30,7 +35,7 @@ function statusTable(list: ProjectionStatus[]): string {
         .filter(Boolean)
         .join('; '),
     ]),
-  )}\n`;
+  )}\n${why.length > 0 ? `\n${why.join('')}` : ''}`;
 }
 
 export function registerProjections(program: Command): void {
@@ -59,7 +64,7 @@ export function registerProjections(program: Command): void {
         if (!name && !options.all) throw new CliError('name a projection or pass --all', EXIT.usage);
         const client = await createAdminClient();
         const names = options.all ? (await statusOf(client)).map((p) => p.name) : [name as string];
-        const done: ProjectionStatus[] = [];
+        const done: Projection[] = [];
         for (const n of names)
           done.push(await rebuildOne(client, n, { json: options.json, pollMs: Number(options.poll) || 250 }));
         return options.json ? `${JSON.stringify({ projections: done }, null, 2)}\n` : statusTable(done);
@@ -71,7 +76,7 @@ async function rebuildOne(
   client: AdminClient,
   name: string,
   options: { json?: boolean; pollMs: number },
-): Promise<ProjectionStatus> {
+): Promise<Projection> {
   const before = (await statusOf(client)).find((p) => p.name === name);
   await client.request('POST', `/admin/v1/projections/${encodeURIComponent(name)}/rebuild`);
   const bar = options.json

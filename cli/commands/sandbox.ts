@@ -16,9 +16,12 @@
  * at the end (see `cli/sandbox/traffic.ts`).
  */
 import type { Command } from 'commander';
+import { createCustomerData } from '../../application/customer-data.ts';
+import { protectCustomerData } from '../../application/protected-event-store.ts';
 import { openEventStore } from '../../eventstore/index.ts';
 import { CliError, EXIT } from '../client.ts';
 import { ConfigError, loadConfig, parseDuration } from '../config.ts';
+import { openKeyStore } from '../customer-keys.ts';
 import { positiveInteger, printJson } from '../options.ts';
 import {
   describeSandbox,
@@ -64,7 +67,11 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
       : positiveInteger('--size', options.size, MAX_SANDBOX_SIZE);
   const seed =
     options.seed === undefined ? DEFAULT_SANDBOX_SEED : positiveInteger('--seed', options.seed, 2 ** 31 - 1);
-  const store = await openEventStore(config.eventStoreUrl, { synchronous: config.eventStoreSync });
+  // As the service writes: the generated customers sealed under their keys (docs/operations.md,
+  // "Customer data").
+  const log = await openEventStore(config.eventStoreUrl, { synchronous: config.eventStoreSync });
+  const keys = await openKeyStore(config.keyStoreUrl);
+  const store = protectCustomerData(log, createCustomerData(keys, config.secretKey));
   const progress = seedProgress({ bar: !options.json });
   try {
     const result = await seedSandbox({
@@ -90,6 +97,7 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
     throw err;
   } finally {
     progress.stop();
+    await keys.close();
     await store.close();
   }
 }

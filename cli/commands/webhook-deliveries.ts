@@ -4,6 +4,7 @@
  * (the usage is in `webhooks.ts`).
  */
 import type { Command } from 'commander';
+import type { WaitingBehind } from '../../api/admin-delivery-queue.ts';
 import type { WebhookHealthAnswer } from '../../api/admin-webhook-health.ts';
 import { deliveryStatuses } from '../../domain/webhook-delivery.ts';
 import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
@@ -16,8 +17,11 @@ import { runClientCommand } from './run.ts';
 const BASE = '/admin/v1/webhooks';
 const path = (id: string) => `${BASE}/${encodeURIComponent(id)}`;
 
+/** A delivery as the admin API answers it: with the delivery it waits behind in its queue. */
+type Delivery = WebhookDeliveryRecord & { waiting_behind: WaitingBehind };
+
 interface DeliveryPage {
-  deliveries: WebhookDeliveryRecord[];
+  deliveries: Delivery[];
   next_cursor: string | null;
 }
 
@@ -61,7 +65,17 @@ function lastAttempt(d: WebhookDeliveryRecord): string {
   return text.length > 60 ? `${text.slice(0, 59)}…` : text;
 }
 
-function deliveriesTable(list: WebhookDeliveryRecord[]): string {
+/**
+ * When the next attempt is due, or what it waits for: a pending delivery behind another in its queue
+ * leaves only after that one (docs/webhooks.md, "Order, isolation, durability").
+ */
+export function nextAttempt(d: Pick<Delivery, 'next_attempt_at' | 'waiting_behind'>): string | null {
+  const b = d.waiting_behind;
+  if (!b) return d.next_attempt_at;
+  return `waits behind ${b.delivery_id} (${b.status}${b.next_attempt_at ? `, next attempt ${b.next_attempt_at}` : ''})`;
+}
+
+function deliveriesTable(list: Delivery[]): string {
   return `${table(
     ['delivery_id', 'event', 'cart', 'status', 'attempts', 'last', 'next_attempt_at'],
     list.map((d) => [
@@ -71,12 +85,12 @@ function deliveriesTable(list: WebhookDeliveryRecord[]): string {
       d.status === 'parked' ? `parked (${d.parked_reason})` : d.status,
       d.attempt_count,
       lastAttempt(d),
-      d.next_attempt_at,
+      nextAttempt(d),
     ]),
   )}\n`;
 }
 
-function deliveryTable(d: WebhookDeliveryRecord): string {
+function deliveryTable(d: Delivery): string {
   const fields = table(
     ['field', 'value'],
     [
@@ -89,6 +103,7 @@ function deliveryTable(d: WebhookDeliveryRecord): string {
       ['attempt_count', d.attempt_count],
       ['scheduled_at', d.scheduled_at],
       ['next_attempt_at', d.next_attempt_at],
+      ['waiting_behind', d.waiting_behind ? nextAttempt(d) : null],
       ['delivered_at', d.delivered_at],
       ['parked_reason', d.parked_reason],
       ['parked_at', d.parked_at],
@@ -149,7 +164,7 @@ function deliveriesCommand(webhooks: Command): void {
         const wanted = options.limit === undefined ? 50 : positiveInteger('--limit', options.limit, 100_000);
         const only = oneOrMoreOf('--status', options.status, deliveryStatuses);
         const client = await createAdminClient();
-        const all: WebhookDeliveryRecord[] = [];
+        const all: Delivery[] = [];
         let cursor: string | null = options.cursor ?? null;
         do {
           const params = new URLSearchParams({ limit: String(Math.min(500, wanted - all.length)) });
@@ -174,7 +189,7 @@ function redeliverCommand(webhooks: Command): void {
     .option('--json', 'print the answer as JSON')
     .action((deliveryId: string, options: { json?: boolean }) =>
       runClientCommand(async () => {
-        const out = await (await createAdminClient()).request<{ delivery: WebhookDeliveryRecord }>(
+        const out = await (await createAdminClient()).request<{ delivery: Delivery }>(
           'POST',
           `${deliveryPath(deliveryId)}/redeliver`,
         );
@@ -255,6 +270,8 @@ function healthText({ health: h }: WebhookHealthAnswer): string {
   const summary = table(
     ['field', 'value'],
     [
+      ['status', h.status === 'failing' ? 'FAILING' : 'ok'],
+      ...h.trouble.map((x) => [x.reason, x.detail]),
       ['window', `${h.window}: ${h.from} to ${h.to}`],
       ['scheduled', t.scheduled],
       ['delivered', t.attempts.delivered ?? 0],

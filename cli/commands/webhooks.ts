@@ -2,7 +2,7 @@
  * `pds webhooks …`: webhook subscriptions through the admin API.
  *
  *   pds webhooks create --url <url> (--auth-token <token> | --auth-token-file <file|->) --store <id...> [--events <kind...>]
- *   pds webhooks list [--store <id>] [--enabled | --disabled]
+ *   pds webhooks list [--store <id>] [--enabled | --disabled]   (each ok or FAILING, with why)
  *   pds webhooks show <id>
  *   pds webhooks update <id> [--url <url>] [--auth-token <token> | --auth-token-file <file|->] [--store <id...>] [--events <kind...>]
  *   pds webhooks disable <id> | enable <id>
@@ -27,6 +27,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type { SubscriptionStatusFields } from '../../api/admin-trouble.ts';
 import type { WebhookRecord } from '../../domain/webhook-subscription.ts';
 import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
 import { CliError, createAdminClient, EXIT, fetchAll, table } from '../client.ts';
@@ -71,15 +72,24 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function listTable(webhooks: WebhookRecord[]): string {
+/** What `GET /admin/v1/webhook-health` says of a subscription. */
+type Judged = SubscriptionStatusFields & { webhook_id: string };
+
+/** `ok`, or `FAILING` with its reasons (docs/operations.md, "Health"); blank for one not judged yet. */
+const healthCell = (judged: Judged | undefined) =>
+  !judged ? '' : judged.status === 'ok' ? 'ok' : `FAILING: ${judged.trouble.map((x) => x.detail).join('; ')}`;
+
+function listTable(webhooks: WebhookRecord[], judged: readonly Judged[]): string {
+  const byId = new Map(judged.map((j) => [j.webhook_id, j]));
   return `${table(
-    ['webhook_id', 'url', 'stores', 'events', 'enabled', 'updated_at'],
+    ['webhook_id', 'url', 'stores', 'events', 'enabled', 'health', 'updated_at'],
     webhooks.map((w) => [
       w.webhook_id,
       w.url,
       w.store_ids.join(','),
       w.events.join(','),
       w.enabled ? 'yes' : `no (${w.disabled_reason ?? 'disabled'})`,
+      healthCell(byId.get(w.webhook_id)),
       w.updated_at,
     ]),
   )}\n`;
@@ -157,7 +167,7 @@ function createCommand(webhooks: Command): void {
 function listCommand(webhooks: Command): void {
   webhooks
     .command('list')
-    .description('every subscription (all pages), in webhook id order')
+    .description('every subscription (all pages), in webhook id order, each ok or FAILING with why')
     .option('--store <id>', 'only those covering this store')
     .option('--enabled', 'only enabled ones')
     .option('--disabled', 'only disabled ones')
@@ -172,8 +182,11 @@ function listCommand(webhooks: Command): void {
           query.set('store_id', String(idList('--store', [options.store])?.[0]));
         if (options.enabled) query.set('enabled', 'true');
         if (options.disabled) query.set('enabled', 'false');
-        const list = await fetchAll<WebhookRecord>(await createAdminClient(), BASE, 'webhooks', query);
-        return options.json ? printJson({ webhooks: list }) : listTable(list);
+        const client = await createAdminClient();
+        const list = await fetchAll<WebhookRecord>(client, BASE, 'webhooks', query);
+        if (options.json) return printJson({ webhooks: list });
+        const health = await client.request<{ subscriptions: Judged[] }>('GET', '/admin/v1/webhook-health');
+        return listTable(list, health.subscriptions);
       }),
     );
 }

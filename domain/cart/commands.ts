@@ -133,4 +133,6 @@ export type CartCommand =
       at: string;
       /** The store's curbside pickup setting; null when it has none (curbside is then off). */
       context: { curbside: { enabled: boolean; arrival_form_fields: readonly ArrivalFormField[] } | null };
-    };
+    }
+  /** The customer's key is being destroyed (docs/operations.md, "Customer data"). */
+  | { type: 'EraseCartCustomer'; erasure_id: string; at: string };

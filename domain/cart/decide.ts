@@ -226,7 +226,7 @@ function identifyCartCustomer(command: Command<'IdentifyCartCustomer'>, state: C
   }
   const before = cart.customer;
   if (before && customerKeys.every((k) => before[k] === customer[k])) return [];
-  return [events.CartCustomerIdentified({ ...customer, identified_at: at })];
+  return [events.CartCustomerIdentified({ ...customer, user_id: cart.user_id, identified_at: at })];
 }
 
 function checkOutCart(command: Command<'CheckOutCart'>, state: CartState): CartEvent[] {
@@ -371,8 +371,22 @@ function postCurbsideArrival(command: Command<'PostCurbsideArrival'>, state: Car
       fields: { ...command.fields },
       arrived_at: at,
       store_id: cart.store_id,
+      user_id: cart.user_id,
     }),
   ];
+}
+
+/**
+ * docs/operations.md, "Customer data": recorded on each of the customer's carts, whatever their status;
+ * nothing on a cart that holds no customer and no arrival answers (erased before, or never given).
+ */
+function eraseCartCustomer(command: Command<'EraseCartCustomer'>, state: CartState): CartEvent[] {
+  const at = time(command.at);
+  const cart = existing(state);
+  const holds =
+    cart.customer !== null || cart.curbside_arrivals.some((a) => Object.keys(a.fields).length > 0);
+  if (!holds) return [];
+  return [events.CartCustomerErased({ erasure_id: command.erasure_id, erased_at: at })];
 }
 
 export function decide(command: CartCommand, state: CartState): CartEvent[] {
@@ -395,5 +409,7 @@ export function decide(command: CartCommand, state: CartState): CartEvent[] {
       return abandonCart(command, state);
     case 'PostCurbsideArrival':
       return postCurbsideArrival(command, state);
+    case 'EraseCartCustomer':
+      return eraseCartCustomer(command, state);
   }
 }

@@ -14,6 +14,14 @@ import {
   reservationMode,
 } from './vocabulary.ts';
 
+/** Set only on an event read back after the customer's key was destroyed. */
+const erasedShape = { erased: z.literal(true).optional() };
+
+/** v1 was written before the cart's user id was kept beside the personal fields: it had none. */
+function withoutUserId(data: unknown): unknown {
+  return { ...(data as object), user_id: null };
+}
+
 export const events = {
   CartCreated: defineEvent(
     'CartCreated',
@@ -49,9 +57,20 @@ export const events = {
     'CartItemRemoved',
     z.object({ menu_product_id: id, previous_count: z.number().int().positive(), removed_at: isoDateTime }),
   ),
+  /**
+   * v2 adds `user_id` (the cart's, opaque): whose key seals the personal fields in the log, and
+   * `erased` (read back after the customer's key was destroyed: every personal field is null;
+   * docs/write-side.md, "Customer data in events").
+   */
   CartCustomerIdentified: defineEvent(
     'CartCustomerIdentified',
-    z.object({ ...customerShape, identified_at: isoDateTime }),
+    z.object({
+      ...customerShape,
+      user_id: id.nullable().default(null),
+      ...erasedShape,
+      identified_at: isoDateTime,
+    }),
+    { version: 2, upcast: withoutUserId },
   ),
   CartCheckedOut: defineEvent(
     'CartCheckedOut',
@@ -88,6 +107,7 @@ export const events = {
       item_count: z.number().int().positive(),
     }),
   ),
+  /** v2 adds `user_id` and `erased` as `CartCustomerIdentified` did; erased, `fields` is empty. */
   CurbsideArrivalPosted: defineEvent(
     'CurbsideArrivalPosted',
     z.object({
@@ -95,7 +115,18 @@ export const events = {
       fields: z.record(z.string(), z.string()),
       arrived_at: isoDateTime,
       store_id: id,
+      user_id: id.nullable().default(null),
+      ...erasedShape,
     }),
+    { version: 2, upcast: withoutUserId },
+  ),
+  /**
+   * The customer's personal data was erased (docs/operations.md, "Customer data"): their key is
+   * destroyed, so the cart forgets the customer and the arrivals' answers. Holds no personal data.
+   */
+  CartCustomerErased: defineEvent(
+    'CartCustomerErased',
+    z.object({ erasure_id: uuid, erased_at: isoDateTime }),
   ),
 };
 export type CartEvent = EventOf<typeof events>;

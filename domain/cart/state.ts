@@ -166,8 +166,12 @@ export function evolve(state: CartState, event: CartEvent): CartState {
       };
     }
     case 'CartCustomerIdentified': {
-      const { identified_at, ...customer } = event.data;
-      return { ...state, customer, updated_at: identified_at };
+      const { email, first_name, last_name, phone_number, DOB, identified_at } = event.data;
+      return {
+        ...state,
+        customer: { email, first_name, last_name, phone_number, DOB },
+        updated_at: identified_at,
+      };
     }
     case 'CartCheckedOut': {
       const d = event.data;
@@ -200,5 +204,12 @@ export function evolve(state: CartState, event: CartEvent): CartState {
         updated_at: arrived_at,
       };
     }
+    case 'CartCustomerErased':
+      return {
+        ...state,
+        customer: null,
+        curbside_arrivals: state.curbside_arrivals.map((a) => ({ ...a, fields: {} })),
+        updated_at: event.data.erased_at,
+      };
   }
 }

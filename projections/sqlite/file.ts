@@ -30,6 +30,9 @@ function configure(db: DatabaseSync, cacheMiB: number): void {
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = NORMAL');
   db.exec('PRAGMA temp_store = MEMORY');
+  // A rewritten document's old bytes are zeroed, not left in free space: an erased customer's data
+  // leaves the file at the next checkpoint (docs/operations.md, "Customer data").
+  db.exec('PRAGMA secure_delete = ON');
   // Checkpoint the WAL into the file every 64 MB of pages rather than SQLite's 4 MB: projector batches
   // rewrite large documents, and at 4 MB a rebuild spent most of its commits copying pages (a rebuild
   // of 1,000,000 events went from 46.6 s to 38.3 s; docs/read-side.md).

@@ -22,6 +22,7 @@ import {
   toWebhookCustomer,
 } from '../../domain/cart.ts';
 import { fold } from '../../domain/decider.ts';
+import { eventRegistry } from '../../domain/index.ts';
 import { scenario } from './gwt.ts';
 
 const cart = scenario(decider);
@@ -451,7 +452,7 @@ const identify = (
   ...over,
   at,
 });
-const identified = events.CartCustomerIdentified({ ...customer, identified_at: after(HOUR) });
+const identified = events.CartCustomerIdentified({ ...customer, user_id: 42, identified_at: after(HOUR) });
 
 test('IdentifyCartCustomer: CartCustomerIdentified', (t) => {
   cart.given([created]).when(identify()).thenEmits(t, [identified]);
@@ -466,7 +467,12 @@ test('IdentifyCartCustomer: unchanged appends nothing; a change appends', (t) =>
     .given([created, identified])
     .when(identify({ phone_number: null }, after(2 * HOUR)))
     .thenEmits(t, [
-      events.CartCustomerIdentified({ ...customer, phone_number: null, identified_at: after(2 * HOUR) }),
+      events.CartCustomerIdentified({
+        ...customer,
+        phone_number: null,
+        user_id: 42,
+        identified_at: after(2 * HOUR),
+      }),
     ]);
 });
 
@@ -967,7 +973,13 @@ test('PostCurbsideArrival: CurbsideArrivalPosted with the store id', (t) => {
     .given(curbsideCart)
     .when(arrivalCommand(fields))
     .thenEmits(t, [
-      events.CurbsideArrivalPosted({ arrival_id: ARRIVAL, fields, arrived_at: after(3 * HOUR), store_id: 3 }),
+      events.CurbsideArrivalPosted({
+        arrival_id: ARRIVAL,
+        fields,
+        arrived_at: after(3 * HOUR),
+        store_id: 3,
+        user_id: 42,
+      }),
     ]);
   const s = state([...curbsideCart, ...decider.decide(arrivalCommand(fields), state(curbsideCart))]);
   t.deepEqual(s.curbside_arrivals, [{ arrival_id: ARRIVAL, fields, arrived_at: after(3 * HOUR) }]);
@@ -985,6 +997,7 @@ test('PostCurbsideArrival: optional fields may be left out; allowed while prepar
           fields,
           arrived_at: after(3 * HOUR),
           store_id: 3,
+          user_id: 42,
         }),
       ]);
   }
@@ -1065,7 +1078,13 @@ test('PostCurbsideArrival: a value of exactly 200 characters is accepted', (t) =
     .given(curbsideCart)
     .when(arrivalCommand(fields))
     .thenEmits(t, [
-      events.CurbsideArrivalPosted({ arrival_id: ARRIVAL, fields, arrived_at: after(3 * HOUR), store_id: 3 }),
+      events.CurbsideArrivalPosted({
+        arrival_id: ARRIVAL,
+        fields,
+        arrived_at: after(3 * HOUR),
+        store_id: 3,
+        user_id: 42,
+      }),
     ]);
 });
 
@@ -1324,4 +1343,44 @@ test('the cart as of any revision is rebuilt from its own stream', (t) => {
   t.is(checkout?.type === 'CartCheckedOut' ? checkout.data.amount : null, 90.3);
   // Every event validates against its registered schema (as the command handler re-checks).
   for (const e of stream) t.notThrows(() => events[e.type].schema.parse(e.data));
+});
+
+test('EraseCartCustomer: CartCustomerErased, after which the cart holds no customer and no arrival answers', (t) => {
+  const ERASURE = '0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9';
+  const arrived = [
+    ...(cartAt('preparing', 'curbside') as CartEvent[]),
+    events.CurbsideArrivalPosted({
+      arrival_id: ARRIVAL,
+      fields: { vehicle_make: 'Subaru' },
+      arrived_at: after(3 * HOUR),
+      store_id: 3,
+      user_id: 42,
+    }),
+  ];
+  const given = [...arrived.slice(0, 1), identified, ...arrived.slice(1)];
+  const command = { type: 'EraseCartCustomer' as const, erasure_id: ERASURE, at: after(4 * HOUR) };
+  const erased = events.CartCustomerErased({ erasure_id: ERASURE, erased_at: after(4 * HOUR) });
+  cart.given(given).when(command).thenEmits(t, [erased]);
+  const state = fold(decider, [...given, erased]);
+  if (!state.exists) return t.fail('the cart exists');
+  t.is(state.customer, null);
+  t.deepEqual(
+    state.curbside_arrivals.map((a) => a.fields),
+    [{}],
+  );
+  t.is(state.updated_at, after(4 * HOUR));
+  cart.given([]).when(command).thenRefused(t, 'cart_not_found');
+  // Nothing left to forget: erased before, or never identified.
+  cart
+    .given([...given, erased])
+    .when(command)
+    .thenEmits(t, []);
+  cart.given([created]).when(command).thenEmits(t, []);
+});
+
+test('CartCustomerIdentified and CurbsideArrivalPosted written at version 1 read with no user id', (t) => {
+  const v1 = { ...customer, identified_at: after(HOUR) };
+  t.like(eventRegistry.parse('CartCustomerIdentified', v1, 1).data, { ...customer, user_id: null });
+  const arrival = { arrival_id: ARRIVAL, fields: { a: 'b' }, arrived_at: after(HOUR), store_id: 3 };
+  t.like(eventRegistry.read('CurbsideArrivalPosted', arrival, 1).data, { fields: { a: 'b' }, user_id: null });
 });

@@ -266,6 +266,7 @@ const adminSpecs: readonly RouteSpec[] = [
     body: () => ({ event: 'cart_abandoned' }),
   }),
   spec('GET', `${A}/webhook-fan-out`, 'operator'),
+  spec('GET', `${A}/webhook-health`, 'operator'),
   spec('GET', `${A}/carts/:uuid/views`, 'operator', (w) => ({ uuid: [w.curbsideCart, w.openCart] }), {
     query: ['limit', 'cursor'],
     apiBase: A,
@@ -309,6 +310,13 @@ const adminSpecs: readonly RouteSpec[] = [
   spec('POST', `${A}/projections/:name/rebuild`, 'operator', () => ({
     name: ['catalog', 'carts', 'webhook_deliveries'],
   })),
+  // A customer the world has none of: hostile bodies reach the lookup, and no world cart is erased.
+  spec('POST', `${A}/customers/erase`, 'operator', none, {
+    body: () => ({ customer: 'nobody-in-this-world@example.com' }),
+  }),
+  spec('POST', `${A}/customers/export`, 'operator', none, {
+    body: () => ({ customer: 'nobody-in-this-world@example.com' }),
+  }),
   // The console's session: sign-in takes the token; sign-out, last, ends the world's session.
   spec('POST', `${A}/session`, 'public', none, { body: (w) => ({ token: w.operatorToken }), apiBase: A }),
   spec('GET', `${A}/session`, 'session', none, { apiBase: A }),

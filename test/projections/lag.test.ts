@@ -3,6 +3,7 @@
  * start-up's readiness and the tests wait for it (docs/operations.md, "Projections").
  */
 import test from 'ava';
+import { manualClock } from '../../domain/clock.ts';
 import { ProjectionLags } from '../../projections/lag.ts';
 import { eventStoreFor, seedThings } from './support.ts';
 
@@ -45,4 +46,25 @@ test('one read of the head serves every projection, each measured from its own c
     [0, 6, 10],
   );
   t.is(heads, 1);
+});
+
+test('a projection stuck behind a quiet log lags more as time goes on, at no further read of the log', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 2);
+  const checkpoint = await store.headPosition();
+  await seedThings(store, 1, 2);
+  const [oldest] = await store.readAll({ after: checkpoint, maxCount: 1, filter: things });
+  const clock = manualClock(new Date(Date.parse(oldest.recordedAt) + 5_000));
+  const lags = new ProjectionLags(store, { clock });
+  const of = async () => (await lags.of([{ name: 'stuck', filter: things, checkpoint }]))[0];
+  t.deepEqual(await of(), { events: 1, seconds: 5 });
+  let reads = 0;
+  const readAll = store.readAll.bind(store);
+  store.readAll = (options) => {
+    reads += 1;
+    return readAll(options);
+  };
+  clock.advance(90_000);
+  t.deepEqual(await of(), { events: 1, seconds: 95 }, 'the same event, older now');
+  t.is(reads, 0, 'the measure is kept while neither the checkpoint nor the head moves');
 });

@@ -1,0 +1,123 @@
+/**
+ * Trouble, judged where the figures are (docs/operations.md, "Health"): a webhook subscription is
+ * `failing` when its recent attempts mostly fail or its oldest queued delivery has waited too long, a
+ * projection `lagging` when its oldest event not applied is too old. The admin API answers the
+ * judgement with its reasons, so the console, the CLI and anyone watching read the same marks.
+ *
+ * - `failed_attempts`: in the last `FAILURE_WINDOW_MINUTES` minutes, at least `MIN_FAILED_ATTEMPTS`
+ *   attempts ended without delivering (failed, gone, retry after, interrupted), and they are at least
+ *   half of the attempts that ended.
+ * - `oldest_queued`: the oldest delivery still pending, in flight or failed was scheduled longer ago
+ *   than `PDS_ALERT_OLDEST_QUEUED` (15 minutes unless set).
+ * - `lag`: the projection's oldest event not applied is older than `PDS_ALERT_PROJECTION_LAG` (1 minute
+ *   unless set).
+ */
+import { z } from 'zod';
+import { attemptOutcomes } from '../domain/webhook-delivery.ts';
+import type { ProjectionStatus } from '../projections/projection.ts';
+import {
+  type AttemptCounts,
+  noAttempts,
+  type WebhookHealthDoc,
+} from '../projections/read-models/webhook-health.ts';
+
+/** The minutes whose attempts the failure rate is read from. */
+export const FAILURE_WINDOW_MINUTES = 15;
+/** Fewer failed attempts than this in the window never make a subscription failing. */
+export const MIN_FAILED_ATTEMPTS = 3;
+
+/** What operators set (cli/config.ts): how old an oldest queued delivery, how old a projection's lag. */
+export interface AlertThresholds {
+  /** `PDS_ALERT_OLDEST_QUEUED`. */
+  oldestQueuedMs: number;
+  /** `PDS_ALERT_PROJECTION_LAG`. */
+  projectionLagMs: number;
+}
+
+export const DEFAULT_ALERT_THRESHOLDS: AlertThresholds = {
+  oldestQueuedMs: 15 * 60_000,
+  projectionLagMs: 60_000,
+};
+
+export const subscriptionTroubleReason = z.enum(['failed_attempts', 'oldest_queued']);
+export const projectionTroubleReason = z.enum(['lag']);
+
+/** One reason for a mark, in the API's words and a sentence with the figures and the threshold. */
+const troubleOf = <R extends z.ZodType>(reason: R) =>
+  z.object({ reason, detail: z.string().describe('what was measured, against which threshold') });
+
+export const subscriptionStatusFields = z.object({
+  status: z.enum(['ok', 'failing']).describe('`failing` while any reason in `trouble` holds'),
+  trouble: z.array(troubleOf(subscriptionTroubleReason)),
+});
+export const projectionStatusFields = z.object({
+  status: z.enum(['ok', 'lagging']).describe('`lagging` while its lag passes `PDS_ALERT_PROJECTION_LAG`'),
+  trouble: z.array(troubleOf(projectionTroubleReason)),
+});
+export type SubscriptionStatusFields = z.infer<typeof subscriptionStatusFields>;
+export type ProjectionStatusFields = z.infer<typeof projectionStatusFields>;
+
+/** A duration in seconds as the details say it: `960 s`, `43.4 s`, `3,660 s`. */
+const seconds = (ms: number) => `${(Math.round(ms / 100) / 10).toLocaleString('en-US')} s`;
+
+/** The attempts of the minutes at or after `fromIso`, by outcome. */
+export function attemptsSince(minutes: readonly WebhookHealthDoc[], fromIso: string): AttemptCounts {
+  const counts = noAttempts();
+  for (const m of minutes) {
+    if (m.minute < fromIso) continue;
+    for (const o of attemptOutcomes) counts[o] += m.attempts[o] ?? 0;
+  }
+  return counts;
+}
+
+/** Where the failure rate's minutes start, for a judgement at `nowMs`. */
+export const failureWindowStart = (nowMs: number) =>
+  new Date(Math.floor(nowMs / 60_000) * 60_000 - (FAILURE_WINDOW_MINUTES - 1) * 60_000).toISOString();
+
+/** A subscription's marks from its recent attempts and its oldest queued delivery (its age in seconds). */
+export function subscriptionTrouble(
+  recent: AttemptCounts,
+  oldest: { delivery_id: string; age_seconds: number } | null,
+  thresholds: AlertThresholds,
+): SubscriptionStatusFields {
+  const trouble: SubscriptionStatusFields['trouble'] = [];
+  const ended = attemptOutcomes.reduce((sum, o) => sum + recent[o], 0);
+  const failed = ended - recent.delivered;
+  if (failed >= MIN_FAILED_ATTEMPTS && failed * 2 >= ended) {
+    trouble.push({
+      reason: 'failed_attempts',
+      detail: `${failed} of the ${ended} attempts of the last ${FAILURE_WINDOW_MINUTES} minutes did not deliver`,
+    });
+  }
+  if (oldest && oldest.age_seconds * 1000 > thresholds.oldestQueuedMs) {
+    trouble.push({
+      reason: 'oldest_queued',
+      detail:
+        `delivery ${oldest.delivery_id} has been queued ${seconds(oldest.age_seconds * 1000)}, ` +
+        `more than ${seconds(thresholds.oldestQueuedMs)} (PDS_ALERT_OLDEST_QUEUED)`,
+    });
+  }
+  return { status: trouble.length > 0 ? 'failing' : 'ok', trouble };
+}
+
+/** A projection's status with its mark: `lagging` past the threshold. */
+export function withProjectionTrouble(
+  p: ProjectionStatus,
+  thresholds: AlertThresholds,
+): ProjectionStatus & ProjectionStatusFields {
+  const lagging = p.lag_seconds * 1000 > thresholds.projectionLagMs;
+  return {
+    ...p,
+    status: lagging ? 'lagging' : 'ok',
+    trouble: lagging
+      ? [
+          {
+            reason: 'lag',
+            detail:
+              `its oldest event not applied is ${seconds(p.lag_seconds * 1000)} old, ` +
+              `more than ${seconds(thresholds.projectionLagMs)} (PDS_ALERT_PROJECTION_LAG)`,
+          },
+        ]
+      : [],
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The trouble rules themselves (api/admin-trouble.ts; docs/operations.md, "Health"), at their edges:
+ * the failure rate's floor and half, the window of 15 minutes, the oldest queued delivery's threshold,
+ * a projection's lag threshold.
+ */
+import test from 'ava';
+import {
+  attemptsSince,
+  DEFAULT_ALERT_THRESHOLDS,
+  failureWindowStart,
+  subscriptionTrouble,
+  withProjectionTrouble,
+} from '../../api/admin-trouble.ts';
+import type { ProjectionStatus } from '../../projections/projection.ts';
+import { noAttempts, type WebhookHealthDoc } from '../../projections/read-models/webhook-health.ts';
+
+const attempts = (
+  delivered: number,
+  failed: number,
+  others: Partial<ReturnType<typeof noAttempts>> = {},
+) => ({
+  ...noAttempts(),
+  delivered,
+  failed,
+  ...others,
+});
+const reasons = (r: ReturnType<typeof subscriptionTrouble>) => r.trouble.map((x) => x.reason);
+
+test('failing by attempts: at least 3 did not deliver, and at least half of those that ended', (t) => {
+  const judge = (a: ReturnType<typeof attempts>) => subscriptionTrouble(a, null, DEFAULT_ALERT_THRESHOLDS);
+  t.deepEqual(judge(attempts(0, 2)), { status: 'ok', trouble: [] }, 'two failures are too few');
+  t.deepEqual(reasons(judge(attempts(0, 3))), ['failed_attempts']);
+  t.deepEqual(reasons(judge(attempts(3, 3))), ['failed_attempts'], 'half');
+  t.is(judge(attempts(4, 3)).status, 'ok', 'fewer than half');
+  // Every outcome that did not deliver counts: gone, retry after, interrupted.
+  const mixed = judge(attempts(1, 1, { gone: 1, retry_after: 1, interrupted: 1 }));
+  t.deepEqual(mixed.trouble, [
+    { reason: 'failed_attempts', detail: '4 of the 5 attempts of the last 15 minutes did not deliver' },
+  ]);
+});
+
+test('failing by the oldest queued delivery: only past the threshold', (t) => {
+  const oldest = (age_seconds: number) => ({ delivery_id: 'd-1', age_seconds });
+  const thresholds = { ...DEFAULT_ALERT_THRESHOLDS, oldestQueuedMs: 900_000 };
+  t.is(subscriptionTrouble(noAttempts(), oldest(900), thresholds).status, 'ok', 'at the threshold');
+  t.deepEqual(subscriptionTrouble(noAttempts(), oldest(901), thresholds), {
+    status: 'failing',
+    trouble: [
+      {
+        reason: 'oldest_queued',
+        detail: 'delivery d-1 has been queued 901 s, more than 900 s (PDS_ALERT_OLDEST_QUEUED)',
+      },
+    ],
+  });
+  t.deepEqual(reasons(subscriptionTrouble(attempts(0, 3), oldest(3_600), thresholds)), [
+    'failed_attempts',
+    'oldest_queued',
+  ]);
+});
+
+test('the failure window is the current minute and the 14 before it', (t) => {
+  const now = Date.parse('2026-11-27T10:20:30.000Z');
+  t.is(failureWindowStart(now), '2026-11-27T10:06:00.000Z');
+  const minute = (at: string, failed: number): WebhookHealthDoc => ({
+    _id: at,
+    webhook_id: 'w',
+    minute: at,
+    scheduled: 0,
+    attempts: attempts(0, failed),
+    parked: 0,
+    latency_ms: [],
+    depth: 0,
+  });
+  const counted = attemptsSince(
+    [
+      minute('2026-11-27T10:05:00.000Z', 5),
+      minute('2026-11-27T10:06:00.000Z', 2),
+      minute('2026-11-27T10:20:00.000Z', 1),
+    ],
+    failureWindowStart(now),
+  );
+  t.is(counted.failed, 3);
+});
+
+test('lagging: a lag past the threshold, with its age to a tenth of a second', (t) => {
+  const status = (lag_seconds: number): ProjectionStatus => ({
+    name: 'carts',
+    state: 'live',
+    checkpoint: 1,
+    events_applied: 1,
+    lag_events: 1,
+    lag_seconds,
+    error: null,
+    progress: null,
+    rebuild_failure: null,
+  });
+  t.like(withProjectionTrouble(status(60), DEFAULT_ALERT_THRESHOLDS), { status: 'ok', trouble: [] });
+  t.deepEqual(withProjectionTrouble(status(61.26), DEFAULT_ALERT_THRESHOLDS).trouble, [
+    {
+      reason: 'lag',
+      detail: 'its oldest event not applied is 61.3 s old, more than 60 s (PDS_ALERT_PROJECTION_LAG)',
+    },
+  ]);
+  t.is(withProjectionTrouble(status(61.26), DEFAULT_ALERT_THRESHOLDS).status, 'lagging');
+});
