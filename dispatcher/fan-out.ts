@@ -34,6 +34,7 @@ import {
   settleParkedMessages,
 } from './fan-out-group.ts';
 import { createHandlings, type HandlingStats, KEPT } from './fan-out-handling.ts';
+import { beyondRetention } from './fan-out-retention.ts';
 import { type RetryingView, type RetryPacing, retryPause } from './fan-out-retry.ts';
 import { createOwedDeliveries, type DeliveryScheduling } from './fan-out-schedule.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
@@ -59,9 +60,19 @@ export interface FanOutOptions {
   retry?: RetryPacing;
   /** Joins the group again after a drop, paced, and reports the consumer's health. */
   supervisor?: Supervisor;
+  /**
+   * `PDS_DELIVERY_LOG_RETENTION`: cart events older than this (less a margin) are acknowledged unsent,
+   * their deliveries possibly pruned already (`fan-out-retention.ts`). None: every event is fanned out.
+   */
+  deliveryLogRetentionMs?: number;
+  /** Told of each cart event skipped as older than the retention (a metric). */
+  onSkipped?(event: RecordedEvent): void;
 }
 
-export type FanOutStats = HandlingStats;
+export type FanOutStats = HandlingStats & {
+  /** Cart events acknowledged unsent, older than the deliveries' retention. */
+  skipped: number;
+};
 
 export interface FanOut {
   start(): Promise<void>;
@@ -94,8 +105,29 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const { store, clock, tracker, deliveries, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const base = options.group ?? FAN_OUT_GROUP;
+  const owed = createOwedDeliveries({ store, registry, clock, tracker, deliveries });
+  let skipped = 0;
+  const retentionMs = options.deliveryLogRetentionMs;
   const handlings = createHandlings({
-    scheduleOwed: createOwedDeliveries({ store, registry, clock, tracker, deliveries }),
+    async scheduleOwed(event) {
+      if (retentionMs !== undefined && beyondRetention(event, clock.now().getTime(), retentionMs)) {
+        // Its deliveries may be pruned from the log: scheduling them again would send them twice.
+        if (skipped++ === 0) {
+          logger?.info(
+            { event: event.id, stream: event.streamId, occurred_at: event.metadata.occurred_at },
+            'webhook fan-out: skipping cart events older than PDS_DELIVERY_LOG_RETENTION',
+          );
+        } else {
+          logger?.debug(
+            { event: event.id, stream: event.streamId },
+            'webhook fan-out: skipped an old cart event',
+          );
+        }
+        options.onSkipped?.(event);
+        return 0;
+      }
+      return owed(event);
+    },
     clock,
     logger,
     pacing: options.retry,
@@ -213,7 +245,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
         if (checkpointed && !stopped) begin(checkpointed);
       });
     },
-    stats: () => ({ ...handlings.stats }),
+    stats: () => ({ ...handlings.stats, skipped }),
     retrying: () => handlings.retrying(),
     tick: () => handlings.tick(),
     async stop() {
