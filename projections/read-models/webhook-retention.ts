@@ -9,13 +9,21 @@
  * (application/delivery-retention.ts): a rebuild after that never sees them, and the live documents of
  * those deliveries go at the next event after their time at the latest.
  *
+ * The retention job records each queue it deletes from the log before deleting it
+ * (`WebhookDeliveryQueuePruned`): at that record the documents of the queue's deliveries go, and the
+ * subscription's queue depth loses those still counted. So a rebuild that read a queue in part before
+ * the job deleted it (a delivery left `in_flight`, its later events gone) keeps nothing of it.
+ *
  * Cost: once per hour of event time (the hour reached is kept in `webhook_retention`), one walk of the
  * `[finished_at]` and `[minute]` indexes up to that hour, at most `PRUNE_BATCH` documents of each per
  * event, so a backlog (after an upgrade, or a shorter retention) drains over the next events.
  */
+
+import type { DeliveryStatus } from '../../domain/webhook-delivery.ts';
+import type * as retention from '../../domain/webhook-delivery-retention.ts';
 import type { ProjectionTx } from '../projection.ts';
 import type { Doc } from '../read-store.ts';
-import { WEBHOOK_HEALTH } from './webhook-health.ts';
+import { WEBHOOK_HEALTH, WEBHOOK_QUEUES, type WebhookQueueDoc } from './webhook-health.ts';
 
 export const WEBHOOK_RETENTION = 'webhook_retention';
 /** `_id` of the one document of `webhook_retention`. */
@@ -67,3 +75,23 @@ export function pruneFinished(tx: ProjectionTx, deliveries: string, at: string, 
  */
 export const prunedBefore = (now: Date, retentionMs = DEFAULT_DELIVERY_LOG_RETENTION_MS): string =>
   new Date(now.getTime() - retentionMs).toISOString();
+
+/**
+ * The retention job deleted a queue from the log (`WebhookDeliveryQueuePruned`): its deliveries'
+ * documents go, and the queue depth loses those that still counted (read in part by a rebuild).
+ */
+export function forgetPrunedQueue(
+  tx: ProjectionTx,
+  deliveries: string,
+  data: retention.WebhookDeliveryRetentionEvent['data'],
+): void {
+  let queued = 0;
+  for (const id of data.delivery_ids) {
+    const doc = tx.get<Doc & { status: DeliveryStatus }>(deliveries, id);
+    if (!doc) continue;
+    if (doc.status === 'pending' || doc.status === 'in_flight' || doc.status === 'failed') queued += 1;
+    tx.delete(deliveries, id);
+  }
+  const queue = tx.get<WebhookQueueDoc>(WEBHOOK_QUEUES, data.webhook_id);
+  if (queued > 0 && queue) tx.put(WEBHOOK_QUEUES, { ...queue, depth: Math.max(0, queue.depth - queued) });
+}
