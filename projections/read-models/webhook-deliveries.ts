@@ -332,9 +332,11 @@ export function webhookDeliveriesProjection(retentionMs: number): Projection {
       }
       if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
       const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(eventRegistry, event);
-      // First, so that this event's own document is never among those pruned after it is written.
-      pruneFinished(tx, WEBHOOK_DELIVERIES, delivery.eventTime(domainEvent), retentionMs);
-      const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
+      // First, so that this event's own document is never among those pruned after it is written; nor
+      // before (a redelivery of a delivery finished long ago would find nothing to apply to).
+      const id = domainEvent.data.delivery_id;
+      pruneFinished(tx, WEBHOOK_DELIVERIES, delivery.eventTime(domainEvent), retentionMs, id);
+      const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, id);
       if (current && typeof current._position === 'number' && current._position >= event.position) return;
       const next = evolveDelivery(current, domainEvent, event.metadata.actor);
       if (!next) return;
