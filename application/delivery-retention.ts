@@ -13,7 +13,8 @@
  * A run reads `QUEUES_PER_RUN` queues at most and saves the cursor after each page, so a backlog
  * drains over the hourly runs. Before each deletion the job appends a `WebhookDeliveryQueuePruned`
  * record (domain/webhook-delivery-retention.ts), so a projection that read the queue in part deletes
- * what it read. Each deletion expects the revision read: a queue written meanwhile stays (its
+ * what it read. Each deletion expects the last event read (its revision and position): a queue written meanwhile
+ * stays (its
  * deliveries, finished a retention ago, are gone from the read model: no route redelivers them). Times are the events' own
  * (when scheduled, attempted, parked), judged against the clock: the same rule the `webhook_deliveries`
  * projection prunes its documents by, against its events' times.
@@ -142,7 +143,9 @@ async function judge(options: DeliveryRetentionOptions, stream: string, cutoff: 
     // First the record, then the deletion: a projection that read the queue in part meets the record
     // after it, whatever the order (domain/webhook-delivery-retention.ts).
     await recordPruned(options, stream, ids, queue.revision);
-    if (!(await store.deleteStream(stream, queue.revision))) return 'later';
+    if (!(await store.deleteStream(stream, { revision: queue.revision, position: last.position }))) {
+      return 'later';
+    }
   } catch (err) {
     // Written meanwhile (a redelivery, a new delivery): met again at those events.
     if (err instanceof WrongExpectedVersionError) return 'kept';
