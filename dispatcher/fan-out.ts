@@ -34,7 +34,7 @@ import {
   settleParkedMessages,
 } from './fan-out-group.ts';
 import { createHandlings, type HandlingStats, KEPT } from './fan-out-handling.ts';
-import { beyondRetention } from './fan-out-retention.ts';
+import { skippingOld } from './fan-out-retention.ts';
 import { type RetryingView, type RetryPacing, retryPause } from './fan-out-retry.ts';
 import { createOwedDeliveries, type DeliveryScheduling } from './fan-out-schedule.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
@@ -105,29 +105,14 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const { store, clock, tracker, deliveries, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const base = options.group ?? FAN_OUT_GROUP;
-  const owed = createOwedDeliveries({ store, registry, clock, tracker, deliveries });
-  let skipped = 0;
-  const retentionMs = options.deliveryLogRetentionMs;
+  const owed = skippingOld(createOwedDeliveries({ store, registry, clock, tracker, deliveries }), {
+    clock,
+    retentionMs: options.deliveryLogRetentionMs,
+    logger,
+    onSkipped: options.onSkipped,
+  });
   const handlings = createHandlings({
-    async scheduleOwed(event) {
-      if (retentionMs !== undefined && beyondRetention(event, clock.now().getTime(), retentionMs)) {
-        // Its deliveries may be pruned from the log: scheduling them again would send them twice.
-        if (skipped++ === 0) {
-          logger?.info(
-            { event: event.id, stream: event.streamId, occurred_at: event.metadata.occurred_at },
-            'webhook fan-out: skipping cart events older than PDS_DELIVERY_LOG_RETENTION',
-          );
-        } else {
-          logger?.debug(
-            { event: event.id, stream: event.streamId },
-            'webhook fan-out: skipped an old cart event',
-          );
-        }
-        options.onSkipped?.(event);
-        return 0;
-      }
-      return owed(event);
-    },
+    scheduleOwed: owed.schedule,
     clock,
     logger,
     pacing: options.retry,
@@ -245,7 +230,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
         if (checkpointed && !stopped) begin(checkpointed);
       });
     },
-    stats: () => ({ ...handlings.stats, skipped }),
+    stats: () => ({ ...handlings.stats, skipped: owed.skipped() }),
     retrying: () => handlings.retrying(),
     tick: () => handlings.tick(),
     async stop() {
