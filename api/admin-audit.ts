@@ -29,7 +29,7 @@ import {
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
-import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
+import { finishedBefore, prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { withQueuePlaces } from './admin-delivery-queue.ts';
 import { ADMIN_BASE } from './admin-support.ts';
@@ -152,10 +152,14 @@ export function auditRoutes(
       const params = new URLSearchParams({ limit: String(query.limit), cursor: next });
       ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${params}>; rel="next"`);
     }
-    const records = await withQueuePlaces(store, await withRequesterNames(named, page.map(toDeliveryRecord)));
-    // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
-    // lack them, and says from when it is whole.
+    // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list
+    // lacks them (those not gone yet left out alike), and says from when it is whole.
     const pruned_before = prunedBefore(clock.now(), retentionMs);
+    const shown = page.filter((doc) => !finishedBefore(doc, pruned_before));
+    const records = await withQueuePlaces(
+      store,
+      await withRequesterNames(named, shown.map(toDeliveryRecord)),
+    );
     ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next, pruned_before };
   });
 }
