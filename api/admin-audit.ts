@@ -28,7 +28,7 @@ import {
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
-import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
+import { finishedBefore, prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { withQueuePlaces } from './admin-delivery-queue.ts';
 import { cartDeliveries, cartHistory as cartHistoryAnswer } from './admin-records.ts';
@@ -175,13 +175,14 @@ export function auditRoutes(deps: {
         const link = new URLSearchParams({ limit: String(query.limit), cursor: next });
         ctx.set('Link', `<${ADMIN_BASE}/carts/${uuid}/webhooks?${link}>; rel="next"`);
       }
+      // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list
+      // lacks them (those not gone yet left out alike), and says from when it is whole.
+      const pruned_before = prunedBefore(clock.now(), retentionMs);
+      const shown = page.filter((doc) => !finishedBefore(doc, pruned_before));
       const records = await withQueuePlaces(
         store,
-        await withRequesterNames(named, page.map(toDeliveryRecord)),
+        await withRequesterNames(named, shown.map(toDeliveryRecord)),
       );
-      // Deliveries finished before it are pruned (docs/operations.md, "Retention"): an older cart's list may
-      // lack them, and says from when it is whole.
-      const pruned_before = prunedBefore(clock.now(), retentionMs);
       ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next, pruned_before };
     },
   });

@@ -10,7 +10,9 @@
  *   subscription.
  *   Each delivery says which one it waits behind in its queue, `waiting_behind` (`admin-delivery-queue.ts`).
  * - `GET /webhooks/deliveries/{delivery_id}` → 200 {delivery}; 404 `delivery_not_found` (never scheduled,
- *   or pruned: finished before `pruned_before`, docs/operations.md, "Retention").
+ *   or pruned: finished before `pruned_before`, docs/operations.md, "Retention"). A delivery finished
+ *   before `pruned_before` is answered so, and left out of the lists and `recover`, whether or not it
+ *   is gone yet.
  * - `POST /webhooks/deliveries/{delivery_id}/redeliver` (no body) → 202 {delivery, revision, position}:
  *   the delivery is pending again and the dispatcher sends it with the same `X-Service-Webhook-Id` and
  *   the next `X-Service-Delivery-Attempt`, its retry schedule starting over. 404 `delivery_not_found`;
@@ -56,7 +58,7 @@ import {
   WEBHOOK_DELIVERIES_PROJECTION,
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
-import { prunedBefore } from '../projections/read-models/webhook-retention.ts';
+import { finishedBefore, prunedBefore } from '../projections/read-models/webhook-retention.ts';
 import type { Collection } from '../projections/read-store.ts';
 import { cartAbandonedBody, cartStatusUpdatedBody, type WebhookStore } from '../webhooks/body.ts';
 import { attemptFields } from '../webhooks/deliver.ts';
@@ -211,11 +213,19 @@ function deliveryShared(deps: WebhookAdminDeps) {
     }
   }
 
+  /** Deliveries finished before `pruned_before` are answered as pruned, whether or not they are gone yet. */
+  const kept = (docs: WebhookDeliveryDoc[]) => {
+    const before = prunedBefore(clock.now(), settings.deliveryLogRetentionMs);
+    return docs.filter((doc) => !finishedBefore(doc, before));
+  };
+
   async function findDelivery(deliveryId: string): Promise<WebhookDeliveryDoc> {
-    const doc = await deliveryById(await deliveries(), deliveryId);
+    const found = await deliveryById(await deliveries(), deliveryId);
+    const before = prunedBefore(clock.now(), settings.deliveryLogRetentionMs);
+    // Pruned, about to be, or never scheduled: nothing tells them apart once a delivery is pruned, so
+    // both are said; one finished before `pruned_before` is answered alike whether it is gone yet or not.
+    const doc = found && !finishedBefore(found, before) ? found : null;
     if (!doc) {
-      // Pruned or never scheduled: nothing tells them apart once a delivery is pruned, so both are said.
-      const before = prunedBefore(clock.now(), settings.deliveryLogRetentionMs);
       throw new HttpProblem(404, {
         code: 'delivery_not_found',
         detail:
@@ -248,6 +258,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
     loadWebhook,
     mustReceive,
     findDelivery,
+    kept,
     redeliver,
     records,
     commands,
@@ -257,7 +268,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
 
 /** Deliveries of a subscription, and one delivery with its attempts. */
 function deliveryViewRoutes(shared: DeliveryShared): AdminRoute[] {
-  const { deliveries, loadWebhook, findDelivery, records } = shared;
+  const { deliveries, loadWebhook, findDelivery, kept, records } = shared;
   const list = adminRoute({
     method: 'get',
     path: '/webhooks/{id}/deliveries',
@@ -287,7 +298,8 @@ function deliveryViewRoutes(shared: DeliveryShared): AdminRoute[] {
         if (query.status) link.set('status', query.status.join(','));
         ctx.set('Link', `<${ADMIN_BASE}/webhooks/${id}/deliveries?${link}>; rel="next"`);
       }
-      ctx.body = { deliveries: await records(page), next_cursor: next };
+      // A page may hold fewer than `limit`: those finished before `pruned_before` are left out.
+      ctx.body = { deliveries: await records(kept(page)), next_cursor: next };
     },
   });
 
@@ -312,7 +324,7 @@ function deliveryViewRoutes(shared: DeliveryShared): AdminRoute[] {
 
 /** Resend: one delivery, or every failed or parked one since a time. */
 function resendRoutes(shared: DeliveryShared): AdminRoute[] {
-  const { meta, seen, deliveries, loadWebhook, mustReceive, findDelivery, redeliver, records } = shared;
+  const { meta, seen, deliveries, loadWebhook, mustReceive, findDelivery, kept, redeliver, records } = shared;
   const resend = adminRoute({
     method: 'post',
     path: '/webhooks/deliveries/{delivery_id}/redeliver',
@@ -355,7 +367,8 @@ function resendRoutes(shared: DeliveryShared): AdminRoute[] {
       await mustReceive(id);
       const since = new Date(body.since).toISOString();
       const found = await failedOrParkedSince(await deliveries(), id, since, RECOVER_LIMIT + 1);
-      const chosen = found.slice(0, RECOVER_LIMIT);
+      // Parked before `pruned_before`: pruned, or about to be, from the log too; not sent again.
+      const chosen = kept(found.slice(0, RECOVER_LIMIT));
       // One stream at a time per cart (its deliveries share a stream), several carts at once.
       const byStream = new Map<string, WebhookDeliveryDoc[]>();
       for (const doc of chosen) {

@@ -21,7 +21,7 @@ export interface RetentionOptions {
   store: EventStore;
   clock: Clock;
   /** Finished webhook deliveries' retention: where its cursor is kept, and for how long they are kept. */
-  deliveries?: Pick<DeliveryRetentionOptions, 'state' | 'registry' | 'retentionMs'>;
+  deliveries?: Pick<DeliveryRetentionOptions, 'state' | 'registry' | 'retentionMs' | 'queuesPerRun'>;
   /** Told what each run dropped (logs, metrics). */
   onRun?(dropped: RetentionRun): void;
 }

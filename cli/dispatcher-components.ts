@@ -207,6 +207,11 @@ export function webhookDispatcher(
         'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
         () => w.pending().oldestScheduledAt,
       );
+      const skipped = new Counter({
+        name: 'pds_webhook_fan_out_skipped_total',
+        help: 'cart events the webhook fan-out acknowledged unsent, older than PDS_DELIVERY_LOG_RETENTION',
+        registers: [ctx.registry],
+      });
       const f = createFanOut({
         store: ctx.eventStore,
         clock,
@@ -215,6 +220,8 @@ export function webhookDispatcher(
         logger,
         supervisor: ctx.supervisor,
         sealBody: ctx.customerData.sealBody,
+        deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs,
+        onSkipped: () => skipped.inc(),
       });
       fanOut = f;
       timers.ticks.push(() => f.tick());

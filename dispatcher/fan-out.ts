@@ -34,6 +34,7 @@ import {
   settleParkedMessages,
 } from './fan-out-group.ts';
 import { createHandlings, type HandlingStats, KEPT } from './fan-out-handling.ts';
+import { skippingOld } from './fan-out-retention.ts';
 import { type RetryingView, type RetryPacing, retryPause } from './fan-out-retry.ts';
 import { createOwedDeliveries, type DeliveryScheduling } from './fan-out-schedule.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
@@ -61,9 +62,19 @@ export interface FanOutOptions {
   supervisor?: Supervisor;
   /** Seals the customer in each body before it is scheduled (`fan-out-schedule.ts`). */
   sealBody?: (body: string) => Promise<string>;
+  /**
+   * `PDS_DELIVERY_LOG_RETENTION`: cart events older than this (less a margin) are acknowledged unsent,
+   * their deliveries possibly pruned already (`fan-out-retention.ts`). None: every event is fanned out.
+   */
+  deliveryLogRetentionMs?: number;
+  /** Told of each cart event skipped as older than the retention (a metric). */
+  onSkipped?(event: RecordedEvent): void;
 }
 
-export type FanOutStats = HandlingStats;
+export type FanOutStats = HandlingStats & {
+  /** Cart events acknowledged unsent, older than the deliveries' retention. */
+  skipped: number;
+};
 
 export interface FanOut {
   start(): Promise<void>;
@@ -96,15 +107,17 @@ export function createFanOut(options: FanOutOptions): FanOut {
   const { store, clock, tracker, deliveries, logger } = options;
   const registry = options.registry ?? eventRegistry;
   const base = options.group ?? FAN_OUT_GROUP;
-  const handlings = createHandlings({
-    scheduleOwed: createOwedDeliveries({
-      store,
-      registry,
+  const owed = skippingOld(
+    createOwedDeliveries({ store, registry, clock, tracker, deliveries, sealBody: options.sealBody }),
+    {
       clock,
-      tracker,
-      deliveries,
-      sealBody: options.sealBody,
-    }),
+      retentionMs: options.deliveryLogRetentionMs,
+      logger,
+      onSkipped: options.onSkipped,
+    },
+  );
+  const handlings = createHandlings({
+    scheduleOwed: owed.schedule,
     clock,
     logger,
     pacing: options.retry,
@@ -222,7 +235,7 @@ export function createFanOut(options: FanOutOptions): FanOut {
         if (checkpointed && !stopped) begin(checkpointed);
       });
     },
-    stats: () => ({ ...handlings.stats }),
+    stats: () => ({ ...handlings.stats, skipped: owed.skipped() }),
     retrying: () => handlings.retrying(),
     tick: () => handlings.tick(),
     async stop() {

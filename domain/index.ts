@@ -11,6 +11,7 @@ import * as review from './review.ts';
 import * as special from './special.ts';
 import * as store from './store.ts';
 import * as webhookDelivery from './webhook-delivery.ts';
+import * as webhookDeliveryRetention from './webhook-delivery-retention.ts';
 import * as webhookSubscription from './webhook-subscription.ts';
 
 export const aggregates = {
@@ -26,6 +27,7 @@ export const aggregates = {
   store,
   webhookSubscription,
   webhookDelivery,
+  webhookDeliveryRetention,
 };
 
 export const eventRegistry = createEventRegistry(

@@ -9,6 +9,7 @@
  * far beyond any log this service will hold.
  */
 import { randomUUIDv7 } from 'node:crypto';
+import { STREAM_PREFIX as DELIVERY_QUEUE_PREFIX } from '../domain/webhook-delivery/vocabulary.ts';
 
 /** Who caused an event (docs/write-side.md). */
 export type ActorType = 'platform' | 'operator' | 'partner' | 'system';
@@ -70,11 +71,29 @@ export interface AppendOptions {
    * For operational streams only, never business ones (docs/operations.md, "Retention"): the
    * stream's events may be dropped once they are older than this (ms, from when each was recorded).
    * EventStoreDB: the stream's `$maxAge` (whole seconds, rounded up), set by the append that starts the
-   * stream; its reads leave expired events out and a scavenge deletes them. The embedded store
+   * stream; its reads leave expired events out and a scavenge deletes them, but for the stream's last
+   * event, which the server keeps (with the `$$` metadata record). The embedded store
    * deletes the stream whole at `dropExpired` once its last event has expired (it is absent again),
    * and until then its reads return every event. A caller judges expiry by its own clock either way.
    */
   maxAgeMs?: number;
+}
+
+/**
+ * The streams `EventStore.deleteStream` may delete: webhook delivery queues, operational records
+ * (docs/operations.md, "Retention"). Never a business stream.
+ */
+export const DELETABLE_STREAM_PREFIXES: readonly string[] = [DELIVERY_QUEUE_PREFIX];
+
+/** Whether `EventStore.deleteStream` may delete the stream. */
+export const isDeletableStream = (streamId: string): boolean =>
+  DELETABLE_STREAM_PREFIXES.some((prefix) => streamId.startsWith(prefix));
+
+/** Refuses a stream `EventStore.deleteStream` may not delete. */
+export function checkDeletable(streamId: string): void {
+  if (!isDeletableStream(streamId)) {
+    throw new InvalidEventError(`${streamId} is not an operational stream that may be deleted`);
+  }
 }
 
 /** Refuses a `maxAgeMs` that is not a whole number of milliseconds above zero. */
@@ -277,17 +296,22 @@ export interface EventStore {
 
   /**
    * Deletes an operational stream whole (finished webhook deliveries past their retention,
-   * docs/operations.md, "Retention"), never a business one, if its last revision is `expectedRevision`:
-   * otherwise throws `WrongExpectedVersionError` (the stream moved on, or is absent), and nothing goes.
+   * docs/operations.md, "Retention"): only a stream of `DELETABLE_STREAM_PREFIXES` (any other throws
+   * `InvalidEventError`), and only if its last event is the one the caller read, at `expected.revision`
+   * and `expected.position`: otherwise throws `WrongExpectedVersionError` (the stream moved on, is
+   * absent, or was deleted and started again up to the same revision), and nothing goes.
    * Answers false when the store cannot delete it yet: the embedded store keeps the stream of the log's
    * last event (the next append's position follows it); the caller tries again later. Afterwards the
    * stream reads as absent and an append expecting `no_stream` or `any` starts it again; its revisions
-   * then start at 0 on the embedded store and go on after the deleted ones on EventStoreDB, so a caller
-   * takes them from the append's result. The embedded store deletes the events at once; EventStoreDB
-   * deletes it softly (its reads answer "not found" at once, a scavenge removes the events, and `$all`
-   * reads and subscriptions hand them out until then).
+   * then start at 0 on the embedded store and go on after the deleted ones on EventStoreDB (which is
+   * why the revision alone identifies the last event there), so a caller takes them from the append's
+   * result. The embedded store deletes the events at once, and keeps no revision of these streams
+   * cached. EventStoreDB deletes it softly: its reads answer "not found" at once, and `$all` reads and
+   * subscriptions hand the events out until a scavenge, which removes all of them but the last (the
+   * server keeps a deleted stream's last event, so that the stream's next revision is known) and
+   * leaves the stream's metadata record (`$$<stream>`).
    */
-  deleteStream(streamId: string, expectedRevision: number): Promise<boolean>;
+  deleteStream(streamId: string, expected: { revision: number; position: number }): Promise<boolean>;
 
   /** Creates a persistent subscription group on `$all`. Throws `PersistentSubscriptionExistsError`. */
   createPersistentSubscription(group: string, settings?: PersistentSubscriptionSettings): Promise<void>;

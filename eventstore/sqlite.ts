@@ -36,7 +36,7 @@ export async function openSqliteEventStore(
 export function createSqliteEventStore(path: string, options: SqliteEventStoreOptions = {}): EventStore {
   const log = openLog(path, options);
   const reads = createReads(log);
-  const { append, forget } = createAppends(log, reads, options.groupCommit);
+  const { append } = createAppends(log, reads, options.groupCommit);
   const persistent = createPersistentSubscriptions(log, reads);
   return {
     kind: 'sqlite',
@@ -47,7 +47,7 @@ export function createSqliteEventStore(path: string, options: SqliteEventStoreOp
     countAll: async (opts) => reads.countSync(opts),
     subscribeToAll: (opts, handlers) => subscribeToAll(log, reads, opts, handlers),
     dropExpired: () => dropExpired(log),
-    deleteStream: async (streamId, expectedRevision) => deleteStream(log, streamId, expectedRevision, forget),
+    deleteStream: async (streamId, expected) => deleteStream(log, streamId, expected),
     createPersistentSubscription: persistent.createPersistentSubscription,
     updatePersistentSubscription: persistent.updatePersistentSubscription,
     deletePersistentSubscription: persistent.deletePersistentSubscription,

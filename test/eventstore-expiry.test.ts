@@ -13,6 +13,7 @@ import { manualClock } from '../domain/clock.ts';
 import {
   InvalidEventError,
   type NewEvent,
+  type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../eventstore/port.ts';
@@ -173,14 +174,56 @@ test('deleteStream keeps the stream of the log’s last event until another foll
     event('WebhookDeliveryScheduled'),
     event('WebhookDeliveryAttempted'),
   ]);
-  t.false(await store.deleteStream('webhookdelivery-a', 1), 'the last event’s position would be given again');
+  const [, last] = await store.readStream('webhookdelivery-a');
+  const expected = { revision: 1, position: last.position };
+  t.false(
+    await store.deleteStream('webhookdelivery-a', expected),
+    'the last event’s position would be given again',
+  );
   t.is((await store.readStream('webhookdelivery-a')).length, 2);
   await store.append('cart-2', [event('CartCreated')]);
-  t.true(await store.deleteStream('webhookdelivery-a', 1));
+  t.true(await store.deleteStream('webhookdelivery-a', expected));
   await t.throwsAsync(store.readStream('webhookdelivery-a'), { instanceOf: StreamNotFoundError });
   const again = await store.append('webhookdelivery-a', [event('WebhookDeliveryScheduled')], {
     expectedRevision: 'no_stream',
   });
   t.is(again.nextExpectedRevision, 0);
   t.true(again.position > (await store.readStream('cart-2'))[0].position, 'positions are never given twice');
+});
+
+test('a delivery queue deleted and started again through one connection is never taken at its old revisions by another', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pds-delete-stale-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'events.db');
+  const a = await openSqliteEventStore(file);
+  const b = await openSqliteEventStore(file);
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const queue = 'webhookdelivery-x';
+  const six = ['A', 'B', 'C', 'D', 'E', 'F'].map((type) => event(type));
+  await a.append(queue, six, { expectedRevision: 'no_stream' });
+  await a.append('cart-1', [event('CartCreated')]);
+  const last = (await b.readStream(queue)).at(-1) as RecordedEvent;
+  t.true(await b.deleteStream(queue, { revision: 5, position: last.position }));
+  await b.append(queue, [event('A2')], { expectedRevision: 'no_stream' });
+  // `a` wrote revision 5 itself: a stale expectation must not pass for a revision it remembers.
+  await t.throwsAsync(a.append(queue, [event('stale')], { expectedRevision: 3 }), {
+    instanceOf: WrongExpectedVersionError,
+  });
+  t.deepEqual(
+    (await a.readStream(queue)).map((e) => [e.revision, e.type]),
+    [[0, 'A2']],
+  );
+  // Deleted and started again up to the same revision: another last event, refused (no ABA).
+  const [first] = await a.readStream(queue);
+  await a.append('cart-2', [event('CartCreated')]);
+  t.true(await a.deleteStream(queue, { revision: 0, position: first.position }));
+  await b.append(queue, [event('A3')], { expectedRevision: 'no_stream' });
+  await a.append('cart-3', [event('CartCreated')]);
+  await t.throwsAsync(a.deleteStream(queue, { revision: 0, position: first.position }), {
+    instanceOf: WrongExpectedVersionError,
+  });
+  t.is((await a.readStream(queue))[0].type, 'A3', 'the queue started again stays');
 });

@@ -14,6 +14,7 @@ import { append as unaryAppend } from '@eventstore/db-client/dist/streams/append
 import {
   type AppendOptions,
   type AppendResult,
+  checkDeletable,
   checkMaxAge,
   type Direction,
   EventStoreError,
@@ -175,8 +176,8 @@ export function createStreams(client: EventStoreDBClient, options: StreamsOption
 
   return {
     append,
-    deleteStream: (streamId: string, expectedRevision: number) =>
-      deleteStream(client, streamId, expectedRevision, appendTimeoutMs),
+    deleteStream: (streamId: string, expected: { revision: number }) =>
+      deleteStream(client, streamId, expected.revision, appendTimeoutMs),
     settle,
     readAt,
     readStream,
@@ -209,6 +210,7 @@ async function deleteStream(
   timeoutMs: number,
 ): Promise<boolean> {
   validateStreamId(streamId);
+  checkDeletable(streamId);
   try {
     await withTimeout(
       onLeader(() => client.deleteStream(streamId, { expectedRevision: BigInt(expectedRevision) })),

@@ -10,6 +10,7 @@ import {
   checkMaxAge,
   type ExpectedRevision,
   InvalidEventError,
+  isDeletableStream,
   type NewEvent,
   newEventId,
   WrongExpectedVersionError,
@@ -267,7 +268,11 @@ function commitGroup(ctx: AppendContext): void {
       const last = value.result.position;
       const types = value.types ?? [];
       const run = { first: last - types.length + 1, last, streamId: value.streamId ?? '', types };
-      if (!value.expires) ctx.committed.set(run.streamId, value.result.nextExpectedRevision);
+      // A deletable stream's revisions are given again once it is deleted and started again (by any
+      // connection): an append to it always reads its last revision.
+      if (!value.expires && !isDeletableStream(run.streamId)) {
+        ctx.committed.set(run.streamId, value.result.nextExpectedRevision);
+      }
       ctx.log.journal.record(run.first, run.last, run.streamId, run.types);
       runs.push(run);
       if (ctx.log.head.cached !== undefined) {
@@ -291,10 +296,5 @@ export function createAppends(
     committed: new LRUCache({ max: COMMITTED_STREAMS }),
     group: undefined,
   };
-  return bindContext(ctx, { append, forget });
-}
-
-/** A deleted stream's revisions exist no longer: an append to it reads its last revision again. */
-function forget(ctx: AppendContext, streamId: string): void {
-  ctx.committed.delete(streamId);
+  return bindContext(ctx, { append });
 }

@@ -6,7 +6,7 @@
  * while later ones stay. The pages the events held go to the file's free list and take later appends.
  * `deleteStream` deletes one stream whole on the caller's word (finished webhook deliveries).
  */
-import { type DroppedEvents, WrongExpectedVersionError } from '../port.ts';
+import { checkDeletable, type DroppedEvents, WrongExpectedVersionError } from '../port.ts';
 import type { Log } from './log.ts';
 import { validateStreamId } from './rows.ts';
 
@@ -56,25 +56,24 @@ export async function dropExpired(log: Log): Promise<DroppedEvents> {
 }
 
 /**
- * Deletes a stream whole if its last revision is `expected` (`EventStore.deleteStream`), in one
- * transaction; false, deleting nothing, when it holds the log's last event (see `dropExpired`).
- * `forget` drops what this connection remembers of the stream's revisions.
+ * Deletes a stream whole if its last event is the one expected, by revision and position
+ * (`EventStore.deleteStream`: a stream deleted and started again up to the same revision is another),
+ * in one transaction; false, deleting nothing, when it holds the log's last event (see `dropExpired`).
+ * No connection keeps a deletable stream's revisions cached (`appends.ts`), so none holds stale ones.
  */
 export function deleteStream(
   log: Log,
   streamId: string,
-  expected: number,
-  forget: (streamId: string) => void,
+  expected: { revision: number; position: number },
 ): boolean {
   validateStreamId(streamId);
-  const deleted = log.transaction(() => {
+  checkDeletable(streamId);
+  return log.transaction(() => {
     const last = log
-      .stmt('SELECT max(revision) AS revision FROM events WHERE stream_id = ?')
-      .get(streamId) as {
-      revision: number | null;
-    };
-    if (last.revision !== expected) {
-      throw new WrongExpectedVersionError(streamId, expected, last.revision ?? 'no_stream');
+      .stmt('SELECT revision, position FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1')
+      .get(streamId) as { revision: number; position: number } | undefined;
+    if (last?.revision !== expected.revision || last.position !== expected.position) {
+      throw new WrongExpectedVersionError(streamId, expected.revision, last?.revision ?? 'no_stream');
     }
     const newest = log.stmt('SELECT stream_id FROM events ORDER BY position DESC LIMIT 1').get() as {
       stream_id: string;
@@ -84,6 +83,4 @@ export function deleteStream(
     log.stmt('DELETE FROM stream_expiry WHERE stream_id = ?').run(streamId);
     return true;
   });
-  if (deleted) forget(streamId);
-  return deleted;
 }

@@ -22,6 +22,7 @@
 import { domainEventOf } from '../../application/read-state.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
+import * as retention from '../../domain/webhook-delivery-retention.ts';
 import type { WebhookEventKind } from '../../domain/webhook-subscription.ts';
 import type { Actor } from '../../eventstore/port.ts';
 import type { Projection } from '../projection.ts';
@@ -34,7 +35,7 @@ import {
   WEBHOOK_QUEUES,
   webhookHealthIndexes,
 } from './webhook-health.ts';
-import { PRUNED, pruneFinished, WEBHOOK_RETENTION } from './webhook-retention.ts';
+import { forgetPrunedQueue, PRUNED, pruneFinished, WEBHOOK_RETENTION } from './webhook-retention.ts';
 
 export const WEBHOOK_DELIVERIES = 'webhook_deliveries';
 /** The projection's name: the checkpoint the admin routes wait for after a write. */
@@ -120,6 +121,19 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
 ];
 
 const eventTypes = new Set<string>(Object.keys(delivery.events));
+const PRUNED_QUEUE = 'WebhookDeliveryQueuePruned';
+
+/** A hint for a retention record (raw data): the documents it deletes and the subscription's queue. */
+function prunedQueueIds(data: unknown): [string, string][] {
+  const { delivery_ids: ids, webhook_id: webhookId } = (data ?? {}) as Record<string, unknown>;
+  if (!Array.isArray(ids) || typeof webhookId !== 'string') return [];
+  return [
+    ...ids
+      .filter((id): id is string => typeof id === 'string')
+      .map((id) => [WEBHOOK_DELIVERIES, id] as [string, string]),
+    [WEBHOOK_QUEUES, webhookId],
+  ];
+}
 
 /**
  * The document after one event (caused by `actor`); undefined when the event changes nothing. Mirrors
@@ -280,15 +294,17 @@ export function webhookDeliveriesProjection(retentionMs: number): Projection {
     // 2: the health read models (`webhook_health`, `webhook_queues`) and the deliveries' cart index.
     // 3: who asked for each redelivery (`requested_by`).
     // 4: retention: when each delivery finished (`finished_at`), the pruning's indexes and its hour.
-    version: 4,
+    // 5: the retention job's records of the queues it deletes (`WebhookDeliveryQueuePruned`).
+    version: 5,
     collections: {
       [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
       [WEBHOOK_HEALTH]: webhookHealthIndexes,
       [WEBHOOK_QUEUES]: [],
       [WEBHOOK_RETENTION]: [],
     },
-    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+    filter: { streamPrefixes: [delivery.STREAM_PREFIX, retention.STREAM_PREFIX] },
     prefetch(event) {
+      if (event.type === PRUNED_QUEUE) return prunedQueueIds(event.data);
       // A hint only (a document not prefetched is fetched on demand), so the raw data will do.
       const data = event.data as Record<string, unknown> | null;
       const id = data?.delivery_id;
@@ -309,11 +325,18 @@ export function webhookDeliveriesProjection(retentionMs: number): Projection {
       ];
     },
     apply(event, tx) {
+      if (event.type === PRUNED_QUEUE && event.streamId.startsWith(retention.STREAM_PREFIX)) {
+        const pruned = domainEventOf<retention.WebhookDeliveryRetentionEvent>(eventRegistry, event);
+        forgetPrunedQueue(tx, WEBHOOK_DELIVERIES, pruned.data);
+        return;
+      }
       if (!event.streamId.startsWith(delivery.STREAM_PREFIX) || !eventTypes.has(event.type)) return;
       const domainEvent = domainEventOf<delivery.WebhookDeliveryEvent>(eventRegistry, event);
-      // First, so that this event's own document is never among those pruned after it is written.
-      pruneFinished(tx, WEBHOOK_DELIVERIES, delivery.eventTime(domainEvent), retentionMs);
-      const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, domainEvent.data.delivery_id);
+      // First, so that this event's own document is never among those pruned after it is written; nor
+      // before (a redelivery of a delivery finished long ago would find nothing to apply to).
+      const id = domainEvent.data.delivery_id;
+      pruneFinished(tx, WEBHOOK_DELIVERIES, delivery.eventTime(domainEvent), retentionMs, id);
+      const current = tx.get<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, id);
       if (current && typeof current._position === 'number' && current._position >= event.position) return;
       const next = evolveDelivery(current, domainEvent, event.metadata.actor);
       if (!next) return;

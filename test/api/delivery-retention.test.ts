@@ -85,3 +85,42 @@ test('a delivery finished a retention ago is pruned from the log and the read mo
   };
   t.is(recentDelivery.delivery.status, 'delivered');
 });
+
+test('a delivery finished before pruned_before is answered as pruned before the projection or the job has removed it', async (t) => {
+  const clock = manualClock('2026-03-01T12:00:00.000Z');
+  const s = await startService(t, { clock, env: { PDS_DELIVERY_LOG_RETENTION: '24h' } });
+  await seedCatalog(s, [1]);
+  const receiver = await startReceiver(t);
+  const hook = await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
+  const old = await checkedOut(s);
+  const [sent] = await receiver.waitFor(1);
+  const oldId = sent.headers['x-service-webhook-id'] as string;
+  await until('the delivery is delivered in the read model', async () => {
+    const res = await s.call('GET', `${ADMIN}/webhooks/deliveries/${oldId}`);
+    return (
+      res.status === 200 &&
+      ((await res.json()) as { delivery: { status: string } }).delivery.status === 'delivered'
+    );
+  });
+  // A retention and an hour later, with no delivery event since and no run of the job: still stored.
+  clock.advance(25 * HOUR);
+  const store = await s.openStore();
+  t.true((await store.readStream(delivery.streamId(hook.id, old.uuid))).length >= 3, 'still in the log');
+  const res = await s.call('GET', `${ADMIN}/webhooks/deliveries/${oldId}`);
+  const body = await problem(t, res, 404, 'delivery_not_found');
+  t.is(body.pruned_before, new Date(clock.now().getTime() - 24 * HOUR).toISOString());
+  const list = (await ok(t, await s.call('GET', `${ADMIN}/webhooks/${hook.id}/deliveries`))) as {
+    deliveries: unknown[];
+  };
+  t.deepEqual(list.deliveries, [], 'left out of the subscription’s deliveries');
+  const ofCart = (await ok(t, await s.call('GET', `${ADMIN}/carts/${old.uuid}/webhooks`))) as {
+    deliveries: unknown[];
+  };
+  t.deepEqual(ofCart.deliveries, [], 'and of the cart’s');
+  await problem(
+    t,
+    await s.call('POST', `${ADMIN}/webhooks/deliveries/${oldId}/redeliver`, {}),
+    404,
+    'delivery_not_found',
+  );
+});

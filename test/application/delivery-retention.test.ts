@@ -10,9 +10,11 @@ import { createRetention } from '../../application/retention.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
+import * as retention from '../../domain/webhook-delivery-retention.ts';
 import { type EventStore, StreamNotFoundError } from '../../eventstore/port.ts';
+import { webhookDeliveriesProjection } from '../../projections/read-models/webhook-deliveries.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
-import { append, eventStoreFor } from '../projections/support.ts';
+import { append, eventStoreFor, project } from '../projections/support.ts';
 
 const DAY = 86_400_000;
 const W = '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
@@ -146,7 +148,7 @@ test('a queue goes once all its deliveries are finished and its last event is a 
   t.true(((await state.getCheckpoint(DELIVERY_RETENTION_CURSOR))?.position ?? 0) > 0, 'the cursor is kept');
 });
 
-test('a queue holding the log’s last event waits for the next run; one started again is owed again', async (t) => {
+test('a queue that held the log’s last event goes, its record following it; one started again is owed again', async (t) => {
   const store = await eventStoreFor(t);
   const state = openSqliteReadStore(':memory:');
   const clock = manualClock(iso(T0));
@@ -158,10 +160,15 @@ test('a queue holding the log’s last event waits for the next run; one started
   const q = (n: number) => delivery.streamId(W, cart(n));
   await run(store, q(1), [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
   clock.advance(8 * DAY);
-  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
-  t.true(await present(store, q(1)));
-  await store.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  // The record of the deletion is appended first: the queue no longer holds the log's last event.
   t.deepEqual((await job.run()).deliveries, { queues: 1, deliveries: 1, events: 3 });
+  t.false(await present(store, q(1)));
+  const [record] = await store.readStream(retention.streamId(clock.now()));
+  t.like(record, {
+    type: 'WebhookDeliveryQueuePruned',
+    data: { queue: q(1), delivery_ids: [delivery.deliveryId(W, 'event-1')], revision: 2 },
+  });
+  await store.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
 
   // A queue started again after its deletion is a queue like any other.
   await run(store, q(1), [scheduled(5, T0 + 8 * DAY)]);
@@ -218,4 +225,71 @@ test('a queue written between the job’s read and its deletion stays', async (t
     'the redelivery and what it stands on are kept',
   );
   t.is((await inner.readStream(q)).length, 4);
+});
+
+/** The documents of the deliveries projection, and the subscription's queue depth. */
+async function deliveriesOf(readStore: ReturnType<typeof openSqliteReadStore>) {
+  const docs = await (await readStore.collection<{ _id: string; status: string }>('webhook_deliveries')).find(
+    {},
+  );
+  const queues = await (await readStore.collection<{ _id: string; depth: number }>('webhook_queues')).find(
+    {},
+  );
+  return { docs: docs.map((d) => d.status), depth: queues.map((q) => q.depth) };
+}
+
+test('a rebuild that read a queue in part before the job deleted it keeps nothing of it: the job’s record deletes what it read', async (t) => {
+  const store = await eventStoreFor(t);
+  const projection = webhookDeliveriesProjection(7 * DAY);
+  const q = delivery.streamId(W, cart(1));
+  // The rebuild has read the scheduling and the attempt's start: the delivery is in flight.
+  await run(store, q, [
+    scheduled(1, T0),
+    ...attempt(1, 1, T0, 'failed', { retryAt: T0 + 3_600_000 }).slice(0, 1),
+  ]);
+  const rebuilding = openSqliteReadStore(':memory:');
+  await project(store, rebuilding, projection);
+  t.deepEqual(await deliveriesOf(rebuilding), { docs: ['in_flight'], depth: [1] });
+  // The rest of the queue, then the job deletes it (the attempt's result and the delivery gone with it).
+  await run(store, q, [
+    ...attempt(1, 1, T0, 'failed', { retryAt: T0 + 3_600_000 }).slice(1),
+    ...attempt(1, 2, T0 + 3_600_000, 'delivered'),
+  ]);
+  await store.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  const clock = manualClock(iso(T0 + 9 * DAY));
+  const job = createRetention({
+    store,
+    clock,
+    deliveries: { state: openSqliteReadStore(':memory:'), registry: eventRegistry, retentionMs: 7 * DAY },
+  });
+  t.is((await job.run()).deliveries.queues, 1);
+  // The rebuild goes on: it never sees the queue's later events, but meets the job's record.
+  await project(store, rebuilding, projection);
+  t.deepEqual(await deliveriesOf(rebuilding), { docs: [], depth: [0] }, 'no delivery stuck in flight');
+  const fresh = openSqliteReadStore(':memory:');
+  await project(store, fresh, projection);
+  t.deepEqual((await deliveriesOf(fresh)).docs, [], 'as a rebuild from now');
+});
+
+test('a run reads a bounded number of queues and saves its cursor; the next run goes on from there', async (t) => {
+  const store = await eventStoreFor(t);
+  const state = openSqliteReadStore(':memory:');
+  const clock = manualClock(iso(T0));
+  const job = createRetention({
+    store,
+    clock,
+    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY, queuesPerRun: 2 },
+  });
+  for (const n of [1, 2, 3, 4, 5]) {
+    await run(store, delivery.streamId(W, cart(n)), [scheduled(n, T0), ...attempt(n, 1, T0, 'delivered')]);
+  }
+  await store.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  clock.advance(8 * DAY);
+  t.is((await job.run()).deliveries.queues, 2);
+  const cursor = (await state.getCheckpoint(DELIVERY_RETENTION_CURSOR))?.position ?? 0;
+  t.true(cursor > 0, 'the cursor saved after the run’s share');
+  t.is((await job.run()).deliveries.queues, 2);
+  t.is((await job.run()).deliveries.queues, 1);
+  t.is((await job.run()).deliveries.queues, 0);
+  t.is((await store.readAll({ filter: { streamPrefixes: [delivery.STREAM_PREFIX] } })).length, 0);
 });

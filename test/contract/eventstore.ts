@@ -14,6 +14,7 @@ import {
   type PersistentMessage,
   PersistentSubscriptionExistsError,
   PersistentSubscriptionNotFoundError,
+  type RecordedEvent,
   StreamNotFoundError,
   WrongExpectedVersionError,
 } from '../../eventstore/port.ts';
@@ -310,33 +311,48 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
     }),
   );
 
-  test(name('deleteStream deletes a stream at its last revision only, and an append starts it again'), (t) =>
-    withStore(t, async ({ store }, p) => {
-      await store.append(`${p}-op`, [ev('Scheduled'), ev('Started'), ev('Attempted')]);
-      await store.append(`${p}-cart`, [ev('Created')]);
-      const stale = await t.throwsAsync(store.deleteStream(`${p}-op`, 1), {
-        instanceOf: WrongExpectedVersionError,
-      });
-      t.is(stale?.actual, 2);
-      await t.throwsAsync(store.deleteStream(`${p}-missing`, 0), { instanceOf: WrongExpectedVersionError });
-      t.is((await store.readStream(`${p}-op`)).length, 3, 'a refused delete deletes nothing');
+  test(
+    name(
+      'deleteStream deletes a delivery queue at its last event only, never another stream, and an append starts it again',
+    ),
+    (t) =>
+      withStore(t, async ({ store }, p) => {
+        const op = `webhookdelivery-${p}-op`;
+        await store.append(op, [ev('Scheduled'), ev('Started'), ev('Attempted')]);
+        await store.append(`${p}-cart`, [ev('Created')]);
+        const last = (await store.readStream(op)).at(-1) as RecordedEvent;
+        const stale = await t.throwsAsync(store.deleteStream(op, { revision: 1, position: last.position }), {
+          instanceOf: WrongExpectedVersionError,
+        });
+        t.is(stale?.actual, 2);
+        await t.throwsAsync(
+          store.deleteStream(`webhookdelivery-${p}-missing`, { revision: 0, position: 1 }),
+          {
+            instanceOf: WrongExpectedVersionError,
+          },
+        );
+        const [created] = await store.readStream(`${p}-cart`);
+        await t.throwsAsync(store.deleteStream(`${p}-cart`, { revision: 0, position: created.position }), {
+          instanceOf: InvalidEventError,
+        });
+        t.is((await store.readStream(op)).length, 3, 'a refused delete deletes nothing');
 
-      t.true(await store.deleteStream(`${p}-op`, 2));
-      await t.throwsAsync(store.readStream(`${p}-op`), { instanceOf: StreamNotFoundError });
-      t.is((await store.readStream(`${p}-cart`)).length, 1, 'other streams stay');
+        t.true(await store.deleteStream(op, { revision: 2, position: last.position }));
+        await t.throwsAsync(store.readStream(op), { instanceOf: StreamNotFoundError });
+        t.is((await store.readStream(`${p}-cart`)).length, 1, 'other streams stay');
 
-      // Started again: its revisions are the append's (0 here, after the deleted ones on EventStoreDB).
-      const again = await store.append(`${p}-op`, [ev('Scheduled')], { expectedRevision: 'no_stream' });
-      const read = await store.readStream(`${p}-op`);
-      t.deepEqual(
-        read.map((e) => [e.revision, e.type]),
-        [[again.nextExpectedRevision, 'Scheduled']],
-      );
-      const next = await store.append(`${p}-op`, [ev('Started')], {
-        expectedRevision: again.nextExpectedRevision,
-      });
-      t.is(next.nextExpectedRevision, again.nextExpectedRevision + 1);
-    }),
+        // Started again: its revisions are the append's (0 here, after the deleted ones on EventStoreDB).
+        const again = await store.append(op, [ev('Scheduled')], { expectedRevision: 'no_stream' });
+        const read = await store.readStream(op);
+        t.deepEqual(
+          read.map((e) => [e.revision, e.type]),
+          [[again.nextExpectedRevision, 'Scheduled']],
+        );
+        const next = await store.append(op, [ev('Started')], {
+          expectedRevision: again.nextExpectedRevision,
+        });
+        t.is(next.nextExpectedRevision, again.nextExpectedRevision + 1);
+      }),
   );
 
   test(name('reading a missing stream throws StreamNotFoundError'), (t) =>

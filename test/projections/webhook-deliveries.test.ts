@@ -291,6 +291,31 @@ test('deliveries finished a retention before an event’s time, and health minut
   t.is((await (await deliveriesOf(whole)).find({})).length, 5);
 });
 
+test('a delivery the admin API still showed keeps its document until its redelivery is applied, after another process’s later event', async (t) => {
+  const DAY = 86_400_000;
+  const es = await eventStoreFor(t);
+  const run = world(es);
+  // D1 delivered at 10:59:59, a second before an hour's end.
+  const f = 3_599;
+  await run(delivery.streamId(W1, CART1), [
+    schedule(W1, CART1, 'event-1', 2, 0),
+    start(D1, f - 1),
+    result(D1, 1, f, 'delivered'),
+  ]);
+  // A retention later the API shows it (finished after pruned_before) and an operator redelivers it;
+  // meanwhile a dispatcher whose clock is 3 s ahead appends another subscription's delivery first.
+  const r = f + DAY / 1000 - 1;
+  await run(delivery.streamId(W2, CART2), [schedule(W2, CART2, 'event-5', 2, r + 3)]);
+  await run(delivery.streamId(W1, CART1), [
+    { type: 'RequestRedelivery', delivery_id: D1, reason: 'redeliver', at: at(r) },
+  ]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, projectionFor(DAY));
+  const doc = (await (await deliveriesOf(readStore)).find({})).find((d) => d.delivery_id === D1);
+  t.like(doc, { status: 'pending', finished_at: null }, 'the redelivery applied, the document kept');
+  t.is(doc?.redeliveries.length, 1);
+});
+
 // ---- query plans ------------------------------------------------------------------------------------
 
 const N = 10_000;
