@@ -135,6 +135,8 @@ export function customerExportRoutes(deps: CustomerExportDeps): AdminRoute[] {
       response: { status: 200, description: 'The customer’s data.', schema: exportAnswer },
       // 422 also for an Idempotency-Key: an export is never kept for a replay.
       problems: [422],
+      // The header is refused, not taken (api/admin.ts, `unkept`): the document does not offer it.
+      idempotencyKey: false,
       async handler(ctx, { body }) {
         const targets = typeof body.customer === 'string' ? [body.customer] : body.customer;
         const found = await deps.customerData.resolve(targets);
