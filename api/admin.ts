@@ -18,6 +18,7 @@ import type { EventStore } from '../eventstore/port.ts';
 import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-models/partner-keys.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
+import { cartSearchRoutes } from './admin-cart-search.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
 import { customerExportRoutes, EXPORT_FIELD, EXPORT_UNKEPT } from './admin-customer-export.ts';
 import { customerRoutes } from './admin-customers.ts';
@@ -258,6 +259,7 @@ export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
     ...cartViewRoutes(deps),
     ...customerRoutes(deps),
     ...customerExportRoutes(deps),
+    ...cartSearchRoutes(deps),
   ];
 }
 
