@@ -233,23 +233,28 @@ export function createCustomerData(
     return { key_ids: [...keyIds], cart_uuids: [...carts].map((l) => l.slice('cart:'.length)) };
   }
 
-  async function cartsLinkedTo(customer: { email?: string; phone?: string }): Promise<string[]> {
-    const wanted = [
+  const cartsLinkedTo = (customer: { email?: string; phone?: string }) =>
+    linkedCarts(store, [
       ...(customer.email === undefined ? [] : [emailLink(customer.email)]),
       ...(customer.phone === undefined ? [] : [phoneLink(customer.phone)]),
-    ];
-    // A value that links nothing (a phone number without digits) names no cart.
-    if (wanted.length === 0 || wanted.some((l) => l.length === 0)) return [];
-    const links = wanted.map((l) => l[0]);
-    const carts = new Set<string>();
-    for (const k of await store.keysLinkedTo([links[0]])) {
-      if (!links.every((l) => k.links.includes(l))) continue;
-      for (const l of k.links) if (l.startsWith('cart:')) carts.add(l.slice('cart:'.length));
-    }
-    return [...carts];
-  }
+    ]);
 
   return { seal, open, sealBody, openBody, resolve, cartsLinkedTo, keys };
+}
+
+/**
+ * The carts of the keys linked to every one of `wanted` (each the link of one value, none for a value
+ * that links nothing: then no cart).
+ */
+async function linkedCarts(store: CustomerKeyStore, wanted: string[][]): Promise<string[]> {
+  if (wanted.length === 0 || wanted.some((l) => l.length === 0)) return [];
+  const links = wanted.map((l) => l[0]);
+  const carts = new Set<string>();
+  for (const k of await store.keysLinkedTo([links[0]])) {
+    if (!links.every((l) => k.links.includes(l))) continue;
+    for (const l of k.links) if (l.startsWith('cart:')) carts.add(l.slice('cart:'.length));
+  }
+  return [...carts];
 }
 
 /** Personal values shorter than this name no one, and striking them would strike ordinary text. */
