@@ -15,6 +15,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
+import { cartSearchRoutes } from './admin-cart-search.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
 import { customerExportRoutes, EXPORT_FIELD, EXPORT_UNKEPT } from './admin-customer-export.ts';
 import { customerRoutes } from './admin-customers.ts';
@@ -62,6 +63,7 @@ export function adminRouteTables(deps: AdminDeps): AdminRoute[] {
     ...webhookRoutes(deps),
     ...webhookDeliveryRoutes(deps),
     ...webhookFanOutRoutes(deps),
+    ...cartSearchRoutes(deps),
   ];
 }
 

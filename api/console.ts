@@ -42,6 +42,7 @@ const ASSETS = new StaticAssets('/console', {
   'deliveries.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'partners.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'cart-audit.js': { dir: OWN_DIR, type: JAVASCRIPT },
+  'cart-search.js': { dir: OWN_DIR, type: JAVASCRIPT },
   'console.css': { dir: OWN_DIR, type: CSS },
 });
 

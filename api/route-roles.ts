@@ -46,6 +46,9 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRole>> = {
   'POST /admin/v1/partners/:id/keys/:key_id/rotate': 'operator',
   'DELETE /admin/v1/partners/:id/keys/:key_id': 'operator',
 
+  // Finding carts; a search by the customer's email or phone needs `operator`, checked by the route
+  // (docs/operations.md, "Auditing carts").
+  'GET /admin/v1/carts': 'auditor',
   // A cart's audit; reading its history is recorded, and who did is listed.
   'GET /admin/v1/carts/:uuid/history': 'auditor',
   'GET /admin/v1/carts/:uuid/webhooks': 'auditor',

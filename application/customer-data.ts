@@ -78,6 +78,12 @@ export interface CustomerData {
    * id; an email address, the carts identified with that email; a cart uuid, that cart.
    */
   resolve(targets: string | readonly string[]): Promise<ErasureTargets>;
+  /**
+   * The carts whose key links this email address or phone number (each given one must be linked):
+   * every cart identified with it since its key was made and not erased since. A key keeps the links
+   * of every customer its cart was identified with, so the caller checks the cart's customer now.
+   */
+  cartsLinkedTo(customer: { email?: string; phone?: string }): Promise<string[]>;
   /** The key store; destroying keys through it also forgets them in this process at once. */
   readonly keys: CustomerKeyStore;
 }
@@ -90,7 +96,7 @@ export function createCustomerData(
   secretKey: Buffer | KeyObject,
   options: CustomerDataOptions = {},
 ): CustomerData {
-  const { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink } = createKeyRing(
+  const { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink, phoneLink } = createKeyRing(
     store,
     secretKey,
     options,
@@ -138,7 +144,11 @@ export function createCustomerData(
       if (!CUSTOMER_FIELDS.some((f) => present(data[f]))) return event;
       const personal = Object.fromEntries(CUSTOMER_FIELDS.map((f) => [f, data[f] ?? null]));
       const rest = Object.fromEntries(Object.entries(data).filter(([k]) => !(k in personal)));
-      const identities = [...userLink(data.user_id), ...emailLink(data.email)];
+      const identities = [
+        ...userLink(data.user_id),
+        ...emailLink(data.email),
+        ...phoneLink(data.phone_number),
+      ];
       const sealed = await sealValue(cartUuid, identities, event.type, JSON.stringify(personal));
       return { ...event, data: { ...rest, personal: sealed } };
     }
@@ -223,7 +233,28 @@ export function createCustomerData(
     return { key_ids: [...keyIds], cart_uuids: [...carts].map((l) => l.slice('cart:'.length)) };
   }
 
-  return { seal, open, sealBody, openBody, resolve, keys };
+  const cartsLinkedTo = (customer: { email?: string; phone?: string }) =>
+    linkedCarts(store, [
+      ...(customer.email === undefined ? [] : [emailLink(customer.email)]),
+      ...(customer.phone === undefined ? [] : [phoneLink(customer.phone)]),
+    ]);
+
+  return { seal, open, sealBody, openBody, resolve, cartsLinkedTo, keys };
+}
+
+/**
+ * The carts of the keys linked to every one of `wanted` (each the link of one value, none for a value
+ * that links nothing: then no cart).
+ */
+async function linkedCarts(store: CustomerKeyStore, wanted: string[][]): Promise<string[]> {
+  if (wanted.length === 0 || wanted.some((l) => l.length === 0)) return [];
+  const links = wanted.map((l) => l[0]);
+  const carts = new Set<string>();
+  for (const k of await store.keysLinkedTo([links[0]])) {
+    if (!links.every((l) => k.links.includes(l))) continue;
+    for (const l of k.links) if (l.startsWith('cart:')) carts.add(l.slice('cart:'.length));
+  }
+  return [...carts];
 }
 
 /** Personal values shorter than this name no one, and striking them would strike ordinary text. */

@@ -1,7 +1,7 @@
 /**
  * The cart keys of customer data (docs/operations.md, "Customer data"): finds or makes a cart's key,
- * unwraps keys with `PDS_SECRET_KEY` and keeps them a short while, and hashes the links by user id and
- * email under a key derived for that use alone.
+ * unwraps keys with `PDS_SECRET_KEY` and keeps them a short while, and hashes the links by user id,
+ * email and phone number under a key derived for that use alone.
  */
 import { createHmac, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -47,10 +47,18 @@ export interface KeyRing {
   userLink(userId: unknown): string[];
   /** The link of an email address (none for no address). */
   emailLink(email: unknown): string[];
+  /** The link of a phone number, by its digits (none for a number without any). */
+  phoneLink(phone: unknown): string[];
 }
 
 /** Whether a value carries anything: null and '' say nothing about anyone. */
 export const present = (v: unknown) => v !== null && v !== undefined && v !== '';
+
+/**
+ * A phone number as its link compares it: its digits only, so `+1 (555) 010-0199` and `+15550100199`
+ * name the same number (docs/operations.md, "Customer data").
+ */
+export const phoneDigits = (phone: unknown) => (typeof phone === 'string' ? phone.replace(/\D/g, '') : '');
 
 /** A key of its own for each use of `PDS_SECRET_KEY`, so that no two uses share one. */
 const subkey = (secretKey: Buffer | KeyObject, info: string) =>
@@ -83,11 +91,15 @@ export function createKeyRing(
     },
   };
   // The links by user id and email are keyed hashes: the key store never holds either value.
-  const hashed = (kind: 'user' | 'email', value: string) =>
+  const hashed = (kind: 'user' | 'email' | 'phone', value: string) =>
     `${kind}:${createHmac('sha256', linkKey).update(`${kind}:${value}`).digest('base64url')}`;
   const userLink = (userId: unknown) => (present(userId) ? [hashed('user', String(userId))] : []);
   const emailLink = (email: unknown) =>
     typeof email === 'string' && email !== '' ? [hashed('email', email.trim().toLowerCase())] : [];
+  const phoneLink = (phone: unknown) => {
+    const digits = phoneDigits(phone);
+    return digits === '' ? [] : [hashed('phone', digits)];
+  };
   const keyContext = (keyId: string) => `customer-key:${keyId}`;
 
   function unwrap(stored: StoredCustomerKey): Buffer {
@@ -149,5 +161,5 @@ export function createKeyRing(
     return { keyId, key };
   }
 
-  return { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink };
+  return { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink, phoneLink };
 }

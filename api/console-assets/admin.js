@@ -81,7 +81,14 @@ export async function signOut(session) {
  * (accounts are managed through `pds operators`). The admin API refuses the same writes whatever the
  * page shows.
  */
-const OPERATOR_ACTIONS = ['partners.write', 'webhooks.write', 'deliveries.redeliver', 'projections.rebuild'];
+const OPERATOR_ACTIONS = [
+  'partners.write',
+  'webhooks.write',
+  'deliveries.redeliver',
+  'projections.rebuild',
+  // A search of carts by the customer's email or phone (docs/operations.md, "Auditing carts").
+  'carts.search_customer',
+];
 const ROLE_ACTIONS = {
   admin: new Set(OPERATOR_ACTIONS),
   operator: new Set(OPERATOR_ACTIONS),

@@ -6,6 +6,7 @@
 // of it is.
 import { useEffect, useState } from 'preact/hooks';
 import { admin, deliveryHref, html, person, time, webhookHref } from './admin.js';
+import { CartSearch } from './cart-search.js';
 import { NextAttempt } from './deliveries.js';
 
 /** The statuses a cart went through, from its moves (`CartStatusChanged` from → to). */
@@ -157,5 +158,6 @@ export function CartAudit({ session, param, onUnauthorized }) {
         html`<${Timeline} history=${found.history} deliveries=${found.deliveries} prunedBefore=${found.prunedBefore} />`
       }
       ${found && html`<${Views} views=${found.views} />`}
+      ${!param && html`<${CartSearch} session=${session} onUnauthorized=${onUnauthorized} />`}
     </section>`;
 }

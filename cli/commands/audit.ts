@@ -3,6 +3,7 @@
  * then the webhook deliveries its events produced; as tables or `--json` ({cart_uuid, events,
  * deliveries, pruned_before}), with a note when the cart is older than the deliveries kept. Reading a cart's history is recorded (docs/operations.md, "Accounts and roles").
  * `pds audit views <uuid>`: who read that history and when, newest first.
+ * `pds audit carts`: find carts by store, status, time, partner or customer (`audit-carts.ts`).
  */
 import type { Command } from 'commander';
 import type { HistoryEntry } from '../../api/admin-audit.ts';
@@ -10,6 +11,7 @@ import type { NamedActor } from '../../api/operator-names.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
 import { type AdminClient, createAdminClient, fetchAll, table } from '../client.ts';
 import { printJson } from '../options.ts';
+import { registerAuditCarts } from './audit-carts.ts';
 import { runClientCommand } from './run.ts';
 
 /** `status: pending → verification; amount: 0 → 20`. */
@@ -58,6 +60,7 @@ function prunedNote(history: { events: HistoryEntry[] }, prunedBefore: string | 
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('read the event history auditors need');
+  registerAuditCarts(audit);
   audit
     .command('cart')
     .description(

@@ -104,6 +104,15 @@ export const cartIndexes: readonly IndexSpec[] = [
       ['id', 1],
     ],
   },
+  // An auditor's search by status, or by nothing but time (`cart-search.ts`): store and partner
+  // searches walk the indexes above.
+  {
+    keys: [
+      ['status', 1],
+      ['id', 1],
+    ],
+  },
+  { keys: [['id', 1]] },
 ];
 
 const CART_PREFIX = 'cart-';

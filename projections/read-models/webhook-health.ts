@@ -58,6 +58,8 @@ export const webhookHealthIndexes: readonly IndexSpec[] = [
       ['minute', 1],
     ],
   },
+  // The retention's pruning of old minutes, whatever the subscription (webhook-retention.ts).
+  { keys: [['minute', 1]] },
 ];
 
 /** No attempt of any outcome. */

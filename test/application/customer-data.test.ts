@@ -180,7 +180,7 @@ test('a cart identified again keeps its one key, whose links are that cart’s i
   }
   await w.newCart(7, { ...ada, email: 'd@example.com' });
   const [key] = await w.keys.keysLinkedTo([`cart:${uuid}`]);
-  t.is(key.links.length, 1 + 1 + 3, 'its cart, its user id, its three emails');
+  t.is(key.links.length, 1 + 1 + 3 + 1, 'its cart, its user id, its three emails, its phone number');
   t.deepEqual(
     key.links.filter((l) => l.startsWith('cart:')),
     [`cart:${uuid}`],
@@ -479,4 +479,20 @@ test('keys are kept unwrapped a while: the erasing process forgets them at once,
   t.like((await other.open(identified)).data, { email: ada.email }, 'another, until its entry expires');
   clock.advance(1);
   t.like((await other.open(identified)).data, { erased: true });
+});
+
+test('the carts of an email or a phone number are found by their keyed links, never after an erasure', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  const other = await w.newCart(8, { ...ada, email: 'grace@example.com', phone_number: '+1 555 0199' });
+  t.deepEqual(await w.data.cartsLinkedTo({ email: ' ADA.Lovelace@example.com' }), [uuid]);
+  t.deepEqual(await w.data.cartsLinkedTo({ phone: '(1) 555 0142' }), [uuid], 'by its digits');
+  t.deepEqual(await w.data.cartsLinkedTo({ email: ada.email, phone: '+1 555 0199' }), [], 'both must link');
+  t.deepEqual(await w.data.cartsLinkedTo({ phone: '+' }), [], 'no digits link nothing');
+  const links = (await w.keys.keysLinkedTo([`cart:${uuid}`]))[0].links.join(' ');
+  t.false(links.includes('555') || links.includes('0142'), 'the key store holds no phone number');
+  await eraseCustomer(w.data, w.commands, ada.email, metadata);
+  t.deepEqual(await w.data.cartsLinkedTo({ email: ada.email }), []);
+  t.deepEqual(await w.data.cartsLinkedTo({ phone: ada.phone_number }), []);
+  t.deepEqual(await w.data.cartsLinkedTo({ phone: '15550199' }), [other]);
 });

@@ -271,6 +271,20 @@ const adminSpecs: readonly RouteSpec[] = [
     query: ['limit', 'cursor'],
     apiBase: A,
   }),
+  spec('GET', `${A}/carts`, 'operator', none, {
+    query: [
+      'store_id',
+      'status',
+      'created_after',
+      'created_before',
+      'partner_id',
+      'customer_email',
+      'customer_phone',
+      'limit',
+      'cursor',
+    ],
+    apiBase: A,
+  }),
   spec('GET', `${A}/me`, 'operator', none, { apiBase: A }),
   spec('POST', `${A}/operators`, 'operator', none, {
     body: () => ({
@@ -447,6 +461,9 @@ const queryValues: Record<string, string[]> = {
   created_before: ['2099-01-01T00:00:00Z', '0000-01-01T00:00:00+14:00'],
   status: ['verification', 'pending', 'preparing', 'pending,delivered', 'parked', 'failed,in_flight'],
   abandoned: ['true', 'false'],
+  partner_id: [SOME_UUID],
+  customer_email: ['ana@example.com', 'ANA@Example.com '],
+  customer_phone: ['+14155550100', '(415) 555-0100'],
   zipcode: ['80202', '10001', '00000', '99999'],
   radius: ['1', '25', '100', '0.5'],
   kind: ['brand', 'store_operator'],
