@@ -112,10 +112,14 @@ function DataTable({ health: h, per }) {
           <tbody>
             ${busy.map(
               (x) => html`
-                <tr key=${x.from}><th scope="row">${time(x.from)}</th><td class="num">${x.scheduled}</td>
-                  <td class="num">${x.attempts.delivered}</td><td class="num">${failedAttempts(x)}</td>
-                  <td class="num">${x.parked}</td><td class="num">${ms(x.latency_ms?.p50)}</td>
-                  <td class="num">${ms(x.latency_ms?.p99)}</td><td class="num">${x.queue_depth}</td></tr>`,
+                <tr key=${x.from}><th scope="row">${time(x.from)}</th>
+                  <td class="num" data-label="Scheduled">${x.scheduled}</td>
+                  <td class="num" data-label="Delivered">${x.attempts.delivered}</td>
+                  <td class="num" data-label="Failed attempts">${failedAttempts(x)}</td>
+                  <td class="num" data-label="Parked">${x.parked}</td>
+                  <td class="num" data-label="p50">${ms(x.latency_ms?.p50)}</td>
+                  <td class="num" data-label="p99">${ms(x.latency_ms?.p99)}</td>
+                  <td class="num" data-label="Queued">${x.queue_depth}</td></tr>`,
             )}
           </tbody>
         </table>

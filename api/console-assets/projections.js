@@ -21,12 +21,12 @@ function ProjectionRow({ projection, onRebuild }) {
   return html`
     <tr data-projection=${p.name} data-status=${p.status} class=${p.status === 'lagging' ? 'lagging' : undefined}>
       <th scope="row">${p.name}</th>
-      <td><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
+      <td data-label="State"><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
         <${Trouble} judged=${p} mark="LAGGING" /></td>
-      <td class="num">${number(p.checkpoint)}</td>
-      <td class="num">${number(p.lag_events)}</td>
-      <td class="num">${p.lag_seconds.toFixed(1)} s</td>
-      <td>
+      <td class="num" data-label="Checkpoint">${number(p.checkpoint)}</td>
+      <td class="num" data-label="Lag (events)">${number(p.lag_events)}</td>
+      <td class="num" data-label="Lag (time)">${p.lag_seconds.toFixed(1)} s</td>
+      <td data-label="Rebuild">
         ${
           percent === null
             ? failure || html`<span class="muted">none</span>`
@@ -36,7 +36,7 @@ function ProjectionRow({ projection, onRebuild }) {
       </td>
       ${
         onRebuild &&
-        html`<td>
+        html`<td data-label="Actions">
           <button type="button" disabled=${rebuilding || standby} onClick=${() => onRebuild(p.name)}
             title=${standby ? 'This projector stands by: the one holding the lease rebuilds' : undefined}
             aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>
