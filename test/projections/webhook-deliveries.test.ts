@@ -302,13 +302,16 @@ test('the latency histogram counts only attempts that got an answer: no timeout,
   const es = await eventStoreFor(t);
   const run = world(es);
   const D = delivery.deliveryId(W1, 'event-9');
-  const answered = (attempt: number, seconds: number, status: number, durationMs: number): Command => ({
-    ...result(D, attempt, seconds, status === 200 ? 'delivered' : 'failed', { retry_at: seconds + 1 }),
+  type Recorded = Extract<Command, { type: 'RecordAttempt' }>;
+  const answered = (attempt: number, seconds: number, status: number, durationMs: number): Recorded => ({
+    ...(result(D, attempt, seconds, status === 200 ? 'delivered' : 'failed', {
+      retry_at: seconds + 1,
+    }) as Recorded),
     status,
     duration_ms: durationMs,
   });
-  const unanswered = (attempt: number, seconds: number, code: string, durationMs: number): Command => ({
-    ...result(D, attempt, seconds, 'failed', { retry_at: seconds + 1 }),
+  const unanswered = (attempt: number, seconds: number, code: string, durationMs: number): Recorded => ({
+    ...(result(D, attempt, seconds, 'failed', { retry_at: seconds + 1 }) as Recorded),
     status: null,
     duration_ms: durationMs,
     response_excerpt: '',
