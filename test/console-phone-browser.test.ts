@@ -24,48 +24,47 @@ import { startReceiver } from './support/webhook-receiver.ts';
 
 const WIDTHS = [390, 1440];
 
-/** What overflows the viewport's width: the document, and each element that scrolls sideways. */
-function sideways(page: Page) {
-  return page.evaluate(() => {
-    const root = document.documentElement;
-    const found: string[] = [];
-    if (root.scrollWidth > root.clientWidth)
-      found.push(`the document: ${root.scrollWidth} px in ${root.clientWidth}`);
-    const name = (e: Element) =>
-      `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${[...e.classList].map((c) => `.${c}`).join('')}`;
-    for (const e of document.querySelectorAll('body *')) {
-      const { overflowX } = getComputedStyle(e);
-      if ((overflowX === 'auto' || overflowX === 'scroll') && e.scrollWidth > e.clientWidth + 1)
-        found.push(`${name(e)} scrolls: ${e.scrollWidth} px in ${e.clientWidth}`);
-    }
-    // What sticks out past the right edge, for the message.
-    for (const e of document.querySelectorAll('main *, header *')) {
-      const right = e.getBoundingClientRect().right;
-      if (right > root.clientWidth + 1 && !e.closest('.visually-hidden'))
-        found.push(`${name(e)} ends at ${Math.round(right)} px`);
-    }
-    return found.slice(0, 12);
-  });
-}
+/**
+ * What overflows the viewport's width: the document, each element that scrolls sideways, and what
+ * sticks out past the right edge (for the message). Plain JavaScript: it runs in the browser.
+ */
+const SIDEWAYS = `(() => {
+  const root = document.documentElement;
+  const found = [];
+  if (root.scrollWidth > root.clientWidth) found.push('the document: ' + root.scrollWidth + ' px in ' + root.clientWidth);
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + [...e.classList].map((c) => '.' + c).join('');
+  for (const e of document.querySelectorAll('body *')) {
+    const { overflowX } = getComputedStyle(e);
+    if ((overflowX === 'auto' || overflowX === 'scroll') && e.scrollWidth > e.clientWidth + 1)
+      found.push(name(e) + ' scrolls: ' + e.scrollWidth + ' px in ' + e.clientWidth);
+  }
+  for (const e of document.querySelectorAll('main *, header *')) {
+    const right = e.getBoundingClientRect().right;
+    if (right > root.clientWidth + 1 && !e.closest('.visually-hidden')) found.push(name(e) + ' ends at ' + Math.round(right) + ' px');
+  }
+  return found.slice(0, 12);
+})()`;
+
+const sideways = (page: Page): Promise<string[]> => page.evaluate(SIDEWAYS);
 
 /**
  * How the view's tables break the rule at `width`: every data cell names its column (`data-label`);
  * on a phone each row is a card (its cells blocks, each shown after its column's name), else a table.
  */
-function tablesAt(page: Page, width: number) {
-  return page.evaluate((phone) => {
-    const wrong: string[] = [];
+function tablesAt(page: Page, width: number): Promise<string[]> {
+  return page.evaluate(`((phone) => {
+    const wrong = [];
     for (const cell of document.querySelectorAll('main table tbody :is(td, th)')) {
       const label = cell.getAttribute('data-label');
       const text = (cell.textContent ?? '').trim().slice(0, 30);
-      if (cell.tagName === 'TD' && !label) wrong.push(`a cell without its column's name: ${text}`);
+      if (cell.tagName === 'TD' && !label) wrong.push("a cell without its column's name: " + text);
       const { display } = getComputedStyle(cell);
-      if (display !== (phone ? 'block' : 'table-cell')) wrong.push(`${display}: ${text}`);
+      if (display !== (phone ? 'block' : 'table-cell')) wrong.push(display + ': ' + text);
       const before = getComputedStyle(cell, '::before').content;
-      if (phone && label && before !== `"${label}"`) wrong.push(`${label} not shown beside ${text}`);
+      if (phone && label && before !== '"' + label + '"') wrong.push(label + ' not shown beside ' + text);
     }
     return wrong.slice(0, 6);
-  }, width < 600);
+  })(${width < 600})`);
 }
 
 const missing = browserMissing();
@@ -138,21 +137,18 @@ if (missing) {
         await page.goto(`${svc.base}/console#${view.hash}`);
         await page.reload();
         for (const ready of view.ready) await page.locator(ready).last().waitFor();
-        await page.evaluate(() => {
-          for (const d of document.querySelectorAll('details')) d.open = true;
-        });
+        await page.evaluate(`for (const d of document.querySelectorAll('details')) d.open = true`);
         // The charts follow their box's width on the next frame.
-        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
         found[`${view.name} at ${width} px`] = await sideways(page);
         found[`${view.name} at ${width} px: axe`] = await accessibilityProblems(page);
         found[`${view.name} at ${width} px: tables`] = await tablesAt(page, width);
         if (width === 390) await screenshot(page, `console-phone-${view.name.replaceAll(/\W+/g, '-')}`);
         if (view.hash.startsWith('cart-audit/')) {
           // Raw JSON (an event's data) wraps rather than scrolls.
-          const pre = await page.evaluate(() => {
-            const style = getComputedStyle(document.querySelector('pre') ?? document.body);
-            return [style.whiteSpace, style.overflowWrap];
-          });
+          const pre: string[] = await page.evaluate(
+            `(({ whiteSpace, overflowWrap }) => [whiteSpace, overflowWrap])(getComputedStyle(document.querySelector('pre')))`,
+          );
           found[`raw JSON at ${width} px`] =
             pre.join() === 'pre-wrap,anywhere' ? [] : [`white-space: ${pre[0]}, overflow-wrap: ${pre[1]}`];
         }
