@@ -4,7 +4,7 @@
 // show only to a role that may rebuild. What it says of a rebuild follows the rebuild: "Rebuilding"
 // while it runs, then that it ended, and every panel reads again when it does.
 import { useEffect, useState } from 'preact/hooks';
-import { admin, announceChange, can, html, number, Trouble } from './admin.js';
+import { admin, announceChange, can, html, number, Trouble, time } from './admin.js';
 
 export const POLL_MS = 1000;
 
@@ -16,7 +16,7 @@ function ProjectionRow({ projection, onRebuild }) {
   const percent = p.progress ? Math.round(p.progress.percent) : null;
   // The last rebuild failed, and none has succeeded since (one an upgrade asked for is tried again).
   const failure = p.rebuild_failure
-    ? html`<span class="error">last rebuild failed at ${new Date(p.rebuild_failure.at).toLocaleString()}: ${p.rebuild_failure.error}</span>`
+    ? html`<span class="error">last rebuild failed at ${time(p.rebuild_failure.at)}: ${p.rebuild_failure.error}</span>`
     : '';
   return html`
     <tr data-projection=${p.name} data-status=${p.status} class=${p.status === 'lagging' ? 'lagging' : undefined}>
