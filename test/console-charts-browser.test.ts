@@ -168,7 +168,7 @@ if (missing) {
       );
     }
     // Latency is not a count: a line through its points, in ms.
-    const latency = await chartDrawn(page, 'Latency of attempts');
+    const latency = await chartDrawn(page, 'Latency of attempts answered');
     t.is(latency.rects, 0, 'latency: no bars');
     t.true(latency.texts.includes('ms'));
 

@@ -1,5 +1,6 @@
 // A webhook subscription's health over the last hour or day: FAILING with why when the admin API judges
-// it so, deliveries by outcome, the attempts' latency p50 and p99, the queue's depth, drawn as charts,
+// it so, deliveries by outcome, the latency p50 and p99 of the attempts that got an answer (no timeout
+// or refused connection), the queue's depth, drawn as charts (counts as bars),
 // and the oldest delivery still queued, linked (GET /admin/v1/webhooks/{id}/health, docs/webhooks.md,
 // "Health"; docs/operations.md, "Health").
 import { useMemo } from 'preact/hooks';
@@ -151,8 +152,8 @@ export function Health({ session, webhook, window, onUnauthorized }) {
       <div class="charts">
         <${Chart} title=${`Attempts per ${per}`} unit="count" times=${series.times} series=${series.outcomes}
           summary=${`${label}: ${t.attempts.delivered} delivered, ${failedAttempts(t)} failed attempts, ${t.parked} parked.`} />
-        <${Chart} title="Latency of attempts" unit="ms" times=${series.times} series=${series.latency}
-          summary=${`${label}: latency p50 ${ms(t.latency_ms?.p50)}, p99 ${ms(t.latency_ms?.p99)}.`} />
+        <${Chart} title="Latency of attempts answered" unit="ms" times=${series.times} series=${series.latency}
+          summary=${`${label}: latency of the attempts that got an answer p50 ${ms(t.latency_ms?.p50)}, p99 ${ms(t.latency_ms?.p99)}.`} />
         <${Chart} title="Deliveries queued" unit="count" times=${series.times} series=${series.queue}
           summary=${`${label}: ${h.queue.depth} deliveries queued now.`} />
       </div>
