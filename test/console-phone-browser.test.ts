@@ -1,10 +1,10 @@
 /**
- * `/console` at a phone's width and a desktop's (test/support/browser.ts; docs/operations.md, "The
- * console"): every view, with something in it and every `<details>` open, fits the viewport's width at
- * 390 and 1440 px: the document does not scroll sideways, and neither does anything inside it (a table
- * in a scrolling box counts as scrolling). At 390 px tables are cards, each cell labelled with its
- * column; raw JSON wraps. axe finds no serious or critical violation at either width. Screenshots at
- * 390 px are left in `test-artifacts/screenshots/`.
+ * `/console` at a phone's width and a desktop's (test/support/browser.ts;
+ * docs/operations.md, "The console"): every view, with something in it and every `<details>` open,
+ * fits the viewport's width at 390 and 1440 px: the document does not scroll sideways, and neither does
+ * anything inside it (a table in a scrolling box counts as scrolling). At 390 px tables are cards, each
+ * cell labelled with its column; raw JSON wraps. axe finds no serious or critical violation at either
+ * width. Screenshots at 390 px are left in `test-artifacts/screenshots/`.
  */
 import test from 'ava';
 import type { Page } from 'playwright-core';
