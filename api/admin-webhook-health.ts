@@ -4,8 +4,8 @@
  * minutes), for the console's charts and for anyone watching a receiver:
  *
  * - per interval and in total: deliveries scheduled, attempts by outcome, deliveries parked, and the
- *   attempts' duration p50 and p99 (from a histogram: within about 1.5× of the exact value; null
- *   without attempts); per interval, the queue depth at its end;
+ *   duration p50 and p99 of the attempts that got an answer (from a histogram: within about 1.5× of
+ *   the exact value; null without such attempts); per interval, the queue depth at its end;
  * - the queue now: its depth and its oldest delivery still queued (pending, in flight or failed).
  *
  * - `status` (`ok` or `failing`) and `trouble`, the reasons it is failing (`admin-trouble.ts`).

@@ -133,9 +133,27 @@ export function Trouble({ judged, mark }) {
     </div>`;
 }
 
-/** An ISO time as the operator's browser shows local times, with the ISO form on hover. */
+/**
+ * The one time zone every view shows times in, the browser's (the zone a `datetime-local` field is
+ * read in), named at the top of every view (`ZoneNote`) and on the charts' time axes
+ * (docs/operations.md, "The console").
+ */
+export const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+/** The zone as the page names it: its name, and its offset from UTC now unless it is UTC. */
+export function zoneName() {
+  if (ZONE === 'UTC' || ZONE === 'Etc/UTC') return 'UTC';
+  const offset = new Intl.DateTimeFormat('en-US', { timeZone: ZONE, timeZoneName: 'longOffset' })
+    .formatToParts(new Date())
+    .find((part) => part.type === 'timeZoneName')?.value;
+  return offset ? `${ZONE} (${offset.replace('GMT', 'UTC')})` : ZONE;
+}
+
+/** An ISO time in the page's zone, with the date, time and zone in full on hover. */
 export const time = (iso) =>
-  iso ? html`<time datetime=${iso} title=${iso}>${new Date(iso).toLocaleString()}</time>` : '—';
+  iso
+    ? html`<time datetime=${iso} title=${new Date(iso).toLocaleString(undefined, { timeZone: ZONE, dateStyle: 'full', timeStyle: 'long' })}>${new Date(iso).toLocaleString(undefined, { timeZone: ZONE })}</time>`
+    : '—';
 
 /**
  * Said after every write (redeliver, recover, rebuild, …) and when a rebuild ends: every read on the

@@ -4,10 +4,11 @@
 // Nothing is kept in sessionStorage or localStorage; a reload asks the service for the session.
 // Views are chosen by the URL's fragment (#overview, …), which may name what the view shows
 // (#webhooks/<id>, #delivery/<id>, #cart-audit/<uuid>), so every object links to the related ones;
-// each view shows what the person's role can do.
+// each view shows what the person's role can do. The header names the one time zone every view shows
+// times in (admin.js `ZONE`).
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { currentSession, html, signIn, signOut, whenSessionEnds } from './admin.js';
+import { currentSession, html, signIn, signOut, whenSessionEnds, ZONE, zoneName } from './admin.js';
 import { CartAudit } from './cart-audit.js';
 import { DeliveryView } from './deliveries.js';
 import { Overview } from './overview.js';
@@ -110,6 +111,7 @@ function App() {
             html`<a key=${v.id} href=${`#${v.id}`} aria-current=${v.id === view.id ? 'page' : undefined}>${v.title}</a>`,
         )}
       </nav>
+      <p class="zone" data-zone=${ZONE}>Times in ${zoneName()}</p>
       <p class="who">Signed in as <strong>${operator.name}</strong> <span class="role" data-role=${operator.role}>${operator.role}</span></p>
       <button type="button" class="secondary" onClick=${leave}>Sign out</button>
     </header>

@@ -34,11 +34,11 @@ function Attempts({ attempts }) {
             (a) => html`
               <tr key=${a.attempt}>
                 <th scope="row">${a.attempt}</th>
-                <td>${time(a.started_at)}</td>
-                <td>${a.outcome ?? 'in flight'}</td>
-                <td class="num">${a.status ?? '—'}</td>
-                <td class="num">${a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td>
-                <td>
+                <td data-label="Started">${time(a.started_at)}</td>
+                <td data-label="Outcome">${a.outcome ?? 'in flight'}</td>
+                <td class="num" data-label="Status">${a.status ?? '—'}</td>
+                <td class="num" data-label="Duration">${a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td>
+                <td data-label="Response or error">
                   ${a.error && html`<div class="error">${a.error}</div>`}
                   ${a.response_excerpt && html`<code>${a.response_excerpt}</code>`}
                 </td>

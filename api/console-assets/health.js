@@ -1,5 +1,6 @@
 // A webhook subscription's health over the last hour or day: FAILING with why when the admin API judges
-// it so, deliveries by outcome, the attempts' latency p50 and p99, the queue's depth, drawn as charts,
+// it so, deliveries by outcome, the latency p50 and p99 of the attempts that got an answer (no timeout
+// or refused connection), the queue's depth, drawn as charts (counts as bars),
 // and the oldest delivery still queued, linked (GET /admin/v1/webhooks/{id}/health, docs/webhooks.md,
 // "Health"; docs/operations.md, "Health").
 import { useMemo } from 'preact/hooks';
@@ -70,7 +71,8 @@ function seriesOf(h) {
         label: 'Queued',
         color: '#57606a',
         swatch: 'queued',
-        kind: 'steps',
+        kind: 'bars',
+        width: 0.9,
         values: i.map((x) => x.queue_depth),
       },
     ],
@@ -112,10 +114,14 @@ function DataTable({ health: h, per }) {
           <tbody>
             ${busy.map(
               (x) => html`
-                <tr key=${x.from}><th scope="row">${time(x.from)}</th><td class="num">${x.scheduled}</td>
-                  <td class="num">${x.attempts.delivered}</td><td class="num">${failedAttempts(x)}</td>
-                  <td class="num">${x.parked}</td><td class="num">${ms(x.latency_ms?.p50)}</td>
-                  <td class="num">${ms(x.latency_ms?.p99)}</td><td class="num">${x.queue_depth}</td></tr>`,
+                <tr key=${x.from}><th scope="row">${time(x.from)}</th>
+                  <td class="num" data-label="Scheduled">${x.scheduled}</td>
+                  <td class="num" data-label="Delivered">${x.attempts.delivered}</td>
+                  <td class="num" data-label="Failed attempts">${failedAttempts(x)}</td>
+                  <td class="num" data-label="Parked">${x.parked}</td>
+                  <td class="num" data-label="p50">${ms(x.latency_ms?.p50)}</td>
+                  <td class="num" data-label="p99">${ms(x.latency_ms?.p99)}</td>
+                  <td class="num" data-label="Queued">${x.queue_depth}</td></tr>`,
             )}
           </tbody>
         </table>
@@ -146,8 +152,8 @@ export function Health({ session, webhook, window, onUnauthorized }) {
       <div class="charts">
         <${Chart} title=${`Attempts per ${per}`} unit="count" times=${series.times} series=${series.outcomes}
           summary=${`${label}: ${t.attempts.delivered} delivered, ${failedAttempts(t)} failed attempts, ${t.parked} parked.`} />
-        <${Chart} title="Latency of attempts" unit="ms" times=${series.times} series=${series.latency}
-          summary=${`${label}: latency p50 ${ms(t.latency_ms?.p50)}, p99 ${ms(t.latency_ms?.p99)}.`} />
+        <${Chart} title="Latency of attempts answered" unit="ms" times=${series.times} series=${series.latency}
+          summary=${`${label}: latency of the attempts that got an answer p50 ${ms(t.latency_ms?.p50)}, p99 ${ms(t.latency_ms?.p99)}.`} />
         <${Chart} title="Deliveries queued" unit="count" times=${series.times} series=${series.queue}
           summary=${`${label}: ${h.queue.depth} deliveries queued now.`} />
       </div>

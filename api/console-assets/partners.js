@@ -127,14 +127,14 @@ export function Partners({ session, onUnauthorized }) {
                   (p) => html`
                     <tr key=${p.partner_id} data-partner=${p.partner_id}>
                       <th scope="row">${p.name}</th>
-                      <td>${p.kind}</td>
-                      <td>${p.all_brands ? 'all brands' : [...p.brand_ids.map((b) => `brand ${b}`), ...p.store_ids.map((s) => `store ${s}`)].join(', ')}</td>
-                      <td class="num">${p.rate_limit_per_minute}/min</td>
-                      <td>${p.keys.map((k) => html`<div key=${k.key_id}><code>${k.key_prefix}…</code> ${k.status}</div>`)}</td>
-                      <td>${time(p.created_at)}</td>
+                      <td data-label="Kind">${p.kind}</td>
+                      <td data-label="Scope">${p.all_brands ? 'all brands' : [...p.brand_ids.map((b) => `brand ${b}`), ...p.store_ids.map((s) => `store ${s}`)].join(', ')}</td>
+                      <td class="num" data-label="Rate limit">${p.rate_limit_per_minute}/min</td>
+                      <td data-label="Keys">${p.keys.map((k) => html`<div key=${k.key_id}><code>${k.key_prefix}…</code> ${k.status}</div>`)}</td>
+                      <td data-label="Created">${time(p.created_at)}</td>
                       ${
                         writes &&
-                        html`<td><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
+                        html`<td data-label="Manage"><details><summary>Manage<span class="visually-hidden"> ${p.name}</span></summary>
                           <${ManagePartner} session=${session} partner=${p} onKey=${setCreated} onChanged=${read.refresh} />
                         </details></td>`
                       }

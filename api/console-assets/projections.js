@@ -4,7 +4,7 @@
 // show only to a role that may rebuild. What it says of a rebuild follows the rebuild: "Rebuilding"
 // while it runs, then that it ended, and every panel reads again when it does.
 import { useEffect, useState } from 'preact/hooks';
-import { admin, announceChange, can, html, number, Trouble } from './admin.js';
+import { admin, announceChange, can, html, number, Trouble, time } from './admin.js';
 
 export const POLL_MS = 1000;
 
@@ -16,17 +16,17 @@ function ProjectionRow({ projection, onRebuild }) {
   const percent = p.progress ? Math.round(p.progress.percent) : null;
   // The last rebuild failed, and none has succeeded since (one an upgrade asked for is tried again).
   const failure = p.rebuild_failure
-    ? html`<span class="error">last rebuild failed at ${new Date(p.rebuild_failure.at).toLocaleString()}: ${p.rebuild_failure.error}</span>`
+    ? html`<span class="error">last rebuild failed at ${time(p.rebuild_failure.at)}: ${p.rebuild_failure.error}</span>`
     : '';
   return html`
     <tr data-projection=${p.name} data-status=${p.status} class=${p.status === 'lagging' ? 'lagging' : undefined}>
       <th scope="row">${p.name}</th>
-      <td><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
+      <td data-label="State"><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
         <${Trouble} judged=${p} mark="LAGGING" /></td>
-      <td class="num">${number(p.checkpoint)}</td>
-      <td class="num">${number(p.lag_events)}</td>
-      <td class="num">${p.lag_seconds.toFixed(1)} s</td>
-      <td>
+      <td class="num" data-label="Checkpoint">${number(p.checkpoint)}</td>
+      <td class="num" data-label="Lag (events)">${number(p.lag_events)}</td>
+      <td class="num" data-label="Lag (time)">${p.lag_seconds.toFixed(1)} s</td>
+      <td data-label="Rebuild">
         ${
           percent === null
             ? failure || html`<span class="muted">none</span>`
@@ -36,7 +36,7 @@ function ProjectionRow({ projection, onRebuild }) {
       </td>
       ${
         onRebuild &&
-        html`<td>
+        html`<td data-label="Actions">
           <button type="button" disabled=${rebuilding || standby} onClick=${() => onRebuild(p.name)}
             title=${standby ? 'This projector stands by: the one holding the lease rebuilds' : undefined}
             aria-label=${`Rebuild ${p.name}`}>${rebuilding ? 'Rebuilding…' : 'Rebuild'}</button>

@@ -173,11 +173,11 @@ function WebhookRow({ session, webhook: w, judged, writes, onChoose, onSecret, o
   return html`
     <tr key=${w.webhook_id} data-webhook=${w.webhook_id} class=${judged?.status === 'failing' ? 'failing' : undefined}>
       <th scope="row"><code>${w.url}</code><div class="muted">id <code>${w.webhook_id}</code></div></th>
-      <td>${w.events.join(', ')}</td>
-      <td>${w.store_ids.join(', ')}</td>
-      <td>${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
-      <td><${HealthMark} judged=${judged} /></td>
-      <td><button type="button" class="secondary" onClick=${() => onChoose(w)}
+      <td data-label="Events">${w.events.join(', ')}</td>
+      <td data-label="Stores">${w.store_ids.join(', ')}</td>
+      <td data-label="State">${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
+      <td data-label="Health"><${HealthMark} judged=${judged} /></td>
+      <td data-label="Actions"><button type="button" class="secondary" onClick=${() => onChoose(w)}
         aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
         ${
           writes &&

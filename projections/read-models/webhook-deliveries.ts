@@ -275,7 +275,11 @@ function healthChange(
       return {
         ...change,
         at: event.data.attempted_at,
-        attempt: { outcome: event.data.outcome, duration_ms: event.data.duration_ms },
+        attempt: {
+          outcome: event.data.outcome,
+          duration_ms: event.data.duration_ms,
+          answered: event.data.status !== null,
+        },
       };
     case 'WebhookDeliveryParked':
       return { ...change, at: event.data.parked_at, parked: true };
@@ -295,7 +299,9 @@ export function webhookDeliveriesProjection(retentionMs: number): Projection {
     // 3: who asked for each redelivery (`requested_by`).
     // 4: retention: when each delivery finished (`finished_at`), the pruning's indexes and its hour.
     // 5: the retention job's records of the queues it deletes (`WebhookDeliveryQueuePruned`).
-    version: 5,
+    // 6: the latency histogram counts only attempts that got an answer (no timeouts, no refused
+    //    connections): the minutes counted before would differ from a rebuild's.
+    version: 6,
     collections: {
       [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
       [WEBHOOK_HEALTH]: webhookHealthIndexes,

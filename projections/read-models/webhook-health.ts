@@ -39,7 +39,11 @@ export interface WebhookHealthDoc extends Doc {
   scheduled: number;
   attempts: AttemptCounts;
   parked: number;
-  /** Attempts (with a result) per duration bucket of `LATENCY_BOUNDS_MS`, plus one above the last bound. */
+  /**
+   * Attempts that got an answer (an HTTP status, whatever it was) per duration bucket of
+   * `LATENCY_BOUNDS_MS`, plus one above the last bound: a timeout or a refused connection measures the
+   * dispatcher's limit or the network, not the receiver, and would drag the quantiles to either end.
+   */
   latency_ms: number[];
   /** Deliveries scheduled and not yet delivered or parked, after the minute's last event. */
   depth: number;
@@ -92,7 +96,8 @@ export interface HealthChange {
   before: DeliveryStatus | undefined;
   after: DeliveryStatus;
   scheduled?: boolean;
-  attempt?: { outcome: AttemptOutcome; duration_ms: number };
+  /** `answered`: an HTTP response arrived (a status), so its duration is the receiver's latency. */
+  attempt?: { outcome: AttemptOutcome; duration_ms: number; answered: boolean };
   parked?: boolean;
 }
 
@@ -122,8 +127,7 @@ export function applyHealth(tx: ProjectionTx, change: HealthChange): void {
   if (change.parked) next.parked += 1;
   if (change.attempt) {
     next.attempts[change.attempt.outcome] += 1;
-    if (change.attempt.outcome !== 'interrupted')
-      next.latency_ms[latencyBucket(change.attempt.duration_ms)] += 1;
+    if (change.attempt.answered) next.latency_ms[latencyBucket(change.attempt.duration_ms)] += 1;
   }
   next.depth = depth;
   tx.put(WEBHOOK_HEALTH, next);

@@ -2,11 +2,12 @@
  * A subscription's health (`GET /admin/v1/webhooks/{id}/health`, docs/webhooks.md "Health") and a
  * cart's deliveries (`GET /admin/v1/carts/{uuid}/webhooks`), on a real service with a local receiver
  * and an injected clock: minute by minute what was scheduled, attempted and parked, the queue depth
- * carried over quiet minutes, the oldest delivery still queued, the same figures after a rebuild,
- * and the refusals as problem documents.
+ * carried over quiet minutes, the oldest delivery still queued, the same figures after a rebuild, the
+ * latency of answered attempts only, and the refusals as problem documents.
  */
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
+import { LATENCY_BOUNDS_MS, latencyBucket } from '../../projections/read-models/webhook-health.ts';
 import { type Json, ok, problem, whileTicking } from '../support/admin-answers.ts';
 import { checkedOut, createWebhook, move, seedCatalog, type WorldCart } from '../support/cart-world.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -133,6 +134,33 @@ test('health: minute by minute, scheduled, attempts by outcome, parked, latency 
   const quietHour = (await health(s, hook.id)).health;
   t.true(quietHour.intervals.every((i: Json) => i.scheduled === 0 && i.queue_depth === 1));
   t.like(quietHour.queue, { depth: 1, oldest: { delivery_id: queued.delivery_id, age_seconds: 10 + 7_500 } });
+});
+
+test('health: latency is of the attempts that got an answer; a reset connection counts as a failed attempt, not in the latency', async (t) => {
+  const clock = manualClock('2026-11-27T10:00:30.000Z');
+  const s = await startService(t, { clock, env: FAST });
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  const hook = await createWebhook(s, receiver.url, [1]);
+  receiver.script({ reset: true });
+  const cart = await checkedOut(s);
+  await cartDeliveryWhen(s, cart, 'failed');
+  const reset = (await health(s, hook.id)).health;
+  t.like(reset.totals, { attempts: { failed: 1, delivered: 0 }, latency_ms: null });
+  t.like(reset.intervals.at(-1), { attempts: { failed: 1 }, latency_ms: null });
+
+  // The next attempt is answered: the latency is of that one alone.
+  clock.advance(1_200);
+  const delivered = await cartDeliveryWhen(s, cart, 'delivered');
+  const answered = (await health(s, hook.id)).health;
+  t.like(answered.totals, { attempts: { failed: 1, delivered: 1 } });
+  const { duration_ms } = delivered.attempts[1];
+  t.true(
+    answered.totals.latency_ms.p50 > 0 && answered.totals.latency_ms.p99 >= answered.totals.latency_ms.p50,
+  );
+  // Read from the histogram: within the bucket of that one attempt's duration.
+  const bound = LATENCY_BOUNDS_MS[latencyBucket(duration_ms)] ?? LATENCY_BOUNDS_MS.at(-1);
+  t.true(answered.totals.latency_ms.p99 <= bound, `${duration_ms} ms answered`);
 });
 
 test('health: refusals are problem documents', async (t) => {

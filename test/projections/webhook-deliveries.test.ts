@@ -16,6 +16,13 @@ import {
   type WebhookDeliveryDoc,
   webhookDeliveryIndexes,
 } from '../../projections/read-models/webhook-deliveries.ts';
+import {
+  emptyHistogram,
+  latencyBucket,
+  latencyQuantile,
+  WEBHOOK_HEALTH,
+  type WebhookHealthDoc,
+} from '../../projections/read-models/webhook-health.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
 
@@ -314,6 +321,52 @@ test('a delivery the admin API still showed keeps its document until its redeliv
   const doc = (await (await deliveriesOf(readStore)).find({})).find((d) => d.delivery_id === D1);
   t.like(doc, { status: 'pending', finished_at: null }, 'the redelivery applied, the document kept');
   t.is(doc?.redeliveries.length, 1);
+});
+
+test('the latency histogram counts only attempts that got an answer: no timeout, refused connection or interrupted attempt', async (t) => {
+  const es = await eventStoreFor(t);
+  const run = world(es);
+  const D = delivery.deliveryId(W1, 'event-9');
+  type Recorded = Extract<Command, { type: 'RecordAttempt' }>;
+  const answered = (attempt: number, seconds: number, status: number, durationMs: number): Recorded => ({
+    ...(result(D, attempt, seconds, status === 200 ? 'delivered' : 'failed', {
+      retry_at: seconds + 1,
+    }) as Recorded),
+    status,
+    duration_ms: durationMs,
+  });
+  const unanswered = (attempt: number, seconds: number, code: string, durationMs: number): Recorded => ({
+    ...(result(D, attempt, seconds, 'failed', { retry_at: seconds + 1 }) as Recorded),
+    status: null,
+    duration_ms: durationMs,
+    response_excerpt: '',
+    error_code: code,
+    error: code,
+  });
+  await run(delivery.streamId(W1, CART1), [
+    schedule(W1, CART1, 'event-9', 2, 0),
+    start(D, 0),
+    unanswered(1, 10, 'timeout', 10_000),
+    start(D, 11),
+    unanswered(2, 11, 'connection_refused', 2),
+    start(D, 12),
+    answered(3, 12, 503, 300),
+    // The dispatcher died during this one: it is recorded as interrupted after its lease.
+    { type: 'StartAttempt', delivery_id: D, lease_ms: 1_000, dispatcher_id: 'gone', at: at(13) },
+    { type: 'RecordInterruption', delivery_id: D, retry_at: at(15), park: null, at: at(15) },
+    start(D, 16),
+    answered(5, 16, 200, 40),
+  ]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, webhookDeliveriesProjection);
+  const [minute] = await (await readStore.collection<WebhookHealthDoc>(WEBHOOK_HEALTH)).find({});
+  t.like(minute.attempts, { delivered: 1, failed: 3, interrupted: 1 });
+  const counted = emptyHistogram();
+  counted[latencyBucket(40)] += 1;
+  counted[latencyBucket(300)] += 1;
+  t.deepEqual(minute.latency_ms, counted, 'the 503 and the 200, nothing else');
+  t.true((latencyQuantile(minute.latency_ms, 0.99) ?? 0) <= 400, 'p99 is not the 10 s timeout');
+  t.true((latencyQuantile(minute.latency_ms, 0.5) ?? 0) > 10, 'p50 is not the refused connection');
 });
 
 // ---- query plans ------------------------------------------------------------------------------------

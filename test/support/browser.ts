@@ -30,13 +30,20 @@ export function browserMissing(): string | undefined {
   return `${CHROMIUM} is absent (install Debian's chromium: apt-get install -y --no-install-recommends chromium)`;
 }
 
-/** A fresh browser profile for this test, closed and removed at its end. */
-export async function launchBrowser(t: ExecutionContext): Promise<BrowserContext> {
+/**
+ * A fresh browser profile for this test, closed and removed at its end; `timezoneId` (an IANA zone)
+ * and `locale` are the zone and locale its pages live in, else the machine's.
+ */
+export async function launchBrowser(
+  t: ExecutionContext,
+  options: { timezoneId?: string; locale?: string } = {},
+): Promise<BrowserContext> {
   const userDataDir = await mkdtemp(path.join(tmpdir(), 'pds-chromium-'));
   const browser = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
     args: ARGS,
+    ...options,
   });
   t.teardown(async () => {
     await browser.close();
