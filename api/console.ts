@@ -1,5 +1,5 @@
 /**
- * `/console`: the operators' and auditors' screen (README, "Operator console"). The page is a shell
+ * `/console`: the operators' and auditors' screen (docs/operations.md, "The console"). The page is a shell
  * that loads one ES module (`console-assets/console.js`), which renders with Preact and htm straight
  * from `node_modules`: no build step, no CDN. It holds no authority of its own: signing in exchanges
  * the person's token for a session (`/admin/v1/session`, an HttpOnly cookie no script of the page can

@@ -33,7 +33,7 @@ export interface AppState {
  * The request's state. Its logger is made when something logs: a child logger's bindings are
  * serialised (and redacted) as it is made, which each request paid when nothing of it was logged.
  * A class with the getter on its prototype: a getter defined on Koa's `{}` at each request took the
- * menu product bench's p99 from 6 to 13-16 ms (docs/benchmarks.md, "What the first stops found, by bench").
+ * menu product bench's p99 from 6 to 13-16 ms (docs/benchmarks.md, "Memory under load, and a request's state").
  */
 class RequestState implements AppState {
   #log: Logger | undefined;

@@ -111,7 +111,7 @@ async function startServed(dir: string) {
 /**
  * One role in this process (the throughput phase's `api` writer and `dispatcher` drainer). The
  * dispatcher connects to `events.db` as role `all`'s dispatcher thread does under `npm start`, which is
- * how the embedded store is run (README, "Production deployment and scaling"): it leaves checkpoints
+ * how the embedded store is run (docs/operations.md, "Production deployment and scaling"): it leaves checkpoints
  * to another thread (there the projector's, here `startCheckpointer`'s) instead of copying the WAL
  * into the file in its own commits, about one in 230 of them, for about 5.5 ms each.
  */

@@ -69,7 +69,7 @@ const STOP_TIMEOUT_MS = 15_000;
  * - dispatcher: 4 MB semi-spaces. Each webhook's request, answer and appends live a few
  *   milliseconds; with 1 MB semi-spaces, at 200 webhooks/s a scavenge came every few milliseconds and
  *   promoted the deliveries in flight, so the thread ran a full mark-compact every 1-3 s, and
- *   deliveries waited for it (docs/benchmarks.md, "Fifth stop (2026-11-27): the dispatcher thread's garbage collection").
+ *   deliveries waited for it (docs/benchmarks.md, "The dispatcher thread's garbage collection").
  */
 const THREAD_YOUNG_GENERATION_MB: Record<ThreadRole, number> = { dispatcher: 12, projector: 3 };
 

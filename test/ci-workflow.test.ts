@@ -1,5 +1,5 @@
 /**
- * `.github/workflows/ci.yml`, read as a file: it runs only on GitHub (README, "Engine suites"). The
+ * `.github/workflows/ci.yml`, read as a file: it runs only on GitHub (docs/development.md, "Engine suites"). The
  * `test` job runs what `.ci/run` runs; the `engines` job runs the same suite where Docker is, with
  * `PDS_REQUIRE_ENGINES=1` so that no engine suite can pass by skipping, and `npm run e2e:compose`; both
  * on the Node that package.json pins.

@@ -1,5 +1,5 @@
 /**
- * The engine suites' setup (README, "Engine suites"), checked where no engine is: each suite is run
+ * The engine suites' setup (docs/development.md, "Engine suites"), checked where no engine is: each suite is run
  * as `npm test` runs it, in a child process with containers turned off and no engine URL, and must
  * skip saying why, or under `PDS_REQUIRE_ENGINES=1` fail naming what is missing; `npm run e2e:compose`
  * likewise without docker. The containers they start are docker-compose.yml's engines: EventStoreDB

@@ -1,5 +1,5 @@
 /**
- * Layers point one way (README, "Architecture"). From the bottom:
+ * Layers point one way (docs/architecture.md, "Layers"). From the bottom:
  *
  * 0. `domain/`: events, commands, deciders, record shapes; pure.
  * 1. The ports the application works through: `eventstore/port.ts`, `projections/read-store.ts`.

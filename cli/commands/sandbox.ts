@@ -1,7 +1,7 @@
 /**
  * `pds sandbox …`: the sandbox data set and live traffic on it.
  *
- *   pds sandbox seed [--size <stores>] [--seed <n>] [--json]
+ *   pds sandbox seed [--size <stores>] [--seed <n>] [--json | --env]
  *   pds sandbox traffic [--rate 5/s] [--duration 30s] [--seed <n>] [--json]
  *
  * `seed` writes the sandbox straight into the event store the service's configuration names (the same
@@ -27,6 +27,7 @@ import {
   describeSandbox,
   SandboxRefusedError,
   sampleRequest,
+  sandboxShellVariables,
   seedProgress,
   seedSandbox,
 } from '../sandbox/seed.ts';
@@ -53,7 +54,15 @@ export function parseRate(raw: string): number {
 // ---------------------------------------------------------------------------------------------------
 // seed
 
-async function seedCommand(options: { size?: string; seed?: string; json?: boolean }): Promise<string> {
+interface SeedFlags {
+  size?: string;
+  seed?: string;
+  json?: boolean;
+  env?: boolean;
+}
+
+async function seedCommand(options: SeedFlags): Promise<string> {
+  if (options.json && options.env) throw new CliError('give --json or --env, not both', EXIT.usage);
   let config: Awaited<ReturnType<typeof loadConfig>>;
   try {
     config = await loadConfig(process.env);
@@ -72,7 +81,7 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
   const log = await openEventStore(config.eventStoreUrl, { synchronous: config.eventStoreSync });
   const keys = await openKeyStore(config.keyStoreUrl);
   const store = protectCustomerData(log, createCustomerData(keys, config.secretKey));
-  const progress = seedProgress({ bar: !options.json });
+  const progress = seedProgress({ bar: !options.json && !options.env });
   try {
     const result = await seedSandbox({
       store,
@@ -83,6 +92,7 @@ async function seedCommand(options: { size?: string; seed?: string; json?: boole
       onProgress: progress.onProgress,
     });
     const base = (process.env.PDS_URL?.trim() || `http://localhost:${config.port}`).replace(/\/+$/, '');
+    if (options.env) return `${sandboxShellVariables(result)}\n`;
     if (options.json) {
       const sample = sampleRequest(result, base);
       return printJson({ ...result, docs_url: `${base}/docs`, sample_request: sample });
@@ -151,9 +161,11 @@ export function registerSandbox(program: Command): void {
     )
     .option('--seed <n>', `the data set's random seed (default ${DEFAULT_SANDBOX_SEED})`)
     .option('--json', 'print the outcome, the partners and their API keys as JSON')
-    .action((options: { size?: string; seed?: string; json?: boolean }) =>
-      runClientCommand(() => seedCommand(options)),
-    );
+    .option(
+      '--env',
+      'print the API keys as shell variables, one per partner kind: eval "$(pds sandbox seed --env)"',
+    )
+    .action((options: SeedFlags) => runClientCommand(() => seedCommand(options)));
 
   sandbox
     .command('traffic')

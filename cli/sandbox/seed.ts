@@ -48,7 +48,7 @@ import { SeedWriter } from './seed/writer.ts';
 import { DEFAULT_SANDBOX_SEED, DEFAULT_SANDBOX_SIZE } from './sizes.ts';
 
 export { sandboxApiKey, sandboxCredentials } from './seed/keys.ts';
-export { describeSandbox, sampleRequest, seedProgress } from './seed/report.ts';
+export { describeSandbox, sampleRequest, sandboxShellVariables, seedProgress } from './seed/report.ts';
 export type {
   SandboxPartnerCredential,
   SeedOptions,

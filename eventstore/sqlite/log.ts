@@ -227,7 +227,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       // At most one message per turn of the event loop: commits of many callbacks go out together.
       // A turn's group commit is told at once: waiting for the turn's end made the dispatcher thread
       // wait for a whole poll phase of partner requests under load
-      // (docs/benchmarks.md, "Fourth stop (2026-11-27): loaded webhook latency, hop by hop").
+      // (docs/benchmarks.md, "Loaded webhook latency, hop by hop").
       if (options.groupCommit === 'turn') announce();
       else if (!pending) setImmediate(announce);
     },

@@ -90,10 +90,10 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
 /**
  * A read's row limit as SQL text, written into the statement rather than bound. SQLite plans with the
  * value of a bound `LIMIT ?`, so such a statement is prepared again at every execution (a third of a
- * short stream read's cost; docs/benchmarks.md, "Sixth stop (2026-11-27): statements prepared again, and malloc arenas"). The limit is rounded up to
- * a power of two, so a
- * query keeps a few statements whatever its callers ask, and `withinLimit` trims the rows to the count
- * asked. A negative or missing limit is none, as SQLite takes `LIMIT -1`.
+ * short stream read's cost; docs/benchmarks.md, "Statements prepared again, and malloc arenas").
+ * The limit is rounded up to a power of two, so a query keeps a few statements whatever its callers
+ * ask, and `withinLimit` trims the rows to the count asked. A negative or missing limit is none, as
+ * SQLite takes `LIMIT -1`.
  */
 export function limitSql(max: number | undefined): string {
   if (max === undefined || !(max >= 0) || max > 2 ** 31) return '';

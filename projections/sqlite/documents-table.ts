@@ -348,7 +348,7 @@ const entrySqls = new WeakMap<IndexMeta, EntrySql>();
 /**
  * An index's entry statements, built once per index: the projector adds and removes entries (and
  * checks a unique index's) at most writes, and building the SQL at each one was about an eighth of its
- * index work per cart event (docs/benchmarks.md, "Eleventh stop (2026-11-28): `command.append` profiled again").
+ * index work per cart event (docs/benchmarks.md, "`command.append` profiled").
  */
 function entrySql(index: IndexMeta): EntrySql {
   let sql = entrySqls.get(index);

@@ -5,7 +5,7 @@
  * environment gives them, private webhook URLs allowed (the suite's receiver runs on this host) and
  * short retries; runs test/e2e/deployment.test.ts against the first api replica; and always takes the
  * stack down with its volumes. Without docker, its compose plugin or a daemon it says why and exits 0,
- * or under `PDS_REQUIRE_ENGINES=1` (CI's engines job, README "Engine suites") exits 1.
+ * or under `PDS_REQUIRE_ENGINES=1` (CI's engines job, docs/development.md, "Engine suites") exits 1.
  */
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -4,7 +4,7 @@
  * docker compose, and anyone can against any deployment. Without those variables it is skipped, and
  * says so. `PDS_REQUIRE_ENGINES=1` does not make that skip a failure: `npm test` never starts a
  * deployment, and `npm run e2e:compose`, which does and always names it here, fails under that switch
- * when it cannot run (README, "Engine suites").
+ * when it cannot run (docs/development.md, "Engine suites").
  */
 import test from 'ava';
 import { targetFromEnv } from './http.ts';

@@ -1,5 +1,5 @@
 /**
- * Where every real-engine suite gets its engine (README, "Engine suites"): the server
+ * Where every real-engine suite gets its engine (docs/development.md, "Engine suites"): the server
  * `PDS_TEST_ESDB_URL` / `PDS_TEST_MONGO_URL` names when set, else a container of docker-compose.yml's
  * image (`containers.ts`) when a container runtime answers, else none. Without an engine a suite is
  * skipped and says why; with `PDS_REQUIRE_ENGINES=1` (CI's engines job) it fails instead, naming what
@@ -83,7 +83,9 @@ export function reportMissingEngine(
   if (enginesRequired(env)) {
     console.log(`${suite} fails: ${missing} (${REQUIRE_ENGINES}=1)`);
     test(`${suite}: ${REQUIRE_ENGINES}=1 requires an engine, and ${missing}`, (t) => {
-      t.fail(`give the engine, or unset ${REQUIRE_ENGINES} to skip instead (README, "Engine suites")`);
+      t.fail(
+        `give the engine, or unset ${REQUIRE_ENGINES} to skip instead (docs/development.md, "Engine suites")`,
+      );
     });
     return;
   }

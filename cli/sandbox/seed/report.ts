@@ -83,3 +83,20 @@ export function describeSandbox(result: SeedResult, baseUrl: string): string {
   if (sample) lines.push(`try: ${sample.curl}`);
   return lines.join('\n');
 }
+
+/**
+ * The sandbox's API keys as shell assignments, one variable per partner kind (`BRAND_KEY`,
+ * `BRAND_FEED_KEY`, `STORE_OPERATOR_KEY`, `STORE_MENU_FEED_KEY`), for `eval "$(pds sandbox seed --env)"`
+ * (README, "The first five minutes"). A key the operator revoked or rotated is never shown: a comment
+ * says how to issue one instead.
+ */
+export function sandboxShellVariables(result: Pick<SeedResult, 'partners'>): string {
+  return result.partners
+    .map((p) => {
+      const name = `${p.kind.toUpperCase()}_KEY`;
+      return p.api_key
+        ? `export ${name}='${p.api_key}'`
+        : `# ${name}: ${p.key_prefix}… is ${p.key_status}; issue a new key with pds partners keys issue ${p.partner_id}`;
+    })
+    .join('\n');
+}
