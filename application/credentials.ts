@@ -119,8 +119,8 @@ export function constantTimeEqual(candidate: string, secret: string): boolean {
 
 /**
  * `constantTimeEqual` against one secret many times. Not by hashing both sides first, as it was: the
- * operator token's SHA-256 took 2% of the API thread in the `command.append` profile (README,
- * "Benchmarks"), and the length check below hides the same as hashing did.
+ * operator token's SHA-256 took 2% of the API thread in the `command.append` profile (docs/benchmarks.md,
+ * "`command.append` profiled"), and the length check below hides the same as hashing did.
  */
 export function matchesSecret(secret: string): (candidate: string) => boolean {
   const expected = Buffer.from(secret, 'utf8');
