@@ -10,6 +10,9 @@ import { MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** How log lines are written: JSON lines, or pino-pretty's text for a person at a terminal. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 export const EVENT_STORE_SYNC_MODES = ['full', 'normal'] as const;
 export type EventStoreSync = (typeof EVENT_STORE_SYNC_MODES)[number];
 
@@ -164,4 +167,10 @@ export const logLevel = parsed((raw) =>
   (LOG_LEVELS as readonly string[]).includes(raw.toLowerCase())
     ? (raw.toLowerCase() as LogLevel)
     : problem(`expected one of ${LOG_LEVELS.join(', ')}, got ${quote(raw)}`),
+);
+
+export const logFormat = parsed((raw) =>
+  (LOG_FORMATS as readonly string[]).includes(raw.toLowerCase())
+    ? (raw.toLowerCase() as LogFormat)
+    : problem(`expected json or pretty, got ${quote(raw)}`),
 );
