@@ -39,3 +39,8 @@ export function print(text: string): void {
 export function printError(message: string): void {
   process.stderr.write(`pds: ${printableLine(message)}\n`);
 }
+
+/** The terminal's width in columns when stdout is a terminal; none when it is a pipe or a file. */
+export function terminalWidth(): number | undefined {
+  return process.stdout.isTTY ? process.stdout.columns : undefined;
+}
