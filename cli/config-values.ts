@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseDuration, quote } from './durations.ts';
 import { MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
+import { plural } from './terminal.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -144,7 +145,7 @@ export function parseSecretKey(raw: string): KeyObject {
   else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) bytes = Buffer.from(text, 'base64');
   if (bytes?.length !== 32) {
     return problem(
-      `expected a 32-byte key written as 64 hex digits or as base64, got ${text.length} characters`,
+      `expected a 32-byte key written as 64 hex digits or as base64, got ${plural(text.length, 'character')}`,
     );
   }
   return createSecretKey(bytes);

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { EXIT, table } from '../cli/client.ts';
 import { fitColumns, wrapCell } from '../cli/table.ts';
-import { printableLine, printableText } from '../cli/terminal.ts';
+import { plural, printableLine, printableText } from '../cli/terminal.ts';
 import { createWebhook, seedCatalog } from './support/cart-world.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -147,6 +147,17 @@ test('a table too wide to stay readable as columns shows each row as a block of 
       .join('');
     t.is(value, data, `${width}: the data whole, wrapped under its label`);
   }
+});
+
+test('a count says its noun in the right number: 1 delivery, 0 and 2 deliveries', (t) => {
+  t.is(plural(1, 'delivery', 'deliveries'), '1 delivery');
+  t.is(plural(0, 'delivery', 'deliveries'), '0 deliveries');
+  t.is(plural(2, 'event'), '2 events');
+  t.is(plural(1, 'event'), '1 event');
+  t.is(
+    plural(12_001, 'request', 'requests', (n) => n.toLocaleString('en-US')),
+    '12,001 requests',
+  );
 });
 
 test('columns give way widest first, within the width; a cell wraps at a space or after a comma', (t) => {

@@ -11,7 +11,7 @@ import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { oneOrMoreOf, positiveInteger, printJson } from '../options.ts';
-import { print } from '../terminal.ts';
+import { plural, print } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 const BASE = '/admin/v1/webhooks';
@@ -217,7 +217,7 @@ function recoverCommand(webhooks: Command): void {
           since: options.since,
         });
         if (options.json) return printJson(out);
-        let text = `recovered ${out.recovered} deliveries of webhook ${out.webhook_id} scheduled since ${out.since}\n`;
+        let text = `recovered ${plural(out.recovered, 'delivery', 'deliveries')} of webhook ${out.webhook_id} scheduled since ${out.since}\n`;
         for (const d of out.delivery_ids) text += `${d}\n`;
         if (out.truncated) text += `(stopped at ${out.limit}: run it again for the rest)\n`;
         return text;
