@@ -13,6 +13,7 @@ import type compose from 'koa-compose';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { ReadStoreUnavailableError } from '../projections/read-store.ts';
+import { accessLogLevel } from './access-log.ts';
 import type { MetricsSources } from './metrics-sources.ts';
 import type { Readiness } from './readiness.ts';
 
@@ -27,6 +28,8 @@ export interface AppState {
   correlationId: string;
   /** Child logger carrying `request_id` and `correlation_id`. */
   log: Logger;
+  /** The console's session cookie authenticated the request (`operator-auth.ts`): its reads are logged at debug. */
+  consoleSession?: boolean;
 }
 
 /**
@@ -40,6 +43,7 @@ class RequestState implements AppState {
   readonly #logger: Logger;
   readonly requestId: string;
   readonly correlationId: string;
+  consoleSession = false;
   constructor(logger: Logger, requestId: string, correlationId: string) {
     this.#logger = logger;
     this.requestId = requestId;
@@ -328,9 +332,6 @@ export function loggablePath(path: string): string {
   );
 }
 
-/** Probes hit these every few seconds: their access lines go to debug to keep the log readable. */
-const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
-
 // A client-supplied id is echoed only if it cannot smuggle anything into headers or logs. It has no
 // `:`, which keeps a partner's ids apart from everyone else's (write-support.ts, `requestIds`).
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -416,7 +417,7 @@ function sharedApp(options: HttpAppOptions): App {
       const route = routeLabel(ctx);
       const status = ctx.status;
       duration.observe({ method: ctx.method, route, status: String(status) }, seconds);
-      const level = OPS_PATHS.has(ctx.path) && status < 500 ? 'debug' : 'info';
+      const level = accessLogLevel(ctx);
       if (logger.isLevelEnabled(level))
         ctx.state.log[level](
           {

@@ -34,6 +34,7 @@ export function operatorAuth(operators: OperatorAuthenticator, sessions?: Consol
     const sessionId = sessions && !ctx.get('Authorization') ? sessionIdOf(ctx) : undefined;
     if (sessions && sessionId !== undefined) {
       (ctx.state as OperatorState).operator = (await sessionOf(ctx, sessions, sessionId)).operator;
+      ctx.state.consoleSession = true;
       await next();
       return;
     }

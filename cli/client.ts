@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { printableLine } from './terminal.ts';
 
 /** Exit codes of every `pds` client command. */
 export const EXIT = {
@@ -104,23 +103,7 @@ function safeJson(text: string): unknown {
   }
 }
 
-/**
- * A plain-text table: one header row, columns padded to their widest cell. Each cell is one printable
- * line: a control character in it (a receiver's answer, a name) is shown as its escape (`terminal.ts`).
- */
-export function table(headers: string[], rows: Array<Array<string | number | null | undefined>>): string {
-  const cells = rows.map((r) =>
-    r.map((c) => (c === null || c === undefined ? '' : printableLine(String(c)))),
-  );
-  headers = headers.map(printableLine);
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
-  const line = (r: string[]) =>
-    r
-      .map((c, i) => c.padEnd(widths[i]))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
-}
+export { table } from './table.ts';
 
 /** Every item of a paged admin list: pages of 500, following `next_cursor` to the end. */
 export async function fetchAll<T>(

@@ -35,7 +35,7 @@ import type { ReadStore } from '../projections/read-store.ts';
 import type { ResolvedConfig } from './config.ts';
 import { describeConfig } from './config-describe.ts';
 import { finishErasures, openKeyStore } from './customer-keys.ts';
-import { createLogger } from './logger.ts';
+import { configuredLogger } from './logger.ts';
 import type { ComponentRole, Role } from './roles.ts';
 import { createSupervisor } from './supervision.ts';
 
@@ -93,7 +93,7 @@ export interface ServiceOptions {
   role?: Role;
   /** Components of the roles, in start order; the HTTP listener is appended after them. */
   components?: readonly Component[];
-  /** Defaults to a JSON logger on stdout at the configured level. */
+  /** Defaults to a logger on stdout at the configured level and format (`logger.ts`). */
   logger?: Logger;
   /** How long `stop()` waits for in-flight requests before closing their connections. */
   stopTimeoutMs?: number;
@@ -261,7 +261,7 @@ async function keepDataDirPrivate(dir: string, logger: Logger): Promise<void> {
 
 export function createService(config: ResolvedConfig, options: ServiceOptions = {}): Service {
   const role = options.role ?? 'all';
-  const logger = (options.logger ?? createLogger(config.logLevel)).child({ role });
+  const logger = (options.logger ?? configuredLogger(config)).child({ role });
   const registry = createMetricsRegistry();
   const readiness = createReadiness();
   const metricsSources = new MetricsSources();
@@ -319,10 +319,13 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
   }
 
   async function run(): Promise<number> {
-    logger.info(
-      { config: describeConfig(config), components: components.map((c) => c.name) },
-      `starting pds (role ${role})`,
-    );
+    // The configuration once, by the process that read it: a role thread runs on the same one.
+    if (serves)
+      logger.info(
+        { config: describeConfig(config), components: components.map((c) => c.name) },
+        `starting pds (role ${role})`,
+      );
+    else logger.info({ components: components.map((c) => c.name) }, `starting the ${role} thread`);
     // The main thread's: a role thread shares its process and its data dir.
     if (serves) await keepDataDirPrivate(config.dataDir, logger);
     try {

@@ -61,5 +61,6 @@ export function describeConfig(config: Config | ResolvedConfig): Record<string, 
     backup_every: formatDuration(config.backupEveryMs),
     backup_keep: config.backupKeep,
     log_level: config.logLevel,
+    log_format: config.logFormat,
   };
 }

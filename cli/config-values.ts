@@ -7,9 +7,13 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseDuration, quote } from './durations.ts';
 import { MAX_SANDBOX_SIZE } from './sandbox/sizes.ts';
+import { plural } from './terminal.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** How log lines are written: JSON lines, or pino-pretty's text for a person at a terminal. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 export const EVENT_STORE_SYNC_MODES = ['full', 'normal'] as const;
 export type EventStoreSync = (typeof EVENT_STORE_SYNC_MODES)[number];
 
@@ -141,7 +145,7 @@ export function parseSecretKey(raw: string): KeyObject {
   else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) bytes = Buffer.from(text, 'base64');
   if (bytes?.length !== 32) {
     return problem(
-      `expected a 32-byte key written as 64 hex digits or as base64, got ${text.length} characters`,
+      `expected a 32-byte key written as 64 hex digits or as base64, got ${plural(text.length, 'character')}`,
     );
   }
   return createSecretKey(bytes);
@@ -164,4 +168,10 @@ export const logLevel = parsed((raw) =>
   (LOG_LEVELS as readonly string[]).includes(raw.toLowerCase())
     ? (raw.toLowerCase() as LogLevel)
     : problem(`expected one of ${LOG_LEVELS.join(', ')}, got ${quote(raw)}`),
+);
+
+export const logFormat = parsed((raw) =>
+  (LOG_FORMATS as readonly string[]).includes(raw.toLowerCase())
+    ? (raw.toLowerCase() as LogFormat)
+    : problem(`expected json or pretty, got ${quote(raw)}`),
 );

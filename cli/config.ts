@@ -22,8 +22,10 @@ import {
   eventStoreUrl,
   flag,
   keyStoreUrl,
+  type LogFormat,
   type LogLevel,
   leaseDuration,
+  logFormat,
   logLevel,
   operatorToken,
   parseSecretKey,
@@ -121,6 +123,19 @@ export interface Config {
   /** How many of the newest scheduled backups are kept. */
   backupKeep: number;
   logLevel: LogLevel;
+  /**
+   * `PDS_LOG_FORMAT`, else pretty when the process's stdout is a terminal and JSON lines otherwise:
+   * decided once, by the process that reads the environment, for its role threads too, whose stdout is
+   * never a terminal (docs/operations.md, "Logs").
+   */
+  logFormat: LogFormat;
+  /** Pretty logs in colour: on a terminal, unless `NO_COLOR` is set. */
+  logColors: boolean;
+}
+
+/** What the process's stdout is: a terminal (`process.stdout.isTTY`), or a pipe, a file, a container log. */
+export interface Terminal {
+  isTTY?: boolean;
 }
 
 /** Where a secret came from, so the start banner can say so without showing it. */
@@ -157,7 +172,9 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export {
   EVENT_STORE_SYNC_MODES,
   type EventStoreSync,
+  LOG_FORMATS,
   LOG_LEVELS,
+  type LogFormat,
   type LogLevel,
   parseSecretKey,
   redactUrl,
@@ -195,6 +212,7 @@ const envSchema = z.object({
   PDS_BACKUP_EVERY: positiveDuration.optional(),
   PDS_BACKUP_KEEP: backupKeep.optional(),
   LOG_LEVEL: logLevel.optional(),
+  PDS_LOG_FORMAT: logFormat.optional(),
 });
 
 /** The variables this module reads, in the order of the README's configuration table. */
@@ -225,8 +243,11 @@ export const DEFAULTS = {
   logLevel: 'info',
 } as const;
 
-/** Validates the environment and fills the defaults. Pure: reads no file. Throws `ConfigError`. */
-export function parseConfig(env: Env): Config {
+/**
+ * Validates the environment and fills the defaults. Pure: reads no file; the log format's default
+ * follows `terminal` (none: not a terminal). Throws `ConfigError`.
+ */
+export function parseConfig(env: Env, terminal: Terminal = {}): Config {
   // An empty variable counts as unset, as `PORT=` in a compose file or a shell usually means.
   const present: Record<string, string> = {};
   for (const name of CONFIG_VARIABLES) {
@@ -341,6 +362,8 @@ export function parseConfig(env: Env): Config {
     backupEveryMs: v.PDS_BACKUP_EVERY ?? parseDuration(DEFAULTS.backupEvery),
     backupKeep: v.PDS_BACKUP_KEEP ?? DEFAULTS.backupKeep,
     logLevel: v.LOG_LEVEL ?? DEFAULTS.logLevel,
+    logFormat: v.PDS_LOG_FORMAT ?? (terminal.isTTY ? 'pretty' : 'json'),
+    logColors: terminal.isTTY === true && !env.NO_COLOR,
   });
 }
 
@@ -374,10 +397,10 @@ function fileIssue(variable: string, file: string, error: unknown): ConfigError 
 /**
  * Parses the environment, checks the files the connection strings name (TLS certificates), creates
  * the data dir, and reads (or generates on first start) the operator token and, in embedded mode
- * without `PDS_SECRET_KEY`, the secret key. Throws `ConfigError`.
+ * without `PDS_SECRET_KEY`, the secret key. `terminal`: as `parseConfig`'s. Throws `ConfigError`.
  */
-export async function loadConfig(env: Env): Promise<ResolvedConfig> {
-  const config = parseConfig(env);
+export async function loadConfig(env: Env, terminal: Terminal = {}): Promise<ResolvedConfig> {
+  const config = parseConfig(env, terminal);
   const unreadable = [
     ...(await connectionFileIssues('PDS_EVENT_STORE', config.eventStoreUrl)),
     ...(await connectionFileIssues('PDS_READ_STORE', config.readStoreUrl)),

@@ -39,3 +39,21 @@ export function print(text: string): void {
 export function printError(message: string): void {
   process.stderr.write(`pds: ${printableLine(message)}\n`);
 }
+
+/** The terminal's width in columns when stdout is a terminal; none when it is a pipe or a file. */
+export function terminalWidth(): number | undefined {
+  return process.stdout.isTTY ? process.stdout.columns : undefined;
+}
+
+/**
+ * `1 delivery`, `2 deliveries`, `0 deliveries`: a count with its noun in the right number (`many`:
+ * the noun plus `s` unless given); `shown` writes the number (thousands separated, say).
+ */
+export function plural(
+  n: number,
+  one: string,
+  many = `${one}s`,
+  shown: (n: number) => string = String,
+): string {
+  return `${shown(n)} ${n === 1 ? one : many}`;
+}

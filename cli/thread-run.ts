@@ -9,7 +9,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { type Component, createService } from './compose.ts';
-import { createLogger } from './logger.ts';
+import { configuredLogger } from './logger.ts';
 import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread.ts';
 
 /** How often the readiness checks are run to see whether they changed. */
@@ -66,7 +66,7 @@ const service = createService(config, {
   role,
   components: program.components,
   eventStoreOptions: eventStore,
-  logger: createLogger(config.logLevel).child({ thread: role }),
+  logger: configuredLogger(config).child({ thread: role }),
   listen: false,
 });
 

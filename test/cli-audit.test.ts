@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -112,6 +112,40 @@ test('pds audit cart prints every event with what it changed, then the webhooks 
     parsed.events.map((e) => e.revision),
     [0, 1, 2, 3],
   );
+});
+
+test('pds audit cart fits a terminal of 80 columns, an event a block; piped, an event a line', async (t) => {
+  if (spawnSync('script', ['--version']).status !== 0)
+    return t.pass('no `script` command here to make a pseudo-terminal');
+  const s = await startService(t);
+  const uuid = await cartWithHistory(s);
+  const piped = await pds(s, ['audit', 'cart', uuid]);
+  t.true(
+    piped.stdout.split('\n').some((line) => line.length > 80),
+    'piped: full width',
+  );
+  t.is(piped.stdout.trimEnd().split('\n\n')[0].split('\n').length, 6, 'a header, a rule, four events');
+  // On a pseudo-terminal (util-linux `script`) of 80 columns.
+  const onTerminal = await exec(
+    'script',
+    ['-qec', `stty cols 80 rows 50; ${process.execPath} cli/pds.ts audit cart ${uuid}`, '/dev/null'],
+    { env: { PATH: process.env.PATH ?? '', PDS_URL: s.base, PDS_OPERATOR_TOKEN: s.token } },
+  );
+  const lines = onTerminal.stdout.replace(/\r/g, '').trimEnd().split('\n');
+  t.true(
+    lines.every((line) => line.length <= 80),
+    lines.filter((line) => line.length > 80).join('\n'),
+  );
+  // Nine columns do not fit 80: each event is a block of `column  value` lines.
+  t.deepEqual(
+    lines.filter((line) => line.startsWith('type ')).map((line) => line.split(/\s+/)[1]),
+    ['CartCreated', 'CartItemAdded', 'CartCheckedOut', 'CartStatusChanged'],
+  );
+  t.deepEqual(
+    lines.filter((line) => line.startsWith('rev ')).map((line) => line.split(/\s+/)[1]),
+    ['0', '1', '2', '3'],
+  );
+  t.true(lines.some((line) => /^changes\s+status: "pending" → "verification"$/.test(line)));
 });
 
 test('pds audit cart: exit codes say what went wrong', async (t) => {

@@ -359,6 +359,7 @@ test('pds sandbox traffic: carts created, filled, checked out and moved through 
   const summary = JSON.parse(run.stdout) as Json;
   t.is(summary.failed, 0, JSON.stringify(summary.failures));
   t.true(summary.requests >= 40, `${summary.requests} requests`);
+  t.is(summary.requests, summary.ok + summary.refused + summary.failed, 'every request counted once');
   t.true(summary.carts.created > 0);
   t.true(summary.carts.items_added > 0);
 

@@ -8,7 +8,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { EXIT, table } from '../cli/client.ts';
-import { printableLine, printableText } from '../cli/terminal.ts';
+import { fitColumns, wrapCell } from '../cli/table.ts';
+import { plural, printableLine, printableText } from '../cli/terminal.ts';
 import { createWebhook, seedCatalog } from './support/cart-world.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -74,6 +75,100 @@ test('a table cell is one printable line, and the columns stay aligned', (t) => 
       `next${' '.repeat('name\\u001b[2J'.length - 'next'.length)}  line one\\u000aline two`,
     ),
   );
+});
+
+test('a table fits the width it is given: the widest columns wrap, the narrow ones keep theirs, nothing is lost', (t) => {
+  const data = JSON.stringify({
+    store_id: 1,
+    source: { channel: 'headless', partner_id: null },
+    note: 'x'.repeat(70),
+  });
+  const changes = 'status: "pending" → "verification"; amount: 0 → 20; items: 1 → 2';
+  const rows = [
+    [0, 'CartCreated', 'platform:bootstrap', data, changes],
+    [12, 'CartStatusChanged', 'operator:op_1 (Ada Lovelace)', '{}', 'status: "verification" → "ready"'],
+  ];
+  const headers = ['rev', 'type', 'actor', 'data', 'changes'];
+  const wide = table(headers, rows, undefined);
+  t.true(
+    wide.split('\n').some((line) => line.length > 150),
+    'off a terminal: one line a row, at full width',
+  );
+  t.is(wide.split('\n').length, 4);
+
+  const out = table(headers, rows, 120);
+  const lines = out.split('\n');
+  t.true(
+    lines.every((line) => line.length <= 120),
+    lines.map((l) => l.length).join(','),
+  );
+  t.true(lines.length > 4, 'the long cells wrapped');
+  t.regex(lines[0], /^rev {2}type\s+actor\s+data\s+changes$/, 'the header on one line');
+  // The narrow columns keep their width: each type whole, where the header says.
+  const typeAt = lines[0].indexOf('type');
+  for (const type of ['CartCreated', 'CartStatusChanged'])
+    t.true(
+      lines.some((line) => line.slice(typeAt).startsWith(`${type} `)),
+      type,
+    );
+  // Every character of every cell is there, in order, in its column.
+  const dataAt = lines[0].indexOf('data');
+  const changesAt = lines[0].indexOf('changes');
+  const column = (from: number, to?: number) =>
+    lines
+      .slice(2)
+      .map((line) => line.slice(from, to).trim())
+      .join('')
+      .replace(/\s+/g, '');
+  t.true(column(dataAt, changesAt).includes(data.replace(/\s+/g, '')), column(dataAt, changesAt));
+  t.true(column(changesAt).includes(changes.replace(/\s+/g, '')), column(changesAt));
+});
+
+test('a table too wide to stay readable as columns shows each row as a block of column and value', (t) => {
+  const data = JSON.stringify({ cart_uuid: '0b2fdf6d-9a9a-41da-8ebe-7495911a09d1', note: 'y'.repeat(90) });
+  const rows = [
+    [0, 'CartCreated', 'platform:bootstrap (bootstrap token)', data],
+    [1, 'CartItemAdded', 'platform:bootstrap (bootstrap token)', '{}'],
+  ];
+  for (const width of [50, 40]) {
+    const out = table(['rev', 'type', 'actor', 'data'], rows, width);
+    const lines = out.split('\n');
+    t.true(
+      lines.every((line) => line.length <= width),
+      `${width}: ${lines.map((l) => l.length).join(',')}`,
+    );
+    const [first, second] = out.split('\n\n');
+    t.regex(first, /^rev {4}0\ntype {3}CartCreated\nactor {2}platform:bootstrap/);
+    t.regex(second, /^rev {4}1\ntype {3}CartItemAdded\n/);
+    const value = first
+      .split('\n')
+      .slice(first.split('\n').findIndex((line) => line.startsWith('data')))
+      .map((line) => line.slice(7))
+      .join('');
+    t.is(value, data, `${width}: the data whole, wrapped under its label`);
+  }
+});
+
+test('a count says its noun in the right number: 1 delivery, 0 and 2 deliveries', (t) => {
+  t.is(plural(1, 'delivery', 'deliveries'), '1 delivery');
+  t.is(plural(0, 'delivery', 'deliveries'), '0 deliveries');
+  t.is(plural(2, 'event'), '2 events');
+  t.is(plural(1, 'event'), '1 event');
+  t.is(
+    plural(12_001, 'request', 'requests', (n) => n.toLocaleString('en-US')),
+    '12,001 requests',
+  );
+});
+
+test('columns give way widest first, within the width; a cell wraps at a space or after a comma', (t) => {
+  t.deepEqual(fitColumns([3, 20, 100], 200), [3, 20, 100], 'room enough: unchanged');
+  t.deepEqual(fitColumns([3, 20, 100], 60), [3, 20, 37]);
+  t.deepEqual(fitColumns([3, 50, 100], 60), [3, 29, 28]);
+  t.deepEqual(fitColumns([3, 50, 100], 10), [3, 8, 8], 'no narrower than 8, or its own width');
+  t.deepEqual(wrapCell('status: "pending" → "verification"', 20), ['status: "pending" →', '"verification"']);
+  t.deepEqual(wrapCell('{"a":1,"bb":22,"ccc":333}', 10), ['{"a":1,', '"bb":22,', '"ccc":333}']);
+  t.deepEqual(wrapCell('0123456789abcdef', 6), ['012345', '6789ab', 'cdef']);
+  t.deepEqual(wrapCell('short', 6), ['short']);
 });
 
 test('pds webhooks test-send prints a receiver’s terminal escapes inert, as a table and as JSON', async (t) => {

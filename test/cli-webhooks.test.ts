@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { EXIT } from '../cli/client.ts';
+import { CliError, EXIT } from '../cli/client.ts';
+import { recoverArguments } from '../cli/commands/webhook-deliveries.ts';
 import { manualClock } from '../domain/clock.ts';
 import { whileTicking } from './support/admin-answers.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
@@ -388,7 +389,9 @@ test('pds webhooks deliveries, redeliver, recover, test-send: exit codes', async
     ['deliveries', UNKNOWN, '--limit', '0'],
     ['deliveries', UNKNOWN, '--limit', 'many'],
     ['redeliver'],
+    ['recover'],
     ['recover', UNKNOWN],
+    ['recover', '--since', '6h'],
     ['recover', UNKNOWN, '--since', 'yesterday'],
     ['recover', UNKNOWN, '--since', '2026-03-01'],
     ['test-send', UNKNOWN, '--event', 'cart_created'],
@@ -396,11 +399,28 @@ test('pds webhooks deliveries, redeliver, recover, test-send: exit codes', async
     t.is((await pds(s, ['webhooks', ...args])).code, EXIT.usage, args.join(' '));
   }
 
+  // recover says what it needs: each missing part, the forms of the time, the usage, where ids are.
+  const said = async (...args: string[]) => (await pds(s, ['webhooks', 'recover', ...args])).stderr;
+  const usage =
+    'usage: pds webhooks recover <webhook_id> --since <time> (`pds webhooks list` shows the webhook ids)\n';
+  const forms = 'an ISO 8601 date-time with offset (2026-03-01T00:00:00Z) or a duration ago (6h, 30m)';
+  t.is(
+    await said(),
+    `pds: webhooks recover needs the webhook id and --since <time>, the time ${forms}; ${usage}`,
+  );
+  t.is(await said(UNKNOWN), `pds: webhooks recover needs --since <time>, the time ${forms}; ${usage}`);
+  t.is(
+    await said('--since', '6h'),
+    `pds: webhooks recover needs the webhook id, the time ${forms}; ${usage}`,
+  );
+  t.is(await said(UNKNOWN, '--since', 'yesterday'), `pds: --since: "yesterday" is not ${forms}; ${usage}`);
+
   // Not found.
   for (const [args, code] of [
     [['deliveries', UNKNOWN], 'webhook_not_found'],
     [['redeliver', UNKNOWN], 'delivery_not_found'],
     [['recover', UNKNOWN, '--since', '2026-03-01T00:00:00Z'], 'webhook_not_found'],
+    [['recover', UNKNOWN, '--since', '6h'], 'webhook_not_found'],
     [['test-send', UNKNOWN], 'webhook_not_found'],
   ] as const) {
     const r = await pds(s, ['webhooks', ...args]);
@@ -439,4 +459,24 @@ test('pds webhooks fan-out: the group’s progress as a table and as JSON; exit 
   t.is(json.code, EXIT.ok);
   const answer = (await (await api.call('GET', '/admin/v1/webhook-fan-out')).json()) as Json;
   t.deepEqual(JSON.parse(json.stdout), answer);
+});
+
+test('pds webhooks recover --since takes a date-time as given, or a duration ago from now', (t) => {
+  const now = new Date('2026-03-01T12:00:00.000Z');
+  t.deepEqual(recoverArguments('wh_1', '2026-02-28T00:00:00+01:00', now), {
+    id: 'wh_1',
+    since: '2026-02-28T00:00:00+01:00',
+  });
+  t.deepEqual(recoverArguments('wh_1', '6h', now), { id: 'wh_1', since: '2026-03-01T06:00:00.000Z' });
+  t.deepEqual(recoverArguments('wh_1', '90m', now), { id: 'wh_1', since: '2026-03-01T10:30:00.000Z' });
+  for (const [id, since] of [
+    [undefined, '6h'],
+    ['wh_1', undefined],
+    ['wh_1', '2026-03-01'],
+    ['wh_1', '6 days'],
+  ] as const) {
+    const error = t.throws(() => recoverArguments(id, since, now), { instanceOf: CliError });
+    t.is(error.exitCode, EXIT.usage);
+    t.regex(error.message, /usage: pds webhooks recover <webhook_id> --since <time>/);
+  }
 });

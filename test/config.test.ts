@@ -111,6 +111,8 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     backupEveryMs: 24 * 3_600_000,
     backupKeep: 7,
     logLevel: 'info',
+    logFormat: 'json',
+    logColors: false,
   });
   t.true(Object.isFrozen(config));
 });
@@ -411,6 +413,10 @@ const valid: Record<string, Case[]> = {
     })),
     { env: { LOG_LEVEL: 'DEBUG' }, check: (c) => c.logLevel, expected: 'debug' },
   ],
+  PDS_LOG_FORMAT: [
+    { env: { PDS_LOG_FORMAT: 'pretty' }, check: (c) => c.logFormat, expected: 'pretty' },
+    { env: { PDS_LOG_FORMAT: 'JSON' }, check: (c) => c.logFormat, expected: 'json' },
+  ],
 };
 
 for (const [variable, cases] of Object.entries(valid)) {
@@ -504,6 +510,8 @@ const bad: [string, string, Env?][] = [
   ['PDS_SANDBOX_SIZE', 'small'],
   ['LOG_LEVEL', 'loud'],
   ['LOG_LEVEL', 'verbose'],
+  ['PDS_LOG_FORMAT', 'text'],
+  ['PDS_LOG_FORMAT', 'yaml'],
   // Required in non-embedded mode: a key generated per container would differ between processes.
   [
     'PDS_SECRET_KEY',

@@ -157,6 +157,14 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
   );
   t.true(logs.some((line) => String(line.msg).startsWith('listening on http://')));
   t.true(logs.some((line) => line.msg === 'starting pds (role all)'));
+  // The configuration once, by the main thread: the role threads run on the same one and say so not.
+  t.is(logs.filter((line) => 'config' in line).length, 1);
+  for (const thread of ['dispatcher', 'projector'])
+    t.like(
+      logs.find((line) => line.msg === `starting the ${thread} thread`),
+      { thread, level: 30 },
+      thread,
+    );
   // The banner names the console and the docs, and `/` links both.
   const url = base.replace('127.0.0.1', 'localhost');
   t.true(r.stdout().includes(`pds: console: ${url}/console, docs: ${url}/docs\n`), r.stdout());

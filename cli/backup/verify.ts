@@ -8,6 +8,7 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { isDeepStrictEqual } from 'node:util';
+import { plural } from '../terminal.ts';
 import { DERIVED_FILES } from './files.ts';
 import { checksum, MANIFEST_FILE, type Manifest, readManifest } from './manifest.ts';
 import { summarizeLog } from './take.ts';
@@ -59,7 +60,7 @@ export async function verifyBackup(dir: string): Promise<Verification> {
       continue;
     }
     if (found.bytes !== file.bytes)
-      problems.push(`${file.name}: ${found.bytes} bytes, the manifest says ${file.bytes}`);
+      problems.push(`${file.name}: ${plural(found.bytes, 'byte')}, the manifest says ${file.bytes}`);
     else if (found.sha256 !== file.sha256)
       problems.push(`${file.name}: its SHA-256 differs from the manifest's`);
     if (file.kind === 'sqlite') problems.push(...checkDatabase(at, file.name, manifest));
@@ -96,7 +97,7 @@ function checkDatabase(file: string, name: string, manifest: Manifest): string[]
     return isDeepStrictEqual(found, manifest.log)
       ? []
       : [
-          `${name}: holds ${found.events} events up to position ${found.head}, the manifest says ${manifest.log.events} up to ${manifest.log.head}` +
+          `${name}: holds ${plural(found.events, 'event')} up to position ${found.head}, the manifest says ${manifest.log.events} up to ${manifest.log.head}` +
             (found.events === manifest.log.events && found.head === manifest.log.head
               ? ' (its streams or types differ)'
               : ''),

@@ -15,6 +15,7 @@ import { BackupNotFound, verifyBackup } from '../backup/verify.ts';
 import { CliError, EXIT, table } from '../client.ts';
 import { type Config, ConfigError, parseConfig } from '../config.ts';
 import { printJson } from '../options.ts';
+import { plural } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 /**
@@ -60,7 +61,7 @@ function filesTable(files: readonly BackupFile[]): string {
 }
 
 const summary = (m: Manifest) =>
-  `${m.log.events} events in ${m.log.streams} streams up to position ${m.log.head}, taken ${m.created_at} by pds ${m.version}`;
+  `${plural(m.log.events, 'event')} in ${plural(m.log.streams, 'stream')} up to position ${m.log.head}, taken ${m.created_at} by pds ${m.version}`;
 
 /** A missing backup is `notFound` (3), a refused restore `refused` (4); anything else fails (1). */
 function exitCodeOf(error: unknown): never {

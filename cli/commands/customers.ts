@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { targetProblem } from '../../application/customer-data.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { printJson } from '../options.ts';
+import { plural } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 interface Erasure {
@@ -55,8 +56,8 @@ export function registerCustomers(program: Command): void {
           ? ''
           : 'pending: the key store still holds a copy of the keys in its files (a reader held them); the next erasure or the next start finishes it\n';
         return (
-          `erasure ${erasure.erasure_id}: ${erasure.keys_destroyed} key(s) destroyed, ` +
-          `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}${pending}`
+          `erasure ${erasure.erasure_id}: ${plural(erasure.keys_destroyed, 'key')} destroyed, ` +
+          `${plural(erasure.carts.length, 'cart')} recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}${pending}`
         );
       }),
     );

@@ -32,7 +32,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { CliError, EXIT, operatorToken } from '../client.ts';
-import { printableLine } from '../terminal.ts';
+import { plural, printableLine } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 const PLATFORM_BASE = '/platform/v1';
@@ -403,7 +403,7 @@ Bad lines are reported with their line number and skipped; the exit code is then
         const resumed =
           summary.resumed_from_line > 0 ? `, resumed after line ${summary.resumed_from_line}` : '';
         return (
-          `imported ${summary.ok} of ${summary.sent} commands from ${file} in ${summary.seconds} s` +
+          `imported ${summary.ok} of ${plural(summary.sent, 'command')} from ${file} in ${summary.seconds} s` +
           `${resumed}; ${summary.failed} failed` +
           (summary.resumed_from_line > 0
             ? ` (all runs: ${summary.total_ok} ok, ${summary.total_failed} failed)`

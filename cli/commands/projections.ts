@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { ProjectionStatusFields } from '../../api/admin-trouble.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
 import { type AdminClient, CliError, createAdminClient, EXIT, table } from '../client.ts';
-import { printableLine } from '../terminal.ts';
+import { plural, printableLine } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 /** A projection as the admin API answers it: with its mark, `ok` or `lagging` (docs/operations.md, "Health"). */
@@ -28,7 +28,7 @@ function statusTable(list: Projection[]): string {
       p.lag_seconds,
       [
         p.progress
-          ? `${p.progress.percent}% (${p.progress.events_done} events, ${p.progress.rate_per_second}/s)`
+          ? `${p.progress.percent}% (${plural(p.progress.events_done, 'event')}, ${p.progress.rate_per_second}/s)`
           : '',
         p.rebuild_failure ? `last failed at ${p.rebuild_failure.at}: ${p.rebuild_failure.error}` : '',
       ]

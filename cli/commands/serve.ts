@@ -58,7 +58,7 @@ function tokenLine(config: ResolvedConfig): string {
 async function serve(role: Role): Promise<void> {
   let config: ResolvedConfig;
   try {
-    config = await loadConfig(process.env);
+    config = await loadConfig(process.env, process.stdout);
     checkRole(config, role);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;

@@ -10,8 +10,9 @@ import { deliveryStatuses } from '../../domain/webhook-delivery.ts';
 import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
+import { parseDuration } from '../durations.ts';
 import { oneOrMoreOf, positiveInteger, printJson } from '../options.ts';
-import { print } from '../terminal.ts';
+import { plural, print } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
 const BASE = '/admin/v1/webhooks';
@@ -198,26 +199,59 @@ function redeliverCommand(webhooks: Command): void {
     );
 }
 
+/** How `pds webhooks recover` is called, said whenever a part is missing or wrong. */
+const RECOVER_USAGE =
+  'usage: pds webhooks recover <webhook_id> --since <time> (`pds webhooks list` shows the webhook ids)';
+const SINCE_FORMS = 'an ISO 8601 date-time with offset (2026-03-01T00:00:00Z) or a duration ago (6h, 30m)';
+
+/**
+ * The subscription and the time `pds webhooks recover` was given, checked before any request: each
+ * part missing or wrong is named, with the usage. `--since 6h` is six hours before `now`.
+ */
+export function recoverArguments(
+  id: string | undefined,
+  since: string | undefined,
+  now: Date,
+): { id: string; since: string } {
+  const missing = [id ? undefined : 'the webhook id', since ? undefined : '--since <time>'].filter(Boolean);
+  if (!id || !since)
+    throw new CliError(
+      `webhooks recover needs ${missing.join(' and ')}, the time ${SINCE_FORMS}; ${RECOVER_USAGE}`,
+      EXIT.usage,
+    );
+  if (ISO_DATE_TIME.test(since) && !Number.isNaN(Date.parse(since))) return { id, since };
+  try {
+    return { id, since: new Date(now.getTime() - parseDuration(since)).toISOString() };
+  } catch {
+    throw new CliError(
+      `--since: ${JSON.stringify(since)} is not ${SINCE_FORMS}; ${RECOVER_USAGE}`,
+      EXIT.usage,
+    );
+  }
+}
+
 function recoverCommand(webhooks: Command): void {
   webhooks
     .command('recover')
     .description('send every failed or parked delivery of a subscription scheduled since a time again')
-    .argument('<id>', 'the webhook id')
-    .requiredOption('--since <time>', 'ISO 8601 date-time with offset, e.g. 2026-03-01T00:00:00Z')
+    .argument('[webhook_id]', 'the webhook id (`pds webhooks list` shows them)')
+    .option(
+      '--since <time>',
+      'scheduled since: an ISO 8601 date-time with offset (2026-03-01T00:00:00Z) or a duration ago (6h, 30m)',
+    )
     .option('--json', 'print the answer as JSON')
-    .action((id: string, options: { since: string; json?: boolean }) =>
+    .addHelpText(
+      'after',
+      '\nExample: every failed or parked delivery of the last six hours, sent again:\n  pds webhooks recover <webhook_id> --since 6h\n',
+    )
+    .action((webhookId: string | undefined, options: { since?: string; json?: boolean }) =>
       runClientCommand(async () => {
-        if (!ISO_DATE_TIME.test(options.since) || Number.isNaN(Date.parse(options.since))) {
-          throw new CliError(
-            `--since: ${JSON.stringify(options.since)} is not an ISO 8601 date-time with offset (e.g. 2026-03-01T00:00:00Z)`,
-            EXIT.usage,
-          );
-        }
+        const { id, since } = recoverArguments(webhookId, options.since, new Date());
         const out = await (await createAdminClient()).request<RecoverAnswer>('POST', `${path(id)}/recover`, {
-          since: options.since,
+          since,
         });
         if (options.json) return printJson(out);
-        let text = `recovered ${out.recovered} deliveries of webhook ${out.webhook_id} scheduled since ${out.since}\n`;
+        let text = `recovered ${plural(out.recovered, 'delivery', 'deliveries')} of webhook ${out.webhook_id} scheduled since ${out.since}\n`;
         for (const d of out.delivery_ids) text += `${d}\n`;
         if (out.truncated) text += `(stopped at ${out.limit}: run it again for the rest)\n`;
         return text;

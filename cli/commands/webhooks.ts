@@ -10,7 +10,7 @@
  *   pds webhooks delete <id>
  *   pds webhooks deliveries <id> [--status <status...>] [--limit <n>] [--cursor <cursor>]
  *   pds webhooks redeliver <delivery_id>
- *   pds webhooks recover <id> --since <iso date-time>
+ *   pds webhooks recover <id> --since <iso date-time | duration ago, e.g. 6h>
  *   pds webhooks test-send <id> [--event cart_status_updated|cart_abandoned]
  *   pds webhooks health <id> [--window 1h|24h]
  *   pds webhooks fan-out

@@ -13,7 +13,13 @@ export interface TrafficSummary {
   target_rate_per_second: number;
   requests: number;
   rate_per_second: number;
+  /** Every request is one of these three: `requests = ok + refused + failed`. */
   ok: number;
+  /**
+   * Refused as a storefront expects and learns from: a checkout in a reservation mode the store does
+   * not offer, which answers the modes it does (the cart is then checked out in one of them).
+   */
+  refused: number;
   failed: number;
   carts: {
     created: number;
@@ -36,6 +42,7 @@ export function emptySummary(rate: number): TrafficSummary {
     requests: 0,
     rate_per_second: 0,
     ok: 0,
+    refused: 0,
     failed: 0,
     carts: {
       created: 0,
@@ -175,6 +182,7 @@ export class TrafficCarts {
       } | null;
       // A store that does not offer a mode says which it does: learn it, as a storefront would.
       if (problem?.code === 'reservation_mode_unavailable' && Array.isArray(problem.available)) {
+        summary.refused += 1;
         return { unavailable: problem.available } as T;
       }
       summary.failed += 1;

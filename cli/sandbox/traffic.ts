@@ -6,7 +6,7 @@
  */
 import { SingleBar } from 'cli-progress';
 import { type AdminClient, CliError, createAdminClient, EXIT } from '../client.ts';
-import { printError } from '../terminal.ts';
+import { plural, printError } from '../terminal.ts';
 import { sandboxPartnerIds } from './generate.ts';
 import { emptySummary, TrafficCarts, type TrafficPartner, type TrafficSummary } from './traffic-carts.ts';
 
@@ -158,10 +158,10 @@ export function describeTraffic(summary: TrafficSummary): string {
     .map(([k, n]) => `  ${n} × ${k}\n`)
     .join('');
   return (
-    `traffic for ${summary.seconds} s at ${summary.target_rate_per_second}/s: ${summary.requests} requests (${summary.rate_per_second}/s), ` +
-    `${summary.ok} ok, ${summary.failed} failed\n` +
+    `traffic for ${summary.seconds} s at ${summary.target_rate_per_second}/s: ${plural(summary.requests, 'request')} (${summary.rate_per_second}/s): ` +
+    `${summary.ok} ok, ${summary.refused} refused as expected (a checkout mode the store does not offer), ${summary.failed} failed\n` +
     `carts created ${c.created}, items added ${c.items_added}, customers identified ${c.customers_identified}, ` +
-    `checked out ${c.checked_out}, status moves ${c.status_moves} (${c.reviewed} reviews), left idle ${c.left_idle}\n` +
+    `checked out ${c.checked_out}, status moves ${c.status_moves} (${plural(c.reviewed, 'review')}), left idle ${c.left_idle}\n` +
     failures
   );
 }

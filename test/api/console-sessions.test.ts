@@ -264,3 +264,41 @@ test('neither the session id nor the CSRF token is ever logged', async (t) => {
   t.false(logs.includes(csrf));
   t.false(logs.includes(svc.token));
 });
+
+test("the console's reads are logged at debug; its writes, its failed reads and bearer-token reads at info", async (t) => {
+  const svc = await startService(t);
+  const { cookie, csrf } = await signIn(svc);
+  const requests = () =>
+    svc
+      .logs()
+      .trim()
+      .split('\n')
+      .map(
+        (line) =>
+          JSON.parse(line) as { msg: string; level: number; method: string; path: string; status: number },
+      )
+      .filter((line) => line.msg === 'request');
+  const levelOf = (method: string, path: string, status: number) =>
+    requests()
+      .filter((line) => line.method === method && line.path === path && line.status === status)
+      .map((line) => line.level);
+
+  t.is((await withCookie(svc, cookie, 'GET', '/admin/v1/projections')).status, 200);
+  t.is((await withCookie(svc, cookie, 'GET', '/admin/v1/webhook-health')).status, 200);
+  t.is((await withCookie(svc, cookie, 'GET', '/admin/v1/webhooks/wh_none')).status, 404);
+  const partner = { name: 'Console Partner', kind: 'brand_feed', all_brands: true };
+  t.is(
+    (await withCookie(svc, cookie, 'POST', '/admin/v1/partners', partner, { 'x-csrf-token': csrf })).status,
+    201,
+  );
+  t.is((await svc.call('GET', '/admin/v1/projections')).status, 200);
+
+  t.deepEqual(
+    levelOf('GET', '/admin/v1/projections', 200),
+    [20, 30],
+    'the console at debug, the bearer token at info',
+  );
+  t.deepEqual(levelOf('GET', '/admin/v1/webhook-health', 200), [20]);
+  t.deepEqual(levelOf('GET', '/admin/v1/webhooks/wh_none', 404), [30], 'a failed read stays at info');
+  t.deepEqual(levelOf('POST', '/admin/v1/partners', 201), [30], 'a write stays at info');
+});

@@ -49,7 +49,7 @@ test('pds backup, verify and restore: exit 0 with what they did, 1 for a damaged
 
   const sound = await pds(['backup', 'verify', backup], {});
   t.is(sound.code, 0, sound.stderr);
-  t.regex(sound.stdout, /is sound: 1 events in 1 streams up to position 1, taken .* by pds /);
+  t.regex(sound.stdout, /is sound: 1 event in 1 stream up to position 1, taken .* by pds /);
 
   const inUse = await pds(['restore', backup], { PDS_DATA_DIR: data });
   t.is(inUse.code, 4);
@@ -58,7 +58,7 @@ test('pds backup, verify and restore: exit 0 with what they did, 1 for a damaged
   const target = path.join(await tempDir(t, 'pds-cli-restore-'), 'data');
   const restored = await pds(['restore', backup, target], {});
   t.is(restored.code, 0, restored.stderr);
-  t.regex(restored.stdout, /^restored into .*: 1 events in 1 streams up to position 1, /);
+  t.regex(restored.stdout, /^restored into .*: 1 event in 1 stream up to position 1, /);
   t.deepEqual((await readdir(target)).sort(), ['events.db', 'secret-key']);
 
   await writeFile(path.join(backup, 'secret-key'), 'changed');

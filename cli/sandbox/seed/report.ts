@@ -4,6 +4,7 @@
  */
 import { SingleBar } from 'cli-progress';
 import type * as partner from '../../../domain/partner.ts';
+import { plural } from '../../terminal.ts';
 import type { SandboxPartnerCredential, SeedProgress, SeedResult } from './types.ts';
 
 /**
@@ -64,11 +65,17 @@ export function describeSandbox(result: SeedResult, baseUrl: string): string {
   const c = result.counts;
   const lines = [
     result.outcome === 'seeded'
-      ? `sandbox seeded: ${result.events_written.toLocaleString('en-US')} events in ${result.seconds} s`
+      ? `sandbox seeded: ${plural(result.events_written, 'event', 'events', thousands)} in ${result.seconds} s`
       : `sandbox: seeded before (seed ${result.seed}, size ${result.size}, at ${result.reference_time})`,
-    `sandbox data: ${thousands(c.stores)} stores, ${thousands(c.brands)} brands, ${thousands(c.products)} products, ` +
-      `${thousands(c.menu_products)} menu products, ${thousands(c.reviews)} reviews, ${thousands(c.specials)} specials, ` +
-      `${thousands(c.carts)} carts`,
+    `sandbox data: ${[
+      plural(c.stores, 'store', 'stores', thousands),
+      plural(c.brands, 'brand', 'brands', thousands),
+      plural(c.products, 'product', 'products', thousands),
+      plural(c.menu_products, 'menu product', 'menu products', thousands),
+      plural(c.reviews, 'review', 'reviews', thousands),
+      plural(c.specials, 'special', 'specials', thousands),
+      plural(c.carts, 'cart', 'carts', thousands),
+    ].join(', ')}`,
     `docs: ${baseUrl.replace(/\/+$/, '')}/docs`,
     'sandbox API keys (one partner per kind):',
   ];
