@@ -2,11 +2,13 @@
  * `pds customers erase <user id | email | cart uuid>`: erases a customer's personal data through
  * the admin API (`POST /admin/v1/customers/erase`, role `operator`), and prints the erasure and the
  * carts that recorded it. `pds customers export <…>`: everything held about them
- * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data").
+ * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data"). `pds customers protect`:
+ * `customers-protect.ts`.
  */
 import type { Command } from 'commander';
 import { createAdminClient, table } from '../client.ts';
 import { printJson } from '../options.ts';
+import { registerProtect } from './customers-protect.ts';
 import { runClientCommand } from './run.ts';
 
 interface Erasure {
@@ -70,4 +72,5 @@ export function registerCustomers(program: Command): void {
         )}\n`;
       }),
     );
+  registerProtect(customers);
 }

@@ -1,0 +1,97 @@
+/**
+ * `pds customers protect [--batch <events>] [--json]`: seals, in place, the personal data the embedded
+ * event store holds in plain text from before sealing existed (docs/operations.md, "Customer data").
+ * It opens the data dir's files itself, beside the running service or with it stopped, and resumes
+ * where a stopped run left off; once done, another run finds nothing to do. A split deployment is
+ * refused: EventStoreDB never rewrites an event (the docs give its procedure).
+ */
+import type { Command } from 'commander';
+import { createCustomerData } from '../../application/customer-data.ts';
+import {
+  type ProtectionReport,
+  protectStoredCustomerData,
+} from '../../application/customer-data-protection.ts';
+import { EventStoreFileMissing, openEventDataRewrite } from '../../eventstore/sqlite/rewrite.ts';
+import { CliError, EXIT, table } from '../client.ts';
+import { type Config, ConfigError, loadConfig, parseConfig } from '../config.ts';
+import { openKeyStore } from '../customer-keys.ts';
+import { positiveInteger, printJson } from '../options.ts';
+import { runClientCommand } from './run.ts';
+
+/** The progress of this rewrite is kept under this name in `events.db` (`event_rewrites`). */
+export const PROTECT_REWRITE = 'customers-protect';
+
+function embeddedConfig(env: NodeJS.ProcessEnv): Config {
+  let config: Config;
+  try {
+    config = parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message, EXIT.usage);
+    throw error;
+  }
+  if (!config.embedded || !config.eventStoreUrl.startsWith('sqlite:')) {
+    throw new CliError(
+      'PDS_EVENT_STORE is EventStoreDB, whose events are never rewritten: protect its streams as docs/operations.md, "Customer data" says',
+      EXIT.usage,
+    );
+  }
+  return config;
+}
+
+function describe(r: ProtectionReport): string {
+  const total = Object.values(r.sealed).reduce((a, b) => a + b, 0);
+  if (r.from >= r.through && total === 0) {
+    const when = r.finished_before ? ` (finished ${r.finished_before})` : '';
+    return `nothing to do: the log is protected up to position ${r.through}${when}\n`;
+  }
+  const rows = Object.entries(r.sealed).map(([type, n]) => [type, n]);
+  const erased =
+    r.sealed_erased > 0 ? `, ${r.sealed_erased} of customers erased before (read as erased)` : '';
+  const wal = r.wal_truncated
+    ? ''
+    : 'the WAL could not be truncated while another process read it: run again once reads are quiet, or stop the service\n';
+  return (
+    `positions ${r.from + 1}–${r.through}: ${r.scanned} event(s) of customer data read in ${r.batches} batch(es), ` +
+    `${total} sealed${erased}\n${rows.length > 0 ? `${table(['event type', 'sealed'], rows)}\n` : ''}${wal}`
+  );
+}
+
+export function registerProtect(customers: Command): void {
+  customers
+    .command('protect')
+    .description(
+      'seal, in place, the personal data the embedded event store holds in plain text from before sealing (resumable)',
+    )
+    .option('--batch <events>', 'events per transaction', '500')
+    .option('--json', 'print the report as JSON')
+    .action((options: { batch: string; json?: boolean }) =>
+      runClientCommand(async () => {
+        const batchSize = positiveInteger('--batch', options.batch, 10_000);
+        const file = embeddedConfig(process.env).eventStoreUrl.slice('sqlite:'.length);
+        let rewrite: ReturnType<typeof openEventDataRewrite>;
+        try {
+          rewrite = openEventDataRewrite(file, PROTECT_REWRITE);
+        } catch (error) {
+          if (error instanceof EventStoreFileMissing) throw new CliError(error.message, EXIT.notFound);
+          throw error;
+        }
+        const config = await loadConfig(process.env);
+        const keys = await openKeyStore(config.keyStoreUrl);
+        try {
+          const started = performance.now();
+          const report = await protectStoredCustomerData({
+            rewrite,
+            data: createCustomerData(keys, config.secretKey),
+            scratch: (scratchKeys) => createCustomerData(scratchKeys, config.secretKey),
+            batchSize,
+          });
+          const ms = Math.round(performance.now() - started);
+          if (options.json) return printJson({ ...report, ms });
+          return describe(report);
+        } finally {
+          await keys.close();
+          await rewrite.close();
+        }
+      }),
+    );
+}
