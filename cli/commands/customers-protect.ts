@@ -40,7 +40,7 @@ function embeddedConfig(env: NodeJS.ProcessEnv): Config {
 
 function describe(r: ProtectionReport): string {
   const total = Object.values(r.sealed).reduce((a, b) => a + b, 0);
-  if (r.from >= r.through && total === 0) {
+  if (r.from >= r.through && total === 0 && !r.vacuumed) {
     const when = r.finished_before ? ` (finished ${r.finished_before})` : '';
     return `nothing to do: the log is protected up to position ${r.through}${when}\n`;
   }
@@ -50,9 +50,12 @@ function describe(r: ProtectionReport): string {
   const wal = r.wal_truncated
     ? ''
     : 'the WAL could not be truncated while another process read it: run again once reads are quiet, or stop the service\n';
+  const vacuum = r.vacuumed
+    ? 'events.db rebuilt: no space of it holds what it held before\n'
+    : 'the space earlier writes freed in events.db may still hold plain text: run again with --vacuum, the service stopped\n';
   return (
     `positions ${r.from + 1}–${r.through}: ${r.scanned} event(s) of customer data read in ${r.batches} batch(es), ` +
-    `${total} sealed${erased}\n${rows.length > 0 ? `${table(['event type', 'sealed'], rows)}\n` : ''}${wal}`
+    `${total} sealed${erased}\n${rows.length > 0 ? `${table(['event type', 'sealed'], rows)}\n` : ''}${wal}${vacuum}`
   );
 }
 
@@ -63,8 +66,12 @@ export function registerProtect(customers: Command): void {
       'seal, in place, the personal data the embedded event store holds in plain text from before sealing (resumable)',
     )
     .option('--batch <events>', 'events per transaction', '500')
+    .option(
+      '--vacuum',
+      'then rebuild events.db, so no plain text is left in the space earlier writes freed (appends wait: stop the service first)',
+    )
     .option('--json', 'print the report as JSON')
-    .action((options: { batch: string; json?: boolean }) =>
+    .action((options: { batch: string; vacuum?: boolean; json?: boolean }) =>
       runClientCommand(async () => {
         const batchSize = positiveInteger('--batch', options.batch, 10_000);
         const file = embeddedConfig(process.env).eventStoreUrl.slice('sqlite:'.length);
@@ -84,6 +91,7 @@ export function registerProtect(customers: Command): void {
             data: createCustomerData(keys, config.secretKey),
             scratch: (scratchKeys) => createCustomerData(scratchKeys, config.secretKey),
             batchSize,
+            vacuum: options.vacuum === true,
           });
           const ms = Math.round(performance.now() - started);
           if (options.json) return printJson({ ...report, ms });
