@@ -34,7 +34,7 @@ import type { OpenReadStoreOptions } from '../projections/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { ResolvedConfig } from './config.ts';
 import { describeConfig } from './config-describe.ts';
-import { openKeyStore } from './customer-keys.ts';
+import { openKeyStore, withErasureLedger } from './customer-keys.ts';
 import { createLogger } from './logger.ts';
 import type { ComponentRole, Role } from './roles.ts';
 import { createSupervisor } from './supervision.ts';
@@ -337,7 +337,7 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
         );
       }
       keyStore = await openKeyStore(config.keyStoreUrl);
-      const customerData = createCustomerData(keyStore, config.secretKey);
+      const customerData = createCustomerData(await withErasureLedger(config, keyStore), config.secretKey);
       eventStore = protectCustomerData(log, customerData);
       readiness.add('event_store', () => storeOpen);
       const ctx: ServiceContext = {
