@@ -141,3 +141,36 @@ test('pds customers protect refuses a split deployment and a data dir without a 
   t.regex(missing.stderr, /events\.db does not exist/);
   t.deepEqual(readdirSync(empty), []);
 });
+
+test('pds customers protect runs beside the serving service: the service reads the sealed customer and goes on writing', async (t) => {
+  const dataDir = await tempDir(t, 'pds-protect-live-');
+  const first = await startService(t, { dataDir });
+  await seedCatalog(first);
+  const cart = await createCart(first);
+  await addItem(first, cart);
+  t.is((await first.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  await first.service.stop();
+  await unsealLog(dataDir);
+
+  const serving = await startService(t, { dataDir });
+  const env = { PDS_DATA_DIR: dataDir };
+  // Carts written while it runs: their appends wait at most for one batch's transaction.
+  const writes = Promise.all(
+    Array.from({ length: 5 }, async () => {
+      const c = await createCart(serving);
+      await addItem(serving, c);
+    }),
+  );
+  const run = await pds(env, ['customers', 'protect', '--batch', '1', '--json']);
+  await writes;
+  t.is(run.code, 0, run.stderr);
+  t.like(JSON.parse(run.stdout), { sealed: { CartCustomerIdentified: 1 } });
+  const history = await (await serving.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).text();
+  t.true(history.includes(customer.email));
+  const next = await createCart(serving);
+  await addItem(serving, next);
+  const erased = await serving.call('POST', '/admin/v1/customers/erase', { customer: cart.uuid });
+  t.like(await erased.json(), { keys_destroyed: 1, carts: [cart.uuid] });
+  const after = await (await serving.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).text();
+  t.false(personal.some((v) => after.includes(v)));
+});
