@@ -124,3 +124,19 @@ export function openSqliteKeyStore(file: string): CustomerKeyStore {
     },
   };
 }
+
+/**
+ * Every erasure a key store file records, finished or not, oldest first, read without writing: the
+ * key store of a data dir a restore replaces is a ledger of its erasures (docs/operations.md, "Backups").
+ */
+export function erasuresRecordedIn(file: string): CustomerErasure[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const rows = db.prepare('SELECT erasure FROM customer_erasures ORDER BY rowid').all() as Array<{
+      erasure: string;
+    }>;
+    return rows.map((r) => JSON.parse(r.erasure) as CustomerErasure);
+  } finally {
+    db.close();
+  }
+}

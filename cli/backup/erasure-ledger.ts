@@ -1,7 +1,8 @@
 /**
  * The erasure ledger's file (`application/erasure-ledger.ts`; docs/operations.md, "Backups"):
  * `erasures.jsonl` in `PDS_BACKUP_DIR`, one erasure a line, each appended and flushed to the disk
- * before the erasure's keys are destroyed. Rotation never removes it: it outlives every backup.
+ * before the erasure's keys are destroyed. Rotation never removes it: it outlives every backup. A
+ * restore also reads the erasures a key store file records (the `keys.db` of the data dir it replaces).
  */
 import { constants } from 'node:fs';
 import { mkdir, open, readFile } from 'node:fs/promises';
@@ -10,6 +11,8 @@ import { z } from 'zod';
 import type { CustomerErasure } from '../../application/customer-keys.ts';
 import type { ErasureLedger } from '../../application/erasure-ledger.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../application/private-files.ts';
+import { erasuresRecordedIn } from '../../eventstore/key-store-sqlite.ts';
+import { SQLITE_HEADER } from './files.ts';
 
 export const ERASURE_LEDGER_FILE = 'erasures.jsonl';
 
@@ -64,17 +67,26 @@ export class ErasureLedgerUnreadable extends Error {
 }
 
 /**
- * The erasures of a ledger file; none when it does not exist. A last line cut short (a crash while it
+ * The erasures of a ledger file, or of a key store file (`keys.db`); none when it does not exist. A last line cut short (a crash while it
  * was written: its erasure never began) is left out; a damaged line elsewhere is refused.
  */
 export async function readErasureLedger(file: string): Promise<CustomerErasure[]> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
+  // The key store of the data dir being replaced (its `keys.db`) records every erasure it made too.
+  if (bytes.subarray(0, SQLITE_HEADER.length).equals(SQLITE_HEADER)) {
+    try {
+      return erasuresRecordedIn(file);
+    } catch (error) {
+      throw new ErasureLedgerUnreadable(`${file}: not a key store (${(error as Error).message})`);
+    }
+  }
+  const text = bytes.toString('utf8');
   const lines = text.split('\n');
   const erasures: CustomerErasure[] = [];
   for (const [i, line] of lines.entries()) {

@@ -83,3 +83,22 @@ test('a restore applies again the erasures since the backup and those whose keys
   t.is(await keys.key('k-held'), null);
   t.is(await keys.key('k-new'), null);
 });
+
+test('the key store of the data dir a restore replaces is read as a ledger of its erasures', async (t) => {
+  const dir = await tempDir(t, 'pds-ledger-');
+  const file = path.join(dir, 'keys.db');
+  const keys = openSqliteKeyStore(file);
+  await keys.beginErasure(erasure('e1', '2026-02-01T00:00:00.000Z', ['k1']));
+  await keys.finishErasure('e1');
+  await keys.beginErasure(erasure('e2', '2026-02-02T00:00:00.000Z', ['k2']));
+  await keys.close();
+  t.deepEqual(
+    (await readErasureLedger(file)).map((e) => e.erasure_id),
+    ['e1', 'e2'],
+  );
+  await writeFile(
+    path.join(dir, 'other.db'),
+    Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(200)]),
+  );
+  await t.throwsAsync(readErasureLedger(path.join(dir, 'other.db')), { instanceOf: ErasureLedgerUnreadable });
+});

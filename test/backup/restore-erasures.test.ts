@@ -101,6 +101,10 @@ test('an erasure made after a backup is applied again by the restore: the restor
   const restored = await pdsRestore([taken.dir, target]);
   t.is(restored.code, 0, restored.stderr);
   t.regex(restored.stdout, /\n1 erasure\(s\) made since the backup applied again from .*erasures\.jsonl: /);
+  // The key store of the data dir replaced records its erasures as well.
+  const elsewhere = path.join(await tempDir(t, 'pds-restored-'), 'data');
+  const fromKeys = await pdsRestore([taken.dir, elsewhere, '--erasures', path.join(dataDir, 'keys.db')]);
+  t.regex(fromKeys.stdout, /\n1 erasure\(s\) made since the backup applied again from .*keys\.db: /);
   const keys = openSqliteKeyStore(path.join(target, 'keys.db'));
   const [pending] = await keys.pendingErasures();
   await keys.close();
