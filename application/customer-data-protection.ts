@@ -56,14 +56,15 @@ export interface EventDataRewrite {
   /** The last position of an event of `type` in each stream that has one. */
   lastOfType(type: string): Promise<Map<string, number>>;
   /**
-   * Writes the changes and records `through` as reached, in one transaction; nothing, and `guarded`,
-   * when an event of `guard.type` was appended after `guard.after` (the caller reads again).
+   * Writes the changes and records `through` as reached, in one transaction: the positions written
+   * (an event that no longer holds `before` is left); nothing, and `guarded`, when an event of
+   * `guard.type` was appended after `guard.after` (the caller reads again).
    */
   write(
     changes: readonly EventDataChange[],
     through: number,
     guard: { type: string; after: number },
-  ): Promise<{ written: number; guarded: boolean }>;
+  ): Promise<{ written: number[]; guarded: boolean }>;
   /**
    * Records the run finished, rebuilds the file when told (`vacuum`: the space earlier writes freed
    * may still hold plain text), and copies the WAL into the file, truncating it; whether it could.
@@ -187,9 +188,7 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
   while (position < through) {
     const events = await rewrite.read(position, through, SEALED_EVENT_TYPES, batchSize);
     const reached = events.length < batchSize ? through : events[events.length - 1].position;
-    const changes: EventDataChange[] = [];
-    const counted: Record<string, number> = {};
-    let erasedCount = 0;
+    const changes: Array<EventDataChange & { type: string; erased: boolean }> = [];
     for (const event of events) {
       const parsed = JSON.parse(event.data) as Record<string, unknown>;
       const cart = cartOf(event, parsed);
@@ -198,14 +197,15 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
       const metadata = JSON.parse(event.metadata) as EventMetadata;
       const sealed = await (erased ? erasedData : data).seal(event.stream_id, { ...stored, metadata });
       if (sealed.data === parsed) continue;
+      const after = JSON.stringify(sealed.data);
       changes.push({
         position: event.position,
         event_id: event.event_id,
         before: event.data,
-        after: JSON.stringify(sealed.data),
+        after,
+        type: event.type,
+        erased,
       });
-      counted[event.type] = (counted[event.type] ?? 0) + 1;
-      if (erased) erasedCount++;
     }
     // Before the sealed data is written: its keys are gone, so it never reads as anything but erased.
     const scratch = scratchKeys.take();
@@ -217,8 +217,11 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
       continue;
     }
     report.scanned += events.length;
-    for (const [type, n] of Object.entries(counted)) report.sealed[type] = (report.sealed[type] ?? 0) + n;
-    report.sealed_erased += erasedCount;
+    const written = new Set(outcome.written);
+    for (const c of changes.filter((c) => written.has(c.position))) {
+      report.sealed[c.type] = (report.sealed[c.type] ?? 0) + 1;
+      if (c.erased) report.sealed_erased++;
+    }
     report.batches++;
     position = reached;
     await options.onBatch?.(report);

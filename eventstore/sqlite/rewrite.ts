@@ -76,12 +76,12 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
       try {
         if (appendedSince.get(guard.after, guard.type)) {
           db.exec('ROLLBACK');
-          return { written: 0, guarded: true };
+          return { written: [], guarded: true };
         }
-        let written = 0;
-        for (const c of changes) {
-          written += Number(update.run(c.after, c.position, c.event_id, c.before).changes);
-        }
+        // An event another run sealed meanwhile no longer holds `before`: it is left as it is.
+        const written = changes
+          .filter((c) => Number(update.run(c.after, c.position, c.event_id, c.before).changes) > 0)
+          .map((c) => c.position);
         record.run(name, through);
         db.exec('COMMIT');
         return { written, guarded: false };

@@ -247,3 +247,17 @@ test('an erasure appended while a batch is sealed sends the walk back to read it
   const identified = shown.filter((e) => e.type === 'CartCustomerIdentified');
   t.true(identified.every((e) => (e.data as { erased?: boolean }).erased === true));
 });
+
+test('two runs at once seal each event once, and each counts only what it wrote', async (t) => {
+  const dir = await plainLog(t);
+  const before = await readLog(dir);
+  const [a, b] = await Promise.all([protect(dir, { batchSize: 1 }), protect(dir, { batchSize: 1 })]);
+  t.is(sealedTotal(a) + sealedTotal(b), 11);
+  t.is(a.sealed_erased + b.sealed_erased, 5);
+  const after = await readLog(dir);
+  const kept = before.shown.map((e) => !personal(gone).some((v) => JSON.stringify(e).includes(v)));
+  t.deepEqual(
+    after.shown.filter((_, i) => kept[i]),
+    before.shown.filter((_, i) => kept[i]),
+  );
+});
