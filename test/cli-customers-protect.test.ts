@@ -5,7 +5,7 @@
  * leaves no byte of their data in any file of the data dir.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
@@ -140,6 +140,13 @@ test('pds customers protect refuses a split deployment and a data dir without a 
   t.is(missing.code, 3);
   t.regex(missing.stderr, /events\.db does not exist/);
   t.deepEqual(readdirSync(empty), []);
+  // A log without the service's secret key: a key wrapped by another one would open nothing.
+  const keyless = await tempDir(t, 'pds-protect-keyless-');
+  writeFileSync(path.join(keyless, 'events.db'), '');
+  const noKey = await pds({ PDS_DATA_DIR: keyless }, ['customers', 'protect']);
+  t.is(noKey.code, 2);
+  t.regex(noKey.stderr, /run protect with the service's PDS_SECRET_KEY/);
+  t.deepEqual(readdirSync(keyless), ['events.db']);
 });
 
 test('pds customers protect runs beside the serving service: the service reads the sealed customer and goes on writing', async (t) => {

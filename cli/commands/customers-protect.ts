@@ -5,15 +5,17 @@
  * where a stopped run left off; once done, another run finds nothing to do. A split deployment is
  * refused: EventStoreDB never rewrites an event (the docs give its procedure).
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { createCustomerData } from '../../application/customer-data.ts';
 import {
   type ProtectionReport,
   protectStoredCustomerData,
 } from '../../application/customer-data-protection.ts';
-import { EventStoreFileMissing, openEventDataRewrite } from '../../eventstore/sqlite/rewrite.ts';
+import { openEventDataRewrite } from '../../eventstore/sqlite/rewrite.ts';
 import { CliError, EXIT, table } from '../client.ts';
-import { type Config, ConfigError, loadConfig, parseConfig } from '../config.ts';
+import { type Config, ConfigError, loadConfig, parseConfig, SECRET_KEY_FILE } from '../config.ts';
 import { openKeyStore } from '../customer-keys.ts';
 import { positiveInteger, printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
@@ -36,6 +38,16 @@ function embeddedConfig(env: NodeJS.ProcessEnv): Config {
     );
   }
   return config;
+}
+
+/** A key wrapped by another secret than the service's would open nothing: never make one up here. */
+function checkSecretKey(config: Config): void {
+  if (config.secretKey === null && !existsSync(path.join(config.dataDir, SECRET_KEY_FILE))) {
+    throw new CliError(
+      `neither PDS_SECRET_KEY nor ${path.join(config.dataDir, SECRET_KEY_FILE)}: run protect with the service's PDS_SECRET_KEY`,
+      EXIT.usage,
+    );
+  }
 }
 
 function describe(r: ProtectionReport): string {
@@ -74,15 +86,12 @@ export function registerProtect(customers: Command): void {
     .action((options: { batch: string; vacuum?: boolean; json?: boolean }) =>
       runClientCommand(async () => {
         const batchSize = positiveInteger('--batch', options.batch, 10_000);
-        const file = embeddedConfig(process.env).eventStoreUrl.slice('sqlite:'.length);
-        let rewrite: ReturnType<typeof openEventDataRewrite>;
-        try {
-          rewrite = openEventDataRewrite(file, PROTECT_REWRITE);
-        } catch (error) {
-          if (error instanceof EventStoreFileMissing) throw new CliError(error.message, EXIT.notFound);
-          throw error;
-        }
+        const parsed = embeddedConfig(process.env);
+        const file = parsed.eventStoreUrl.slice('sqlite:'.length);
+        if (!existsSync(file)) throw new CliError(`${file} does not exist`, EXIT.notFound);
+        checkSecretKey(parsed);
         const config = await loadConfig(process.env);
+        const rewrite = openEventDataRewrite(file, PROTECT_REWRITE);
         const keys = await openKeyStore(config.keyStoreUrl);
         try {
           const started = performance.now();
