@@ -1,5 +1,5 @@
 /**
- * `POST /admin/v1/customers/export` {customer: <user id | email | cart uuid>}: everything the service
+ * `POST /admin/v1/customers/export` {customer: <user id | email | cart uuid>, or several}: everything the service
  * holds about one customer, as one JSON document (docs/operations.md, "Customer data"): each of their
  * carts as the log folds it (the customer, the lines, the curbside arrivals and their answers), and
  * every webhook each cart produced, with the body it sends. Each cart's read is on record first, as a
@@ -13,7 +13,6 @@ import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import { cartHistoryViewed, cartViewsStreamId } from '../domain/operator-activity.ts';
-import { oneLine } from '../domain/schemas.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import {
@@ -22,6 +21,7 @@ import {
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
 import type { ReadStore } from '../projections/read-store.ts';
+import { customerTargets } from './admin-customers.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import type { AppContext } from './http.ts';
 import { requestActor } from './operator-auth.ts';
@@ -106,9 +106,9 @@ export function customerExportRoutes(deps: CustomerExportDeps): AdminRoute[] {
       operationId: 'exportCustomer',
       summary: 'Everything held about a customer',
       description:
-        'The carts of the customer a user id, an email address or a cart uuid names (and of the carts sharing their user id or email), ' +
+        'The carts a user id, an email address or a cart uuid names (as an erasure finds them; `customer` one of them or an array of several), ' +
         'each as the log folds it, with every webhook it produced and the body that webhook sends. Each cart read is recorded as a history read.',
-      body: z.strictObject({ customer: oneLine(254).min(1) }),
+      body: z.strictObject({ customer: customerTargets }),
       response: { status: 200, description: 'The customer’s data.', schema: exportAnswer },
       problems: [422],
       async handler(ctx, { body }) {

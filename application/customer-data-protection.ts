@@ -6,12 +6,17 @@
  * that a run that is stopped resumes there and a finished one has nothing left to do.
  *
  * A customer erased before (their cart records `CartCustomerErased` after the event) is sealed as an
- * erasure would have left them: under a key of its own that is destroyed at once, so the event reads
- * as erased, exactly as if it had been sealed when written and erased since.
+ * erasure would have left them: under a key of its own, never stored, whose tombstone names that
+ * erasure, so the event reads as erased, exactly as if it had been sealed when written and erased since.
+ * An event of a version that kept no user id beside the customer is sealed with its cart's user id (as
+ * `CartCreated` has it), so that an erasure by user id reaches it.
+ *
+ * The walk is not the end: the space the old values took before (a page split, a freed page) may still
+ * hold them until the file is rebuilt, so a run is `finished` only once `events.db` was vacuumed.
  */
 import type { EventMetadata } from '../eventstore/port.ts';
 import { type CustomerData, withoutCustomer } from './customer-data.ts';
-import type { CustomerErasure, CustomerKeyStore, LinkedKey, StoredCustomerKey } from './customer-keys.ts';
+import type { CustomerKeyStore, LinkedKey, StoredCustomerKey } from './customer-keys.ts';
 
 /** The event types whose data `CustomerData.seal` seals. */
 export const SEALED_EVENT_TYPES = [
@@ -23,6 +28,13 @@ export const SEALED_EVENT_TYPES = [
 
 /** The event that records an erasure on a cart: what comes before it in the cart was erased. */
 const ERASED = 'CartCustomerErased';
+
+/** An erasure a cart records, where. */
+export interface RecordedErasure {
+  position: number;
+  erasure_id: string;
+  erased_at: string;
+}
 
 /** An event as the store keeps it: its data as stored text. */
 export interface StoredEventData {
@@ -47,14 +59,16 @@ export interface EventDataChange {
  * position, and writes a batch of new data with the position reached in one transaction.
  */
 export interface EventDataRewrite {
-  /** Where earlier runs got to (0: never run), and when one finished. */
-  progress(): Promise<{ position: number; finished_at: string | null }>;
+  /** Where earlier runs got to (0: never run), when one went through the log, and when one vacuumed after. */
+  progress(): Promise<{ position: number; finished_at: string | null; vacuumed_at: string | null }>;
   /** The log's last position. */
   head(): Promise<number>;
   /** The events of `types` after `after`, up to `through`, in position order, at most `limit`. */
   read(after: number, through: number, types: readonly string[], limit: number): Promise<StoredEventData[]>;
-  /** The last position of an event of `type` in each stream that has one. */
-  lastOfType(type: string): Promise<Map<string, number>>;
+  /** The erasures (`CartCustomerErased`) each cart stream records after `after`, in position order. */
+  erasures(after?: number): Promise<Map<string, RecordedErasure[]>>;
+  /** The user id each of these cart streams was created with (`CartCreated`), where it has one. */
+  cartUsers(streamIds: readonly string[]): Promise<Map<string, string>>;
   /**
    * Writes the changes and records `through` as reached, in one transaction: the positions written
    * (an event that no longer holds `before` is left); nothing, and `guarded`, when an event of
@@ -66,10 +80,11 @@ export interface EventDataRewrite {
     guard: { type: string; after: number },
   ): Promise<{ written: number[]; guarded: boolean }>;
   /**
-   * Records the run finished, rebuilds the file when told (`vacuum`: the space earlier writes freed
-   * may still hold plain text), and copies the WAL into the file, truncating it; whether it could.
+   * Records the walk finished, rebuilds the file when told (`vacuum`: the space earlier writes freed
+   * may still hold plain text; recorded too), and copies the WAL into the file, truncating it when no
+   * reader holds it (never waiting on one with the writer's lock held); whether it could.
    */
-  finish(at: string, vacuum: boolean): Promise<{ wal_truncated: boolean }>;
+  finish(at: string, vacuum: boolean): Promise<{ wal_truncated: boolean; vacuumed_at: string | null }>;
   close(): Promise<void>;
 }
 
@@ -90,6 +105,11 @@ export interface ProtectionReport {
   vacuumed: boolean;
   /** When an earlier run finished, if one did. */
   finished_before: string | null;
+  /**
+   * Whether no plain text is left: the walk done, the file rebuilt by this run or one since the last
+   * sealing, and the WAL truncated. Until then the old values may remain in the file's free space.
+   */
+  finished: boolean;
 }
 
 export interface ProtectOptions {
@@ -106,15 +126,19 @@ export interface ProtectOptions {
   onBatch?: (report: ProtectionReport) => void | Promise<void>;
 }
 
-/** A key store in memory, whose new keys are taken (to be destroyed) by `take`. */
+/** A key store in memory, whose new keys are taken (to be tombstoned in the service's) by `take`. */
 export function scratchKeyStore(): CustomerKeyStore & { take(): string[] } {
   const keys = new Map<string, StoredCustomerKey>();
   const links = new Map<string, Set<string>>();
   let made: string[] = [];
   const linksOf = (keyId: string) => [...links].filter(([, ids]) => ids.has(keyId)).map(([l]) => l);
+  const addLinks = (keyId: string, wanted: readonly string[]) => {
+    for (const l of wanted) links.set(l, (links.get(l) ?? new Set()).add(keyId));
+  };
   return {
     async key(keyId) {
-      return keys.get(keyId) ?? null;
+      const key = keys.get(keyId);
+      return key ? { key } : null;
     },
     async keysLinkedTo(wanted) {
       const ids = new Set(wanted.flatMap((l) => [...(links.get(l) ?? [])]));
@@ -122,25 +146,36 @@ export function scratchKeyStore(): CustomerKeyStore & { take(): string[] } {
         .filter((id) => ids.has(id))
         .map((id): LinkedKey => ({ key_id: id, links: linksOf(id) }));
     },
-    async link(key, wanted) {
-      if (!keys.has(key.key_id)) {
-        keys.set(key.key_id, key);
-        made.push(key.key_id);
-      }
-      for (const l of wanted) links.set(l, (links.get(l) ?? new Set()).add(key.key_id));
+    async createKey(key, wanted) {
+      if (keys.has(key.key_id)) return false;
+      keys.set(key.key_id, key);
+      made.push(key.key_id);
+      addLinks(key.key_id, wanted);
+      return true;
     },
-    async beginErasure(_erasure: CustomerErasure) {},
+    async addLinks(keyId, wanted) {
+      if (keys.has(keyId)) addLinks(keyId, wanted);
+    },
+    async tombstonesOfCart() {
+      return [];
+    },
+    async beginErasure() {},
     async destroyKeys(ids) {
       for (const id of ids) keys.delete(id);
+      for (const ids of links.values()) for (const id of ids) if (!keys.has(id)) ids.delete(id);
+      return { wiped: true };
     },
     async pendingErasures() {
       return [];
     },
     async finishErasure() {},
     async close() {},
+    /** The keys made since the last call, forgotten here: the next seal makes a new one. */
     take() {
       const taken = made;
       made = [];
+      for (const id of taken) keys.delete(id);
+      for (const ids of links.values()) for (const id of taken) ids.delete(id);
       return taken;
     },
   };
@@ -163,6 +198,26 @@ function cartOf(event: StoredEventData, data: Record<string, unknown>): string |
   return withoutCustomer(body)?.cartUuid;
 }
 
+/** The erasure a cart records after `position`, the first: the one that erased what was there then. */
+const erasureAfter = (recorded: readonly RecordedErasure[] | undefined, position: number) =>
+  recorded?.find((e) => e.position > position);
+
+/** The key a sealed event's data names (its personal data's, or its webhook body's). */
+function keyOf(data: unknown): string | undefined {
+  const d = data as { personal?: { key_id?: string }; body?: unknown };
+  if (d.personal?.key_id) return d.personal.key_id;
+  if (typeof d.body === 'string' && d.body.startsWith('pds-sealed-v1 ')) return d.body.split(' ', 2)[1];
+  return undefined;
+}
+
+/** The event's data with its cart's user id for sealing, when its version kept none beside the customer. */
+function withCartUser(event: StoredEventData, data: Record<string, unknown>, users: Map<string, string>) {
+  if ('user_id' in data || (event.type !== 'CartCustomerIdentified' && event.type !== 'CurbsideArrivalPosted'))
+    return data;
+  const user = users.get(event.stream_id);
+  return user === undefined ? data : { ...data, user_id: user };
+}
+
 /** Seals what the log holds in plain text; resumes where an earlier run stopped. */
 export async function protectStoredCustomerData(options: ProtectOptions): Promise<ProtectionReport> {
   const { rewrite, data, batchSize = 500, now = () => new Date() } = options;
@@ -180,40 +235,59 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
     wal_truncated: false,
     vacuumed: options.vacuum === true,
     finished_before: progress.finished_at,
+    finished: false,
   };
   // The erasures the log holds now; one appended while the walk runs sends it back to read them again.
   let guardAfter = await rewrite.head();
-  let erasedAt = await rewrite.lastOfType(ERASED);
+  let erasures = await rewrite.erasures();
+  // The service's keys each cart's events were sealed under by this run, for an erasure recorded later.
+  const liveKeys = new Map<string, Set<string>>();
+  const keysErased = new Set<string>();
   let position = progress.position;
   while (position < through) {
     const events = await rewrite.read(position, through, SEALED_EVENT_TYPES, batchSize);
     const reached = events.length < batchSize ? through : events[events.length - 1].position;
-    const changes: Array<EventDataChange & { type: string; erased: boolean }> = [];
+    const users = await rewrite.cartUsers([...new Set(events.map((e) => e.stream_id))]);
+    const changes: Array<EventDataChange & { type: string; erased: boolean; cart?: string; key?: string }> = [];
+    // Each key made for an erased customer, and the erasure its tombstone names.
+    const tombstones = new Map<string, { erasure_id: string; erased_at: string; keyIds: string[] }>();
     for (const event of events) {
       const parsed = JSON.parse(event.data) as Record<string, unknown>;
       const cart = cartOf(event, parsed);
-      const erased = cart !== undefined && (erasedAt.get(`cart-${cart}`) ?? -1) > event.position;
-      const stored = { id: event.event_id, type: event.type, data: parsed };
+      const erasure = cart === undefined ? undefined : erasureAfter(erasures.get(`cart-${cart}`), event.position);
+      const input = withCartUser(event, parsed, users);
+      const stored = { id: event.event_id, type: event.type, data: input };
       const metadata = JSON.parse(event.metadata) as EventMetadata;
-      const sealed = await (erased ? erasedData : data).seal(event.stream_id, { ...stored, metadata });
-      if (sealed.data === parsed) continue;
-      const after = JSON.stringify(sealed.data);
+      const sealed = await (erasure ? erasedData : data).seal(event.stream_id, { ...stored, metadata });
+      if (sealed.data === input) continue;
+      if (erasure) {
+        const made = scratchKeys.take();
+        const entry = tombstones.get(erasure.erasure_id) ?? { ...erasure, keyIds: [] };
+        tombstones.set(erasure.erasure_id, { ...entry, keyIds: [...entry.keyIds, ...made] });
+      }
+      // The user id was only for the key's link: the event keeps the shape of its version.
+      const out = { ...(sealed.data as Record<string, unknown>) };
+      if (!('user_id' in parsed)) delete out.user_id;
       changes.push({
         position: event.position,
         event_id: event.event_id,
         before: event.data,
-        after,
+        after: JSON.stringify(out),
         type: event.type,
-        erased,
+        erased: erasure !== undefined,
+        cart,
+        key: erasure ? undefined : keyOf(out),
       });
     }
-    // Before the sealed data is written: its keys are gone, so it never reads as anything but erased.
-    const scratch = scratchKeys.take();
-    if (scratch.length > 0) await data.keys.destroyKeys(scratch);
+    // Before the sealed data is written: its keys are tombstones already, so it never reads as
+    // anything but erased, and never as a key missing.
+    for (const t of tombstones.values()) {
+      await data.keys.destroyKeys(t.keyIds, { erasure_id: t.erasure_id, erased_at: t.erased_at });
+    }
     const outcome = await rewrite.write(changes, reached, { type: ERASED, after: guardAfter });
     if (outcome.guarded) {
       guardAfter = await rewrite.head();
-      erasedAt = await rewrite.lastOfType(ERASED);
+      erasures = await rewrite.erasures();
       continue;
     }
     report.scanned += events.length;
@@ -221,11 +295,42 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
     for (const c of changes.filter((c) => written.has(c.position))) {
       report.sealed[c.type] = (report.sealed[c.type] ?? 0) + 1;
       if (c.erased) report.sealed_erased++;
+      if (c.cart !== undefined && c.key !== undefined) {
+        liveKeys.set(`cart-${c.cart}`, (liveKeys.get(`cart-${c.cart}`) ?? new Set()).add(c.key));
+      }
     }
     report.batches++;
     position = reached;
+    await eraseRecordedSince(rewrite, data, through, liveKeys, keysErased);
     await options.onBatch?.(report);
   }
-  report.wal_truncated = (await rewrite.finish(now().toISOString(), report.vacuumed)).wal_truncated;
+  await eraseRecordedSince(rewrite, data, through, liveKeys, keysErased);
+  const finish = await rewrite.finish(now().toISOString(), report.vacuumed);
+  report.wal_truncated = finish.wal_truncated;
+  report.finished = finish.wal_truncated && finish.vacuumed_at !== null;
   return report;
+}
+
+/**
+ * An erasure a cart recorded after this run began, once a batch had sealed that cart's events under
+ * its key: the erasure may have looked for the cart's keys before this run made one. The keys are
+ * destroyed under it, as the erasure would have.
+ */
+async function eraseRecordedSince(
+  rewrite: EventDataRewrite,
+  data: CustomerData,
+  since: number,
+  liveKeys: Map<string, Set<string>>,
+  done: Set<string>,
+): Promise<void> {
+  if (liveKeys.size === 0) return;
+  for (const [stream, recorded] of await rewrite.erasures(since)) {
+    const keys = liveKeys.get(stream);
+    const erasure = erasureAfter(recorded, since);
+    if (!keys || !erasure) continue;
+    const ids = [...keys].filter((k) => !done.has(k));
+    if (ids.length === 0) continue;
+    await data.keys.destroyKeys(ids, { erasure_id: erasure.erasure_id, erased_at: erasure.erased_at });
+    for (const id of ids) done.add(id);
+  }
 }

@@ -1,9 +1,12 @@
 /**
  * Customer personal data, crypto-shredded (docs/operations.md, "Customer data"; docs/write-side.md,
  * "Customer data in events"). The personal fields of the events that hold them are sealed, as they
- * enter the log, under their customer's own AES-256-GCM key, which the key store keeps wrapped by
- * `PDS_SECRET_KEY`; they are opened where the log is read. Once the key is destroyed they open as
- * erased: null fields, empty arrival answers, and webhook bodies with the customer left out.
+ * enter the log, under their cart's own AES-256-GCM key (`customer-key-ring.ts`), which the key store
+ * keeps wrapped by `PDS_SECRET_KEY`; they are opened where the log is read. Once an erasure has
+ * destroyed the key (its tombstone says so) they open as erased: null fields, empty arrival answers,
+ * and webhook bodies with the customer left out. A key neither there nor tombstoned
+ * (`CustomerKeyMissing`), or a box that does not open, is a fault, never "erased": `open` and
+ * `openBody` throw, and their reader tries again later.
  *
  * - `CartCustomerIdentified`: email, first and last name, phone number, DOB.
  * - `CurbsideArrivalPosted`: the arrival form's answers.
@@ -12,10 +15,13 @@
  * - `IdempotentResponseRecorded`: an answer showing a cart's customer or an arrival's answers, which
  *   a retry replays (docs/write-side.md, "Idempotency").
  */
-import { createHmac, type KeyObject, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { NewEvent, RecordedEvent } from '../eventstore/port.ts';
-import { createSecretBox, SecretBoxError } from './credentials.ts';
-import type { CustomerKeyStore, StoredCustomerKey } from './customer-keys.ts';
+import { createSecretBox } from './credentials.ts';
+import { type CustomerDataOptions, createKeyRing, present } from './customer-key-ring.ts';
+import type { CustomerKeyStore } from './customer-keys.ts';
+
+export { type CustomerDataOptions, KEY_CACHE_TTL_MS } from './customer-key-ring.ts';
 
 const CUSTOMER_FIELDS = ['email', 'first_name', 'last_name', 'phone_number', 'DOB'] as const;
 /** Where a sealed event keeps its personal fields: the key's id and the secret box token. */
@@ -33,97 +39,90 @@ export interface ErasureTargets {
 }
 
 export interface CustomerData {
-  /** The event as the log keeps it: its personal data sealed under its customer's key. */
+  /** The event as the log keeps it: its personal data sealed under its cart's key. */
   seal(streamId: string, event: NewEvent): Promise<NewEvent>;
-  /** The event as its readers take it: opened, or erased when its key is gone. */
+  /** The event as its readers take it: opened, or erased when an erasure destroyed its key. */
   open(event: RecordedEvent): Promise<RecordedEvent>;
   /**
    * A webhook body as its delivery keeps it, sealed when it shows a customer: the fan-out seals it
    * before scheduling, so that no working state ever holds it open.
    */
   sealBody(body: string): Promise<string>;
-  /** A webhook body as it is sent: opened, or with the customer left out when the key is gone. */
+  /** A webhook body as it is sent: opened, or with the customer left out when its key was erased. */
   openBody(body: string): Promise<string>;
   /**
-   * The keys and carts of the customer a user id, an email address or a cart uuid names, and of every
-   * customer sharing a key's user id or email address with them.
+   * The keys and carts each target names directly: a user id, the carts identified with that user
+   * id; an email address, the carts identified with that email; a cart uuid, that cart.
    */
-  resolve(target: string): Promise<ErasureTargets>;
+  resolve(targets: string | readonly string[]): Promise<ErasureTargets>;
+  /** The key store; destroying keys through it also forgets them in this process at once. */
   readonly keys: CustomerKeyStore;
 }
 
 const isSealed = (data: unknown): data is { personal: SealedPersonalData } =>
   typeof data === 'object' && data !== null && 'personal' in data;
 
-/** Whether a value carries anything: null and '' say nothing about anyone. */
-const present = (v: unknown) => v !== null && v !== undefined && v !== '';
-
-export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | KeyObject): CustomerData {
-  const box = createSecretBox(secretKey);
-  // The links by user id and email are keyed hashes: the key store never holds either value.
-  const hashed = (kind: 'user' | 'email', value: string) =>
-    `${kind}:${createHmac('sha256', secretKey).update(`customer-link:${kind}:${value}`).digest('base64url')}`;
-  const userLink = (userId: unknown) => (present(userId) ? [hashed('user', String(userId))] : []);
-  const emailLink = (email: unknown) =>
-    typeof email === 'string' && email !== '' ? [hashed('email', email.trim().toLowerCase())] : [];
-  const keyContext = (keyId: string) => `customer-key:${keyId}`;
+export function createCustomerData(
+  store: CustomerKeyStore,
+  secretKey: Buffer | KeyObject,
+  options: CustomerDataOptions = {},
+): CustomerData {
+  const { keys, dataKey, keyFor, derivedKeyFor, userLink, emailLink } = createKeyRing(
+    store,
+    secretKey,
+    options,
+  );
   const dataContext = (keyId: string, type: string) => `customer:${keyId}:${type}`;
 
-  /** The key that seals a cart's data: the cart's own, else its customer's, else a new one; linked to all. */
-  async function keyFor(links: string[]): Promise<{ keyId: string; dataKey: Buffer }> {
-    const found = await keys.keysLinkedTo(links);
-    const cartLink = links[0];
-    const chosen = found.find((k) => k.links.includes(cartLink)) ?? found[0];
-    if (chosen) {
-      const stored = await keys.key(chosen.key_id);
-      if (stored) {
-        if (links.some((l) => !chosen.links.includes(l))) await keys.link(stored, links);
-        return { keyId: stored.key_id, dataKey: unwrap(stored) };
-      }
-    }
-    const dataKey = randomBytes(32);
-    const keyId = `ck_${randomBytes(12).toString('base64url')}`;
-    const stored: StoredCustomerKey = {
-      key_id: keyId,
-      wrapped: box.encrypt(dataKey.toString('base64'), keyContext(keyId)),
-      created_at: new Date().toISOString(),
+  /** The plaintext a sealed value holds, or null when an erasure destroyed its key. */
+  async function unseal(sealed: SealedPersonalData, type: string, fresh = false): Promise<string | null> {
+    const key = await dataKey(sealed.key_id, { fresh });
+    if (key === 'erased') return null;
+    return createSecretBox(key).decrypt(sealed.box, dataContext(sealed.key_id, type));
+  }
+
+  /**
+   * Data derived from a cart's customer (a webhook body, a recorded answer) sealed under the cart's
+   * key; null when that key was erased (only the erased form may then be kept).
+   */
+  async function sealDerived(
+    cartUuid: string,
+    type: string,
+    plaintext: string,
+  ): Promise<SealedPersonalData | null> {
+    const found = await derivedKeyFor(cartUuid);
+    if (found === 'erased') return null;
+    return {
+      key_id: found.keyId,
+      box: createSecretBox(found.key).encrypt(plaintext, dataContext(found.keyId, type)),
     };
-    await keys.link(stored, links);
-    return { keyId, dataKey };
   }
 
-  function unwrap(stored: StoredCustomerKey): Buffer {
-    return Buffer.from(box.decrypt(stored.wrapped, keyContext(stored.key_id)), 'base64');
-  }
-
-  /** The plaintext a sealed value holds, or null when its key was destroyed. */
-  async function unseal(sealed: SealedPersonalData, type: string): Promise<string | null> {
-    const stored = await keys.key(sealed.key_id);
-    if (!stored) return null;
-    return createSecretBox(unwrap(stored)).decrypt(sealed.box, dataContext(sealed.key_id, type));
-  }
-
-  async function sealValue(links: string[], type: string, plaintext: string): Promise<SealedPersonalData> {
-    const { keyId, dataKey } = await keyFor(links);
-    return { key_id: keyId, box: createSecretBox(dataKey).encrypt(plaintext, dataContext(keyId, type)) };
+  async function sealValue(
+    cartUuid: string,
+    identities: string[],
+    type: string,
+    plaintext: string,
+  ): Promise<SealedPersonalData> {
+    const { keyId, key } = await keyFor(cartUuid, identities);
+    return { key_id: keyId, box: createSecretBox(key).encrypt(plaintext, dataContext(keyId, type)) };
   }
 
   async function seal(streamId: string, event: NewEvent): Promise<NewEvent> {
     const data = event.data as Record<string, unknown>;
-    const cartLink = `cart:${streamId.slice('cart-'.length)}`;
+    const cartUuid = streamId.slice('cart-'.length);
     if (event.type === 'CartCustomerIdentified') {
       if (!CUSTOMER_FIELDS.some((f) => present(data[f]))) return event;
       const personal = Object.fromEntries(CUSTOMER_FIELDS.map((f) => [f, data[f] ?? null]));
       const rest = Object.fromEntries(Object.entries(data).filter(([k]) => !(k in personal)));
-      const links = [cartLink, ...userLink(data.user_id), ...emailLink(data.email)];
-      const sealed = await sealValue(links, event.type, JSON.stringify(personal));
+      const identities = [...userLink(data.user_id), ...emailLink(data.email)];
+      const sealed = await sealValue(cartUuid, identities, event.type, JSON.stringify(personal));
       return { ...event, data: { ...rest, personal: sealed } };
     }
     if (event.type === 'CurbsideArrivalPosted') {
       const fields = (data.fields ?? {}) as Record<string, string>;
       if (Object.keys(fields).length === 0) return event;
-      const links = [cartLink, ...userLink(data.user_id)];
-      const sealed = await sealValue(links, event.type, JSON.stringify(fields));
+      const sealed = await sealValue(cartUuid, userLink(data.user_id), event.type, JSON.stringify(fields));
       const { fields: _fields, ...rest } = data;
       return { ...event, data: { ...rest, personal: sealed } };
     }
@@ -135,7 +134,8 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
       // The answer a retry replays: a cart's record or an arrival shows the customer too.
       const found = withoutCustomer(data.body);
       if (found === null) return event;
-      const sealed = await sealValue([`cart:${found.cartUuid}`], event.type, JSON.stringify(data.body));
+      const sealed = await sealDerived(found.cartUuid, event.type, JSON.stringify(data.body));
+      if (sealed === null) return { ...event, data: { ...data, body: found.erased } };
       return { ...event, data: { ...data, body: found.erased, personal: sealed } };
     }
     return event;
@@ -164,7 +164,9 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
     if (body.startsWith(SEALED_BODY)) return body;
     const found = withoutCustomer(JSON.parse(body));
     if (found === null) return body;
-    const sealed = await sealValue([`cart:${found.cartUuid}`], 'WebhookDeliveryScheduled', body);
+    const sealed = await sealDerived(found.cartUuid, 'WebhookDeliveryScheduled', body);
+    // Rendered before its cart's customer was erased, sealed after: only the erased form is kept.
+    if (sealed === null) return JSON.stringify(found.erased);
     return `${SEALED_BODY}${sealed.key_id} ${sealed.box} ${JSON.stringify(found.erased)}`;
   }
 
@@ -172,41 +174,60 @@ export function createCustomerData(keys: CustomerKeyStore, secretKey: Buffer | K
     if (!body.startsWith(SEALED_BODY)) return body;
     const [keyId, token] = body.slice(SEALED_BODY.length).split(' ', 2);
     const erased = body.slice(SEALED_BODY.length + keyId.length + token.length + 2);
-    try {
-      return (await unseal({ key_id: keyId, box: token }, 'WebhookDeliveryScheduled')) ?? erased;
-    } catch (error) {
-      if (error instanceof SecretBoxError) return erased;
-      throw error;
-    }
+    // A box that does not open (a damaged token, another PDS_SECRET_KEY) throws: only a tombstone
+    // sends the body without its customer. Whether there is one is asked of the key store at each
+    // attempt, not of this process's cache: an erasure answered elsewhere holds from then on.
+    return (await unseal({ key_id: keyId, box: token }, 'WebhookDeliveryScheduled', true)) ?? erased;
   }
 
-  async function resolve(target: string): Promise<ErasureTargets> {
+  /** The link a target names: a cart uuid, an email address (it has an @), else a user id. */
+  function linkOf(target: string): string[] {
     const value = target.trim();
-    let links: string[];
-    if (UUID.test(value)) links = [`cart:${value.toLowerCase()}`];
-    else if (value.includes('@')) links = emailLink(value);
-    else links = userLink(value);
+    if (UUID.test(value)) return [`cart:${value.toLowerCase()}`];
+    if (value.includes('@')) return emailLink(value);
+    return userLink(value);
+  }
+
+  async function resolve(targets: string | readonly string[]): Promise<ErasureTargets> {
+    const links = [...new Set((typeof targets === 'string' ? [targets] : targets).flatMap(linkOf))];
     const keyIds = new Set<string>();
     const carts = new Set<string>(links.filter((l) => l.startsWith('cart:')));
-    const seen = new Set<string>(links);
-    // A customer's keys share a user id or an email address: follow them until no new key turns up.
-    while (links.length > 0) {
-      const next: string[] = [];
-      for (const k of await keys.keysLinkedTo(links)) {
-        keyIds.add(k.key_id);
-        for (const l of k.links) {
-          if (seen.has(l)) continue;
-          seen.add(l);
-          next.push(l);
-          if (l.startsWith('cart:')) carts.add(l);
-        }
-      }
-      links = next;
+    // Direct links only: a key's other identities name other people's carts as often as this one's.
+    for (const k of await store.keysLinkedTo(links)) {
+      keyIds.add(k.key_id);
+      for (const l of k.links) if (l.startsWith('cart:')) carts.add(l);
     }
     return { key_ids: [...keyIds], cart_uuids: [...carts].map((l) => l.slice('cart:'.length)) };
   }
 
   return { seal, open, sealBody, openBody, resolve, keys };
+}
+
+/** Personal values shorter than this name no one, and striking them would strike ordinary text. */
+const MIN_PERSONAL_VALUE = 3;
+
+/**
+ * The customer's values a webhook body or an answer shows (the shapes of `withoutCustomer`): email,
+ * phone number, names (whole and each part), date of birth, the arrival's answers. What a receiver
+ * echoes of them is struck from what it answered (`webhooks/send.ts`).
+ */
+export function customerValues(value: unknown): string[] {
+  const found = withoutCustomer(value);
+  if (found === null) return [];
+  const v = value as {
+    customer?: Record<string, unknown> | null;
+    cart?: Record<string, unknown>;
+    curbside_arrival?: { fields?: Record<string, unknown> };
+  };
+  const values = [
+    ...Object.values(v.customer ?? {}),
+    v.cart?.customer_phone_number,
+    v.cart?.customer_email_address,
+    v.cart?.customer_name,
+    ...Object.values(v.curbside_arrival?.fields ?? {}),
+  ].filter((x): x is string => typeof x === 'string');
+  const parts = values.flatMap((x) => [x, ...x.split(/\s+/)]);
+  return [...new Set(parts.map((x) => x.trim()))].filter((x) => x.length >= MIN_PERSONAL_VALUE);
 }
 
 /**

@@ -1,9 +1,13 @@
 /**
- * Erasing a customer (docs/operations.md, "Customer data"): their keys and the carts those keys
- * sealed data of are found (`CustomerData.resolve`), the erasure is recorded in the key store, the
- * keys are destroyed, and each cart records `CartCustomerErased`, which holds no personal data and makes
- * the read models forget the customer. An erasure interrupted after its record is completed by the
- * next one (`finishPendingErasures`): its keys are destroyed again (a no-op) and its carts recorded.
+ * Erasing a customer (docs/operations.md, "Customer data"): the keys of the carts the targets name
+ * (`CustomerData.resolve`) are found, the erasure is recorded in the key store, the keys are replaced
+ * by tombstones naming it, and each cart records `CartCustomerErased`, which holds no personal data
+ * and makes the read models forget the customer. An erasure interrupted after its record is completed
+ * at the next start of the service, or by the next erasure (`finishPendingErasures`): its keys are
+ * destroyed again (a no-op) and its carts recorded. So is one whose key store could not yet wipe the
+ * keys from its files (a reader held `keys.db`'s WAL): its data reads as erased already, and the
+ * erasure stays pending until a later attempt wipes them. A pending erasure that fails again is
+ * reported and left for later: it never stops a new one.
  */
 import { randomUUID } from 'node:crypto';
 import * as cart from '../domain/cart.ts';
@@ -17,15 +21,26 @@ export interface ErasureOutcome {
   erasure_id: string | null;
   keys_destroyed: number;
   carts: string[];
+  /**
+   * false when the keys are destroyed (their data reads as erased) but a copy may still be in the key
+   * store's files: the erasure is pending, finished by the next erasure or the next start.
+   */
+  finished: boolean;
 }
+
+/** Told of a pending erasure that could not be finished (it stays pending). */
+export type PendingErasureFailure = (erasureId: string, error: unknown) => void;
 
 async function complete(
   data: CustomerData,
   commands: CommandHandler,
   erasure: CustomerErasure,
   metadata: CommandMetadata,
-): Promise<string[]> {
-  await data.keys.destroyKeys(erasure.key_ids);
+): Promise<{ carts: string[]; finished: boolean }> {
+  const { wiped } = await data.keys.destroyKeys(erasure.key_ids, {
+    erasure_id: erasure.erasure_id,
+    erased_at: erasure.requested_at,
+  });
   const recorded: string[] = [];
   for (const uuid of erasure.cart_uuids) {
     try {
@@ -41,32 +56,49 @@ async function complete(
       if (!(error instanceof DomainError && error.code === 'cart_not_found')) throw error;
     }
   }
-  await data.keys.finishErasure(erasure.erasure_id);
-  return recorded;
+  if (wiped) await data.keys.finishErasure(erasure.erasure_id);
+  return { carts: recorded, finished: wiped };
 }
 
-/** Completes erasures an earlier run began and did not finish; returns how many. */
+/**
+ * Completes erasures an earlier run began and did not finish; returns how many it finished. One that
+ * fails, or whose keys are not yet wiped from the key store's files, stays pending (`onFailure` is
+ * told of a failure) and the others are tried all the same.
+ */
 export async function finishPendingErasures(
   data: CustomerData,
   commands: CommandHandler,
   metadata: CommandMetadata,
+  onFailure?: PendingErasureFailure,
 ): Promise<number> {
-  const pending = await data.keys.pendingErasures();
-  for (const erasure of pending) await complete(data, commands, erasure, metadata);
-  return pending.length;
+  let finished = 0;
+  for (const erasure of await data.keys.pendingErasures()) {
+    try {
+      if ((await complete(data, commands, erasure, metadata)).finished) finished += 1;
+    } catch (error) {
+      if (!onFailure) throw error;
+      onFailure(erasure.erasure_id, error);
+    }
+  }
+  return finished;
 }
 
-/** Erases the customer a user id, an email address or a cart uuid names. */
+/**
+ * Erases what the targets name, each a user id, an email address or a cart uuid, in one erasure: a
+ * request naming a customer by both their user id and their email gives both.
+ */
 export async function eraseCustomer(
   data: CustomerData,
   commands: CommandHandler,
-  target: string,
+  target: string | readonly string[],
   metadata: CommandMetadata,
+  onPendingFailure: PendingErasureFailure = () => {},
 ): Promise<ErasureOutcome> {
-  await finishPendingErasures(data, commands, metadata);
+  // An earlier erasure that still fails is reported and left pending: it does not stop this one.
+  await finishPendingErasures(data, commands, metadata, onPendingFailure);
   const found = await data.resolve(target);
   if (found.key_ids.length === 0 && found.cart_uuids.length === 0) {
-    return { erasure_id: null, keys_destroyed: 0, carts: [] };
+    return { erasure_id: null, keys_destroyed: 0, carts: [], finished: true };
   }
   const erasure: CustomerErasure = {
     erasure_id: randomUUID(),
@@ -75,9 +107,9 @@ export async function eraseCustomer(
     requested_at: metadata.at,
   };
   await data.keys.beginErasure(erasure);
-  const carts = await complete(data, commands, erasure, metadata);
+  const { carts, finished } = await complete(data, commands, erasure, metadata);
   // A cart named directly that holds nothing (erased before) records nothing: nothing was erased.
   if (erasure.key_ids.length === 0 && carts.length === 0)
-    return { erasure_id: null, keys_destroyed: 0, carts };
-  return { erasure_id: erasure.erasure_id, keys_destroyed: erasure.key_ids.length, carts };
+    return { erasure_id: null, keys_destroyed: 0, carts, finished };
+  return { erasure_id: erasure.erasure_id, keys_destroyed: erasure.key_ids.length, carts, finished };
 }

@@ -17,30 +17,39 @@ export interface ErasureLedger {
  */
 export function recordErasuresIn(keys: CustomerKeyStore, ledger: ErasureLedger): CustomerKeyStore {
   return {
-    key: (keyId) => keys.key(keyId),
-    keysLinkedTo: (links) => keys.keysLinkedTo(links),
-    link: (key, links) => keys.link(key, links),
+    ...keys,
     async beginErasure(erasure) {
       await ledger.record(erasure);
       await keys.beginErasure(erasure);
     },
-    destroyKeys: (keyIds) => keys.destroyKeys(keyIds),
-    pendingErasures: () => keys.pendingErasures(),
-    finishErasure: (erasureId) => keys.finishErasure(erasureId),
-    close: () => keys.close(),
   };
 }
 
+/** A restored data dir, as the re-applying of erasures needs it (`cli/backup/restore.ts`). */
+export interface RestoredData {
+  keys: CustomerKeyStore;
+  /** Records the erasure pending, also when the copy holds it finished. */
+  reopenErasure(erasure: CustomerErasure): Promise<void>;
+  /**
+   * The carts of `cartUuids` whose restored log holds a customer the erasure never reached: no
+   * `CartCustomerErased` of it, and a customer identified (or an arrival's answers) after the last
+   * erasure the cart records.
+   */
+  cartsNotErased(erasureId: string, cartUuids: readonly string[]): Promise<string[]>;
+}
+
 /**
- * Applies again, to a restored key store, the erasures of the ledger the restored copy may not hold:
- * those requested since `since` (when the backup was taken) and any whose keys are still there. Each is
- * recorded pending and its keys destroyed; the service finishes it at start, when its carts record
- * `CartCustomerErased` (`finishPendingErasures`). Returns the erasures applied, oldest first.
+ * Applies again, to a restored data dir, the erasures of the ledger the copy does not hold whole: one
+ * with a key the copy still holds (no tombstone), or a cart whose restored log holds the customer
+ * without its `CartCustomerErased`. The copy's keys and log are each taken at their own moment, so
+ * neither the backup's time nor the key store's "finished" says which: an erasure between the two
+ * copies is finished in `keys.db` and absent from the log. Each is recorded pending again and its keys
+ * destroyed; the service finishes it at start, when its carts record `CartCustomerErased`
+ * (`finishPendingErasures`). Returns the erasures applied, oldest first.
  */
 export async function reapplyErasures(
-  keys: CustomerKeyStore,
+  restored: RestoredData,
   ledger: readonly CustomerErasure[],
-  since: string,
 ): Promise<CustomerErasure[]> {
   const seen = new Set<string>();
   const applied: CustomerErasure[] = [];
@@ -48,10 +57,16 @@ export async function reapplyErasures(
   for (const erasure of ordered) {
     if (seen.has(erasure.erasure_id)) continue;
     seen.add(erasure.erasure_id);
-    const present = await Promise.all(erasure.key_ids.map((id) => keys.key(id)));
-    if (erasure.requested_at < since && present.every((k) => k === null)) continue;
-    await keys.beginErasure(erasure);
-    await keys.destroyKeys(erasure.key_ids);
+    const records = await Promise.all(erasure.key_ids.map((id) => restored.keys.key(id)));
+    // A tombstone is a key gone: only one still there makes the erasure undone.
+    const keyLeft = records.some((r) => r !== null && 'key' in r);
+    const carts = await restored.cartsNotErased(erasure.erasure_id, erasure.cart_uuids);
+    if (!keyLeft && carts.length === 0) continue;
+    await restored.reopenErasure(erasure);
+    await restored.keys.destroyKeys(erasure.key_ids, {
+      erasure_id: erasure.erasure_id,
+      erased_at: erasure.requested_at,
+    });
     applied.push(erasure);
   }
   return applied;

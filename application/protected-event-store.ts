@@ -1,11 +1,29 @@
 /**
  * The event store every component of the service works through (docs/operations.md,
- * "Customer data"): appends seal the personal data of their events under the customer's key, and every read
+ * "Customer data"): appends seal the personal data of their events under the cart's key, and every read
  * (streams, the whole log, catch-up and persistent subscriptions, parked messages) opens it, or shows
- * it erased once the key is destroyed. Whatever reads the log therefore never sees another form.
+ * it erased once an erasure destroyed the key. Whatever reads the log therefore never sees another form.
+ *
+ * Data that does not open (the key store unreachable, a key missing) fails the read: a catch-up
+ * subscription drops and its follower subscribes again, paced by its supervisor; a persistent message
+ * is handed back to its group only after a pause that grows with its retry count, since the group would
+ * hand it out again at once.
  */
 import type { EventStore, PersistentMessage, RecordedEvent } from '../eventstore/port.ts';
 import type { CustomerData } from './customer-data.ts';
+import { Supervisor } from './supervisor.ts';
+
+export interface ProtectionOptions {
+  /** The pause after a persistent message failed to open `retryCount` times before (the supervisor's). */
+  retryDelay?: (retryCount: number) => number;
+  /** Waits `ms` (a test waits for nothing). */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const sleepFor = (ms: number) =>
+  new Promise<void>((resolve) => {
+    setTimeout(resolve, ms).unref();
+  });
 
 /** Event types whose data may be sealed: the rest pass through untouched, at no cost. */
 const SEALED_TYPES = new Set([
@@ -15,7 +33,14 @@ const SEALED_TYPES = new Set([
   'IdempotentResponseRecorded',
 ]);
 
-export function protectCustomerData(store: EventStore, data: CustomerData): EventStore {
+export function protectCustomerData(
+  store: EventStore,
+  data: CustomerData,
+  options: ProtectionOptions = {},
+): EventStore {
+  const fallback = new Supervisor();
+  const retryDelay = options.retryDelay ?? ((n: number) => fallback.delay(n));
+  const sleep = options.sleep ?? sleepFor;
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
     if (!events.some((e) => SEALED_TYPES.has(e.type))) return events;
     return Promise.all(events.map((e) => (SEALED_TYPES.has(e.type) ? data.open(e) : e)));
@@ -52,7 +77,13 @@ export function protectCustomerData(store: EventStore, data: CustomerData): Even
         group,
         async (message: PersistentMessage) => {
           if (!SEALED_TYPES.has(message.event.type)) return handler(message);
-          const event = await data.open(message.event);
+          let event: RecordedEvent;
+          try {
+            event = await data.open(message.event);
+          } catch (error) {
+            await sleep(retryDelay(message.retryCount));
+            throw error;
+          }
           return handler({
             event,
             retryCount: message.retryCount,

@@ -5,7 +5,6 @@
  * threads load without the APIs.
  */
 
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { adminRouteTables, createAdminDocumentRouter, createAdminRouter } from '../api/admin.ts';
 import { createProjectionAdminRouter, type ProjectorControl } from '../api/admin-projections.ts';
@@ -17,14 +16,12 @@ import { createOperatorAuthenticator } from '../api/operator-authenticator.ts';
 import { createPartnerRouters, partnerApis } from '../api/partner/index.ts';
 import { openPartnerCollections } from '../api/partner/routes.ts';
 import { createPlatformRouter } from '../api/platform.ts';
-import { type CommandHandler, createCommandHandler } from '../application/command-handler.ts';
+import { createCommandHandler } from '../application/command-handler.ts';
 import { ConsoleSessions } from '../application/console-sessions.ts';
-import { finishPendingErasures } from '../application/customer-erasure.ts';
 import type { OperatorAuthenticator } from '../application/operator-principal.ts';
 import { buildWriteSideLookups, type WriteSideLookups } from '../application/write-side-lookups.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
-import type { Actor } from '../eventstore/port.ts';
 import type { Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { scheduledBackups } from './backup/component.ts';
@@ -163,29 +160,6 @@ export function partnerApi(shared: Shared, clock: Clock = systemClock): Componen
   };
 }
 
-/** Who records on a cart an erasure left pending (by a restore, or interrupted): the service itself. */
-const ERASURE_ACTOR: Actor = { type: 'system', id: 'customer-erasure' };
-
-/**
- * Finishes the erasures begun and not finished: an interrupted one, or one a restore applied again
- * (docs/operations.md, "Backups"); their carts record `CartCustomerErased`, so the read models forget
- * the customer. One the event store does not take now is finished at the next start or erasure.
- */
-async function finishErasuresLeftPending(ctx: ServiceContext, commands: CommandHandler, clock: Clock) {
-  const metadata = {
-    correlationId: randomUUID(),
-    causationId: null,
-    actor: ERASURE_ACTOR,
-    at: clock.now().toISOString(),
-  };
-  try {
-    const finished = await finishPendingErasures(ctx.customerData, commands, metadata);
-    if (finished > 0) ctx.logger.info({ erasures: finished }, 'erasures left pending finished');
-  } catch (error) {
-    ctx.logger.warn({ err: error }, 'erasures left pending are finished at the next start or erasure');
-  }
-}
-
 /**
  * The platform and admin APIs and the operator console, with the write side's lookups and its own
  * lookup of store specials (for pricing). Its start waits for those while the event store answers; at
@@ -253,7 +227,6 @@ export function writeApi(shared: Shared, clock: Clock = systemClock): Component 
       ctx.app.use(routesOf(createAdminRouter(adminDeps, tables)));
       // The console works through the admin API, so it is served where that API is.
       ctx.app.use(routesOf(createConsoleRouter()));
-      await finishErasuresLeftPending(ctx, commands, clock);
       if ((await built.settled) === 'built') return;
       ctx.logger.warn(
         'the event store does not answer: the write side lookups are built once it does, and platform writes answer 503 until then',

@@ -34,7 +34,7 @@ import type { OpenReadStoreOptions } from '../projections/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { ResolvedConfig } from './config.ts';
 import { describeConfig } from './config-describe.ts';
-import { openKeyStore, withErasureLedger } from './customer-keys.ts';
+import { finishErasures, openKeyStore, withErasureLedger } from './customer-keys.ts';
 import { createLogger } from './logger.ts';
 import type { ComponentRole, Role } from './roles.ts';
 import { createSupervisor } from './supervision.ts';
@@ -330,15 +330,13 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       });
       eventStore = log;
       storeOpen = true;
-      if (!config.embedded && config.keyStoreUrl.startsWith('sqlite:')) {
-        // Another process with keys of its own could open none of this one's customers, nor erase them.
-        logger.warn(
-          'PDS_KEY_STORE is a file of this process: every process of a deployment must share one key store (a mongodb:// URL)',
-        );
-      }
       keyStore = await openKeyStore(config.keyStoreUrl);
+      // The ledger below the key ring's cache, so that the ring's destroy forgets keys it has recorded.
       const customerData = createCustomerData(await withErasureLedger(config, keyStore), config.secretKey);
-      eventStore = protectCustomerData(log, customerData);
+      eventStore = protectCustomerData(log, customerData, { retryDelay: (n) => supervisor.delay(n) });
+      // The process that serves the erase route finishes what an interrupted one began.
+      if (serves && (role === 'all' || role === 'api'))
+        await finishErasures(customerData, eventStore, logger);
       readiness.add('event_store', () => storeOpen);
       const ctx: ServiceContext = {
         config,

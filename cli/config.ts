@@ -326,6 +326,24 @@ export function parseConfig(env: Env): Config {
   });
 }
 
+/**
+ * What a process of `role` refuses to run with: on EventStoreDB, a key store that is a file of this
+ * process (`sqlite:`) unless the process runs every role. Processes of a split deployment each read
+ * the sealed events of one log, so they must share one key store: with a file each, one would find
+ * no key of what another sealed, nor see its erasures (docs/operations.md, "Customer data"). A
+ * process of role `all` is the deployment's one process and owns its file, as on embedded files.
+ * Throws `ConfigError`.
+ */
+export function checkRole(config: Pick<ResolvedConfig, 'embedded' | 'keyStoreUrl'>, role: string): void {
+  if (config.embedded || role === 'all' || !config.keyStoreUrl.startsWith('sqlite:')) return;
+  throw new ConfigError([
+    {
+      variable: 'PDS_KEY_STORE',
+      problem: `a process of role ${role} on EventStoreDB needs the key store every process shares (a mongodb:// URL), not a file of its own`,
+    },
+  ]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Secrets kept in the data dir
 

@@ -61,6 +61,8 @@ export interface AttemptContext {
   stats: DeliveryWorkerStats;
   onAttempt?(info: { webhookId: string; outcome: delivery.AttemptOutcome; durationMs: number }): void;
   logger?: Logger;
+  /** Opens a sealed body as the sender will (docs/operations.md, "Customer data"). */
+  openBody?: (body: string) => Promise<string>;
 }
 
 /** The queue changed under us (another dispatcher, or an operator): reloaded, decide again. */
@@ -241,6 +243,9 @@ export async function attempt(
   subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
 ): Promise<StartedAttempt | undefined> {
+  // A body that cannot be opened now (the key store down) starts no attempt, so an outage does not
+  // use up the delivery's attempts: the queue is tried again later.
+  if (ctx.openBody) await ctx.openBody(d.body);
   const channel = ctx.sender.open(sub);
   await ctx.limiter.acquire(sub.webhook_id);
   try {

@@ -142,6 +142,7 @@ function attemptContext(
       clock,
       openBody: options.openBody,
     }),
+    openBody: options.openBody,
     limiter: createLimiter(options.perSubscriptionConcurrency ?? 8),
     commands: createCommandHandler(store, registry),
     now,

@@ -42,7 +42,7 @@ test('pds customers erase names the erasure and the carts, and says when there i
   t.regex(erased.stdout, /^erasure [0-9a-f-]{36}: 1 key\(s\) destroyed, 1 cart\(s\) recorded it\n/);
   t.true(erased.stdout.includes(`  ${cart.uuid}\n`));
   const again = await pds(s, ['customers', 'erase', cart.uuid, '--json']);
-  t.deepEqual(JSON.parse(again.stdout), { erasure_id: null, keys_destroyed: 0, carts: [] });
+  t.deepEqual(JSON.parse(again.stdout), { erasure_id: null, keys_destroyed: 0, carts: [], finished: true });
   const history = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
     events: Array<{ type: string; data: { email?: unknown } }>;
   };
@@ -50,4 +50,22 @@ test('pds customers erase names the erasure and the carts, and says when there i
     email: null,
     erased: true,
   });
+});
+
+test('pds customers erase takes several identifiers of one customer and erases them in one erasure', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const [first, second] = [await createCart(s), await createCart(s)];
+  await identify(s, first);
+  await identify(s, second);
+  const json = JSON.parse((await pds(s, ['customers', 'erase', first.uuid, second.uuid, '--json'])).stdout);
+  t.is(json.keys_destroyed, 2);
+  t.deepEqual(json.carts.sort(), [first.uuid, second.uuid].sort());
+  const exported = JSON.parse(
+    (await pds(s, ['customers', 'export', first.uuid, second.uuid, '--json'])).stdout,
+  );
+  t.deepEqual(
+    exported.carts.map((c: { cart: { customer: unknown } }) => c.cart.customer),
+    [null, null],
+  );
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import {
   ConfigError,
+  checkRole,
   type Env,
   formatDuration,
   loadConfig,
@@ -135,6 +136,25 @@ test('embedded mode keeps durable read models in their own file in the data dir;
   t.is(parseConfig({ PDS_KEY_STORE: 'sqlite:/keys/k.db' }).keyStoreUrl, 'sqlite:/keys/k.db');
   t.throws(() => parseConfig({ PDS_KEY_STORE: 'memory' }), { message: /PDS_KEY_STORE/ });
   t.is(parseConfig({ PDS_READ_STORE_CACHE_MIB: '128' }).readStoreCacheMiB, 128);
+});
+
+test('on EventStoreDB a process of a split role refuses a key store of its own file; role all owns one', (t) => {
+  const own = parseConfig({ ...ESDB, PDS_DATA_DIR: '/var/lib/pds' });
+  t.is(own.keyStoreUrl, 'sqlite:/var/lib/pds/keys.db');
+  for (const role of ['api', 'projector', 'dispatcher']) {
+    const refused = t.throws(() => checkRole(own, role), { instanceOf: ConfigError });
+    t.deepEqual(
+      refused?.issues.map((i) => i.variable),
+      ['PDS_KEY_STORE'],
+    );
+    t.regex(refused?.message ?? '', new RegExp(`role ${role} .*mongodb://`));
+  }
+  t.notThrows(() => checkRole(own, 'all'));
+  const shared = parseConfig({ ...ESDB, PDS_KEY_STORE: 'mongodb://mongo:27017/pds?replicaSet=rs0' });
+  for (const role of ['all', 'api', 'projector', 'dispatcher']) t.notThrows(() => checkRole(shared, role));
+  // Embedded: every process of the data dir shares its keys.db.
+  const embedded = parseConfig({ PDS_DATA_DIR: '/var/lib/pds' });
+  for (const role of ['all', 'api', 'projector', 'dispatcher']) t.notThrows(() => checkRole(embedded, role));
 });
 
 test('the dispatcher keeps its state in a file of its own beside a SQLite read store, else in the read store', (t) => {

@@ -5,13 +5,26 @@
  * stopped (its files checkpointed) no byte of their email, phone number or names is in any file under
  * the data directory.
  */
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
+import { manualClock } from '../domain/clock.ts';
+import { KEY_STORE_FILE, openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
 import { openReadStore } from '../projections/index.ts';
 import { CARTS, type CartDoc, cartByUuid } from '../projections/read-models/carts.ts';
-import { addItem, createCart, createWebhook, move, seedCatalog } from './support/cart-world.ts';
+import {
+  addItem,
+  createCart,
+  createWebhook,
+  identify,
+  move,
+  seedCatalog,
+  ticking,
+} from './support/cart-world.ts';
 import { until } from './support/probes.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -109,7 +122,7 @@ test('an erased customer is gone from the read model, the history, the next webh
 
   // Erased already: nothing is held, nothing changes.
   const again = await s.call('POST', '/admin/v1/customers/erase', { customer: customer.email });
-  t.deepEqual(await again.json(), { erasure_id: null, keys_destroyed: 0, carts: [] });
+  t.deepEqual(await again.json(), { erasure_id: null, keys_destroyed: 0, carts: [], finished: true });
 
   await caughtUp(s);
   await s.service.stop();
@@ -120,13 +133,96 @@ test('an erased customer is gone from the read model, the history, the next webh
   t.deepEqual(filesHolding(s.dataDir, personal), []);
 });
 
-test('a body naming no customer is a 422; one naming nobody the service holds erases nothing', async (t) => {
+test('a webhook whose receiver failed before the erasure (echoing the customer) is retried after it under the same webhook id, without the customer, and no echo is kept', async (t) => {
+  const clock = manualClock(new Date());
+  const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,5s,5m' } });
+  const receiver = await startReceiver(t);
+  // A receiver that answers an error page showing what it was sent.
+  receiver.script({ status: 500, body: 'rejected: ', echo: true });
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  t.is((await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  await s.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, {
+    reservation_mode: 'pickup',
+    reservation_start_window: '2026-03-01 10:00',
+  });
+  const [failed] = await receiver.waitFor(1);
+  t.is(failed.body.cart.customer_email_address, customer.email);
+  const attempts = async () => {
+    const store = await s.openStore();
+    const events = await store.readAll({ filter: { streamPrefixes: ['webhookdelivery-'] } });
+    return events.filter((e) => e.type === 'WebhookDeliveryAttempted');
+  };
+  await until('the failed attempt is recorded', async () => (await attempts()).length === 1);
+  const [first] = await attempts();
+  t.like(first.data, { outcome: 'failed', status: 500 });
+  t.regex(String((first.data as { response_excerpt: string }).response_excerpt), /^rejected: /);
+  t.false(
+    personal.some((v) => JSON.stringify(first.data).includes(v)),
+    'the echo is struck',
+  );
+
+  t.is((await s.call('POST', '/admin/v1/customers/erase', { customer: customer.email })).status, 200);
+  clock.advance(6_000);
+  const [, retried] = await ticking(s, () => receiver.waitFor(2));
+  t.is(retried.headers['x-service-webhook-id'], failed.headers['x-service-webhook-id']);
+  t.is(retried.headers['x-service-delivery-attempt'], '2');
+  t.like(retried.body.cart, { customer_email_address: '', customer_phone_number: '', customer_name: null });
+  t.false(personal.some((v) => retried.raw.includes(Buffer.from(v))));
+
+  await caughtUp(s);
+  await s.service.stop();
+  t.deepEqual(filesHolding(s.dataDir, personal), []);
+});
+
+test('a body naming no customer (or an empty or bad list) is a 422; one naming nobody the service holds erases nothing', async (t) => {
   const s = await startService(t);
-  for (const customer of ['', 'ana\u0000@example.com', 'x'.repeat(255)]) {
+  for (const customer of ['', 'ana\u0000@example.com', 'x'.repeat(255), [], ['4242', ''], 42]) {
     const refused = await s.call('POST', '/admin/v1/customers/erase', { customer });
     t.is(refused.status, 422, JSON.stringify(customer));
   }
   const unknown = await s.call('POST', '/admin/v1/customers/erase', { customer: '4242' });
   t.is(unknown.status, 200);
-  t.deepEqual(await unknown.json(), { erasure_id: null, keys_destroyed: 0, carts: [] });
+  t.deepEqual(await unknown.json(), { erasure_id: null, keys_destroyed: 0, carts: [], finished: true });
+});
+
+test('an erasure interrupted after its keys were destroyed is finished at the next start, and logged', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-erasure-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const first = await startService(t, { dataDir });
+  await seedCatalog(first);
+  const cart = await createCart(first);
+  await identify(first, cart);
+  await caughtUp(first);
+  await first.service.stop();
+  // What a process stopped in the middle of an erasure leaves: the erasure begun, its key destroyed.
+  const keys = openSqliteKeyStore(path.join(dataDir, KEY_STORE_FILE));
+  const [key] = await keys.keysLinkedTo([`cart:${cart.uuid}`]);
+  const erasure = {
+    erasure_id: randomUUID(),
+    key_ids: [key.key_id],
+    cart_uuids: [cart.uuid],
+    requested_at: '2026-03-01T00:00:00.000Z',
+  };
+  await keys.beginErasure(erasure);
+  await keys.destroyKeys(erasure.key_ids, {
+    erasure_id: erasure.erasure_id,
+    erased_at: erasure.requested_at,
+  });
+  await keys.close();
+
+  const again = await startService(t, { dataDir });
+  t.regex(again.logs(), /finished customer erasures an earlier run began/);
+  const history = (await (await again.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+    events: Array<{ type: string; data: Record<string, unknown> }>;
+  };
+  t.like(history.events.find((e) => e.type === 'CartCustomerErased')?.data, {
+    erasure_id: erasure.erasure_id,
+  });
+  await again.service.stop();
+  const reopened = openSqliteKeyStore(path.join(dataDir, KEY_STORE_FILE));
+  t.deepEqual(await reopened.pendingErasures(), []);
+  await reopened.close();
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { checkedOut, createWebhook, seedCatalog } from './support/cart-world.ts';
 import { until } from './support/probes.ts';
@@ -6,6 +7,13 @@ import { startReceiver } from './support/webhook-receiver.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
 type Json = any;
+
+const shared = {
+  email: 'family@example.com',
+  last_name: 'Lee',
+  phone_number: '+14155550100',
+  DOB: '1990-04-01T00:00:00.000Z',
+};
 
 test('an export holds the customer’s carts and the webhooks they produced; it is on record, never replayed, and erased after an erasure', async (t) => {
   const s = await startService(t);
@@ -58,4 +66,38 @@ test('an export holds the customer’s carts and the webhooks they produced; it 
     ],
   });
   t.deepEqual((await exportOf('ana@example.com')).export.carts, [], 'the email no longer names anyone');
+});
+
+test('two customers who shared an email: an export or an erasure by one’s user id leaves the other’s cart out', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const cartOf = async (user_id: number, first_name: string) => {
+    const uuid = randomUUID();
+    const created = await s.call('POST', '/platform/v1/carts', {
+      uuid,
+      store_id: 1,
+      source: { channel: 'headless', partner_id: null },
+      user_id,
+    });
+    t.is(created.status, 201);
+    const customer = { ...shared, first_name };
+    t.is((await s.call('PUT', `/platform/v1/carts/${uuid}/customer`, customer)).status, 200);
+    return uuid;
+  };
+  const ada = await cartOf(7, 'Ada');
+  const grace = await cartOf(8, 'Grace');
+  const exportOf = async (customer: string | string[]) =>
+    (
+      (await (await s.call('POST', '/admin/v1/customers/export', { customer })).json()) as Json
+    ).export.carts.map((c: Json) => c.cart.uuid);
+  t.deepEqual(await exportOf('7'), [ada]);
+  t.deepEqual(await exportOf(['7', '8']), [ada, grace].sort());
+  const erased = await s.call('POST', '/admin/v1/customers/erase', { customer: ['7'] });
+  t.like(await erased.json(), { keys_destroyed: 1, carts: [ada] });
+  const graceCart = (await (await s.call('GET', `/admin/v1/carts/${grace}/history`)).json()) as Json;
+  t.like(graceCart.events.find((e: Json) => e.type === 'CartCustomerIdentified').data, {
+    first_name: 'Grace',
+    email: shared.email,
+  });
+  t.deepEqual(await exportOf(shared.email), [grace]);
 });

@@ -3,11 +3,14 @@
  * admin test-send alike: the subscription's auth token and signing secret are decrypted, the exact body
  * is signed and sent (`deliverOnce`), and both secrets are struck from what the receiver answered
  * before anything records or shows it (a receiver may echo `401 … Bearer <token>`, also escaped or
- * encoded: `redact.ts`).
+ * encoded: `redact.ts`). So are the customer's values the body showed (its email, phone number,
+ * names, date of birth, arrival answers): an echo of them would otherwise outlive their erasure in
+ * the attempt's record (docs/operations.md, "Customer data").
  */
 import type { KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { createSecretBox, secretContext } from '../application/credentials.ts';
+import { customerValues } from '../application/customer-data.ts';
 import type { Clock } from '../domain/clock.ts';
 import { type DeliveryResult, deliverOnce } from './deliver.ts';
 import { createRedactor } from './redact.ts';
@@ -70,6 +73,15 @@ export interface WebhookSender {
  */
 const OPEN_CHANNELS = 1_024;
 
+/** A body as JSON, or null (a test-send may carry any text). */
+function parsed(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return null;
+  }
+}
+
 export function createWebhookSender(options: WebhookSenderOptions): WebhookSender {
   const box = createSecretBox(options.secretKey);
   const channels = new LRUCache<string, { target: WebhookTarget; channel: WebhookChannel }>({
@@ -86,10 +98,13 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       secretContext(target.webhook_id, 'signing_secret'),
     );
     const key = signingKey(secret);
-    const redact = createRedactor([authToken, secret]);
+    const redactSecrets = createRedactor([authToken, secret]);
     return {
       async send(request) {
         const body = options.openBody ? await options.openBody(request.body) : request.body;
+        const personal = customerValues(parsed(body));
+        const redact =
+          personal.length === 0 ? redactSecrets : createRedactor([authToken, secret, ...personal]);
         const headers = {
           ...webhookHeaders({
             authToken,

@@ -1,11 +1,13 @@
 /**
  * The erasure ledger's file (`application/erasure-ledger.ts`; docs/operations.md, "Backups"):
  * `erasures.jsonl` in `PDS_BACKUP_DIR`, one erasure a line, each appended and flushed to the disk
- * before the erasure's keys are destroyed. Rotation never removes it: it outlives every backup. A
- * restore also reads the erasures a key store file records (the `keys.db` of the data dir it replaces).
+ * before the erasure's keys are destroyed. Rotation never removes it: it outlives every backup. It is
+ * created holding the erasures the key store recorded before (`seed`), so that it holds those made
+ * before `PDS_BACKUP_DIR` was set too. A restore also reads the erasures a key store file records (the
+ * `keys.db` of the data dir it replaces).
  */
 import { constants } from 'node:fs';
-import { mkdir, open, readFile } from 'node:fs/promises';
+import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { CustomerErasure } from '../../application/customer-keys.ts';
@@ -23,21 +25,37 @@ const entry = z.object({
   cart_uuids: z.array(z.string()),
 });
 
-/** The ledger in `dir` (created with its first entry). */
-export function fileErasureLedger(dir: string): ErasureLedger {
+const lineOf = ({ erasure_id, requested_at, key_ids, cart_uuids }: CustomerErasure) =>
+  `${JSON.stringify({ erasure_id, requested_at, key_ids, cart_uuids })}\n`;
+
+/**
+ * The ledger in `dir`, created with its first entry, then holding the erasures `seed` answers (those
+ * the key store recorded before) ahead of it.
+ */
+export function fileErasureLedger(dir: string, seed: () => CustomerErasure[] = () => []): ErasureLedger {
   const file = path.join(dir, ERASURE_LEDGER_FILE);
   return {
     async record(erasure) {
       await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-      const { erasure_id, requested_at, key_ids, cart_uuids } = erasure;
-      const line = `${JSON.stringify({ erasure_id, requested_at, key_ids, cart_uuids })}\n`;
+      const size = await stat(file).then(
+        (s) => s.size,
+        () => null,
+      );
+      const earlier = size === null ? seed().filter((e) => e.erasure_id !== erasure.erasure_id) : [];
       const handle = await open(
         file,
-        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT,
+        constants.O_RDWR | constants.O_APPEND | constants.O_CREAT,
         PRIVATE_FILE_MODE,
       );
       try {
-        await handle.appendFile(line);
+        // A line cut short by a crash is ended first, so this entry is a line of its own.
+        let cut = false;
+        if (size !== null && size > 0) {
+          const last = Buffer.alloc(1);
+          await handle.read(last, 0, 1, size - 1);
+          cut = last[0] !== 0x0a;
+        }
+        await handle.appendFile(`${cut ? '\n' : ''}${[...earlier, erasure].map(lineOf).join('')}`);
         await handle.datasync();
       } finally {
         await handle.close();
@@ -61,14 +79,20 @@ function parseJson(line: string): unknown {
   }
 }
 
+/** A ledger named on the command line that is not there. */
+export class ErasureLedgerMissing extends Error {
+  override name = 'ErasureLedgerMissing';
+}
+
 /** Why a ledger could not be read: named in the restore's refusal. */
 export class ErasureLedgerUnreadable extends Error {
   override name = 'ErasureLedgerUnreadable';
 }
 
 /**
- * The erasures of a ledger file, or of a key store file (`keys.db`); none when it does not exist. A last line cut short (a crash while it
- * was written: its erasure never began) is left out; a damaged line elsewhere is refused.
+ * The erasures of a ledger file, or of a key store file (`keys.db`); none when it does not exist. A line
+ * cut short (a crash while it was written: its erasure never began; the next entry starts a line of its
+ * own after it) is left out; any other line that is not an erasure refuses the ledger.
  */
 export async function readErasureLedger(file: string): Promise<CustomerErasure[]> {
   let bytes: Buffer;
@@ -92,8 +116,10 @@ export async function readErasureLedger(file: string): Promise<CustomerErasure[]
   for (const [i, line] of lines.entries()) {
     if (line.trim() === '') continue;
     const parsed = entry.safeParse(parseJson(line));
+    // An entry ends with its object's only closing brace: a line without it was cut short.
+    const cut = !line.trimEnd().endsWith('}') && parseJson(line) === undefined;
     if (parsed.success) erasures.push(parsed.data);
-    else if (i !== lines.length - 1) {
+    else if (!cut) {
       throw new ErasureLedgerUnreadable(`${file}, line ${i + 1}: not an erasure`);
     }
   }

@@ -11,8 +11,10 @@ import path from 'node:path';
 import type { CustomerErasure } from '../../application/customer-keys.ts';
 import { reapplyErasures } from '../../application/erasure-ledger.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../application/private-files.ts';
-import { KEY_STORE_FILE, openSqliteKeyStore } from '../../eventstore/key-store-sqlite.ts';
-import { ERASURE_LEDGER_FILE, readErasureLedger } from './erasure-ledger.ts';
+import { KEY_STORE_FILE, openSqliteKeyStore, reopenErasuresIn } from '../../eventstore/key-store-sqlite.ts';
+import { ERASURE_LEDGER_FILE, ErasureLedgerMissing, readErasureLedger } from './erasure-ledger.ts';
+import { LOG_FILE } from './files.ts';
+import { openRestoredLog } from './restored-log.ts';
 import type { Manifest } from './manifest.ts';
 import { verifyBackup } from './verify.ts';
 
@@ -52,13 +54,19 @@ export const ledgerBeside = (backupDir: string) => path.join(path.dirname(backup
 
 /**
  * Copies the backup in `backupDir` into `dataDir`, which must be empty or absent, and applies again the
- * erasures of the `ledgers` (files; by default the one beside the backup) made since the backup.
+ * erasures the copy does not hold whole, from the ledger beside the backup (when there is one) and the
+ * `named` ledgers (each must exist).
  */
 export async function restoreBackup(
   backupDir: string,
   dataDir: string,
-  ledgers: readonly string[] = [ledgerBeside(backupDir)],
+  named: readonly string[] = [],
 ): Promise<Restored> {
+  const beside = ledgerBeside(backupDir);
+  for (const file of named) {
+    if (!(await exists(file))) throw new ErasureLedgerMissing(`${file} does not exist (--erasures)`);
+  }
+  const ledgers = [...new Set([beside, ...named])];
   // Read before anything is copied: a damaged ledger refuses the restore, not half of it.
   const read = await Promise.all(
     ledgers.map(async (file) => ({ file, erasures: await readErasureLedger(file) })),
@@ -86,11 +94,21 @@ export async function restoreBackup(
   const found = await Promise.all(read.map(async (l) => ((await exists(l.file)) ? [l.file] : [])));
   const erasures = read.flatMap((l) => l.erasures);
   if (erasures.length === 0) return { manifest, ledgers: found.flat(), reapplied: [] };
-  const keys = openSqliteKeyStore(path.join(dataDir, KEY_STORE_FILE));
+  const keysFile = path.join(dataDir, KEY_STORE_FILE);
+  const keys = openSqliteKeyStore(keysFile);
+  const log = openRestoredLog(path.join(dataDir, LOG_FILE));
   try {
-    const reapplied = await reapplyErasures(keys, erasures, manifest.created_at);
+    const reapplied = await reapplyErasures(
+      {
+        keys,
+        reopenErasure: async (erasure) => reopenErasuresIn(keysFile, [erasure]),
+        cartsNotErased: async (erasureId, carts) => log.cartsNotErased(erasureId, carts),
+      },
+      erasures,
+    );
     return { manifest, ledgers: found.flat(), reapplied };
   } finally {
+    log.close();
     await keys.close();
   }
 }

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
-import { ERASURE_LEDGER_FILE, ErasureLedgerUnreadable } from '../backup/erasure-ledger.ts';
+import { ERASURE_LEDGER_FILE, ErasureLedgerMissing, ErasureLedgerUnreadable } from '../backup/erasure-ledger.ts';
 import type { BackupFile, Manifest } from '../backup/manifest.ts';
 import { ledgerBeside, RestoreRefused, restoreBackup } from '../backup/restore.ts';
 import { takeBackup } from '../backup/take.ts';
@@ -64,11 +64,12 @@ const summary = (m: Manifest) =>
   `${m.log.events} events in ${m.log.streams} streams up to position ${m.log.head}, taken ${m.created_at} by pds ${m.version}`;
 
 /**
- * A missing backup is `notFound` (3), a refused restore or an unreadable erasure ledger `refused` (4);
- * anything else fails (1).
+ * A missing backup or a missing ledger `--erasures` names is `notFound` (3), a refused restore or an
+ * unreadable erasure ledger `refused` (4); anything else fails (1).
  */
 function exitCodeOf(error: unknown): never {
-  if (error instanceof BackupNotFound) throw new CliError(error.message, EXIT.notFound);
+  if (error instanceof BackupNotFound || error instanceof ErasureLedgerMissing)
+    throw new CliError(error.message, EXIT.notFound);
   if (error instanceof RestoreRefused || error instanceof ErasureLedgerUnreadable)
     throw new CliError(error.message, EXIT.refused);
   throw error;
@@ -122,18 +123,19 @@ export function registerRestore(program: Command): void {
     .argument('[data dir]', 'where to restore (default: PDS_DATA_DIR, else ./data); must be empty or absent')
     .option(
       '--erasures <ledger...>',
-      `the erasure ledger(s) to apply again (default: the ${ERASURE_LEDGER_FILE} beside the backup)`,
+      `erasure ledgers (or a replaced data dir's keys.db) to apply again, besides the ${ERASURE_LEDGER_FILE} beside the backup`,
     )
     .action((dir: string, target: string | undefined, options: { erasures?: string[] }) =>
       runClientCommand(async () => {
         const dataDir = target ? path.resolve(target) : embeddedDataDir(process.env);
         const backupDir = path.resolve(dir);
-        const ledgers = (options.erasures ?? [ledgerBeside(backupDir)]).map((f) => path.resolve(f));
-        const restored = await restoreBackup(backupDir, dataDir, ledgers).catch(exitCodeOf);
+        const named = (options.erasures ?? []).map((f) => path.resolve(f));
+        const ledgers = [ledgerBeside(backupDir), ...named];
+        const restored = await restoreBackup(backupDir, dataDir, named).catch(exitCodeOf);
         const erasures =
           restored.ledgers.length === 0
             ? `no erasure ledger at ${ledgers.join(', ')}: erasures made after the backup are not applied again (--erasures <ledger>)\n`
-            : `${restored.reapplied.length} erasure(s) made since the backup applied again from ${restored.ledgers.join(', ')}` +
+            : `${restored.reapplied.length} erasure(s) the backup does not hold whole applied again from ${restored.ledgers.join(', ')}` +
               (restored.reapplied.length > 0
                 ? ': their keys are destroyed; the service records them on their carts at start\n'
                 : '\n');

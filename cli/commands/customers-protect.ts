@@ -1,9 +1,11 @@
 /**
- * `pds customers protect [--batch <events>] [--json]`: seals, in place, the personal data the embedded
- * event store holds in plain text from before sealing existed (docs/operations.md, "Customer data").
- * It opens the data dir's files itself, beside the running service or with it stopped, and resumes
- * where a stopped run left off; once done, another run finds nothing to do. A split deployment is
- * refused: EventStoreDB never rewrites an event (the docs give its procedure).
+ * `pds customers protect [--batch <events>] [--vacuum] [--json]`: seals, in place, the personal data
+ * the embedded event store holds in plain text from before sealing existed (docs/operations.md,
+ * "Customer data"). It opens the data dir's files itself, beside the running service or with it
+ * stopped, and resumes where a stopped run left off. It is finished (exit 0) only once `events.db` was
+ * rebuilt after the last event it sealed (`--vacuum`, the service stopped) and its WAL truncated:
+ * before that the old values may remain in the file's free space, and it exits `unfinished` (7). A
+ * split deployment is refused: EventStoreDB never rewrites an event (the docs give its procedure).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -52,7 +54,7 @@ function checkSecretKey(config: Config): void {
 
 function describe(r: ProtectionReport): string {
   const total = Object.values(r.sealed).reduce((a, b) => a + b, 0);
-  if (r.from >= r.through && total === 0 && !r.vacuumed) {
+  if (r.from >= r.through && total === 0 && !r.vacuumed && r.finished) {
     const when = r.finished_before ? ` (finished ${r.finished_before})` : '';
     return `nothing to do: the log is protected up to position ${r.through}${when}\n`;
   }
@@ -64,7 +66,9 @@ function describe(r: ProtectionReport): string {
     : 'the WAL could not be truncated while another process read it: run again once reads are quiet, or stop the service\n';
   const vacuum = r.vacuumed
     ? 'events.db rebuilt: no space of it holds what it held before\n'
-    : 'the space earlier writes freed in events.db may still hold plain text: run again with --vacuum, the service stopped\n';
+    : r.finished
+      ? ''
+      : 'not finished: the space the old values took in events.db may still hold them in plain text: run again with --vacuum, the service stopped\n';
   return (
     `positions ${r.from + 1}–${r.through}: ${r.scanned} event(s) of customer data read in ${r.batches} batch(es), ` +
     `${total} sealed${erased}\n${rows.length > 0 ? `${table(['event type', 'sealed'], rows)}\n` : ''}${wal}${vacuum}`
@@ -103,6 +107,7 @@ export function registerProtect(customers: Command): void {
             vacuum: options.vacuum === true,
           });
           const ms = Math.round(performance.now() - started);
+          if (!report.finished) process.exitCode = EXIT.unfinished;
           if (options.json) return printJson({ ...report, ms });
           return describe(report);
         } finally {

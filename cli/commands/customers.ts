@@ -1,7 +1,8 @@
 /**
- * `pds customers erase <user id | email | cart uuid>`: erases a customer's personal data through
- * the admin API (`POST /admin/v1/customers/erase`, role `operator`), and prints the erasure and the
- * carts that recorded it. `pds customers export <…>`: everything held about them
+ * `pds customers erase <user id | email | cart uuid>...`: erases a customer's personal data through
+ * the admin API (`POST /admin/v1/customers/erase`, role `operator`), every identifier named in one
+ * erasure, and prints the erasure and the carts that recorded it. `pds customers export <…>...`:
+ * everything held about them
  * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data"). `pds customers protect`:
  * `customers-protect.ts`.
  */
@@ -15,6 +16,7 @@ interface Erasure {
   erasure_id: string | null;
   keys_destroyed: number;
   carts: string[];
+  finished: boolean;
 }
 
 interface ExportedCart {
@@ -27,20 +29,23 @@ export function registerCustomers(program: Command): void {
   customers
     .command('erase')
     .description(
-      "destroy the keys of a customer's personal data: from then on no read model, history, webhook or console shows it",
+      'destroy the keys of the carts these identifiers name (docs/operations.md, Customer data): from then on no read model, history, webhook or console shows their customer',
     )
-    .argument('<customer>', 'a user id, an email address or a cart uuid')
+    .argument('<customer...>', 'user ids, email addresses or cart uuids: all of one customer, erased at once')
     .option('--json', 'print {erasure_id, keys_destroyed, carts} as JSON')
-    .action((customer: string, options: { json?: boolean }) =>
+    .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
         const client = await createAdminClient();
         const erasure = await client.request<Erasure>('POST', '/admin/v1/customers/erase', { customer });
         if (options.json) return printJson(erasure);
         if (erasure.erasure_id === null)
           return 'nothing to erase: the service holds no data of that customer\n';
+        const pending = erasure.finished
+          ? ''
+          : 'pending: the key store still holds a copy of the keys in its files (a reader held them); the next erasure or the next start finishes it\n';
         return (
           `erasure ${erasure.erasure_id}: ${erasure.keys_destroyed} key(s) destroyed, ` +
-          `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}`
+          `${erasure.carts.length} cart(s) recorded it\n${erasure.carts.map((c) => `  ${c}\n`).join('')}${pending}`
         );
       }),
     );
@@ -49,9 +54,9 @@ export function registerCustomers(program: Command): void {
     .description(
       'everything held about a customer: their carts, arrivals and the webhooks sent with their data',
     )
-    .argument('<customer>', 'a user id, an email address or a cart uuid')
+    .argument('<customer...>', 'user ids, email addresses or cart uuids of one customer')
     .option('--json', 'print the whole document as JSON')
-    .action((customer: string, options: { json?: boolean }) =>
+    .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
         const client = await createAdminClient();
         const answer = await client.request<{ export: { exported_at: string; carts: ExportedCart[] } }>(

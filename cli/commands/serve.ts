@@ -15,7 +15,7 @@
 import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
 import type { Component, ServiceContext } from '../compose.ts';
-import { ConfigError, loadConfig, type ResolvedConfig } from '../config.ts';
+import { ConfigError, checkRole, loadConfig, type ResolvedConfig } from '../config.ts';
 import { roleThread } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
@@ -58,6 +58,7 @@ async function serve(role: Role): Promise<void> {
   let config: ResolvedConfig;
   try {
     config = await loadConfig(process.env);
+    checkRole(config, role);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     printError(`configuration error: ${error.message}`);

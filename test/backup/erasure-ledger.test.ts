@@ -13,7 +13,7 @@ import {
   fileErasureLedger,
   readErasureLedger,
 } from '../../cli/backup/erasure-ledger.ts';
-import { openSqliteKeyStore } from '../../eventstore/key-store-sqlite.ts';
+import { openSqliteKeyStore, reopenErasuresIn } from '../../eventstore/key-store-sqlite.ts';
 import { tempDir } from './support.ts';
 
 const erasure = (id: string, at: string, keyIds: string[]): CustomerErasure => ({
@@ -23,11 +23,12 @@ const erasure = (id: string, at: string, keyIds: string[]): CustomerErasure => (
   cart_uuids: [`cart-of-${id}`],
 });
 const key = (id: string) => ({ key_id: id, wrapped: 'w', created_at: '2026-01-01T00:00:00.000Z' });
+const by = (e: CustomerErasure) => ({ erasure_id: e.erasure_id, erased_at: e.requested_at });
 
 test('each erasure is in the ledger before the key store records it; one the ledger refuses is not begun', async (t) => {
   const dir = await tempDir(t, 'pds-ledger-');
   const keys = openSqliteKeyStore(':memory:');
-  await keys.link(key('k1'), ['cart:a']);
+  await keys.createKey(key('k1'), ['cart:a']);
   const recorded = recordErasuresIn(keys, fileErasureLedger(dir));
   await recorded.beginErasure(erasure('e1', '2026-02-01T00:00:00.000Z', ['k1']));
   t.deepEqual(await readErasureLedger(path.join(dir, ERASURE_LEDGER_FILE)), [
@@ -46,42 +47,83 @@ test('each erasure is in the ledger before the key store records it; one the led
   t.is((await keys.pendingErasures()).length, 1);
 });
 
-test('a ledger’s last line cut short is left out; a damaged line before it refuses the ledger', async (t) => {
+test('a ledger line cut short is left out, and the next entry starts a line of its own after it; a damaged line refuses the ledger', async (t) => {
   const dir = await tempDir(t, 'pds-ledger-');
   const file = path.join(dir, ERASURE_LEDGER_FILE);
   t.deepEqual(await readErasureLedger(file), []);
-  await fileErasureLedger(dir).record(erasure('e1', '2026-02-01T00:00:00.000Z', ['k1']));
+  const ledger = fileErasureLedger(dir);
+  await ledger.record(erasure('e1', '2026-02-01T00:00:00.000Z', ['k1']));
   await appendFile(file, '{"erasure_id":"e2","requ');
   t.deepEqual(
     (await readErasureLedger(file)).map((e) => e.erasure_id),
     ['e1'],
   );
-  await writeFile(file, `not json\n${await readFile(file, 'utf8')}`);
+  // The crash's erasure never began; the next one is read whole, and so is the ledger.
+  await ledger.record(erasure('e3', '2026-02-03T00:00:00.000Z', ['k3']));
+  t.deepEqual(
+    (await readErasureLedger(file)).map((e) => e.erasure_id),
+    ['e1', 'e3'],
+  );
+  await writeFile(file, `{"not":"an erasure"}\n${await readFile(file, 'utf8')}`);
   await t.throwsAsync(readErasureLedger(file), { instanceOf: ErasureLedgerUnreadable, message: /line 1/ });
 });
 
-test('a restore applies again the erasures since the backup and those whose keys it still holds, each once', async (t) => {
-  const keys = openSqliteKeyStore(':memory:');
-  for (const id of ['k-old', 'k-held', 'k-new']) await keys.link(key(id), [`cart:${id}`]);
-  await keys.destroyKeys(['k-old']);
-  const since = '2026-03-01T00:00:00.000Z';
+test('a ledger created beside a key store that erased before starts with those erasures', async (t) => {
+  const dir = await tempDir(t, 'pds-ledger-');
+  const earlier = [erasure('e0', '2026-01-15T00:00:00.000Z', ['k0'])];
+  const ledger = fileErasureLedger(dir, () => earlier);
+  await ledger.record(erasure('e1', '2026-02-01T00:00:00.000Z', ['k1']));
+  await ledger.record(erasure('e2', '2026-02-02T00:00:00.000Z', ['k2']));
+  t.deepEqual(
+    (await readErasureLedger(path.join(dir, ERASURE_LEDGER_FILE))).map((e) => e.erasure_id),
+    ['e0', 'e1', 'e2'],
+  );
+});
+
+/** A restored data dir: its keys in `dir`, and a log whose carts each erasure did not reach are `notErased`. */
+function restoredData(dir: string, notErased: Record<string, string[]>) {
+  const file = path.join(dir, 'keys.db');
+  const keys = openSqliteKeyStore(file);
+  return {
+    keys,
+    reopenErasure: async (e: CustomerErasure) => reopenErasuresIn(file, [e]),
+    cartsNotErased: async (id: string, carts: readonly string[]) =>
+      carts.filter((c) => (notErased[id] ?? []).includes(c)),
+  };
+}
+
+test('a restore applies again the erasures whose keys the copy holds or whose carts its log holds unerased, each once; a tombstone is a key gone', async (t) => {
+  const restored = restoredData(await tempDir(t, 'pds-ledger-'), { 'e-log': ['cart-of-e-log'] });
+  const { keys } = restored;
+  for (const id of ['k-old', 'k-held', 'k-log']) await keys.createKey(key(id), [`cart:${id}`]);
+  const old = erasure('e-old', '2026-02-01T00:00:00.000Z', ['k-old']);
+  const log = erasure('e-log', '2026-02-03T00:00:00.000Z', ['k-log']);
+  // Both finished in the copy's key store; only e-log's cart is without its record in the copy's log.
+  for (const e of [old, log]) {
+    await keys.beginErasure(e);
+    await keys.destroyKeys(e.key_ids, by(e));
+    await keys.finishErasure(e.erasure_id);
+  }
   const ledger = [
-    erasure('e-new', '2026-03-02T00:00:00.000Z', ['k-new']),
-    erasure('e-old', '2026-02-01T00:00:00.000Z', ['k-old']),
+    log,
+    old,
     erasure('e-held', '2026-02-02T00:00:00.000Z', ['k-held']),
     erasure('e-new', '2026-03-02T00:00:00.000Z', ['k-new']),
+    log,
   ];
-  const applied = await reapplyErasures(keys, ledger, since);
+  const applied = await reapplyErasures(restored, ledger);
   t.deepEqual(
     applied.map((e) => e.erasure_id),
-    ['e-held', 'e-new'],
+    ['e-held', 'e-log'],
   );
+  // Pending again, also the one the copy held as finished: the service records it on its carts.
   t.deepEqual(
     (await keys.pendingErasures()).map((e) => e.erasure_id),
-    ['e-held', 'e-new'],
+    ['e-log', 'e-held'],
   );
-  t.is(await keys.key('k-held'), null);
-  t.is(await keys.key('k-new'), null);
+  t.like(await keys.key('k-held'), { tombstone: { erasure_id: 'e-held' } });
+  t.like(await keys.key('k-log'), { tombstone: { erasure_id: 'e-log' } });
+  await keys.close();
 });
 
 test('the key store of the data dir a restore replaces is read as a ledger of its erasures', async (t) => {

@@ -100,11 +100,12 @@ test('an erasure made after a backup is applied again by the restore: the restor
   const target = path.join(await tempDir(t, 'pds-restored-'), 'data');
   const restored = await pdsRestore([taken.dir, target]);
   t.is(restored.code, 0, restored.stderr);
-  t.regex(restored.stdout, /\n1 erasure\(s\) made since the backup applied again from .*erasures\.jsonl: /);
+  t.regex(restored.stdout, /\n1 erasure\(s\) the backup does not hold whole applied again from .*erasures\.jsonl: /);
   // The key store of the data dir replaced records its erasures as well.
   const elsewhere = path.join(await tempDir(t, 'pds-restored-'), 'data');
   const fromKeys = await pdsRestore([taken.dir, elsewhere, '--erasures', path.join(dataDir, 'keys.db')]);
-  t.regex(fromKeys.stdout, /\n1 erasure\(s\) made since the backup applied again from .*keys\.db: /);
+  t.is(fromKeys.code, 0, fromKeys.stderr);
+  t.regex(fromKeys.stdout, /\n1 erasure\(s\) the backup does not hold whole applied again from .*keys\.db: /);
   const keys = openSqliteKeyStore(path.join(target, 'keys.db'));
   const [pending] = await keys.pendingErasures();
   await keys.close();
@@ -145,4 +146,10 @@ test('a restore without a ledger says that erasures made since are not applied a
     restored.stdout,
     /\nno erasure ledger at .*erasures\.jsonl: erasures made after the backup are not applied again/,
   );
+  // A ledger named that is not there is no ledger to skip: nothing is restored.
+  const named = path.join(await tempDir(t, 'pds-restored-'), 'data');
+  const missing = await pdsRestore([taken.dir, named, '--erasures', path.join(backups, 'nowhere.jsonl')]);
+  t.is(missing.code, 3);
+  t.regex(missing.stderr, /nowhere\.jsonl does not exist \(--erasures\)/);
+  t.deepEqual(readdirSync(path.dirname(named)), []);
 });

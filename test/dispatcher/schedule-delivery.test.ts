@@ -17,6 +17,7 @@ import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
 import { attempts, observe, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
+import { until } from '../support/probes.ts';
 import { startService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
@@ -192,6 +193,58 @@ test('an attempt started with its scheduling whose sender died is recorded inter
       [ATTEMPTED, 'delivered'],
     ],
   );
+});
+
+test('while a delivery’s body cannot be opened (the key store down) no attempt starts: the queue is tried again later', async (t) => {
+  const receiver = await startReceiver(t);
+  const opens = { count: 0, down: true };
+  const { worker, store, hookId, clock } = await workerWithSubscription(t, receiver, {
+    leaseMs: 60_000,
+    async openBody(body) {
+      opens.count += 1;
+      if (opens.down) throw new Error('key store unreachable');
+      return body;
+    },
+  });
+  const request = scheduleRequest(hookId, randomUUID(), 1, clock);
+  // An attempt started by a dispatcher that died, so that this worker's first turn is its own attempt.
+  const events = [...delivery.decider.decide(request.command, delivery.decider.initialState)];
+  const scheduledState = events.reduce(delivery.decider.evolve, delivery.decider.initialState);
+  events.push(
+    ...delivery.decider.decide(
+      {
+        type: 'StartAttempt',
+        delivery_id: request.command.delivery_id,
+        lease_ms: 60_000,
+        dispatcher_id: 'dispatcher-gone',
+        at: request.command.at,
+      },
+      scheduledState,
+    ),
+  );
+  await store.append(request.stream, toNewEvents(eventRegistry, events, request.metadata), {
+    expectedRevision: 'no_stream',
+  });
+  await worker.settle();
+  clock.advance(61_000);
+  for (let turn = 1; turn <= 3; turn++) {
+    await worker.tick();
+    await until(`open ${turn} tried`, () => opens.count >= turn);
+    clock.advance(5_000);
+  }
+  await attempts(store, 1, request.stream);
+  const types = async () => (await store.readStream(request.stream)).map((e) => e.type);
+  t.deepEqual(
+    await types(),
+    [SCHEDULED, STARTED, ATTEMPTED],
+    'the interruption only: no attempt started while down',
+  );
+  opens.down = false;
+  await worker.tick();
+  const [got] = await receiver.waitFor(1);
+  t.is(got.headers['x-service-delivery-attempt'], '2');
+  await attempts(store, 2, request.stream);
+  t.deepEqual(await types(), [SCHEDULED, STARTED, ATTEMPTED, STARTED, ATTEMPTED]);
 });
 
 test('a cart’s status moves on a running service: two appends per webhook, none refused', async (t) => {

@@ -18,7 +18,14 @@ export interface ReceivedWebhook {
 }
 
 export type Answer =
-  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number }
+  | {
+      status: number;
+      headers?: Record<string, string>;
+      body?: string;
+      delayMs?: number;
+      /** Answers with the body it was sent, after `body` (a receiver echoing what it got). */
+      echo?: boolean;
+    }
   | { reset: true }
   /** Never answers (until the receiver closes). */
   | { hang: true };
@@ -62,7 +69,7 @@ export async function startReceiver(t: ExecutionContext, path = '/hooks'): Promi
       if ('hang' in answer) return;
       const send = () => {
         res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
-        res.end(answer.body ?? '');
+        res.end(`${answer.body ?? ''}${answer.echo ? raw.toString('utf8') : ''}`);
       };
       if (answer.delayMs) setTimeout(send, answer.delayMs);
       else send();
