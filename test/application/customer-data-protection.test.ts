@@ -261,3 +261,90 @@ test('two runs at once seal each event once, and each counts only what it wrote'
     before.shown.filter((_, i) => kept[i]),
   );
 });
+
+test('without a vacuum a run is not finished: the old values may stay in the file; a run with one finishes it', async (t) => {
+  const dir = await plainLog(t);
+  const sealed = await protect(dir);
+  t.like(sealed, { vacuumed: false, finished: false, wal_truncated: true });
+  // No event holds them; what the file holds besides its events is what the vacuum is for.
+  const { stored } = await readLog(dir);
+  t.false([...personal(live), ...personal(gone)].some((v) => JSON.stringify(stored).includes(v)));
+  t.true(bytesOf(dir, [...personal(live), ...personal(gone)]).length > 0);
+  const vacuumed = await protect(dir, { vacuum: true });
+  t.like(vacuumed, { from: sealed.through, scanned: 0, vacuumed: true, finished: true });
+  t.deepEqual(bytesOf(dir, [...personal(live), ...personal(gone)]), []);
+  // Finished stays finished, until a run seals something again.
+  t.like(await protect(dir), { finished: true });
+});
+
+test('a customer erased before is sealed under keys whose tombstones name the cart’s erasure: read as erased, never as a key missing', async (t) => {
+  const dir = await plainLog(t);
+  await protect(dir, { vacuum: true });
+  const raw = await openSqliteEventStore(path.join(dir, 'events.db'));
+  const events = await raw.readAll();
+  await raw.close();
+  const erasure = events.find((e) => e.type === 'CartCustomerErased');
+  const goneIdentified = events.filter(
+    (e) => e.streamId === `cart-${GONE_CART}` && e.type === 'CartCustomerIdentified',
+  );
+  const keys = openSqliteKeyStore(path.join(dir, 'keys.db'));
+  t.teardown(() => keys.close());
+  for (const e of goneIdentified) {
+    const { key_id } = (e.data as { personal: { key_id: string } }).personal;
+    t.like(await keys.key(key_id), { tombstone: { erasure_id: 'e-1', erased_at: erasure?.recordedAt } });
+  }
+  t.is(goneIdentified.length, 2);
+});
+
+test('an event of a version without user_id is sealed with its cart’s user id: erasing by that user id erases it', async (t) => {
+  const dir = await tempDir(t, 'pds-protect-');
+  const store = await openSqliteEventStore(path.join(dir, 'events.db'));
+  await store.append(`cart-${LIVE_CART}`, [
+    rawEvent('CartCreated', { cart_uuid: LIVE_CART, store_id: 1, user_id: 'u-4711' }),
+    rawEvent('CartCustomerIdentified', { ...live }),
+    rawEvent('CurbsideArrivalPosted', { fields: { car: 'an ochre van' } }),
+  ]);
+  await store.close();
+  await protect(dir, { vacuum: true });
+  const raw = await openSqliteEventStore(path.join(dir, 'events.db'));
+  const stored = await raw.readAll();
+  await raw.close();
+  // The event keeps its version's shape: the user id is only in the key's links.
+  t.false(stored.some((e) => e.type !== 'CartCreated' && 'user_id' in (e.data as object)));
+
+  const keys = openSqliteKeyStore(path.join(dir, 'keys.db'));
+  const data = createCustomerData(keys, secretKey);
+  const found = await data.resolve('u-4711');
+  t.deepEqual(found.cart_uuids, [LIVE_CART]);
+  await data.keys.destroyKeys(found.key_ids, { erasure_id: 'e-user', erased_at: '2026-02-01T00:00:00.000Z' });
+  await keys.close();
+  const { shown } = await readLog(dir);
+  t.like(shown[1].data, { email: null, erased: true });
+  t.like(shown[2].data, { fields: {}, erased: true });
+});
+
+test('an erasure a cart records after a batch sealed it under its key destroys that key: the erasure may have looked before the key existed', async (t) => {
+  const dir = await plainLog(t);
+  let batches = 0;
+  await protect(dir, {
+    batchSize: 1,
+    onBatch: async () => {
+      // After the live cart's first identification is sealed under a key of the service's.
+      if (++batches !== 1) return;
+      const store = await openSqliteEventStore(path.join(dir, 'events.db'));
+      await store.append(`cart-${LIVE_CART}`, [
+        rawEvent('CartCustomerErased', { erasure_id: 'e-3', erased_at: '2026-02-03T00:00:00.000Z' }),
+      ]);
+      await store.close();
+    },
+  });
+  const { shown, stored } = await readLog(dir);
+  const identified = shown.filter((e) => e.type === 'CartCustomerIdentified');
+  t.true(identified.every((e) => (e.data as { erased?: boolean }).erased === true));
+  const first = stored.find((e) => e.streamId === `cart-${LIVE_CART}` && e.type === 'CartCustomerIdentified');
+  const keys = openSqliteKeyStore(path.join(dir, 'keys.db'));
+  t.teardown(() => keys.close());
+  t.like(await keys.key((first?.data as { personal: { key_id: string } }).personal.key_id), {
+    tombstone: { erasure_id: 'e-3' },
+  });
+});
