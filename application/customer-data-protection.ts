@@ -29,6 +29,9 @@ export const SEALED_EVENT_TYPES = [
 /** The event that records an erasure on a cart: what comes before it in the cart was erased. */
 const ERASED = 'CartCustomerErased';
 
+/** How a sealed webhook body starts (`CustomerData.sealBody`). */
+const SEALED_BODY = 'pds-sealed-v1 ';
+
 /** An erasure a cart records, where. */
 export interface RecordedErasure {
   position: number;
@@ -69,6 +72,8 @@ export interface EventDataRewrite {
   erasures(after?: number): Promise<Map<string, RecordedErasure[]>>;
   /** The user id each of these cart streams was created with (`CartCreated`), where it has one. */
   cartUsers(streamIds: readonly string[]): Promise<Map<string, string>>;
+  /** The body each of these deliveries was scheduled with (`WebhookDeliveryScheduled`), as stored. */
+  scheduledBodies(deliveryIds: readonly string[]): Promise<Map<string, string>>;
   /**
    * Writes the changes and records `through` as reached, in one transaction: the positions written
    * (an event that no longer holds `before` is left); nothing, and `guarded`, when an event of
@@ -88,6 +93,19 @@ export interface EventDataRewrite {
   close(): Promise<void>;
 }
 
+/**
+ * The bodies of the deliveries the dispatcher's working state keeps (`projections/sqlite/delivery-bodies.ts`
+ * on the embedded store), which a retry sends as they are.
+ */
+export interface DeliveryBodies {
+  pending(): Promise<Array<{ delivery_id: string; body: string }>>;
+  /** Replaces these deliveries' bodies; how many it replaced. */
+  replace(bodies: ReadonlyMap<string, string>): Promise<number>;
+  /** Rebuilds the file when told, and truncates its WAL when no reader holds it; whether it could. */
+  finish(vacuum: boolean): Promise<boolean>;
+  close(): Promise<void>;
+}
+
 export interface ProtectionReport {
   /** The position earlier runs had reached, and the one this run reached (the log's head at its start). */
   from: number;
@@ -99,6 +117,8 @@ export interface ProtectionReport {
   /** Of those, the ones of customers erased before, sealed under a key destroyed at once. */
   sealed_erased: number;
   batches: number;
+  /** Pending deliveries whose body the dispatcher's working state kept in plain text, sealed there. */
+  deliveries_sealed: number;
   /** Whether the WAL was copied into the file and truncated (not while long reads of another process hold it). */
   wal_truncated: boolean;
   /** Whether the file was rebuilt at the end (`vacuum`). */
@@ -116,6 +136,8 @@ export interface ProtectOptions {
   rewrite: EventDataRewrite;
   /** The service's customer data: live customers are sealed under their keys. */
   data: CustomerData;
+  /** The dispatcher's working state, when there is one: its pending bodies are sealed too. */
+  deliveries?: DeliveryBodies | null;
   /** Builds the customer data that seals under keys of a scratch store (`scratchKeyStore`). */
   scratch: (keys: CustomerKeyStore) => CustomerData;
   batchSize?: number;
@@ -206,13 +228,16 @@ const erasureAfter = (recorded: readonly RecordedErasure[] | undefined, position
 function keyOf(data: unknown): string | undefined {
   const d = data as { personal?: { key_id?: string }; body?: unknown };
   if (d.personal?.key_id) return d.personal.key_id;
-  if (typeof d.body === 'string' && d.body.startsWith('pds-sealed-v1 ')) return d.body.split(' ', 2)[1];
+  if (typeof d.body === 'string' && d.body.startsWith(SEALED_BODY)) return d.body.split(' ', 2)[1];
   return undefined;
 }
 
 /** The event's data with its cart's user id for sealing, when its version kept none beside the customer. */
 function withCartUser(event: StoredEventData, data: Record<string, unknown>, users: Map<string, string>) {
-  if ('user_id' in data || (event.type !== 'CartCustomerIdentified' && event.type !== 'CurbsideArrivalPosted'))
+  if (
+    'user_id' in data ||
+    (event.type !== 'CartCustomerIdentified' && event.type !== 'CurbsideArrivalPosted')
+  )
     return data;
   const user = users.get(event.stream_id);
   return user === undefined ? data : { ...data, user_id: user };
@@ -232,6 +257,7 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
     sealed: {},
     sealed_erased: 0,
     batches: 0,
+    deliveries_sealed: 0,
     wal_truncated: false,
     vacuumed: options.vacuum === true,
     finished_before: progress.finished_at,
@@ -248,13 +274,15 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
     const events = await rewrite.read(position, through, SEALED_EVENT_TYPES, batchSize);
     const reached = events.length < batchSize ? through : events[events.length - 1].position;
     const users = await rewrite.cartUsers([...new Set(events.map((e) => e.stream_id))]);
-    const changes: Array<EventDataChange & { type: string; erased: boolean; cart?: string; key?: string }> = [];
+    const changes: Array<EventDataChange & { type: string; erased: boolean; cart?: string; key?: string }> =
+      [];
     // Each key made for an erased customer, and the erasure its tombstone names.
     const tombstones = new Map<string, { erasure_id: string; erased_at: string; keyIds: string[] }>();
     for (const event of events) {
       const parsed = JSON.parse(event.data) as Record<string, unknown>;
       const cart = cartOf(event, parsed);
-      const erasure = cart === undefined ? undefined : erasureAfter(erasures.get(`cart-${cart}`), event.position);
+      const erasure =
+        cart === undefined ? undefined : erasureAfter(erasures.get(`cart-${cart}`), event.position);
       const input = withCartUser(event, parsed, users);
       const stored = { id: event.event_id, type: event.type, data: input };
       const metadata = JSON.parse(event.metadata) as EventMetadata;
@@ -305,10 +333,45 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
     await options.onBatch?.(report);
   }
   await eraseRecordedSince(rewrite, data, through, liveKeys, keysErased);
+  let deliveriesTruncated = true;
+  if (options.deliveries) {
+    report.deliveries_sealed = await sealPendingBodies(options.deliveries, rewrite, data);
+    deliveriesTruncated = await options.deliveries.finish(report.vacuumed);
+  }
   const finish = await rewrite.finish(now().toISOString(), report.vacuumed);
-  report.wal_truncated = finish.wal_truncated;
-  report.finished = finish.wal_truncated && finish.vacuumed_at !== null;
+  report.wal_truncated = finish.wal_truncated && deliveriesTruncated;
+  report.finished = report.wal_truncated && finish.vacuumed_at !== null;
   return report;
+}
+
+function showsCustomer(body: string): boolean {
+  try {
+    return withoutCustomer(JSON.parse(body)) !== null;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The plain bodies of pending deliveries, replaced by the body their scheduling event holds now (sealed
+ * by the walk, erased where its cart recorded an erasure), or sealed now when the log has none.
+ */
+async function sealPendingBodies(
+  deliveries: DeliveryBodies,
+  rewrite: EventDataRewrite,
+  data: CustomerData,
+): Promise<number> {
+  const plain = (await deliveries.pending()).filter(
+    (d) => !d.body.startsWith(SEALED_BODY) && showsCustomer(d.body),
+  );
+  if (plain.length === 0) return 0;
+  const logged = await rewrite.scheduledBodies(plain.map((d) => d.delivery_id));
+  const bodies = new Map<string, string>();
+  for (const d of plain) {
+    const inLog = logged.get(d.delivery_id);
+    bodies.set(d.delivery_id, inLog !== undefined && inLog !== d.body ? inLog : await data.sealBody(d.body));
+  }
+  return deliveries.replace(bodies);
 }
 
 /**

@@ -182,3 +182,39 @@ test('pds customers protect runs beside the serving service: the service reads t
   const after = await (await serving.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).text();
   t.false(personal.some((v) => after.includes(v)));
 });
+
+test('pds customers protect seals the bodies the dispatcher kept in plain text for a retry: a retry after the erasure goes without the customer', async (t) => {
+  const dataDir = await tempDir(t, 'pds-protect-pending-');
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1s,1s,1s,1s,1s,1s,1s,1s,1s' };
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503, body: 'down' });
+  const first = await startService(t, { dataDir, env });
+  await seedCatalog(first);
+  await createWebhook(first, receiver.url, [1], ['cart_status_updated']);
+  const cart = await createCart(first);
+  await addItem(first, cart);
+  t.is((await first.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  const checkout = { reservation_mode: 'pickup', reservation_start_window: '2026-03-01 10:00' };
+  t.is((await first.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, checkout)).status, 200);
+  await receiver.waitFor(1);
+  await first.service.stop();
+  await unsealLog(dataDir);
+  checkpoint(dataDir);
+  // As that version kept it: the pending delivery's body, in plain text, in the dispatcher's state.
+  t.true(filesHolding(dataDir, [customer.email], 'dispatcher.db').length > 0);
+
+  const run = await pds({ PDS_DATA_DIR: dataDir }, ['customers', 'protect', '--vacuum', '--json']);
+  t.is(run.code, 0, run.stderr);
+  t.like(JSON.parse(run.stdout), { deliveries_sealed: 1, finished: true });
+  t.deepEqual(filesHolding(dataDir, personal, 'dispatcher.db'), []);
+  t.deepEqual(filesHolding(dataDir, personal, 'events.db'), []);
+
+  const second = await startService(t, { dataDir, env });
+  const erased = await second.call('POST', '/admin/v1/customers/erase', { customer: customer.email });
+  t.like(await erased.json(), { keys_destroyed: 1, carts: [cart.uuid] });
+  const before = receiver.received.length;
+  receiver.setDefault({ status: 200, body: 'ok' });
+  const after = (await receiver.waitFor(before + 1, 20_000))[before];
+  t.false(personal.some((v) => JSON.stringify(after.body).includes(v)));
+  t.like(after.body, { cart: { uuid: cart.uuid, customer_email_address: '' } });
+});

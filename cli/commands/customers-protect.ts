@@ -16,6 +16,7 @@ import {
   protectStoredCustomerData,
 } from '../../application/customer-data-protection.ts';
 import { openEventDataRewrite } from '../../eventstore/sqlite/rewrite.ts';
+import { openDeliveryBodies } from '../../projections/sqlite/delivery-bodies.ts';
 import { CliError, EXIT, table } from '../client.ts';
 import { type Config, ConfigError, loadConfig, parseConfig, SECRET_KEY_FILE } from '../config.ts';
 import { openKeyStore } from '../customer-keys.ts';
@@ -54,13 +55,17 @@ function checkSecretKey(config: Config): void {
 
 function describe(r: ProtectionReport): string {
   const total = Object.values(r.sealed).reduce((a, b) => a + b, 0);
-  if (r.from >= r.through && total === 0 && !r.vacuumed && r.finished) {
+  if (r.from >= r.through && total === 0 && r.deliveries_sealed === 0 && !r.vacuumed && r.finished) {
     const when = r.finished_before ? ` (finished ${r.finished_before})` : '';
     return `nothing to do: the log is protected up to position ${r.through}${when}\n`;
   }
   const rows = Object.entries(r.sealed).map(([type, n]) => [type, n]);
   const erased =
     r.sealed_erased > 0 ? `, ${r.sealed_erased} of customers erased before (read as erased)` : '';
+  const pending =
+    r.deliveries_sealed > 0
+      ? `${r.deliveries_sealed} pending webhook bod(ies) sealed in dispatcher.db\n`
+      : '';
   const wal = r.wal_truncated
     ? ''
     : 'the WAL could not be truncated while another process read it: run again once reads are quiet, or stop the service\n';
@@ -71,7 +76,7 @@ function describe(r: ProtectionReport): string {
       : 'not finished: the space the old values took in events.db may still hold them in plain text: run again with --vacuum, the service stopped\n';
   return (
     `positions ${r.from + 1}–${r.through}: ${r.scanned} event(s) of customer data read in ${r.batches} batch(es), ` +
-    `${total} sealed${erased}\n${rows.length > 0 ? `${table(['event type', 'sealed'], rows)}\n` : ''}${wal}${vacuum}`
+    `${total} sealed${erased}\n${rows.length > 0 ? `${table(['event type', 'sealed'], rows)}\n` : ''}${pending}${wal}${vacuum}`
   );
 }
 
@@ -97,6 +102,9 @@ export function registerProtect(customers: Command): void {
         const config = await loadConfig(process.env);
         const rewrite = openEventDataRewrite(file, PROTECT_REWRITE);
         const keys = await openKeyStore(config.keyStoreUrl);
+        const dispatcher = config.dispatcherStoreUrl.startsWith('sqlite:')
+          ? openDeliveryBodies(config.dispatcherStoreUrl.slice('sqlite:'.length))
+          : null;
         try {
           const started = performance.now();
           const report = await protectStoredCustomerData({
@@ -105,12 +113,14 @@ export function registerProtect(customers: Command): void {
             scratch: (scratchKeys) => createCustomerData(scratchKeys, config.secretKey),
             batchSize,
             vacuum: options.vacuum === true,
+            deliveries: dispatcher,
           });
           const ms = Math.round(performance.now() - started);
           if (!report.finished) process.exitCode = EXIT.unfinished;
           if (options.json) return printJson({ ...report, ms });
           return describe(report);
         } finally {
+          await dispatcher?.close();
           await keys.close();
           await rewrite.close();
         }

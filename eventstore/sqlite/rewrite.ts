@@ -54,7 +54,8 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
   db.exec(SCHEMA);
   // Progress kept by a run before it recorded a vacuum.
   const columns = db.prepare('PRAGMA table_info(event_rewrites)').all() as Array<{ name: string }>;
-  if (!columns.some((c) => c.name === 'vacuumed_at')) db.exec('ALTER TABLE event_rewrites ADD COLUMN vacuumed_at TEXT');
+  if (!columns.some((c) => c.name === 'vacuumed_at'))
+    db.exec('ALTER TABLE event_rewrites ADD COLUMN vacuumed_at TEXT');
   const progress = db.prepare('SELECT position, finished_at, vacuumed_at FROM event_rewrites WHERE name = ?');
   const head = db.prepare('SELECT coalesce(max(position), 0) AS head FROM events');
   const record = db.prepare(
@@ -116,6 +117,17 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
       }
       return found;
     },
+    async scheduledBodies(deliveryIds) {
+      if (deliveryIds.length === 0) return new Map();
+      const rows = db
+        .prepare(
+          `SELECT json_extract(data, '$.delivery_id') AS id, json_extract(data, '$.body') AS body FROM events
+           WHERE type = 'WebhookDeliveryScheduled'
+             AND json_extract(data, '$.delivery_id') IN (${deliveryIds.map(() => '?').join(', ')})`,
+        )
+        .all(...deliveryIds) as Array<{ id: string; body: string }>;
+      return new Map(rows.map((r) => [r.id, r.body]));
+    },
     async cartUsers(streamIds) {
       const carts = streamIds.filter((s) => s.startsWith('cart-'));
       if (carts.length === 0) return new Map();
@@ -126,7 +138,9 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
         )
         .all(...carts) as Array<{ stream_id: string; user_id: unknown }>;
       return new Map(
-        rows.filter((r) => typeof r.user_id === 'string' && r.user_id !== '').map((r) => [r.stream_id, String(r.user_id)]),
+        rows
+          .filter((r) => typeof r.user_id === 'string' && r.user_id !== '')
+          .map((r) => [r.stream_id, String(r.user_id)]),
       );
     },
     async write(changes, through, guard) {
