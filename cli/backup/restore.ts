@@ -14,8 +14,8 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../application/private-f
 import { KEY_STORE_FILE, openSqliteKeyStore, reopenErasuresIn } from '../../eventstore/key-store-sqlite.ts';
 import { ERASURE_LEDGER_FILE, ErasureLedgerMissing, readErasureLedger } from './erasure-ledger.ts';
 import { LOG_FILE } from './files.ts';
-import { openRestoredLog } from './restored-log.ts';
 import type { Manifest } from './manifest.ts';
+import { openRestoredLog } from './restored-log.ts';
 import { verifyBackup } from './verify.ts';
 
 /** Why a restore did not begin: the backup is not sound, or the data dir is not empty. */

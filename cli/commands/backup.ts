@@ -8,7 +8,11 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
-import { ERASURE_LEDGER_FILE, ErasureLedgerMissing, ErasureLedgerUnreadable } from '../backup/erasure-ledger.ts';
+import {
+  ERASURE_LEDGER_FILE,
+  ErasureLedgerMissing,
+  ErasureLedgerUnreadable,
+} from '../backup/erasure-ledger.ts';
 import type { BackupFile, Manifest } from '../backup/manifest.ts';
 import { ledgerBeside, RestoreRefused, restoreBackup } from '../backup/restore.ts';
 import { takeBackup } from '../backup/take.ts';

@@ -342,9 +342,10 @@ test('an erasure a cart records after a batch sealed it under its key destroys t
   const identified = shown.filter((e) => e.type === 'CartCustomerIdentified');
   t.true(identified.every((e) => (e.data as { erased?: boolean }).erased === true));
   const first = stored.find((e) => e.streamId === `cart-${LIVE_CART}` && e.type === 'CartCustomerIdentified');
+  if (!first) throw new Error('the live cart has no identification');
   const keys = openSqliteKeyStore(path.join(dir, 'keys.db'));
   t.teardown(() => keys.close());
-  t.like(await keys.key((first?.data as { personal: { key_id: string } }).personal.key_id), {
+  t.like(await keys.key((first.data as { personal: { key_id: string } }).personal.key_id), {
     tombstone: { erasure_id: 'e-3' },
   });
 });

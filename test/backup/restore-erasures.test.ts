@@ -100,7 +100,10 @@ test('an erasure made after a backup is applied again by the restore: the restor
   const target = path.join(await tempDir(t, 'pds-restored-'), 'data');
   const restored = await pdsRestore([taken.dir, target]);
   t.is(restored.code, 0, restored.stderr);
-  t.regex(restored.stdout, /\n1 erasure\(s\) the backup does not hold whole applied again from .*erasures\.jsonl: /);
+  t.regex(
+    restored.stdout,
+    /\n1 erasure\(s\) the backup does not hold whole applied again from .*erasures\.jsonl: /,
+  );
   // The key store of the data dir replaced records its erasures as well.
   const elsewhere = path.join(await tempDir(t, 'pds-restored-'), 'data');
   const fromKeys = await pdsRestore([taken.dir, elsewhere, '--erasures', path.join(dataDir, 'keys.db')]);
