@@ -62,7 +62,11 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
     `INSERT INTO event_rewrites (name, position) VALUES (?, ?)
      ON CONFLICT (name) DO UPDATE SET position = max(position, excluded.position)`,
   );
-  const finished = db.prepare('UPDATE event_rewrites SET finished_at = ? WHERE name = ?');
+  // A log with nothing to seal had no batch to record a position: the run is recorded all the same.
+  const finished = db.prepare(
+    `INSERT INTO event_rewrites (name, position, finished_at) VALUES (?, 0, ?)
+     ON CONFLICT (name) DO UPDATE SET finished_at = excluded.finished_at`,
+  );
   const vacuumed = db.prepare('UPDATE event_rewrites SET vacuumed_at = ? WHERE name = ?');
   const vacuumedAt = db.prepare('SELECT vacuumed_at FROM event_rewrites WHERE name = ?');
   const update = db.prepare('UPDATE events SET data = ? WHERE position = ? AND event_id = ? AND data = ?');
@@ -165,7 +169,7 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
       }
     },
     async finish(at, vacuum) {
-      finished.run(at, name);
+      finished.run(name, at);
       if (vacuum) {
         // Rebuilds every page: the old values left in pages' unused space and free pages go too.
         db.exec('VACUUM');

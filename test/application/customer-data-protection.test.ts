@@ -349,3 +349,14 @@ test('an erasure a cart records after a batch sealed it under its key destroys t
     tombstone: { erasure_id: 'e-3' },
   });
 });
+
+test('a run on a log with nothing to seal is recorded finished all the same', async (t) => {
+  const dir = await tempDir(t, 'pds-protect-');
+  const store = await openSqliteEventStore(path.join(dir, 'events.db'));
+  await store.close();
+  const first = await protect(dir, { vacuum: true });
+  t.like(first, { from: 0, through: 0, scanned: 0, finished: true, finished_before: null });
+  const second = await protect(dir);
+  t.like(second, { finished: true });
+  t.truthy(second.finished_before);
+});
