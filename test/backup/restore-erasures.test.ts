@@ -5,12 +5,13 @@
  * erased, and no byte of their data is in the restored data dir.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { ERASURE_LEDGER_FILE } from '../../cli/backup/erasure-ledger.ts';
+import { checksum, MANIFEST_FILE, type Manifest } from '../../cli/backup/manifest.ts';
 import { takeBackup } from '../../cli/backup/take.ts';
 import { openSqliteKeyStore } from '../../eventstore/key-store-sqlite.ts';
 import { openReadStore } from '../../projections/index.ts';
@@ -155,4 +156,55 @@ test('a restore without a ledger says that erasures made since are not applied a
   t.is(missing.code, 3);
   t.regex(missing.stderr, /nowhere\.jsonl does not exist \(--erasures\)/);
   t.deepEqual(readdirSync(path.dirname(named)), []);
+});
+
+test('an erasure made while a backup was taken, finished in the copy’s keys.db but not in its log, is applied again and recorded by the restored service', async (t) => {
+  const backups = await tempDir(t, 'pds-backups-');
+  const dataDir = await tempDir(t, 'pds-between-');
+  const s = await startService(t, { dataDir, env: { ...ENV, PDS_BACKUP_DIR: backups } });
+  await seedCatalog(s);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  t.is((await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  await caughtUp(s);
+  const taken = await takeBackup({ dataDir, into: backups, version: 'test' });
+  const erased = await s.call('POST', '/admin/v1/customers/erase', { customer: customer.email });
+  const { erasure_id } = (await erased.json()) as { erasure_id: string };
+  await s.service.stop();
+
+  // The copy of the log from before the erasure, the copy of the key store from after it, finished.
+  const keysCopy = path.join(taken.dir, 'keys.db');
+  copyFileSync(path.join(dataDir, 'keys.db'), keysCopy);
+  const manifestFile = path.join(taken.dir, MANIFEST_FILE);
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Manifest;
+  const entry = manifest.files.find((f) => f.name === 'keys.db');
+  if (!entry) throw new Error('the backup has no keys.db');
+  Object.assign(entry, await checksum(keysCopy));
+  writeFileSync(manifestFile, JSON.stringify(manifest));
+  const copied = openSqliteKeyStore(keysCopy);
+  t.deepEqual(await copied.pendingErasures(), []);
+  await copied.close();
+
+  const target = path.join(await tempDir(t, 'pds-restored-'), 'data');
+  const restored = await pdsRestore([taken.dir, target]);
+  t.is(restored.code, 0, restored.stderr);
+  t.regex(restored.stdout, /\n1 erasure\(s\) the backup does not hold whole applied again/);
+  const keys = openSqliteKeyStore(path.join(target, 'keys.db'));
+  t.deepEqual(
+    (await keys.pendingErasures()).map((e) => e.erasure_id),
+    [erasure_id],
+  );
+  await keys.close();
+
+  const again = await startService(t, { dataDir: target, env: ENV });
+  const history = (await (await again.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+    events: Array<{ type: string; data: Record<string, unknown> }>;
+  };
+  t.like(history.events.find((e) => e.type === 'CartCustomerErased')?.data, { erasure_id });
+  await caughtUp(again);
+  await again.service.stop();
+  const read = await openReadStore(`sqlite:${path.join(target, 'read.db')}`);
+  const doc = await cartByUuid(await read.collection<CartDoc>(CARTS), cart.uuid);
+  await read.close();
+  t.is(doc?._state.customer, null);
 });
