@@ -3,11 +3,12 @@
  * holds about one customer, as one JSON document (docs/operations.md, "Customer data"): each of their
  * carts as the log folds it (the customer, the lines, the curbside arrivals and their answers), and
  * every webhook each cart produced, with the body it sends. Each cart's read is on record first, as a
- * history read is (`CartHistoryViewed`); the answer is never kept for an idempotent replay.
+ * history read is (`CartHistoryViewed`); the answer is never kept for an idempotent replay, so a
+ * request with an `Idempotency-Key` is refused (`api/admin.ts`).
  */
 import { z } from 'zod';
 import { appendRetrying, toNewEvents } from '../application/command-handler.ts';
-import type { CustomerData } from '../application/customer-data.ts';
+import { type CustomerData, userIdOf } from '../application/customer-data.ts';
 import { readState } from '../application/read-state.ts';
 import * as cart from '../domain/cart.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -15,6 +16,7 @@ import { eventRegistry } from '../domain/index.ts';
 import { cartHistoryViewed, cartViewsStreamId } from '../domain/operator-activity.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore } from '../eventstore/port.ts';
+import { CARTS, type CartDoc } from '../projections/read-models/carts.ts';
 import {
   deliveriesOfCart,
   WEBHOOK_DELIVERIES,
@@ -36,6 +38,9 @@ export interface CustomerExportDeps {
 
 /** The answer's one field: the idempotency middleware never records it (`api/admin.ts`). */
 export const EXPORT_FIELD = 'export';
+/** Why an export takes no `Idempotency-Key`. */
+export const EXPORT_UNKEPT =
+  'an export is personal data and never kept, so no replay could answer it; send it again without a key';
 
 const exportedWebhook = z.object({
   delivery_id: z.string(),
@@ -63,6 +68,23 @@ async function allDeliveries(readStore: ReadStore, uuid: string): Promise<Webhoo
     all.push(...page);
     if (page.length < 500) return all;
   }
+}
+
+/**
+ * The carts of the user ids among the targets, from the carts read model: also those never identified
+ * with a customer, which hold no key but are still that user's orders.
+ */
+async function cartsOfUsers(readStore: ReadStore, targets: readonly string[]): Promise<string[]> {
+  const userIds = targets.map(userIdOf).filter((id): id is number => id !== null);
+  if (userIds.length === 0) return [];
+  const carts = await readStore.collection<CartDoc>(CARTS);
+  const uuids: string[] = [];
+  for (const userId of new Set(userIds)) {
+    for (const doc of await carts.find({ _user_id: userId }, { sort: [['id', 1]] })) {
+      uuids.push(doc._id);
+    }
+  }
+  return uuids;
 }
 
 /** The body a delivery sends, read from its queue's log: opened, or without the customer once erased. */
@@ -107,14 +129,18 @@ export function customerExportRoutes(deps: CustomerExportDeps): AdminRoute[] {
       summary: 'Everything held about a customer',
       description:
         'The carts a user id, an email address or a cart uuid names (as an erasure finds them; `customer` one of them or an array of several), ' +
+        'and for a user id also every cart created with it, identified with a customer or not, ' +
         'each as the log folds it, with every webhook it produced and the body that webhook sends. Each cart read is recorded as a history read.',
       body: z.strictObject({ customer: customerTargets }),
       response: { status: 200, description: 'The customer’s data.', schema: exportAnswer },
+      // 422 also for an Idempotency-Key: an export is never kept for a replay.
       problems: [422],
       async handler(ctx, { body }) {
-        const found = await deps.customerData.resolve(body.customer);
+        const targets = typeof body.customer === 'string' ? [body.customer] : body.customer;
+        const found = await deps.customerData.resolve(targets);
+        const uuids = new Set([...found.cart_uuids, ...(await cartsOfUsers(deps.readStore, targets))]);
         const carts = [];
-        for (const uuid of found.cart_uuids.sort()) {
+        for (const uuid of [...uuids].sort()) {
           const exported = await exportCart(ctx, deps, uuid);
           if (exported) carts.push(exported);
         }

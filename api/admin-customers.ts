@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { CommandHandler } from '../application/command-handler.ts';
-import type { CustomerData } from '../application/customer-data.ts';
+import { type CustomerData, targetProblem } from '../application/customer-data.ts';
 import { eraseCustomer } from '../application/customer-erasure.ts';
 import type { Clock } from '../domain/clock.ts';
 import { oneLine } from '../domain/schemas.ts';
@@ -21,8 +21,16 @@ export interface CustomerAdminDeps {
   clock: Clock;
 }
 
-/** A user id (digits), an email address, or a cart uuid; or several of them, all erased at once. */
-export const customerTargets = z.union([oneLine(254).min(1), z.array(oneLine(254).min(1)).min(1).max(100)]);
+/** A user id (a positive integer), an email address, or a cart uuid; a typo is refused, never erases nothing. */
+const customerTarget = oneLine(254)
+  .min(1)
+  .superRefine((value, ctx) => {
+    const problem = targetProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+/** One customer target, or several of them, all erased (or exported) at once. */
+export const customerTargets = z.union([customerTarget, z.array(customerTarget).min(1).max(100)]);
 
 const eraseBody = z.strictObject({ customer: customerTargets });
 

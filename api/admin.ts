@@ -19,7 +19,7 @@ import { PARTNERS, type PartnerDoc, toPartnerRecord } from '../projections/read-
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { auditRoutes } from './admin-audit.ts';
 import { cartViewRoutes } from './admin-cart-views.ts';
-import { customerExportRoutes, EXPORT_FIELD } from './admin-customer-export.ts';
+import { customerExportRoutes, EXPORT_FIELD, EXPORT_UNKEPT } from './admin-customer-export.ts';
 import { customerRoutes } from './admin-customers.ts';
 import { adminOpenApiDocument } from './admin-openapi.ts';
 import { operatorRoutes } from './admin-operators.ts';
@@ -299,8 +299,9 @@ export function createAdminRouter(
       actorOf: requestActor,
       // Keys and tokens are stored hashed and signing secrets encrypted: an idempotent replay cannot
       // show one again.
-      // A customer's export is never kept either: it is personal data (docs/operations.md, "Customer data").
       oneTimeSecrets: ['api_key', 'signing_secret', 'operator_token', EXPORT_FIELD],
+      // A customer's export is never kept: it is personal data (docs/operations.md, "Customer data").
+      unkept: { [`${ADMIN_BASE}/customers/export`]: EXPORT_UNKEPT },
     }),
   );
   adminRoutes(router, deps);

@@ -116,6 +116,11 @@ export interface IdempotencyOptions {
    * enters an event, and a replay answers `null` for them.
    */
   oneTimeSecrets?: readonly string[];
+  /**
+   * Request paths whose answers are never kept, by the reason: a replay could show nothing of them,
+   * so a request there with a key is refused (422) before the key is claimed.
+   */
+  unkept?: Readonly<Record<string, string>>;
   /** How long a key binds its request and answer (`PDS_IDEMPOTENCY_TTL`); 24 hours when left out. */
   ttlMs?: number;
 }
@@ -168,6 +173,14 @@ export function idempotency(options: IdempotencyOptions) {
   return async function idempotencyMiddleware(ctx: AppContext, next: Next): Promise<void> {
     const key = ctx.get('Idempotency-Key');
     if (ctx.method !== 'POST' || key === '') return next();
+    const unkept = options.unkept?.[ctx.path];
+    if (unkept !== undefined) {
+      throw new HttpProblem(422, {
+        code: 'idempotency_key_not_allowed',
+        detail: `Idempotency-Key is not taken here: ${unkept}`,
+        errors: [{ field: 'Idempotency-Key', message: unkept }],
+      });
+    }
     if (!KEY_PATTERN.test(key)) {
       throw new HttpProblem(400, {
         code: 'invalid_idempotency_key',

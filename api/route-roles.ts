@@ -70,7 +70,7 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRole>> = {
   // Erasing a customer's personal data (docs/operations.md, "Customer data").
   'POST /admin/v1/customers/erase': 'operator',
   // What the service holds about a customer: personal data, read as a cart's history is.
-  'POST /admin/v1/customers/export': 'auditor',
+  'POST /admin/v1/customers/export': 'operator',
 
   // Projections: status for anyone, rebuilds for operators.
   'GET /admin/v1/projections': 'auditor',

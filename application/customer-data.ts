@@ -16,6 +16,7 @@
  *   a retry replays (docs/write-side.md, "Idempotency").
  */
 import type { KeyObject } from 'node:crypto';
+import { z } from 'zod';
 import type { NewEvent, RecordedEvent } from '../eventstore/port.ts';
 import { createSecretBox } from './credentials.ts';
 import { type CustomerDataOptions, createKeyRing, present } from './customer-key-ring.ts';
@@ -32,6 +33,28 @@ export interface SealedPersonalData {
 /** A sealed webhook body: this prefix, the key id, the box of the exact body, the body erased. */
 const SEALED_BODY = 'pds-sealed-v1 ';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A cart's user id: a positive integer (docs/partner-api.md's `user_id`). */
+const USER_ID = /^[1-9]\d{0,15}$/;
+/** An email address as identifying a customer accepts it. */
+const EMAIL = z.email().max(254);
+
+/** The user id a target names, or null (an email address, a cart uuid). */
+export function userIdOf(target: string): number | null {
+  const value = target.trim();
+  return USER_ID.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER ? Number(value) : null;
+}
+
+/**
+ * Why a target of an erasure or an export names nothing it could (a typo, which would otherwise erase
+ * nothing and answer as if done), or null for a user id, an email address or a cart uuid.
+ */
+export function targetProblem(target: string): string | null {
+  const value = target.trim();
+  if (UUID.test(value)) return null;
+  if (value.includes('@')) return EMAIL.safeParse(value).success ? null : 'is not an email address';
+  if (userIdOf(value) !== null) return null;
+  return 'is neither a user id (a positive integer), an email address nor a cart uuid';
+}
 
 export interface ErasureTargets {
   key_ids: string[];

@@ -2,7 +2,7 @@
  * The customer key store port (docs/operations.md, "Customer data"): each cart's data key, wrapped
  * by `PDS_SECRET_KEY`, kept outside the log, so that destroying it erases every copy of what it
  * sealed. Adapters: `eventstore/key-store-sqlite.ts` (`keys.db` beside the embedded store) and
- * `eventstore/key-store-mongo.ts` (the split deployment), passing `test/contract/key-store.ts`.
+ * `projections/mongo/key-store.ts` (the split deployment), passing `test/contract/key-store.ts`.
  *
  * A key belongs to one cart and is found by its links: `cart:<uuid>`, and keyed hashes of the user
  * ids (`user:<hmac>`) and email addresses (`email:<hmac>`) identified on that cart, never the values.

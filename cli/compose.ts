@@ -108,6 +108,8 @@ export interface ServiceOptions {
   openEventStore?: (url: string, options: EventStoreOptions) => Promise<EventStore>;
   /** Opens the read stores `PDS_READ_STORE` and `PDS_DISPATCHER_STORE` name (tests wrap them to inject faults). */
   openReadStore?: (url: string, options: OpenReadStoreOptions) => Promise<ReadStore>;
+  /** Opens the customer key store `PDS_KEY_STORE` names (tests wrap it to inject faults). */
+  openKeyStore?: (url: string) => Promise<CustomerKeyStore>;
 }
 
 /** `projections/index.ts`'s, loaded by the first component that opens a read store. */
@@ -330,7 +332,8 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       });
       eventStore = log;
       storeOpen = true;
-      keyStore = await openKeyStore(config.keyStoreUrl);
+      const keys = await (options.openKeyStore ?? openKeyStore)(config.keyStoreUrl);
+      keyStore = keys;
       // The ledger below the key ring's cache, so that the ring's destroy forgets keys it has recorded.
       const customerData = createCustomerData(await withErasureLedger(config, keyStore), config.secretKey);
       eventStore = protectCustomerData(log, customerData, { retryDelay: (n) => supervisor.delay(n) });
@@ -338,6 +341,11 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       if (serves && (role === 'all' || role === 'api'))
         await finishErasures(customerData, eventStore, logger);
       readiness.add('event_store', () => storeOpen);
+      // Sealing is on the append path and opening on every read of customer data: one indexed read.
+      readiness.add('key_store', async () => {
+        await keys.key('ck_readiness');
+        return true;
+      });
       const ctx: ServiceContext = {
         config,
         role,

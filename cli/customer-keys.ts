@@ -19,7 +19,7 @@ export const ERASURE_ACTOR: Actor = { type: 'system', id: 'customer-erasure' };
 
 export async function openKeyStore(url: string): Promise<CustomerKeyStore> {
   if (url.startsWith('mongodb')) {
-    const { openMongoKeyStore } = await import('../eventstore/key-store-mongo.ts');
+    const { openMongoKeyStore } = await import('../projections/mongo/key-store.ts');
     return openMongoKeyStore(url);
   }
   return openSqliteKeyStore(url.slice('sqlite:'.length));

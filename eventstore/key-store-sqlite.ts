@@ -54,10 +54,8 @@ export interface SqliteKeyStoreOptions {
   checkpointPauseMs?: number;
 }
 
-/** Opens (creating) the key store file; `:memory:` for tests. */
-export function openSqliteKeyStore(file: string, options: SqliteKeyStoreOptions = {}): CustomerKeyStore {
-  const checkpointAttempts = options.checkpointAttempts ?? 5;
-  const checkpointPauseMs = options.checkpointPauseMs ?? 100;
+/** The file opened, its settings made and its schema brought up to date. */
+function openFile(file: string): DatabaseSync {
   // 0600 before SQLite opens it, and so its WAL (docs/operations.md, "Secrets").
   preparePrivateSqliteFile(file);
   const db = new DatabaseSync(file);
@@ -79,6 +77,14 @@ export function openSqliteKeyStore(file: string, options: SqliteKeyStoreOptions 
   db.exec(
     'CREATE INDEX IF NOT EXISTS customer_key_tombstones_by_cart ON customer_key_tombstones (cart_uuid)',
   );
+  return db;
+}
+
+/** Opens (creating) the key store file; `:memory:` for tests. */
+export function openSqliteKeyStore(file: string, options: SqliteKeyStoreOptions = {}): CustomerKeyStore {
+  const checkpointAttempts = options.checkpointAttempts ?? 5;
+  const checkpointPauseMs = options.checkpointPauseMs ?? 100;
+  const db = openFile(file);
   const getKey = db.prepare('SELECT key_id, wrapped, created_at FROM customer_keys WHERE key_id = ?');
   const keyExists = db.prepare(
     'SELECT 1 FROM customer_keys WHERE key_id = ? UNION ALL SELECT 1 FROM customer_key_tombstones WHERE key_id = ?',

@@ -13,8 +13,8 @@ async function pds(s: TestService, args: string[]) {
     });
     return { code: 0, stdout };
   } catch (err) {
-    const e = err as { code: number; stdout: string };
-    return { code: e.code, stdout: e.stdout };
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 }
 
@@ -68,4 +68,21 @@ test('pds customers erase takes several identifiers of one customer and erases t
     exported.carts.map((c: { cart: { customer: unknown } }) => c.cart.customer),
     [null, null],
   );
+});
+
+test('pds customers erase and export refuse a typo with the usage code, naming it, and erase nothing', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await identify(s, cart);
+  for (const command of ['erase', 'export']) {
+    const refused = await pds(s, ['customers', command, 'ana@example.com', 'ana@example', '12a']);
+    t.is(refused.code, 2, command);
+    t.regex((refused as { stderr: string }).stderr, /"ana@example" is not an email address/);
+  }
+  const uuid = await pds(s, ['customers', 'erase', `${cart.uuid.slice(0, -1)}x`]);
+  t.is(uuid.code, 2);
+  const json = JSON.parse((await pds(s, ['customers', 'export', 'ana@example.com', '--json'])).stdout);
+  t.is(json.carts.length, 1, 'nothing was erased');
 });

@@ -9,6 +9,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { AppState } from '../api/http.ts';
 import { type Component, type ComponentRole, createService, type ServiceOptions } from '../cli/compose.ts';
 import { loadConfig } from '../cli/config.ts';
+import { openKeyStore } from '../cli/customer-keys.ts';
 import { createLogger } from '../cli/logger.ts';
 
 type LogLine = Record<string, unknown>;
@@ -192,4 +193,27 @@ test('stop closes connections still busy at the deadline', async (t) => {
   await s.stop();
   t.true(Date.now() - started < 2_000);
   await t.throwsAsync(inFlight);
+});
+
+test('/readyz shows the key store down when it does not answer', async (t) => {
+  const down = { now: false };
+  const { service: s } = await service(t, {
+    role: 'all',
+    components: [],
+    async openKeyStore(url) {
+      const store = await openKeyStore(url);
+      return {
+        ...store,
+        key: (keyId: string) =>
+          down.now ? Promise.reject(new Error('key store unreachable')) : store.key(keyId),
+      };
+    },
+  });
+  const port = await s.start();
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+  t.like(await ready.json(), { status: 'ready', checks: { key_store: 'ok' } });
+  down.now = true;
+  const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+  t.is(notReady.status, 503);
+  t.like(await notReady.json(), { checks: { key_store: 'failing' } });
 });

@@ -183,6 +183,20 @@ test('a body naming no customer (or an empty or bad list) is a 422; one naming n
     const refused = await s.call('POST', '/admin/v1/customers/erase', { customer });
     t.is(refused.status, 422, JSON.stringify(customer));
   }
+  // A typo would otherwise erase nothing and answer as if done: each is refused, by its place.
+  for (const [customer, names] of [
+    ['ana@example', /not an email address/],
+    ['42a', /neither a user id \(a positive integer\), an email address nor a cart uuid/],
+    [['4242', '0'], /neither a user id/],
+    [['4242', `${randomUUID().slice(0, -1)}`], /neither a user id/],
+    ['-7', /neither a user id/],
+  ] as const) {
+    for (const route of ['erase', 'export']) {
+      const refused = await s.call('POST', `/admin/v1/customers/${route}`, { customer });
+      t.is(refused.status, 422, JSON.stringify(customer));
+      t.regex(await refused.text(), names);
+    }
+  }
   const unknown = await s.call('POST', '/admin/v1/customers/erase', { customer: '4242' });
   t.is(unknown.status, 200);
   t.deepEqual(await unknown.json(), { erasure_id: null, keys_destroyed: 0, carts: [], finished: true });

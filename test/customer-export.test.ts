@@ -15,7 +15,7 @@ const shared = {
   DOB: '1990-04-01T00:00:00.000Z',
 };
 
-test('an export holds the customer’s carts and the webhooks they produced; it is on record, never replayed, and erased after an erasure', async (t) => {
+test('an export holds the customer’s carts and the webhooks they produced; it is on record, refuses an Idempotency-Key (never kept), and is erased after an erasure', async (t) => {
   const s = await startService(t);
   const receiver = await startReceiver(t);
   await seedCatalog(s);
@@ -49,13 +49,20 @@ test('an export holds the customer’s carts and the webhooks they produced; it 
   const views = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/views`)).json()) as Json;
   t.true(views.views.length >= 1, 'each export of the cart is on record as a read of its history');
 
-  const once = { 'Idempotency-Key': 'export-1' };
-  t.like(await exportOf('ana@example.com', once), { export: { carts: [{ cart: { uuid: cart.uuid } }] } });
-  t.deepEqual(
-    await exportOf('ana@example.com', once),
-    { export: null },
-    'a replay never shows the data again',
-  );
+  // Never kept, so never replayed: a key is refused, naming why, and claims nothing.
+  for (let i = 0; i < 2; i++) {
+    const keyed = await s.call(
+      'POST',
+      '/admin/v1/customers/export',
+      { customer: 'ana@example.com' },
+      { 'content-type': 'application/json', 'Idempotency-Key': 'export-1' },
+    );
+    t.is(keyed.status, 422);
+    t.like(await keyed.json(), {
+      code: 'idempotency_key_not_allowed',
+      errors: [{ field: 'Idempotency-Key' }],
+    });
+  }
 
   t.is((await s.call('POST', '/admin/v1/customers/erase', { customer: cart.uuid })).status, 200);
   const erased = await exportOf(cart.uuid);
@@ -100,4 +107,57 @@ test('two customers who shared an email: an export or an erasure by one’s user
     email: shared.email,
   });
   t.deepEqual(await exportOf(shared.email), [grace]);
+});
+
+test('an export is shown to operators, not to auditors', async (t) => {
+  const s = await startService(t);
+  const auditor = (await (
+    await s.call('POST', '/admin/v1/operators', { name: 'Aud', email: 'aud@example.com', role: 'auditor' })
+  ).json()) as Json;
+  const refused = await fetch(`${s.base}/admin/v1/customers/export`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${auditor.operator_token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ customer: 'ana@example.com' }),
+  });
+  t.is(refused.status, 403);
+  t.is((await s.call('POST', '/admin/v1/customers/export', { customer: 'ana@example.com' })).status, 200);
+});
+
+test('an export by user id also lists that user’s carts never identified with a customer', async (t) => {
+  const s = await startService(t);
+  await seedCatalog(s);
+  const create = async (user_id: number | null) => {
+    const uuid = randomUUID();
+    const created = await s.call('POST', '/platform/v1/carts', {
+      uuid,
+      store_id: 1,
+      source: { channel: 'headless', partner_id: null },
+      user_id,
+    });
+    t.is(created.status, 201);
+    return uuid;
+  };
+  const [anonymous, identified, other] = [await create(7), await create(7), await create(8)];
+  t.is(
+    (await s.call('PUT', `/platform/v1/carts/${identified}/customer`, { ...shared, first_name: 'Ada' }))
+      .status,
+    200,
+  );
+  const exported = await until('both carts of user 7 are in the carts read model', async () => {
+    const answer = (await (
+      await s.call('POST', '/admin/v1/customers/export', { customer: '7' })
+    ).json()) as Json;
+    const uuids = answer.export.carts.map((c: Json) => c.cart.uuid);
+    return uuids.length === 2 ? uuids : undefined;
+  });
+  t.deepEqual(exported, [anonymous, identified].sort());
+  t.false(exported.includes(other));
+  // By email, only the cart identified with it.
+  const byEmail = (await (
+    await s.call('POST', '/admin/v1/customers/export', { customer: shared.email })
+  ).json()) as Json;
+  t.deepEqual(
+    byEmail.export.carts.map((c: Json) => c.cart.uuid),
+    [identified],
+  );
 });

@@ -96,6 +96,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
     role: 'all',
     checks: {
       event_store: 'ok',
+      key_store: 'ok',
       write_side_lookups: 'ok',
       // Every subscription to the log, each up (docs/operations.md, "Recovery").
       'subscription:index_of_special_streams': 'ok',
@@ -103,6 +104,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       // The projector on its own thread, and that thread's checks (docs/operations.md, "Threads").
       projector_thread: 'ok',
       'projector:event_store': 'ok',
+      'projector:key_store': 'ok',
       'projector:projections_caught_up': 'ok',
       'projector:subscription:projection_carts': 'ok',
       'projector:subscription:projection_catalog': 'ok',
@@ -113,6 +115,7 @@ test('serves the ops endpoints, prints the generated token, and stops on SIGTERM
       // The dispatcher on its own thread, and that thread's checks.
       dispatcher_thread: 'ok',
       'dispatcher:event_store': 'ok',
+      'dispatcher:key_store': 'ok',
       'dispatcher:abandonment_timers_restored': 'ok',
       'dispatcher:webhook_deliveries_restored': 'ok',
       'dispatcher:subscription:abandonment_timer': 'ok',

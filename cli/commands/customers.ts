@@ -7,7 +7,8 @@
  * `customers-protect.ts`.
  */
 import type { Command } from 'commander';
-import { createAdminClient, table } from '../client.ts';
+import { targetProblem } from '../../application/customer-data.ts';
+import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { printJson } from '../options.ts';
 import { registerProtect } from './customers-protect.ts';
 import { runClientCommand } from './run.ts';
@@ -24,6 +25,15 @@ interface ExportedCart {
   webhooks: unknown[];
 }
 
+/** The identifiers as given, each checked: a typo exits with the usage code, naming it. */
+function targets(customer: string[]): string[] {
+  for (const value of customer) {
+    const problem = targetProblem(value);
+    if (problem) throw new CliError(`${JSON.stringify(value)} ${problem}`, EXIT.usage);
+  }
+  return customer;
+}
+
 export function registerCustomers(program: Command): void {
   const customers = program.command('customers').description("customers' personal data");
   customers
@@ -35,8 +45,11 @@ export function registerCustomers(program: Command): void {
     .option('--json', 'print {erasure_id, keys_destroyed, carts} as JSON')
     .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
+        const checked = targets(customer);
         const client = await createAdminClient();
-        const erasure = await client.request<Erasure>('POST', '/admin/v1/customers/erase', { customer });
+        const erasure = await client.request<Erasure>('POST', '/admin/v1/customers/erase', {
+          customer: checked,
+        });
         if (options.json) return printJson(erasure);
         if (erasure.erasure_id === null)
           return 'nothing to erase: the service holds no data of that customer\n';
@@ -58,11 +71,12 @@ export function registerCustomers(program: Command): void {
     .option('--json', 'print the whole document as JSON')
     .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
+        const checked = targets(customer);
         const client = await createAdminClient();
         const answer = await client.request<{ export: { exported_at: string; carts: ExportedCart[] } }>(
           'POST',
           '/admin/v1/customers/export',
-          { customer },
+          { customer: checked },
         );
         if (options.json) return printJson(answer.export);
         if (answer.export.carts.length === 0) return 'the service holds no data of that customer\n';

@@ -48,6 +48,8 @@ export type CartDoc = Doc & {
   _updated_at: string;
   /** `source.partner_id`: the partner whose channel created the cart, if any. */
   _partner_id: string | null;
+  /** The platform user the cart is of, if any: what an export by user id lists (`api/admin-customer-export.ts`). */
+  _user_id: number | null;
   /** The brands on its lines, sorted, without duplicates. */
   _brand_ids: number[];
   _abandoned: boolean;
@@ -95,6 +97,13 @@ export const cartIndexes: readonly IndexSpec[] = [
       ['id', 1],
     ],
   },
+  // An export by user id (docs/operations.md, "Customer data"), not a partner query.
+  {
+    keys: [
+      ['_user_id', 1],
+      ['id', 1],
+    ],
+  },
 ];
 
 const CART_PREFIX = 'cart-';
@@ -134,6 +143,7 @@ function documentOf(uuid: string, state: cart.Cart, id: number, storeName: strin
     _created_at: iso(state.created_at),
     _updated_at: iso(state.updated_at),
     _partner_id: state.source.partner_id,
+    _user_id: state.user_id ?? null,
     _brand_ids: [...new Set(state.lines.map((l) => l.brand_id))].sort((a, b) => a - b),
     _abandoned: state.abandoned_at !== null,
   };
@@ -204,7 +214,7 @@ const idOf = (streamId: string, prefix: string) => Number(streamId.slice(prefix.
 
 export const cartsProjection: Projection = {
   name: 'carts',
-  version: 2,
+  version: 3,
   finalize(collection, doc) {
     if (collection !== CARTS) return doc;
     const d = doc as CartDoc;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { MongoClient } from 'mongodb';
-import { openMongoKeyStore } from '../../eventstore/key-store-mongo.ts';
+import { openMongoKeyStore } from '../../projections/mongo/key-store.ts';
 import { ENGINE_STARTUP_MS, withDatabase } from '../support/containers.ts';
 import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { keyStoreContract } from './key-store.ts';

@@ -227,6 +227,7 @@ function stored(expected: ExpectedCart): { doc: CartDoc; record: PartnerCart } {
     _created_at,
     _updated_at,
     _partner_id,
+    _user_id: _state.user_id ?? null,
     _brand_ids,
     _abandoned,
   };

@@ -15,21 +15,23 @@
  * Keys and erasures are ordered by a sequence of their own, so that two created in the same
  * millisecond are listed in the order they were made, as on SQLite.
  */
-import { type Collection, MongoClient, MongoServerError } from 'mongodb';
+import { type Collection, MongoClient, MongoServerError, MongoWriteConcernError } from 'mongodb';
 import type {
   CustomerErasure,
   CustomerKeyStore,
   CustomerKeyTombstone,
   LinkedKey,
   StoredCustomerKey,
-} from '../application/customer-keys.ts';
+} from '../../application/customer-keys.ts';
 import {
   clientTimeouts,
   connectionGuard,
   DEFAULT_MONGO_TIMEOUTS,
   DEFAULT_READ_MAX_TIME_MS,
+  type Guard,
+  ReadStoreUnavailableError,
   redact,
-} from '../projections/mongo/connection.ts';
+} from './connection.ts';
 
 export const CUSTOMER_KEYS = 'customer_keys';
 export const CUSTOMER_ERASURES = 'customer_erasures';
@@ -50,13 +52,40 @@ type ErasureDoc = CustomerErasure & { _id: string; seq: number; finished: boolea
 type SequenceDoc = { _id: string; value: number };
 
 const DUPLICATE_KEY = 11000;
+/** WriteConcernTimeout (WriteConcernFailed before MongoDB 8.1): no majority acknowledged in `wtimeoutMS`. */
+const WRITE_CONCERN_TIMEOUT = 64;
+
+/**
+ * The read store's guard (a server out of reach, a read past its `maxTimeMS`: unavailable), and a
+ * write no majority acknowledged in time: unavailable too, answered 503 instead of held or a 500.
+ */
+export function keyStoreGuard(where: string): Guard {
+  const guard = connectionGuard(where);
+  return async <R>(fn: () => Promise<R>): Promise<R> => {
+    try {
+      return await guard(fn);
+    } catch (err) {
+      const timedOut =
+        err instanceof MongoWriteConcernError &&
+        (err.code === WRITE_CONCERN_TIMEOUT ||
+          (err.errInfo as { wtimeout?: boolean } | undefined)?.wtimeout === true);
+      if (!timedOut) throw err;
+      throw new ReadStoreUnavailableError(
+        `MongoDB key store at ${where}: no majority acknowledged the write in time`,
+        {
+          cause: err,
+        },
+      );
+    }
+  };
+}
 
 export async function openMongoKeyStore(url: string): Promise<CustomerKeyStore> {
   const client = new MongoClient(url, {
     ignoreUndefined: true,
     ...clientTimeouts(url, DEFAULT_MONGO_TIMEOUTS),
   });
-  const guard = connectionGuard(redact(url));
+  const guard = keyStoreGuard(redact(url));
   await guard(() => client.connect());
   const db = client.db();
   const onPrimary = { readPreference: 'primary', readConcern: { level: 'majority' } } as const;
