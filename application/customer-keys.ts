@@ -6,8 +6,11 @@
  *
  * A key belongs to one cart and is found by its links: `cart:<uuid>`, and keyed hashes of the user
  * ids (`user:<hmac>`) and email addresses (`email:<hmac>`) identified on that cart, never the values.
- * A destroyed key leaves a tombstone naming its erasure, so that only a recorded erasure makes data
- * read as erased: a key neither present nor tombstoned is a fault (`CustomerKeyMissing`).
+ * A destroyed key leaves a tombstone naming its erasure and its cart, so that only a recorded erasure
+ * makes data read as erased (a key neither present nor tombstoned is a fault, `CustomerKeyMissing`),
+ * and so that what is derived later from that cart's erased customer stays erased. A key is created
+ * (`createKey`) only where no tombstone has its id, and links are added (`addLinks`) only to a key
+ * still present: nothing brings a destroyed key back.
  */
 
 /** A cart's data key as stored: AES-256-GCM, wrapped by the secret box of `PDS_SECRET_KEY`. */
