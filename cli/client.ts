@@ -21,6 +21,8 @@ export const EXIT = {
   unreachable: 5,
   /** The operator token was refused (401/403). */
   unauthorized: 6,
+  /** Done as far as it could go, with a step left (the output says which): run it again. */
+  unfinished: 7,
 } as const;
 
 export class CliError extends Error {

@@ -34,7 +34,7 @@ import type { OpenReadStoreOptions } from '../projections/index.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { ResolvedConfig } from './config.ts';
 import { describeConfig } from './config-describe.ts';
-import { finishErasures, openKeyStore } from './customer-keys.ts';
+import { finishErasures, openKeyStore, withErasureLedger } from './customer-keys.ts';
 import { configuredLogger } from './logger.ts';
 import type { ComponentRole, Role } from './roles.ts';
 import { createSupervisor } from './supervision.ts';
@@ -337,7 +337,8 @@ export function createService(config: ResolvedConfig, options: ServiceOptions = 
       storeOpen = true;
       const keys = await (options.openKeyStore ?? openKeyStore)(config.keyStoreUrl);
       keyStore = keys;
-      const customerData = createCustomerData(keyStore, config.secretKey);
+      // The ledger below the key ring's cache, so that the ring's destroy forgets keys it has recorded.
+      const customerData = createCustomerData(await withErasureLedger(config, keyStore), config.secretKey);
       eventStore = protectCustomerData(log, customerData, { retryDelay: (n) => supervisor.delay(n) });
       // The process that serves the erase route finishes what an interrupted one began.
       if (serves && (role === 'all' || role === 'api'))

@@ -9,9 +9,11 @@ import { createCommandHandler } from '../application/command-handler.ts';
 import type { CustomerData } from '../application/customer-data.ts';
 import { finishPendingErasures } from '../application/customer-erasure.ts';
 import type { CustomerKeyStore } from '../application/customer-keys.ts';
+import { recordErasuresIn } from '../application/erasure-ledger.ts';
 import { eventRegistry } from '../domain/index.ts';
-import { openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
+import { erasuresRecordedIn, openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
 import type { Actor, EventStore } from '../eventstore/port.ts';
+import type { Config } from './config.ts';
 
 export const ERASURE_ACTOR: Actor = { type: 'system', id: 'customer-erasure' };
 
@@ -21,6 +23,23 @@ export async function openKeyStore(url: string): Promise<CustomerKeyStore> {
     return openMongoKeyStore(url);
   }
   return openSqliteKeyStore(url.slice('sqlite:'.length));
+}
+
+/**
+ * The key store, each of whose erasures is also written to the ledger in `PDS_BACKUP_DIR` first, when
+ * backups are kept there (embedded deployment): a restore applies it again (docs/operations.md,
+ * "Backups"). A ledger created now starts with the erasures `keys.db` recorded before. The ledger's
+ * module is loaded only then.
+ */
+export async function withErasureLedger(
+  config: Pick<Config, 'backupDir' | 'embedded' | 'keyStoreUrl'>,
+  keys: CustomerKeyStore,
+): Promise<CustomerKeyStore> {
+  if (config.backupDir === null || !config.embedded) return keys;
+  const { fileErasureLedger } = await import('./backup/erasure-ledger.ts');
+  const file = config.keyStoreUrl.startsWith('sqlite:') ? config.keyStoreUrl.slice('sqlite:'.length) : null;
+  const earlier = () => (file === null || file === ':memory:' ? [] : erasuresRecordedIn(file));
+  return recordErasuresIn(keys, fileErasureLedger(config.backupDir, earlier));
 }
 
 /**

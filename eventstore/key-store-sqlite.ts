@@ -219,3 +219,38 @@ export function openSqliteKeyStore(file: string, options: SqliteKeyStoreOptions 
     },
   };
 }
+
+/**
+ * Every erasure a key store file records, finished or not, oldest first, read without writing: the
+ * key store of a data dir a restore replaces is a ledger of its erasures (docs/operations.md, "Backups").
+ */
+export function erasuresRecordedIn(file: string): CustomerErasure[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const rows = db.prepare('SELECT erasure FROM customer_erasures ORDER BY rowid').all() as Array<{
+      erasure: string;
+    }>;
+    return rows.map((r) => JSON.parse(r.erasure) as CustomerErasure);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Records the erasures pending in a key store file, also those it holds as finished: a restored copy
+ * whose log does not hold them whole (docs/operations.md, "Backups"). The service finishes them at start.
+ */
+export function reopenErasuresIn(file: string, erasures: readonly CustomerErasure[]): void {
+  const db = new DatabaseSync(file);
+  try {
+    db.exec('PRAGMA busy_timeout = 10000');
+    db.exec(SCHEMA);
+    const reopen = db.prepare(
+      `INSERT INTO customer_erasures (erasure_id, erasure, finished) VALUES (?, ?, 0)
+       ON CONFLICT (erasure_id) DO UPDATE SET finished = 0`,
+    );
+    for (const erasure of erasures) reopen.run(erasure.erasure_id, JSON.stringify(erasure));
+  } finally {
+    db.close();
+  }
+}

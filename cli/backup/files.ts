@@ -23,7 +23,7 @@ export const LOG_FILE = 'events.db';
 /** Files derived from the log, each holding its own checkpoint: copied before it. */
 export const DERIVED_FILES: readonly string[] = [DEFAULTS.readStoreFile, DEFAULTS.dispatcherStoreFile];
 
-const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+export const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 const SQLITE_COMPANION = /-(wal|shm|journal)$/;
 
 export interface DataFile {

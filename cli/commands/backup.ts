@@ -8,8 +8,13 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
+import {
+  ERASURE_LEDGER_FILE,
+  ErasureLedgerMissing,
+  ErasureLedgerUnreadable,
+} from '../backup/erasure-ledger.ts';
 import type { BackupFile, Manifest } from '../backup/manifest.ts';
-import { RestoreRefused, restoreBackup } from '../backup/restore.ts';
+import { ledgerBeside, RestoreRefused, restoreBackup } from '../backup/restore.ts';
 import { takeBackup } from '../backup/take.ts';
 import { BackupNotFound, verifyBackup } from '../backup/verify.ts';
 import { CliError, EXIT, table } from '../client.ts';
@@ -63,10 +68,15 @@ function filesTable(files: readonly BackupFile[]): string {
 const summary = (m: Manifest) =>
   `${plural(m.log.events, 'event')} in ${plural(m.log.streams, 'stream')} up to position ${m.log.head}, taken ${m.created_at} by pds ${m.version}`;
 
-/** A missing backup is `notFound` (3), a refused restore `refused` (4); anything else fails (1). */
+/**
+ * A missing backup or a missing ledger `--erasures` names is `notFound` (3), a refused restore or an
+ * unreadable erasure ledger `refused` (4); anything else fails (1).
+ */
 function exitCodeOf(error: unknown): never {
-  if (error instanceof BackupNotFound) throw new CliError(error.message, EXIT.notFound);
-  if (error instanceof RestoreRefused) throw new CliError(error.message, EXIT.refused);
+  if (error instanceof BackupNotFound || error instanceof ErasureLedgerMissing)
+    throw new CliError(error.message, EXIT.notFound);
+  if (error instanceof RestoreRefused || error instanceof ErasureLedgerUnreadable)
+    throw new CliError(error.message, EXIT.refused);
   throw error;
 }
 
@@ -111,14 +121,30 @@ export function registerBackup(program: Command): void {
 export function registerRestore(program: Command): void {
   program
     .command('restore')
-    .description('a verified backup into an empty data dir, then start the service on it')
+    .description(
+      'a verified backup into an empty data dir, the erasures made since applied again; then start the service on it',
+    )
     .argument('<backup>', 'a backup directory')
     .argument('[data dir]', 'where to restore (default: PDS_DATA_DIR, else ./data); must be empty or absent')
-    .action((dir: string, target: string | undefined) =>
+    .option(
+      '--erasures <ledger...>',
+      `erasure ledgers (or a replaced data dir's keys.db) to apply again, besides the ${ERASURE_LEDGER_FILE} beside the backup`,
+    )
+    .action((dir: string, target: string | undefined, options: { erasures?: string[] }) =>
       runClientCommand(async () => {
         const dataDir = target ? path.resolve(target) : embeddedDataDir(process.env);
-        const manifest = await restoreBackup(path.resolve(dir), dataDir).catch(exitCodeOf);
-        return `restored into ${dataDir}: ${summary(manifest)}\n`;
+        const backupDir = path.resolve(dir);
+        const named = (options.erasures ?? []).map((f) => path.resolve(f));
+        const ledgers = [ledgerBeside(backupDir), ...named];
+        const restored = await restoreBackup(backupDir, dataDir, named).catch(exitCodeOf);
+        const erasures =
+          restored.ledgers.length === 0
+            ? `no erasure ledger at ${ledgers.join(', ')}: erasures made after the backup are not applied again (--erasures <ledger>)\n`
+            : `${restored.reapplied.length} erasure(s) the backup does not hold whole applied again from ${restored.ledgers.join(', ')}` +
+              (restored.reapplied.length > 0
+                ? ': their keys are destroyed; the service records them on their carts at start\n'
+                : '\n');
+        return `restored into ${dataDir}: ${summary(restored.manifest)}\n${erasures}`;
       }),
     );
 }

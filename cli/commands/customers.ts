@@ -3,13 +3,15 @@
  * the admin API (`POST /admin/v1/customers/erase`, role `operator`), every identifier named in one
  * erasure, and prints the erasure and the carts that recorded it. `pds customers export <…>...`:
  * everything held about them
- * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data").
+ * (`POST /admin/v1/customers/export`; docs/operations.md, "Customer data"). `pds customers protect`:
+ * `customers-protect.ts`.
  */
 import type { Command } from 'commander';
 import { targetProblem } from '../../application/customer-data.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { printJson } from '../options.ts';
 import { plural } from '../terminal.ts';
+import { registerProtect } from './customers-protect.ts';
 import { runClientCommand } from './run.ts';
 
 interface Erasure {
@@ -90,4 +92,5 @@ export function registerCustomers(program: Command): void {
         )}\n`;
       }),
     );
+  registerProtect(customers);
 }

@@ -260,8 +260,9 @@ test('restore: into an empty or absent data dir only, from a sound backup only; 
   t.deepEqual(await readdir(inUse), ['events.db'], 'nothing written into it');
 
   const target = path.join(await tempDir(t, 'pds-restore-'), 'data');
-  const manifest = await restoreBackup(taken.dir, target);
+  const { manifest, reapplied } = await restoreBackup(taken.dir, target);
   t.deepEqual(manifest, taken.manifest);
+  t.deepEqual(reapplied, []);
   t.is((await stat(target)).mode & 0o777, 0o700);
   t.deepEqual((await readdir(target)).sort(), manifest.files.map((f) => f.name).sort());
   for (const f of manifest.files) {
