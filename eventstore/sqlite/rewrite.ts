@@ -25,6 +25,7 @@ import type {
   RecordedErasure,
   StoredEventData,
 } from '../../application/customer-data-protection.ts';
+import { limitSql, withinLimit } from './rows.ts';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS event_rewrites (
@@ -105,13 +106,15 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
       return (head.get() as { head: number }).head;
     },
     async read(after, through, types, limit) {
-      return db
+      // The limit written, not bound, as every statement of the store (rows.ts, `limitSql`).
+      const rows = db
         .prepare(
           `SELECT position, stream_id, event_id, type, data, metadata FROM events
            WHERE position > ? AND position <= ? AND type IN (${types.map(() => '?').join(', ')})
-           ORDER BY position LIMIT ?`,
+           ORDER BY position${limitSql(limit)}`,
         )
-        .all(after, through, ...types, limit) as unknown as StoredEventData[];
+        .all(after, through, ...types) as unknown as StoredEventData[];
+      return withinLimit(rows, limit);
     },
     async erasures(after = 0) {
       const found = new Map<string, RecordedErasure[]>();
