@@ -34,10 +34,11 @@ function collector(): Collect {
 /** The message of the log line each thread writes once it gave back the memory its start took. */
 export const CATCH_UP_MEMORY_GIVEN_BACK = 'gave back the memory of the catch-up';
 
-/** The isolate's heap before and after, MB (what a log line reports). */
+/** The isolate's heap before and after, MB, and how long the thread was paused for it (what a log line reports). */
 export interface MemoryGivenBack {
   heap_mb_before: number;
   heap_mb_after: number;
+  pause_ms: number;
 }
 
 const mb = (bytes: number) => Math.round(bytes / 1_048_576);
@@ -45,6 +46,11 @@ const mb = (bytes: number) => Math.round(bytes / 1_048_576);
 /** Collects this thread's garbage and returns the freed pages to the system; blocks the thread for it. */
 export function giveMemoryBack(): MemoryGivenBack {
   const before = getHeapStatistics().total_heap_size;
+  const began = performance.now();
   collector()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-  return { heap_mb_before: mb(before), heap_mb_after: mb(getHeapStatistics().total_heap_size) };
+  return {
+    heap_mb_before: mb(before),
+    heap_mb_after: mb(getHeapStatistics().total_heap_size),
+    pause_ms: Math.round(performance.now() - began),
+  };
 }
