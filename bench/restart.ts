@@ -124,7 +124,8 @@ async function sandboxFirstStart(): Promise<BenchLine> {
     try {
       const deadline = Date.now() + 10 * 60_000;
       while (!/^pds: sandbox ready at /m.test(first.output())) {
-        if (Date.now() > deadline) throw new Error(`the sandbox was not ready in 10 minutes: ${first.output()}`);
+        if (Date.now() > deadline)
+          throw new Error(`the sandbox was not ready in 10 minutes: ${first.output()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     } catch (error) {
