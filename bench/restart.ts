@@ -7,11 +7,19 @@
  * a settled webhook delivery (scheduled, attempted, delivered) for a fifth of the status changes,
  * written straight into `events.db`. Then `pds serve --role all` runs as a child process:
  *
- * - first start: every read model and follower built from the whole log (reported, not a target);
+ * - first start: every read model and follower built from the whole log (reported, not a target), its
+ *   resident memory when ready and a minute later (`PDS_BENCH_RESTART_SETTLE_S`, default 60: the
+ *   issue's measure, "a minute after the first start"; a shorter one only to iterate, since V8 gives
+ *   back on its own what the start took after about 100 s);
  * - after a clean stop (SIGTERM) and after `kill -9`: from spawning the process to `/readyz` 200, and
  *   its resident memory (VmRSS) at that moment;
  * - then its peak resident memory under 6 s of partner API load (32 connections: one menu product, and
  *   pages of 20 menu products at different cursors of a store).
+ *
+ * A second line, `restart.sandbox`, does the same for `npm start`'s own first start: the sandbox of
+ * `PDS_BENCH_RESTART_SANDBOX_SIZE` stores (default 50, `npm start`'s), seeded and projected by the
+ * process that serves it, then its resident memory a minute after the sandbox is ready, and after a
+ * restart, a minute after `/readyz` 200 (docs/read-side.md, "Memory after the first start").
  *
  * The baseline is a raw read of the whole log in this process in the same run (pages of 1,000, JSON
  * parsed, nothing else): the least a replay at start would cost. `ratio` is the restart time over it.
@@ -31,12 +39,15 @@ import { generateEvents } from './projection.ts';
 import { rssMbOf, type Served, serve } from './serve.ts';
 
 const SIZES = (process.env.PDS_BENCH_RESTART_EVENTS ?? '100000,1000000').split(',').map(Number);
+const SETTLE_MS = Number(process.env.PDS_BENCH_RESTART_SETTLE_S ?? 60) * 1_000;
+const SANDBOX_SIZE = process.env.PDS_BENCH_RESTART_SANDBOX_SIZE ?? '50';
 const WEBHOOK_ID = '7e57be9c-0000-4000-8000-000000000001';
 const round = (n: number, digits = 0) => Number(n.toFixed(digits));
 
 export async function benchRestart(): Promise<BenchLine[]> {
   const lines: BenchLine[] = [];
   for (const size of SIZES) lines.push(await restartWith(size));
+  lines.push(await sandboxFirstStart());
   return lines;
 }
 
@@ -59,6 +70,7 @@ async function restartWith(target: number): Promise<BenchLine> {
     await es.close();
 
     const first = await serve(dir);
+    const firstSettledRss = await rssAfterSettling(first);
     await first.stop('SIGTERM');
     const clean = await serve(dir);
     await clean.stop('SIGTERM');
@@ -72,6 +84,8 @@ async function restartWith(target: number): Promise<BenchLine> {
       generate_seconds: round(generateSeconds, 1),
       first_start_ms: round(first.readyMs),
       first_start_rss_mb: first.rssMb,
+      first_start_rss_settled_mb: firstSettledRss,
+      settle_s: SETTLE_MS / 1_000,
       ready_after_clean_stop_ms: round(clean.readyMs),
       rss_after_clean_stop_mb: clean.rssMb,
       ready_after_kill_ms: round(after.readyMs),
@@ -84,6 +98,56 @@ async function restartWith(target: number): Promise<BenchLine> {
       ratio_clean: round(clean.readyMs / rawMs, 3),
       ratio: round(after.readyMs / rawMs, 3),
       targets: { ready_ms_at_1m_events: 2_000, ratio: 0.1, rss_mb: 300 },
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The process's resident memory once `SETTLE_MS` have passed since now. */
+async function rssAfterSettling(served: Served): Promise<number> {
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  return rssMbOf(served.pid);
+}
+
+/**
+ * `npm start` on an empty data dir with the sandbox on: its resident memory a minute after the sandbox
+ * is ready (seeded, and projected: the banner), then that of a restart on the same data a minute
+ * after `/readyz` 200.
+ */
+async function sandboxFirstStart(): Promise<BenchLine> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-bench-restart-sandbox-'));
+  const env = { PDS_SANDBOX: '1', PDS_SANDBOX_SIZE: SANDBOX_SIZE };
+  try {
+    const t0 = performance.now();
+    const first = await serve(dir, env);
+    try {
+      const deadline = Date.now() + 10 * 60_000;
+      while (!/^pds: sandbox ready at /m.test(first.output())) {
+        if (Date.now() > deadline)
+          throw new Error(`the sandbox was not ready in 10 minutes: ${first.output()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } catch (error) {
+      await first.stop('SIGKILL');
+      throw error;
+    }
+    const sandboxReadyMs = performance.now() - t0;
+    const rssWhenReady = rssMbOf(first.pid);
+    const settled = await rssAfterSettling(first);
+    await first.stop('SIGTERM');
+    const again = await serve(dir, env);
+    const againSettled = await rssAfterSettling(again);
+    await again.stop('SIGTERM');
+    return {
+      name: 'restart.sandbox',
+      sandbox_size: Number(SANDBOX_SIZE),
+      sandbox_ready_ms: round(sandboxReadyMs),
+      rss_when_sandbox_ready_mb: rssWhenReady,
+      first_start_rss_settled_mb: settled,
+      restart_rss_when_ready_mb: again.rssMb,
+      restart_rss_settled_mb: againSettled,
+      settle_s: SETTLE_MS / 1_000,
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

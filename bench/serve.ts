@@ -15,6 +15,8 @@ export interface Served {
   pid: number;
   readyMs: number;
   rssMb: number;
+  /** What the process wrote on stdout so far. */
+  output(): string;
   stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
@@ -81,6 +83,7 @@ export async function serve(dir: string, env: Record<string, string> = {}): Prom
     pid,
     readyMs,
     rssMb: rssMbOf(pid),
+    output: () => out,
     async stop(signal) {
       child.kill(signal);
       await exited;

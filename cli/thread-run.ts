@@ -10,6 +10,7 @@ import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { type Component, createService } from './compose.ts';
 import { configuredLogger } from './logger.ts';
+import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack } from './memory.ts';
 import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread.ts';
 
 /** How often the readiness checks are run to see whether they changed. */
@@ -62,6 +63,18 @@ const send = (message: FromThread) => port.postMessage(message);
 
 const { role, config, eventStore } = workerData as ThreadData;
 const program = await programs[role]();
+/**
+ * The calls the parent may make: the role's, and one every thread offers, made once the first start
+ * has settled (`pds serve`; docs/read-side.md, "Memory after the first start").
+ */
+const methods: ThreadProgram['methods'] = {
+  ...program.methods,
+  giveMemoryBack: async () => {
+    const given = giveMemoryBack();
+    service.logger.info(given, CATCH_UP_MEMORY_GIVEN_BACK);
+    return given;
+  },
+};
 const service = createService(config, {
   role,
   components: program.components,
@@ -125,7 +138,7 @@ async function reportMetrics(): Promise<void> {
 /** Runs a call and sends its result; a failed call answers with its message, the thread goes on. */
 async function answer(id: number, method: string, args: unknown[]): Promise<void> {
   try {
-    const run = program.methods[method];
+    const run = methods[method];
     if (!run) throw new Error(`the ${role} thread offers no ${method}`);
     send({ type: 'result', id, ok: true, value: await run(...(args as never[])) });
   } catch (error) {

@@ -15,9 +15,11 @@
  */
 import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
+import type { Readiness } from '../../api/readiness.ts';
 import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, checkRole, loadConfig, type ResolvedConfig } from '../config.ts';
-import { roleThread } from '../role-thread.ts';
+import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack } from '../memory.ts';
+import { type RoleThread, roleThread, ThreadUnavailableError } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
 import { eventStoreOptionsOf } from '../store-options.ts';
@@ -143,24 +145,53 @@ async function serve(role: Role): Promise<void> {
   if (config.sandbox && role !== 'all') {
     log.info('PDS_SANDBOX is on, but only `pds serve --role all` seeds it: run `pds sandbox seed` once');
   }
-  sandbox?.run(port).then(
-    async (result) => {
-      if (!result || signalled) return;
-      const { describeSandbox } = await seeding();
-      const banner = [`sandbox ready at ${url}`, tokenLine(config), describeSandbox(result, url)].join('\n');
-      process.stdout.write(`${banner.replace(/^/gm, 'pds: ')}\n`);
-    },
-    async (error: unknown) => {
-      if (signalled) return;
-      if (error instanceof (await seeding()).SandboxRefusedError) {
-        log.warn({ reason: error.message }, 'sandbox not seeded');
-        process.stdout.write(`pds: sandbox not seeded: ${error.message} (PDS_SANDBOX=0 stops trying)\n`);
-        return;
-      }
-      log.error({ err: error }, 'sandbox seeding failed');
-      printError(`sandbox seeding failed: ${(error as Error).message}`);
-    },
-  );
+  const firstStart = sandbox
+    ? sandbox.run(port).then(
+        async (result) => {
+          if (!result || signalled) return;
+          const { describeSandbox } = await seeding();
+          const banner = [`sandbox ready at ${url}`, tokenLine(config), describeSandbox(result, url)].join(
+            '\n',
+          );
+          process.stdout.write(`${banner.replace(/^/gm, 'pds: ')}\n`);
+        },
+        async (error: unknown) => {
+          if (signalled) return;
+          if (error instanceof (await seeding()).SandboxRefusedError) {
+            log.warn({ reason: error.message }, 'sandbox not seeded');
+            process.stdout.write(`pds: sandbox not seeded: ${error.message} (PDS_SANDBOX=0 stops trying)\n`);
+            return;
+          }
+          log.error({ err: error }, 'sandbox seeding failed');
+          printError(`sandbox seeding failed: ${(error as Error).message}`);
+        },
+      )
+    : untilReady(service.readiness, () => signalled);
+  firstStart
+    .then(() => (signalled ? undefined : giveCatchUpMemoryBack(log, [threads.projector, threads.dispatcher])))
+    .catch((error: unknown) => log.warn({ err: error }, 'the memory of the catch-up was not given back'));
+}
+
+/** Resolves once every readiness check passes (or, early, once `stopped` says so). */
+async function untilReady(readiness: Readiness, stopped: () => boolean): Promise<void> {
+  while (!stopped() && !(await readiness.check()).ready) await new Promise((r) => setTimeout(r, 100));
+}
+
+/**
+ * Once the first start has settled (the read models built from the log, and the sandbox seeded and
+ * projected where this process seeds it), this thread and each role thread collect their garbage and
+ * give the freed pages back to the system: what the catch-up took, hundreds of MB that V8 would keep
+ * for a minute or more (docs/read-side.md, "Memory after the first start"). Each thread logs its heap
+ * before and after.
+ */
+async function giveCatchUpMemoryBack(log: Logger, threads: (RoleThread | undefined)[]): Promise<void> {
+  log.info(giveMemoryBack(), CATCH_UP_MEMORY_GIVEN_BACK);
+  for (const thread of threads) {
+    // A thread that is not running (started again after it died) has a new heap anyway.
+    await thread?.call('giveMemoryBack').catch((error: unknown) => {
+      if (!(error instanceof ThreadUnavailableError)) throw error;
+    });
+  }
 }
 
 /**
