@@ -130,13 +130,18 @@ export function registerRestore(program: Command): void {
         const named = (options.erasures ?? []).map((f) => path.resolve(f));
         const ledgers = [ledgerBeside(backupDir), ...named];
         const restored = await restoreBackup(backupDir, dataDir, named).catch(exitCodeOf);
-        const erasures =
+        const noLedger =
           restored.ledgers.length === 0
             ? `no erasure ledger at ${ledgers.join(', ')}: erasures made after the backup are not applied again (--erasures <ledger>)\n`
-            : `${restored.reapplied.length} erasure(s) the backup does not hold whole applied again from ${restored.ledgers.join(', ')}` +
+            : '';
+        const applied =
+          restored.ledgers.length === 0 && restored.reapplied.length === 0
+            ? ''
+            : `${restored.reapplied.length} erasure(s) the backup does not hold whole applied again from ${["the backup's keys.db", ...restored.ledgers].join(', ')}` +
               (restored.reapplied.length > 0
                 ? ': their keys are destroyed; the service records them on their carts at start\n'
                 : '\n');
+        const erasures = noLedger + applied;
         return `restored into ${dataDir}: ${summary(restored.manifest)}\n${erasures}`;
       }),
     );
