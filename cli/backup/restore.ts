@@ -8,6 +8,7 @@
 import { constants } from 'node:fs';
 import { chmod, copyFile, mkdir, open, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { CustomerErasure } from '../../application/customer-keys.ts';
 import { reapplyErasures } from '../../application/erasure-ledger.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../application/private-files.ts';
@@ -100,7 +101,7 @@ export async function restoreBackup(
   const keysFile = path.join(dataDir, KEY_STORE_FILE);
   // The copy's own key store records the erasures it made, also one finished after the log was
   // copied and before the key store was: the copied log lacks its record on the carts.
-  const recorded = (await exists(keysFile)) ? erasuresRecordedIn(keysFile) : [];
+  const recorded = (await exists(keysFile)) ? erasuresRecordedInCopy(keysFile) : [];
   const erasures = [...recorded, ...read.flatMap((l) => l.erasures)];
   if (erasures.length === 0) return { manifest, ledgers: found.flat(), reapplied: [] };
   const keys = openSqliteKeyStore(keysFile);
@@ -119,6 +120,20 @@ export async function restoreBackup(
     log.close();
     await keys.close();
   }
+}
+
+/** The erasures a restored key store records; none when it holds no erasure yet (no table for them). */
+function erasuresRecordedInCopy(file: string): CustomerErasure[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  let recording: boolean;
+  try {
+    recording =
+      db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'customer_erasures'").get() !==
+      undefined;
+  } finally {
+    db.close();
+  }
+  return recording ? erasuresRecordedIn(file) : [];
 }
 
 async function exists(file: string): Promise<boolean> {
