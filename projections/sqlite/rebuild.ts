@@ -1,7 +1,7 @@
 /**
- * Rebuilding an embedded store's file for `pds customers protect --vacuum` (docs/operations.md, "Customer
- * data"): a file written without `secure_delete` keeps what it deleted in its free pages, plain text
- * among it. `VACUUM` writes the file anew without them, and the truncated WAL drops the old pages'
+ * Rebuilding an embedded store's file for `pds customers protect --vacuum`
+ * (docs/operations.md, "Customer data"): a file written without `secure_delete` keeps what it deleted
+ * in its free pages, plain text among it. `VACUUM` writes the file anew without them, and the truncated WAL drops the old pages'
  * copies. With the service stopped: `VACUUM` holds every writer back while it runs.
  */
 import { existsSync } from 'node:fs';
