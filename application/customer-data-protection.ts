@@ -93,17 +93,21 @@ export interface EventDataRewrite {
   close(): Promise<void>;
 }
 
+/** A file of the embedded stores that `vacuum` rebuilds too (`projections/sqlite/rebuild.ts`). */
+export interface RebuiltFile {
+  /** Rebuilds the file when told, and truncates its WAL when no reader holds it; whether it could. */
+  finish(vacuum: boolean): Promise<boolean>;
+  close(): Promise<void>;
+}
+
 /**
  * The bodies of the deliveries the dispatcher's working state keeps (`projections/sqlite/delivery-bodies.ts`
  * on the embedded store), which a retry sends as they are.
  */
-export interface DeliveryBodies {
+export interface DeliveryBodies extends RebuiltFile {
   pending(): Promise<Array<{ delivery_id: string; body: string }>>;
   /** Replaces these deliveries' bodies; how many it replaced. */
   replace(bodies: ReadonlyMap<string, string>): Promise<number>;
-  /** Rebuilds the file when told, and truncates its WAL when no reader holds it; whether it could. */
-  finish(vacuum: boolean): Promise<boolean>;
-  close(): Promise<void>;
 }
 
 export interface ProtectionReport {
@@ -138,6 +142,11 @@ export interface ProtectOptions {
   data: CustomerData;
   /** The dispatcher's working state, when there is one: its pending bodies are sealed too. */
   deliveries?: DeliveryBodies | null;
+  /**
+   * The read store's file, when there is one, rebuilt too by `vacuum`: a file written without
+   * `secure_delete` keeps deleted documents, plain text among them, in its free pages.
+   */
+  readStore?: RebuiltFile | null;
   /** Builds the customer data that seals under keys of a scratch store (`scratchKeyStore`). */
   scratch: (keys: CustomerKeyStore) => CustomerData;
   batchSize?: number;
@@ -338,8 +347,9 @@ export async function protectStoredCustomerData(options: ProtectOptions): Promis
     report.deliveries_sealed = await sealPendingBodies(options.deliveries, rewrite, data);
     deliveriesTruncated = await options.deliveries.finish(report.vacuumed);
   }
+  const readStoreTruncated = options.readStore ? await options.readStore.finish(report.vacuumed) : true;
   const finish = await rewrite.finish(now().toISOString(), report.vacuumed);
-  report.wal_truncated = finish.wal_truncated && deliveriesTruncated;
+  report.wal_truncated = finish.wal_truncated && deliveriesTruncated && readStoreTruncated;
   report.finished = report.wal_truncated && finish.vacuumed_at !== null;
   return report;
 }

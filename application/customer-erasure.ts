@@ -60,6 +60,24 @@ async function complete(
   return { carts: recorded, finished: wiped };
 }
 
+/** Whether any of these carts holds a customer an erasure would record as erased on it. */
+async function anyCartHolds(
+  commands: CommandHandler,
+  uuids: readonly string[],
+  at: string,
+): Promise<boolean> {
+  for (const uuid of uuids) {
+    const { state } = await commands.load(cart.streamId(uuid), cart.decider);
+    try {
+      const erase = { type: 'EraseCartCustomer' as const, erasure_id: randomUUID(), at };
+      if (cart.decider.decide(erase, state).length > 0) return true;
+    } catch (error) {
+      if (!(error instanceof DomainError && error.code === 'cart_not_found')) throw error;
+    }
+  }
+  return false;
+}
+
 /**
  * Completes erasures an earlier run began and did not finish; returns how many it finished. One that
  * fails, or whose keys are not yet wiped from the key store's files, stays pending (`onFailure` is
@@ -97,7 +115,9 @@ export async function eraseCustomer(
   // An earlier erasure that still fails is reported and left pending: it does not stop this one.
   await finishPendingErasures(data, commands, metadata, onPendingFailure);
   const found = await data.resolve(target);
-  if (found.key_ids.length === 0 && found.cart_uuids.length === 0) {
+  // Nothing to erase records nothing (no ledger line, no erasure in the key store): no key, and no
+  // cart named that holds a customer (a uuid of no cart, a cart erased before).
+  if (found.key_ids.length === 0 && !(await anyCartHolds(commands, found.cart_uuids, metadata.at))) {
     return { erasure_id: null, keys_destroyed: 0, carts: [], finished: true };
   }
   const erasure: CustomerErasure = {

@@ -314,7 +314,7 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
     });
   }
   if (missing.length > 0) throw new ConfigError(missing);
-  return Object.freeze({
+  const config: Config = Object.freeze({
     port: servicePort,
     opsPort: v.PDS_OPS_PORT ?? null,
     dataDir: dir,
@@ -365,6 +365,36 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
     logFormat: v.PDS_LOG_FORMAT ?? (terminal.isTTY ? 'pretty' : 'json'),
     logColors: terminal.isTTY === true && !env.NO_COLOR,
   });
+  const outside = storesOutsideDataDir(config);
+  if (config.backupDir !== null && outside.length > 0) {
+    throw new ConfigError([
+      {
+        variable: 'PDS_BACKUP_DIR',
+        problem: `backs up the data dir ${dir}, and ${outside.join(', ')} names a store outside it`,
+      },
+    ]);
+  }
+  return config;
+}
+
+/**
+ * The variables naming a store of the embedded deployment that is not a file in the data dir: a
+ * backup copies the data dir, and such a store would be left out of it (docs/operations.md,
+ * "Backups"). A read store in memory is rebuilt from the log and needs no copy; a key store that is
+ * not a file of the data dir (a file elsewhere, a MongoDB collection) holds keys a backup would lack.
+ */
+export function storesOutsideDataDir(
+  config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'readStoreUrl' | 'dispatcherStoreUrl' | 'keyStoreUrl'>,
+): string[] {
+  const elsewhere = (url: string) =>
+    url.startsWith('sqlite:') && path.dirname(path.resolve(url.slice('sqlite:'.length))) !== config.dataDir;
+  const stores: [string, boolean][] = [
+    ['PDS_EVENT_STORE', elsewhere(config.eventStoreUrl)],
+    ['PDS_READ_STORE', elsewhere(config.readStoreUrl)],
+    ['PDS_DISPATCHER_STORE', elsewhere(config.dispatcherStoreUrl)],
+    ['PDS_KEY_STORE', elsewhere(config.keyStoreUrl) || !config.keyStoreUrl.startsWith('sqlite:')],
+  ];
+  return stores.filter(([, outside]) => outside).map(([name]) => name);
 }
 
 /**

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { tempDir } from './backup/support.ts';
+import { oneEventDataDir, tempDir } from './backup/support.ts';
 import { addItem, createCart, createWebhook, seedCatalog } from './support/cart-world.ts';
 import { unsealLog } from './support/plaintext-log.ts';
 import { until } from './support/probes.ts';
@@ -217,4 +217,24 @@ test('pds customers protect seals the bodies the dispatcher kept in plain text f
   const after = (await receiver.waitFor(before + 1, 20_000))[before];
   t.false(personal.some((v) => JSON.stringify(after.body).includes(v)));
   t.like(after.body, { cart: { uuid: cart.uuid, customer_email_address: '' } });
+});
+
+test('pds customers protect --vacuum rebuilds read.db too: a document deleted in a file written without secure_delete leaves nothing behind', async (t) => {
+  const dataDir = await oneEventDataDir(t, 'pds-protect-read-');
+  const marker = 'Quillonbrecht-read-marker-7731';
+  const read = new DatabaseSync(path.join(dataDir, 'read.db'));
+  read.exec('PRAGMA journal_mode = WAL');
+  read.exec('PRAGMA secure_delete = OFF');
+  read.exec('CREATE TABLE docs (_id TEXT PRIMARY KEY, doc TEXT)');
+  read.prepare('INSERT INTO docs VALUES (?, ?)').run('a', JSON.stringify({ name: marker.repeat(50) }));
+  read.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  read.prepare('DELETE FROM docs WHERE _id = ?').run('a');
+  read.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+  read.close();
+  t.deepEqual(filesHolding(dataDir, [marker], 'read.db'), [`read.db: ${marker}`], 'the free page holds it');
+
+  const env = { PDS_DATA_DIR: dataDir, PDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') };
+  const run = await pds(env, ['customers', 'protect', '--vacuum']);
+  t.is(run.code, 0, run.stderr);
+  t.deepEqual(filesHolding(dataDir, [marker], 'read.db'), []);
 });

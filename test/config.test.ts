@@ -432,6 +432,12 @@ for (const [variable, cases] of Object.entries(valid)) {
 const bad: [string, string, Env?][] = [
   ['PDS_BACKUP_DIR', '/srv/pds', { PDS_DATA_DIR: '/srv/pds' }],
   ['PDS_BACKUP_DIR', '/srv/pds/backups', { PDS_DATA_DIR: '/srv/pds' }],
+  // A key store outside the data dir would be left out of every scheduled backup.
+  [
+    'PDS_BACKUP_DIR',
+    '/srv/pds-backups',
+    { PDS_DATA_DIR: '/srv/pds', PDS_KEY_STORE: 'sqlite:/srv/keys/keys.db' },
+  ],
   [
     'PDS_BACKUP_DIR',
     '/var/backups/pds',

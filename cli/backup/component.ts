@@ -11,8 +11,8 @@ import type { BackupSchedule } from './schedule.ts';
 
 /**
  * Scheduled backups in the process that projects (role `all` in the embedded deployment), when
- * `PDS_BACKUP_DIR` is set; `/metrics` has `pds_backup_last_success_seconds` (when the newest backup
- * this process took began, Unix time) and `pds_backup_last_duration_seconds`.
+ * `PDS_BACKUP_DIR` is set; `/metrics` has `pds_backup_last_success_seconds` (when the newest backup in
+ * `PDS_BACKUP_DIR` began, Unix time) and `pds_backup_last_duration_seconds`, from its manifest at start.
  */
 export function scheduledBackups(clock: Clock = systemClock, timers: Timers = createTimers()): Component {
   let schedule: BackupSchedule | undefined;
@@ -24,12 +24,12 @@ export function scheduledBackups(clock: Clock = systemClock, timers: Timers = cr
       if (backupDir === null || !embedded) return;
       const lastSuccess = new Gauge({
         name: 'pds_backup_last_success_seconds',
-        help: 'when the newest scheduled backup this process took began (Unix time)',
+        help: 'when the newest backup in PDS_BACKUP_DIR began (Unix time)',
         registers: [ctx.registry],
       });
       const lastDuration = new Gauge({
         name: 'pds_backup_last_duration_seconds',
-        help: 'how long the newest scheduled backup this process took ran',
+        help: 'how long the newest backup in PDS_BACKUP_DIR took',
         registers: [ctx.registry],
       });
       const { createBackupSchedule } = await import('./schedule.ts');
@@ -43,9 +43,9 @@ export function scheduledBackups(clock: Clock = systemClock, timers: Timers = cr
         version: pkg.version,
         clock,
         logger: ctx.logger.child({ component: 'scheduled-backups' }),
-        onBackup(taken) {
-          lastSuccess.set(new Date(taken.manifest.created_at).getTime() / 1000);
-          lastDuration.set(taken.ms / 1000);
+        onBackup({ manifest, ms }) {
+          lastSuccess.set(new Date(manifest.created_at).getTime() / 1000);
+          if (ms !== undefined) lastDuration.set(ms / 1000);
         },
       });
       schedule = s;

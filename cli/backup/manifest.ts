@@ -32,6 +32,8 @@ export const manifestSchema = z.strictObject({
   /** The version of the service that took it (package.json). */
   version: z.string(),
   created_at: z.iso.datetime(),
+  /** How long copying and checking the files took, in ms (absent in a backup taken without it). */
+  duration_ms: z.number().nonnegative().optional(),
   /** Where the copy of the log ends: every event at or before `head` is in it, nothing after. */
   log: z.strictObject({
     file: fileName,

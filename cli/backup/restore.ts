@@ -8,10 +8,16 @@
 import { constants } from 'node:fs';
 import { chmod, copyFile, mkdir, open, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { CustomerErasure } from '../../application/customer-keys.ts';
 import { reapplyErasures } from '../../application/erasure-ledger.ts';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../application/private-files.ts';
-import { KEY_STORE_FILE, openSqliteKeyStore, reopenErasuresIn } from '../../eventstore/key-store-sqlite.ts';
+import {
+  erasuresRecordedIn,
+  KEY_STORE_FILE,
+  openSqliteKeyStore,
+  reopenErasuresIn,
+} from '../../eventstore/key-store-sqlite.ts';
 import { ERASURE_LEDGER_FILE, ErasureLedgerMissing, readErasureLedger } from './erasure-ledger.ts';
 import { LOG_FILE } from './files.ts';
 import type { Manifest } from './manifest.ts';
@@ -54,8 +60,8 @@ export const ledgerBeside = (backupDir: string) => path.join(path.dirname(backup
 
 /**
  * Copies the backup in `backupDir` into `dataDir`, which must be empty or absent, and applies again the
- * erasures the copy does not hold whole, from the ledger beside the backup (when there is one) and the
- * `named` ledgers (each must exist).
+ * erasures the copy does not hold whole, from the copy's own key store, the ledger beside the backup
+ * (when there is one) and the `named` ledgers (each must exist).
  */
 export async function restoreBackup(
   backupDir: string,
@@ -92,9 +98,12 @@ export async function restoreBackup(
   }
   await syncPath(dataDir);
   const found = await Promise.all(read.map(async (l) => ((await exists(l.file)) ? [l.file] : [])));
-  const erasures = read.flatMap((l) => l.erasures);
-  if (erasures.length === 0) return { manifest, ledgers: found.flat(), reapplied: [] };
   const keysFile = path.join(dataDir, KEY_STORE_FILE);
+  // The copy's own key store records the erasures it made, also one finished after the log was
+  // copied and before the key store was: the copied log lacks its record on the carts.
+  const recorded = (await exists(keysFile)) ? erasuresRecordedInCopy(keysFile) : [];
+  const erasures = [...recorded, ...read.flatMap((l) => l.erasures)];
+  if (erasures.length === 0) return { manifest, ledgers: found.flat(), reapplied: [] };
   const keys = openSqliteKeyStore(keysFile);
   const log = openRestoredLog(path.join(dataDir, LOG_FILE));
   try {
@@ -111,6 +120,20 @@ export async function restoreBackup(
     log.close();
     await keys.close();
   }
+}
+
+/** The erasures a restored key store records; none when it holds no erasure yet (no table for them). */
+function erasuresRecordedInCopy(file: string): CustomerErasure[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  let recording: boolean;
+  try {
+    recording =
+      db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'customer_erasures'").get() !==
+      undefined;
+  } finally {
+    db.close();
+  }
+  return recording ? erasuresRecordedIn(file) : [];
 }
 
 async function exists(file: string): Promise<boolean> {

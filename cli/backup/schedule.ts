@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { createScheduler } from '../../dispatcher/scheduler.ts';
 import type { Clock } from '../../domain/clock.ts';
-import { MANIFEST_FILE, readManifest } from './manifest.ts';
+import { MANIFEST_FILE, type Manifest, readManifest } from './manifest.ts';
 import { BACKUP_PREFIX, type BackupOptions, type TakenBackup, takeBackup } from './take.ts';
 
 const RETRY_CAP_MS = 3_600_000;
@@ -28,8 +28,11 @@ export interface BackupScheduleOptions {
   version: string;
   clock: Clock;
   logger: Logger;
-  /** Each backup taken (for metrics). */
-  onBackup?(taken: TakenBackup): void;
+  /**
+   * The newest backup (for metrics): each one taken, and at start the newest already in the directory,
+   * so a restart does not read as no backup; `ms` is unknown for one whose manifest does not say.
+   */
+  onBackup?(newest: { manifest: Manifest; ms: number | undefined }): void;
 }
 
 export interface BackupSchedule {
@@ -112,12 +115,11 @@ export function createBackupSchedule(options: BackupScheduleOptions): BackupSche
     async start() {
       const newest = (await completeBackups(backupDir)).at(-1);
       // A manifest that cannot be read does not stop the start: that backup counts for nothing.
-      const newestAt = newest
-        ? await readManifest(path.join(backupDir, newest)).then(
-            (m) => new Date(m.created_at),
-            () => undefined,
-          )
+      const manifest = newest
+        ? await readManifest(path.join(backupDir, newest)).catch(() => undefined)
         : undefined;
+      if (manifest) options.onBackup?.({ manifest, ms: manifest.duration_ms });
+      const newestAt = manifest ? new Date(manifest.created_at) : undefined;
       const due = newestAt
         ? new Date(Math.max(clock.now().getTime(), newestAt.getTime() + everyMs))
         : clock.now();

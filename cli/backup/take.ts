@@ -134,6 +134,7 @@ export async function takeBackup(options: BackupOptions): Promise<TakenBackup> {
       service: 'pds',
       version: options.version,
       created_at: created.toISOString(),
+      duration_ms: performance.now() - began,
       log: log as LogSummary,
       files: copied,
     };

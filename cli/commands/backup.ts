@@ -18,7 +18,7 @@ import { ledgerBeside, RestoreRefused, restoreBackup } from '../backup/restore.t
 import { takeBackup } from '../backup/take.ts';
 import { BackupNotFound, verifyBackup } from '../backup/verify.ts';
 import { CliError, EXIT, table } from '../client.ts';
-import { type Config, ConfigError, parseConfig } from '../config.ts';
+import { type Config, ConfigError, parseConfig, storesOutsideDataDir } from '../config.ts';
 import { printJson } from '../options.ts';
 import { plural } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
@@ -41,17 +41,10 @@ export function embeddedDataDir(env: NodeJS.ProcessEnv): string {
       EXIT.usage,
     );
   }
-  const outside = [
-    ['PDS_EVENT_STORE', config.eventStoreUrl],
-    ['PDS_READ_STORE', config.readStoreUrl],
-    ['PDS_DISPATCHER_STORE', config.dispatcherStoreUrl],
-  ].filter(
-    ([, url]) =>
-      url.startsWith('sqlite:') && path.dirname(path.resolve(url.slice('sqlite:'.length))) !== config.dataDir,
-  );
+  const outside = storesOutsideDataDir(config);
   if (outside.length > 0) {
     throw new CliError(
-      `${outside.map(([name]) => name).join(', ')} names a file outside the data dir ${config.dataDir}: a backup copies the data dir`,
+      `${outside.join(', ')} names a file outside the data dir ${config.dataDir}: a backup copies the data dir`,
       EXIT.usage,
     );
   }
@@ -137,13 +130,18 @@ export function registerRestore(program: Command): void {
         const named = (options.erasures ?? []).map((f) => path.resolve(f));
         const ledgers = [ledgerBeside(backupDir), ...named];
         const restored = await restoreBackup(backupDir, dataDir, named).catch(exitCodeOf);
-        const erasures =
+        const noLedger =
           restored.ledgers.length === 0
             ? `no erasure ledger at ${ledgers.join(', ')}: erasures made after the backup are not applied again (--erasures <ledger>)\n`
-            : `${restored.reapplied.length} erasure(s) the backup does not hold whole applied again from ${restored.ledgers.join(', ')}` +
+            : '';
+        const applied =
+          restored.ledgers.length === 0 && restored.reapplied.length === 0
+            ? ''
+            : `${restored.reapplied.length} erasure(s) the backup does not hold whole applied again from ${["the backup's keys.db", ...restored.ledgers].join(', ')}` +
               (restored.reapplied.length > 0
                 ? ': their keys are destroyed; the service records them on their carts at start\n'
                 : '\n');
+        const erasures = noLedger + applied;
         return `restored into ${dataDir}: ${summary(restored.manifest)}\n${erasures}`;
       }),
     );

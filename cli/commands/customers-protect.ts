@@ -17,6 +17,7 @@ import {
 } from '../../application/customer-data-protection.ts';
 import { openEventDataRewrite } from '../../eventstore/sqlite/rewrite.ts';
 import { openDeliveryBodies } from '../../projections/sqlite/delivery-bodies.ts';
+import { openRebuiltFile } from '../../projections/sqlite/rebuild.ts';
 import { CliError, EXIT, table } from '../client.ts';
 import { type Config, ConfigError, loadConfig, parseConfig, SECRET_KEY_FILE } from '../config.ts';
 import { openKeyStore } from '../customer-keys.ts';
@@ -105,6 +106,10 @@ export function registerProtect(customers: Command): void {
         const dispatcher = config.dispatcherStoreUrl.startsWith('sqlite:')
           ? openDeliveryBodies(config.dispatcherStoreUrl.slice('sqlite:'.length))
           : null;
+        const readStore =
+          config.readStoreUrl.startsWith('sqlite:') && config.readStoreUrl !== config.dispatcherStoreUrl
+            ? openRebuiltFile(config.readStoreUrl.slice('sqlite:'.length))
+            : null;
         try {
           const started = performance.now();
           const report = await protectStoredCustomerData({
@@ -114,12 +119,14 @@ export function registerProtect(customers: Command): void {
             batchSize,
             vacuum: options.vacuum === true,
             deliveries: dispatcher,
+            readStore,
           });
           const ms = Math.round(performance.now() - started);
           if (!report.finished) process.exitCode = EXIT.unfinished;
           if (options.json) return printJson({ ...report, ms });
           return describe(report);
         } finally {
+          await readStore?.close();
           await dispatcher?.close();
           await keys.close();
           await rewrite.close();

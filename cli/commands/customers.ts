@@ -43,7 +43,7 @@ export function registerCustomers(program: Command): void {
       'destroy the keys of the carts these identifiers name (docs/operations.md, Customer data): from then on no read model, history, webhook or console shows their customer',
     )
     .argument('<customer...>', 'user ids, email addresses or cart uuids: all of one customer, erased at once')
-    .option('--json', 'print {erasure_id, keys_destroyed, carts} as JSON')
+    .option('--json', 'print {erasure_id, keys_destroyed, carts, finished} as JSON')
     .action((customer: string[], options: { json?: boolean }) =>
       runClientCommand(async () => {
         const checked = targets(customer);

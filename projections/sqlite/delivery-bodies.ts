@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import type { DeliveryBodies } from '../../application/customer-data-protection.ts';
+import { rebuildAndTruncate } from './rebuild.ts';
 import { q } from './sql.ts';
 
 const QUEUES = 'webhook_delivery_queues';
@@ -68,14 +69,7 @@ export function openDeliveryBodies(file: string): DeliveryBodies | null {
       return replaced;
     },
     async finish(vacuum) {
-      if (vacuum) db.exec('VACUUM');
-      db.exec('PRAGMA busy_timeout = 0');
-      try {
-        const [result] = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').all() as Array<{ busy: number }>;
-        return result.busy === 0;
-      } finally {
-        db.exec('PRAGMA busy_timeout = 10000');
-      }
+      return rebuildAndTruncate(db, vacuum);
     },
     async close() {
       if (db.isOpen) db.close();

@@ -298,6 +298,22 @@ test('a target naming nobody erases nothing', async (t) => {
   });
 });
 
+test('a cart uuid naming no cart, or a cart erased before, erases nothing and records no erasure', async (t) => {
+  const w = await world(t);
+  const uuid = await w.newCart(7);
+  t.like(await eraseCustomer(w.data, w.commands, uuid, metadata), { keys_destroyed: 1, carts: [uuid] });
+  const begun: string[] = [];
+  const beginErasure = w.data.keys.beginErasure.bind(w.data.keys);
+  w.data.keys.beginErasure = async (erasure) => {
+    begun.push(erasure.erasure_id);
+    await beginErasure(erasure);
+  };
+  const nothing = { erasure_id: null, keys_destroyed: 0, carts: [], finished: true };
+  t.deepEqual(await eraseCustomer(w.data, w.commands, uuid, metadata), nothing);
+  t.deepEqual(await eraseCustomer(w.data, w.commands, randomUUID(), metadata), nothing);
+  t.deepEqual(begun, [], 'no erasure recorded in the ledger or the key store');
+});
+
 test('an erasure whose keys a reader keeps in keys.db’s WAL reads as erased and stays pending; the next erasure finishes it', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'pds-customer-data-'));
   const log = await openSqliteEventStore(path.join(dir, 'events.db'));

@@ -91,5 +91,11 @@ test('pds backup refuses what it cannot copy whole: the split deployment, a stor
   });
   t.is(outside.code, 2);
   t.regex(outside.stderr, /PDS_EVENT_STORE names a file outside the data dir/);
+  const keys = await pds(['backup', into], {
+    PDS_DATA_DIR: data,
+    PDS_KEY_STORE: `sqlite:${path.join(into, 'elsewhere', 'keys.db')}`,
+  });
+  t.is(keys.code, 2);
+  t.regex(keys.stderr, /PDS_KEY_STORE names a file outside the data dir/);
   t.deepEqual(await readdir(into), []);
 });

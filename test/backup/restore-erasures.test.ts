@@ -208,3 +208,51 @@ test('an erasure made while a backup was taken, finished in the copy’s keys.db
   await read.close();
   t.is(doc?._state.customer, null);
 });
+
+test('without any ledger, an erasure finished in the copy’s keys.db but not in its log is applied again from that keys.db', async (t) => {
+  const backups = await tempDir(t, 'pds-backups-');
+  const dataDir = await tempDir(t, 'pds-no-ledger-');
+  const s = await startService(t, { dataDir, env: ENV });
+  await seedCatalog(s);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  t.is((await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  await caughtUp(s);
+  const taken = await takeBackup({ dataDir, into: backups, version: 'test' });
+  const erased = await s.call('POST', '/admin/v1/customers/erase', { customer: customer.email });
+  const { erasure_id } = (await erased.json()) as { erasure_id: string };
+  await s.service.stop();
+  t.false(readdirSync(backups).includes(ERASURE_LEDGER_FILE));
+
+  // The copy of the log from before the erasure, the copy of the key store from after it, finished.
+  const keysCopy = path.join(taken.dir, 'keys.db');
+  copyFileSync(path.join(dataDir, 'keys.db'), keysCopy);
+  const manifestFile = path.join(taken.dir, MANIFEST_FILE);
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as Manifest;
+  const entry = manifest.files.find((f) => f.name === 'keys.db');
+  if (!entry) throw new Error('the backup has no keys.db');
+  Object.assign(entry, await checksum(keysCopy));
+  writeFileSync(manifestFile, JSON.stringify(manifest));
+
+  const target = path.join(await tempDir(t, 'pds-restored-'), 'data');
+  const restored = await pdsRestore([taken.dir, target]);
+  t.is(restored.code, 0, restored.stderr);
+  t.regex(restored.stdout, /\nno erasure ledger at .*erasures\.jsonl/);
+  t.regex(
+    restored.stdout,
+    /\n1 erasure\(s\) the backup does not hold whole applied again from the backup's keys\.db/,
+  );
+  const keys = openSqliteKeyStore(path.join(target, 'keys.db'));
+  t.deepEqual(
+    (await keys.pendingErasures()).map((e) => e.erasure_id),
+    [erasure_id],
+  );
+  await keys.close();
+
+  const again = await startService(t, { dataDir: target, env: ENV });
+  const history = (await (await again.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
+    events: Array<{ type: string; data: Record<string, unknown> }>;
+  };
+  t.like(history.events.find((e) => e.type === 'CartCustomerErased')?.data, { erasure_id });
+  await again.service.stop();
+});

@@ -6,9 +6,12 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import test from 'ava';
 import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { scheduledBackups } from '../../cli/backup/component.ts';
 import { completeBackups, createBackupSchedule } from '../../cli/backup/schedule.ts';
 import { takeBackupOnThread } from '../../cli/backup/take-thread.ts';
 import { verifyBackup } from '../../cli/backup/verify.ts';
+import type { ServiceContext } from '../../cli/compose.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { childDataDir, killChild, serveChild } from '../support/child-service.ts';
 import { oneEventDataDir, tempDir } from './support.ts';
@@ -80,6 +83,42 @@ test('after a restart the next backup is due a period after the newest in the di
   t.is(late.next()?.toISOString(), '2026-12-02T05:00:00.000Z', 'none skipped for the time it was down');
   t.is(await late.tick(), 1);
   t.is((await completeBackups(backups)).length, 2);
+});
+
+test('after a restart /metrics shows the newest backup in the directory, not 0, before the next is taken', async (t) => {
+  const data = await oneEventDataDir(t, 'pds-schedule-data-');
+  const backups = await tempDir(t, 'pds-scheduled-');
+  const clock = manualClock('2026-11-29T00:00:00.000Z');
+  const first = createBackupSchedule({
+    dataDir: data,
+    backupDir: backups,
+    everyMs: 24 * HOUR,
+    keep: 3,
+    version: '1',
+    clock,
+    logger,
+  });
+  await first.start();
+  await first.tick();
+  await first.stop();
+
+  clock.set('2026-11-29T05:00:00.000Z');
+  const registry = new Registry();
+  const component = scheduledBackups(clock);
+  const config = {
+    backupDir: backups,
+    backupEveryMs: 24 * HOUR,
+    backupKeep: 3,
+    dataDir: data,
+    embedded: true,
+  };
+  await component.start({ config, logger, registry } as unknown as ServiceContext);
+  t.teardown(() => component.stop());
+  const value = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
+  t.is(await value('pds_backup_last_success_seconds'), Date.parse('2026-11-29T00:00:00.000Z') / 1000);
+  const duration = await value('pds_backup_last_duration_seconds');
+  t.true(duration !== undefined && duration > 0, String(duration));
+  t.is((await completeBackups(backups)).length, 1, 'no backup taken for the restart');
 });
 
 test('a backup that fails is tried again after a tenth of the period, and counts for nothing', async (t) => {
