@@ -25,8 +25,10 @@ function collector(): Collect {
   const exposed = (globalThis as { gc?: Collect }).gc;
   if (exposed) collect = exposed;
   else {
+    // Set only as long as it takes to make one: left on, every context made later would get `gc` too.
     setFlagsFromString('--expose-gc');
     collect = runInNewContext('gc') as Collect;
+    setFlagsFromString('--no-expose-gc');
   }
   return collect;
 }

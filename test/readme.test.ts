@@ -204,3 +204,17 @@ test("the README's configuration table has a row for every variable the service 
   const rows = [...section.matchAll(/^\| `(\w+)` \| .+ \| .+ \|$/gm)].map((m) => m[1]);
   t.deepEqual([...rows].sort(), [...CONFIG_VARIABLES].sort());
 });
+
+test("the README's dependency table says what every dependency of package.json is for, and names no other", (t) => {
+  const text = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const start = text.indexOf('## Dependencies');
+  const section = text.slice(start, text.indexOf('\n## ', start + 1));
+  const named = [...section.matchAll(/^\| (.+?) \| .+ \|$/gm)]
+    .flatMap((m) => [...m[1].matchAll(/`([^`]+)`/g)].map((n) => n[1]))
+    .filter((n) => n !== 'package');
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  t.deepEqual([...new Set(named)].sort(), Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).sort());
+});
