@@ -216,5 +216,8 @@ test("the README's dependency table says what every dependency of package.json i
     dependencies: Record<string, string>;
     devDependencies: Record<string, string>;
   };
-  t.deepEqual([...new Set(named)].sort(), Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).sort());
+  t.deepEqual(
+    [...new Set(named)].sort(),
+    Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).sort(),
+  );
 });
