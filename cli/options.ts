@@ -1,8 +1,20 @@
 /**
- * Parsing of the operator commands' option values: each bad value exits with the usage code and one
- * line naming the option and what it expected (docs/operations.md).
+ * Parsing of the operator commands' option values and of the configuration the commands that open the
+ * data dir's files read: each bad value exits with the usage code and one line naming the option (or
+ * the variable) and what it expected (docs/operations.md).
  */
 import { CliError, EXIT } from './client.ts';
+import { type Config, ConfigError, parseConfig } from './config.ts';
+
+/** The configuration the environment gives, for a command that opens the data dir's files itself. */
+export function commandConfig(env: NodeJS.ProcessEnv): Config {
+  try {
+    return parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(error.message, EXIT.usage);
+    throw error;
+  }
+}
 
 /** An answer printed as indented JSON (`--json`). */
 export const printJson = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;

@@ -5,29 +5,26 @@
  * leaves no byte of their data in any file of the data dir.
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { oneEventDataDir, tempDir } from './backup/support.ts';
 import { addItem, createCart, createWebhook, seedCatalog } from './support/cart-world.ts';
+import {
+  caughtUp,
+  checkpoint,
+  customer,
+  filesHolding,
+  identifiedCart,
+  personal,
+} from './support/customer-world.ts';
 import { unsealLog } from './support/plaintext-log.ts';
-import { until } from './support/probes.ts';
-import { startService, type TestService } from './support/service.ts';
+import { startService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
 const exec = promisify(execFile);
-
-// Values no random bytes or base64 text of the files would hold by chance.
-const customer = {
-  email: 'hieronyma.fettlewick@example.org',
-  first_name: 'Hieronyma',
-  last_name: 'Fettlewick',
-  phone_number: '+14155552468',
-  DOB: '1983-08-09T00:00:00.000Z',
-};
-const personal = [customer.email, customer.first_name, customer.last_name, customer.phone_number];
 
 async function pds(env: Record<string, string>, args: string[]) {
   try {
@@ -41,46 +38,13 @@ async function pds(env: Record<string, string>, args: string[]) {
   }
 }
 
-/** Every file under `dir` (or those whose name starts with `prefix`) holding any of `values`. */
-function filesHolding(dir: string, values: readonly string[], prefix = ''): string[] {
-  const found: string[] = [];
-  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
-    const file = path.join(dir, name);
-    if (!name.startsWith(prefix) || !statSync(file).isFile()) continue;
-    const bytes = readFileSync(file);
-    const held = values.filter((v) => bytes.includes(Buffer.from(v, 'utf8')));
-    if (held.length > 0) found.push(`${name}: ${held.join(', ')}`);
-  }
-  return found;
-}
-
-/** Copies every database's WAL into its file, as SQLite's automatic checkpoints do in time. */
-function checkpoint(dir: string): void {
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.db'))) {
-    const db = new DatabaseSync(path.join(dir, name));
-    db.exec('PRAGMA busy_timeout = 5000');
-    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    db.close();
-  }
-}
-
-const caughtUp = (s: TestService) =>
-  until('the projections have caught up', async () => {
-    const { projections } = (await (await s.call('GET', '/admin/v1/projections')).json()) as {
-      projections: Array<{ lag_events: number }>;
-    };
-    return projections.every((p) => p.lag_events === 0);
-  });
-
 test('pds customers protect seals an earlier version’s plain log in place; then an erasure leaves no byte of the customer', async (t) => {
   const dataDir = await tempDir(t, 'pds-protect-cli-');
   const first = await startService(t, { dataDir });
   const receiver = await startReceiver(t);
   await seedCatalog(first);
   await createWebhook(first, receiver.url, [1], ['cart_status_updated']);
-  const cart = await createCart(first);
-  await addItem(first, cart);
-  t.is((await first.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  const cart = await identifiedCart(t, first);
   const once = { 'Idempotency-Key': 'checkout-1', 'content-type': 'application/json' };
   const checkout = { reservation_mode: 'pickup', reservation_start_window: '2026-03-01 10:00' };
   t.is((await first.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, checkout, once)).status, 200);
@@ -153,9 +117,7 @@ test('pds customers protect runs beside the serving service: the service reads t
   const dataDir = await tempDir(t, 'pds-protect-live-');
   const first = await startService(t, { dataDir });
   await seedCatalog(first);
-  const cart = await createCart(first);
-  await addItem(first, cart);
-  t.is((await first.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  const cart = await identifiedCart(t, first);
   await first.service.stop();
   await unsealLog(dataDir);
 
@@ -191,9 +153,7 @@ test('pds customers protect seals the bodies the dispatcher kept in plain text f
   const first = await startService(t, { dataDir, env });
   await seedCatalog(first);
   await createWebhook(first, receiver.url, [1], ['cart_status_updated']);
-  const cart = await createCart(first);
-  await addItem(first, cart);
-  t.is((await first.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  const cart = await identifiedCart(t, first);
   const checkout = { reservation_mode: 'pickup', reservation_start_window: '2026-03-01 10:00' };
   t.is((await first.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, checkout)).status, 200);
   await receiver.waitFor(1);

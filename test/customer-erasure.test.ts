@@ -6,79 +6,33 @@
  * the data directory.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import test from 'ava';
 import { manualClock } from '../domain/clock.ts';
 import { KEY_STORE_FILE, openSqliteKeyStore } from '../eventstore/key-store-sqlite.ts';
-import { openReadStore } from '../projections/index.ts';
-import { CARTS, type CartDoc, cartByUuid } from '../projections/read-models/carts.ts';
+import { createCart, createWebhook, identify, move, seedCatalog, ticking } from './support/cart-world.ts';
 import {
-  addItem,
-  createCart,
-  createWebhook,
-  identify,
-  move,
-  seedCatalog,
-  ticking,
-} from './support/cart-world.ts';
+  caughtUp,
+  checkpoint,
+  customer,
+  filesHolding,
+  historyOf,
+  identifiedCart,
+  personal,
+  storedCustomer,
+} from './support/customer-world.ts';
 import { until } from './support/probes.ts';
-import { startService, type TestService } from './support/service.ts';
+import { startService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
-
-// Values no random bytes or base64 text of the files would hold by chance.
-const customer = {
-  email: 'zebulonia.quixwhistle@example.org',
-  first_name: 'Zebulonia',
-  last_name: 'Quixwhistle',
-  phone_number: '+14155557319',
-  DOB: '1987-06-05T00:00:00.000Z',
-};
-const personal = [customer.email, customer.first_name, customer.last_name, customer.phone_number];
-
-/** Every file under `dir` holding any of `values`, with the values it holds. */
-function filesHolding(dir: string, values: readonly string[]): string[] {
-  const found: string[] = [];
-  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
-    const file = path.join(dir, name);
-    if (!statSync(file).isFile()) continue;
-    const bytes = readFileSync(file);
-    const held = values.filter((v) => bytes.includes(Buffer.from(v, 'utf8')));
-    if (held.length > 0) found.push(`${name}: ${held.join(', ')}`);
-  }
-  return found;
-}
-
-/** Copies every database's WAL into its file, as SQLite's automatic checkpoints do in time. */
-function checkpoint(dir: string): void {
-  for (const name of readdirSync(dir).filter((n) => n.endsWith('.db'))) {
-    const db = new DatabaseSync(path.join(dir, name));
-    db.exec('PRAGMA busy_timeout = 5000');
-    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    db.close();
-  }
-}
-
-const caughtUp = (s: TestService) =>
-  until('the projections have caught up', async () => {
-    const { projections } = (await (await s.call('GET', '/admin/v1/projections')).json()) as {
-      projections: Array<{ lag_events: number }>;
-    };
-    return projections.every((p) => p.lag_events === 0);
-  });
 
 test('an erased customer is gone from the read model, the history, the next webhook and every file of the data dir', async (t) => {
   const s = await startService(t);
   const receiver = await startReceiver(t);
   await seedCatalog(s);
   await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
-  const cart = await createCart(s);
-  await addItem(s, cart);
-  const identified = await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer);
-  t.is(identified.status, 200);
+  const cart = await identifiedCart(t, s);
   // With a key, the answer (the cart, with its customer) is recorded for a retry to replay.
   const checkout = { reservation_mode: 'pickup', reservation_start_window: '2026-03-01 10:00' };
   const once = { 'Idempotency-Key': 'checkout-1', 'content-type': 'application/json' };
@@ -108,9 +62,7 @@ test('an erased customer is gone from the read model, the history, the next webh
   t.like(after.body.cart, { customer_email_address: '', customer_phone_number: '', customer_name: null });
   t.false(personal.some((v) => after.raw.includes(Buffer.from(v))));
 
-  const history = (await (await s.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
-    events: Array<{ type: string; data: Record<string, unknown> }>;
-  };
+  const history = await historyOf(s, cart.uuid);
   t.like(history.events.find((e) => e.type === 'CartCustomerIdentified')?.data, {
     email: null,
     first_name: null,
@@ -126,10 +78,7 @@ test('an erased customer is gone from the read model, the history, the next webh
 
   await caughtUp(s);
   await s.service.stop();
-  const read = await openReadStore(`sqlite:${path.join(s.dataDir, 'read.db')}`);
-  const doc = await cartByUuid(await read.collection<CartDoc>(CARTS), cart.uuid);
-  await read.close();
-  t.is(doc?._state.customer, null);
+  t.is(await storedCustomer(s.dataDir, cart.uuid), null);
   t.deepEqual(filesHolding(s.dataDir, personal), []);
 });
 
@@ -141,9 +90,7 @@ test('a webhook whose receiver failed before the erasure (echoing the customer) 
   receiver.script({ status: 500, body: 'rejected: ', echo: true });
   await seedCatalog(s);
   await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
-  const cart = await createCart(s);
-  await addItem(s, cart);
-  t.is((await s.call('PUT', `/platform/v1/carts/${cart.uuid}/customer`, customer)).status, 200);
+  const cart = await identifiedCart(t, s);
   await s.call('POST', `/platform/v1/carts/${cart.uuid}/checkout`, {
     reservation_mode: 'pickup',
     reservation_start_window: '2026-03-01 10:00',
@@ -229,9 +176,7 @@ test('an erasure interrupted after its keys were destroyed is finished at the ne
 
   const again = await startService(t, { dataDir });
   t.regex(again.logs(), /finished customer erasures an earlier run began/);
-  const history = (await (await again.call('GET', `/admin/v1/carts/${cart.uuid}/history`)).json()) as {
-    events: Array<{ type: string; data: Record<string, unknown> }>;
-  };
+  const history = await historyOf(again, cart.uuid);
   t.like(history.events.find((e) => e.type === 'CartCustomerErased')?.data, {
     erasure_id: erasure.erasure_id,
   });

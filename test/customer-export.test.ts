@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { checkedOut, createWebhook, seedCatalog } from './support/cart-world.ts';
 import { until } from './support/probes.ts';
-import { startService } from './support/service.ts';
+import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field
@@ -14,6 +14,19 @@ const shared = {
   phone_number: '+14155550100',
   DOB: '1990-04-01T00:00:00.000Z',
 };
+
+/** A cart of the user at store 1; its uuid. */
+async function userCart(t: ExecutionContext, s: TestService, user_id: number): Promise<string> {
+  const uuid = randomUUID();
+  const created = await s.call('POST', '/platform/v1/carts', {
+    uuid,
+    store_id: 1,
+    source: { channel: 'headless', partner_id: null },
+    user_id,
+  });
+  t.is(created.status, 201);
+  return uuid;
+}
 
 test('an export holds the customer’s carts and the webhooks they produced; it is on record, refuses an Idempotency-Key (never kept), and is erased after an erasure', async (t) => {
   const s = await startService(t);
@@ -79,14 +92,7 @@ test('two customers who shared an email: an export or an erasure by one’s user
   const s = await startService(t);
   await seedCatalog(s);
   const cartOf = async (user_id: number, first_name: string) => {
-    const uuid = randomUUID();
-    const created = await s.call('POST', '/platform/v1/carts', {
-      uuid,
-      store_id: 1,
-      source: { channel: 'headless', partner_id: null },
-      user_id,
-    });
-    t.is(created.status, 201);
+    const uuid = await userCart(t, s, user_id);
     const customer = { ...shared, first_name };
     t.is((await s.call('PUT', `/platform/v1/carts/${uuid}/customer`, customer)).status, 200);
     return uuid;
@@ -126,18 +132,11 @@ test('an export is shown to operators, not to auditors', async (t) => {
 test('an export by user id also lists that user’s carts never identified with a customer', async (t) => {
   const s = await startService(t);
   await seedCatalog(s);
-  const create = async (user_id: number | null) => {
-    const uuid = randomUUID();
-    const created = await s.call('POST', '/platform/v1/carts', {
-      uuid,
-      store_id: 1,
-      source: { channel: 'headless', partner_id: null },
-      user_id,
-    });
-    t.is(created.status, 201);
-    return uuid;
-  };
-  const [anonymous, identified, other] = [await create(7), await create(7), await create(8)];
+  const [anonymous, identified, other] = [
+    await userCart(t, s, 7),
+    await userCart(t, s, 7),
+    await userCart(t, s, 8),
+  ];
   t.is(
     (await s.call('PUT', `/platform/v1/carts/${identified}/customer`, { ...shared, first_name: 'Ada' }))
       .status,

@@ -18,8 +18,8 @@ import { ledgerBeside, RestoreRefused, restoreBackup } from '../backup/restore.t
 import { takeBackup } from '../backup/take.ts';
 import { BackupNotFound, verifyBackup } from '../backup/verify.ts';
 import { CliError, EXIT, table } from '../client.ts';
-import { type Config, ConfigError, parseConfig, storesOutsideDataDir } from '../config.ts';
-import { printJson } from '../options.ts';
+import { storesOutsideDataDir } from '../config.ts';
+import { commandConfig, printJson } from '../options.ts';
 import { plural } from '../terminal.ts';
 import { runClientCommand } from './run.ts';
 
@@ -28,13 +28,7 @@ import { runClientCommand } from './run.ts';
  * files in it: a backup copies the data dir, and a store elsewhere would be left out.
  */
 export function embeddedDataDir(env: NodeJS.ProcessEnv): string {
-  let config: Config;
-  try {
-    config = parseConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) throw new CliError(error.message, EXIT.usage);
-    throw error;
-  }
+  const config = commandConfig(env);
   if (!config.embedded) {
     throw new CliError(
       'PDS_EVENT_STORE is not the embedded store: back up EventStoreDB and MongoDB with their own tools',

@@ -19,22 +19,16 @@ import { openEventDataRewrite } from '../../eventstore/sqlite/rewrite.ts';
 import { openDeliveryBodies } from '../../projections/sqlite/delivery-bodies.ts';
 import { openRebuiltFile } from '../../projections/sqlite/rebuild.ts';
 import { CliError, EXIT, table } from '../client.ts';
-import { type Config, ConfigError, loadConfig, parseConfig, SECRET_KEY_FILE } from '../config.ts';
+import { type Config, loadConfig, SECRET_KEY_FILE } from '../config.ts';
 import { openKeyStore } from '../customer-keys.ts';
-import { positiveInteger, printJson } from '../options.ts';
+import { commandConfig, positiveInteger, printJson } from '../options.ts';
 import { runClientCommand } from './run.ts';
 
 /** The progress of this rewrite is kept under this name in `events.db` (`event_rewrites`). */
 export const PROTECT_REWRITE = 'customers-protect';
 
 function embeddedConfig(env: NodeJS.ProcessEnv): Config {
-  let config: Config;
-  try {
-    config = parseConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) throw new CliError(error.message, EXIT.usage);
-    throw error;
-  }
+  const config = commandConfig(env);
   if (!config.embedded || !config.eventStoreUrl.startsWith('sqlite:')) {
     throw new CliError(
       'PDS_EVENT_STORE is EventStoreDB, whose events are never rewritten: protect its streams as docs/operations.md, "Customer data" says',

@@ -4,7 +4,7 @@
  * so: a delivery not found may have been pruned, a cart's deliveries say from when they are whole,
  * while the cart's own history stays whole and a newer delivery is untouched.
  */
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { manualClock } from '../../domain/clock.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
 import { StreamNotFoundError } from '../../eventstore/port.ts';
@@ -17,7 +17,11 @@ import { startReceiver } from '../support/webhook-receiver.ts';
 const ADMIN = '/admin/v1';
 const HOUR = 3_600_000;
 
-test('a delivery finished a retention ago is pruned from the log and the read model, and the admin API says so', async (t) => {
+/**
+ * A service keeping deliveries for 24h, with a webhook whose first delivery (of a cart checked out) is
+ * delivered in the read model.
+ */
+async function deliveredCart(t: ExecutionContext) {
   const clock = manualClock('2026-03-01T12:00:00.000Z');
   const s = await startService(t, { clock, env: { PDS_DELIVERY_LOG_RETENTION: '24h' } });
   await seedCatalog(s, [1]);
@@ -26,13 +30,18 @@ test('a delivery finished a retention ago is pruned from the log and the read mo
   const old = await checkedOut(s);
   const [sent] = await receiver.waitFor(1);
   const oldId = sent.headers['x-service-webhook-id'] as string;
-  await until('the delivery is in the read model', async () => {
+  await until('the delivery is delivered in the read model', async () => {
     const res = await s.call('GET', `${ADMIN}/webhooks/deliveries/${oldId}`);
     return (
       res.status === 200 &&
       ((await res.json()) as { delivery: { status: string } }).delivery.status === 'delivered'
     );
   });
+  return { clock, s, receiver, hook, old, oldId };
+}
+
+test('a delivery finished a retention ago is pruned from the log and the read model, and the admin API says so', async (t) => {
+  const { clock, s, receiver, hook, old, oldId } = await deliveredCart(t);
 
   clock.advance(25 * HOUR);
   const recent = await checkedOut(s);
@@ -87,21 +96,7 @@ test('a delivery finished a retention ago is pruned from the log and the read mo
 });
 
 test('a delivery finished before pruned_before is answered as pruned before the projection or the job has removed it', async (t) => {
-  const clock = manualClock('2026-03-01T12:00:00.000Z');
-  const s = await startService(t, { clock, env: { PDS_DELIVERY_LOG_RETENTION: '24h' } });
-  await seedCatalog(s, [1]);
-  const receiver = await startReceiver(t);
-  const hook = await createWebhook(s, receiver.url, [1], ['cart_status_updated']);
-  const old = await checkedOut(s);
-  const [sent] = await receiver.waitFor(1);
-  const oldId = sent.headers['x-service-webhook-id'] as string;
-  await until('the delivery is delivered in the read model', async () => {
-    const res = await s.call('GET', `${ADMIN}/webhooks/deliveries/${oldId}`);
-    return (
-      res.status === 200 &&
-      ((await res.json()) as { delivery: { status: string } }).delivery.status === 'delivered'
-    );
-  });
+  const { clock, s, hook, old, oldId } = await deliveredCart(t);
   // A retention and an hour later, with no delivery event since and no run of the job: still stored.
   clock.advance(25 * HOUR);
   const store = await s.openStore();

@@ -86,6 +86,25 @@ function attempt(
   ];
 }
 
+/** The retention job keeping finished deliveries 7 days, its clock at `at`, its cursor in `state`. */
+function retentionJob(
+  store: EventStore,
+  { at = T0, queuesPerRun }: { at?: number; queuesPerRun?: number } = {},
+) {
+  const state = openSqliteReadStore(':memory:');
+  const clock = manualClock(iso(at));
+  const job = createRetention({
+    store,
+    clock,
+    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY, queuesPerRun },
+  });
+  return { state, clock, job };
+}
+
+/** A business event: the cart's creation. */
+const cartCreated = (store: EventStore, n: number) =>
+  store.append(`cart-${cart(n)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+
 const present = async (store: EventStore, stream: string) =>
   store.readStream(stream).then(
     () => true,
@@ -94,17 +113,9 @@ const present = async (store: EventStore, stream: string) =>
 
 test('a queue goes once all its deliveries are finished and its last event is a retention old, and nothing else', async (t) => {
   const store = await eventStoreFor(t);
-  const state = openSqliteReadStore(':memory:');
-  const clock = manualClock(iso(T0));
-  const job = createRetention({
-    store,
-    clock,
-    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY },
-  });
+  const { state, clock, job } = retentionJob(store);
   const q = (n: number) => delivery.streamId(W, cart(n));
-  await store.append(`cart-${cart(1)}`, [
-    { type: 'CartCreated', data: {}, metadata: { ...metadata(), occurred_at: iso(T0) } },
-  ]);
+  await cartCreated(store, 1);
   await run(store, q(1), [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
   await run(store, q(2), [scheduled(2, T0), ...attempt(2, 1, T0, 'failed', { retryAt: T0 + 9 * DAY })]);
   await run(store, q(3), [scheduled(3, T0), ...attempt(3, 1, T0, 'failed', { park: 'attempts_exhausted' })]);
@@ -119,7 +130,7 @@ test('a queue goes once all its deliveries are finished and its last event is a 
     },
     ...attempt(3, 2, T0 + 5 * DAY, 'delivered'),
   ]);
-  await store.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  await cartCreated(store, 2);
 
   clock.advance(7 * DAY - 10_000); // not a retention yet
   t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
@@ -140,7 +151,7 @@ test('a queue goes once all its deliveries are finished and its last event is a 
   t.true(await present(store, q(2)), 'still owed, however old');
 
   await run(store, q(2), attempt(2, 2, T0 + 9 * DAY, 'delivered'));
-  await store.append(`cart-${cart(3)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  await cartCreated(store, 3);
   clock.advance(4 * DAY);
   t.deepEqual((await job.run()).deliveries, { queues: 1, deliveries: 1, events: 5 });
   t.false(await present(store, q(2)));
@@ -150,13 +161,7 @@ test('a queue goes once all its deliveries are finished and its last event is a 
 
 test('a queue that held the log’s last event goes, its record following it; one started again is owed again', async (t) => {
   const store = await eventStoreFor(t);
-  const state = openSqliteReadStore(':memory:');
-  const clock = manualClock(iso(T0));
-  const job = createRetention({
-    store,
-    clock,
-    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY },
-  });
+  const { clock, job } = retentionJob(store);
   const q = (n: number) => delivery.streamId(W, cart(n));
   await run(store, q(1), [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
   clock.advance(8 * DAY);
@@ -168,7 +173,7 @@ test('a queue that held the log’s last event goes, its record following it; on
     type: 'WebhookDeliveryQueuePruned',
     data: { queue: q(1), delivery_ids: [delivery.deliveryId(W, 'event-1')], revision: 2 },
   });
-  await store.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  await cartCreated(store, 1);
 
   // A queue started again after its deletion is a queue like any other.
   await run(store, q(1), [scheduled(5, T0 + 8 * DAY)]);
@@ -176,7 +181,7 @@ test('a queue that held the log’s last event goes, its record following it; on
     (await store.readStream(q(1))).map((e) => [e.revision, e.type]),
     [[0, 'WebhookDeliveryScheduled']],
   );
-  await store.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  await cartCreated(store, 2);
   clock.advance(8 * DAY);
   t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 }, 'owed: kept');
 });
@@ -205,18 +210,12 @@ test('a queue written between the job’s read and its deletion stays', async (t
         at: iso(T0 + 8 * DAY),
       },
     ]);
-    await inner.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+    await cartCreated(inner, 2);
     return inner.deleteStream(streamId, expected);
   };
-  const clock = manualClock(iso(T0));
-  const state = openSqliteReadStore(':memory:');
-  const job = createRetention({
-    store,
-    clock,
-    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY },
-  });
+  const { clock, job } = retentionJob(store);
   await run(inner, q, [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
-  await inner.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  await cartCreated(inner, 1);
   clock.advance(8 * DAY);
   t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
   t.deepEqual(
@@ -255,13 +254,8 @@ test('a rebuild that read a queue in part before the job deleted it keeps nothin
     ...attempt(1, 1, T0, 'failed', { retryAt: T0 + 3_600_000 }).slice(1),
     ...attempt(1, 2, T0 + 3_600_000, 'delivered'),
   ]);
-  await store.append(`cart-${cart(2)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
-  const clock = manualClock(iso(T0 + 9 * DAY));
-  const job = createRetention({
-    store,
-    clock,
-    deliveries: { state: openSqliteReadStore(':memory:'), registry: eventRegistry, retentionMs: 7 * DAY },
-  });
+  await cartCreated(store, 2);
+  const { job } = retentionJob(store, { at: T0 + 9 * DAY });
   t.is((await job.run()).deliveries.queues, 1);
   // The rebuild goes on: it never sees the queue's later events, but meets the job's record.
   await project(store, rebuilding, projection);
@@ -273,17 +267,11 @@ test('a rebuild that read a queue in part before the job deleted it keeps nothin
 
 test('a run reads a bounded number of queues and saves its cursor; the next run goes on from there', async (t) => {
   const store = await eventStoreFor(t);
-  const state = openSqliteReadStore(':memory:');
-  const clock = manualClock(iso(T0));
-  const job = createRetention({
-    store,
-    clock,
-    deliveries: { state, registry: eventRegistry, retentionMs: 7 * DAY, queuesPerRun: 2 },
-  });
+  const { state, clock, job } = retentionJob(store, { queuesPerRun: 2 });
   for (const n of [1, 2, 3, 4, 5]) {
     await run(store, delivery.streamId(W, cart(n)), [scheduled(n, T0), ...attempt(n, 1, T0, 'delivered')]);
   }
-  await store.append(`cart-${cart(1)}`, [{ type: 'CartCreated', data: {}, metadata: metadata() }]);
+  await cartCreated(store, 1);
   clock.advance(8 * DAY);
   t.is((await job.run()).deliveries.queues, 2);
   const cursor = (await state.getCheckpoint(DELIVERY_RETENTION_CURSOR))?.position ?? 0;
