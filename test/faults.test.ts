@@ -47,14 +47,20 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
  * the holder has committed and exited.
  */
 async function holdWriteLock(file: string, ms: number): Promise<{ released: Promise<unknown> }> {
+  // The service may be writing as the holder starts: it waits its turn for the lock, as a writer does.
   const script = `const { DatabaseSync } = require('node:sqlite');
     const db = new DatabaseSync(${JSON.stringify(file)});
+    db.exec('PRAGMA busy_timeout = 10000');
     db.exec('BEGIN IMMEDIATE');
     process.stdout.write('locked');
     setTimeout(() => { db.exec('COMMIT'); db.close(); }, ${ms});`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const released = once(child, 'exit');
-  await new Promise<void>((resolve) => child.stdout?.once('data', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => resolve());
+    // A holder that never took the lock fails the test instead of leaving it waiting.
+    child.once('exit', (code) => reject(new Error(`the lock holder exited (${code}) without the lock`)));
+  });
   return { released };
 }
 
