@@ -33,7 +33,7 @@ import {
 } from '../projections/read-models/operators.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
-import { ADMIN_BASE, waitForProjection } from './admin-support.ts';
+import { ADMIN_BASE, uuidAfterCursor, waitForProjection } from './admin-support.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
 import { ifMatch, pathUuid } from './validation.ts';
@@ -247,16 +247,7 @@ export function operatorRoutes(deps: OperatorAdminDeps): AdminRoute[] {
     },
     problems: [],
     async handler(ctx, { query }) {
-      let afterId: string | undefined;
-      if (query.cursor) {
-        afterId = Buffer.from(query.cursor, 'base64url').toString('utf8');
-        if (!pathUuid.safeParse(afterId).success) {
-          throw new HttpProblem(400, {
-            code: 'invalid_cursor',
-            detail: 'the cursor is not one this API gave out',
-          });
-        }
-      }
+      const afterId = query.cursor ? uuidAfterCursor(query.cursor) : undefined;
       const found = await listOperators(await operators(), {
         limit: query.limit + 1,
         afterId,

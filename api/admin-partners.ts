@@ -23,7 +23,7 @@ import {
   partnerWritten,
 } from './admin-records.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
-import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
+import { ADMIN_BASE, missingIds, uuidAfterCursor, waitForProjection } from './admin-support.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
 import { ifMatch, pathUuid } from './validation.ts';
@@ -153,16 +153,7 @@ function partnerRecordRoutes({ partnersCollection, loadPartner, run, now, store 
     response: { status: 200, description: 'A page of partners.', schema: partnerPage },
     problems: [],
     async handler(ctx, { query }) {
-      let after = '';
-      if (query.cursor) {
-        after = Buffer.from(query.cursor, 'base64url').toString('utf8');
-        if (!pathUuid.safeParse(after).success) {
-          throw new HttpProblem(400, {
-            code: 'invalid_cursor',
-            detail: 'the cursor is not one this API gave out',
-          });
-        }
-      }
+      const after = query.cursor ? uuidAfterCursor(query.cursor) : '';
       const found = await (await partnersCollection()).find(
         { ...(query.kind ? { kind: query.kind } : {}), ...(after ? { _id: { $gt: after } } : {}) },
         { sort: [['_id', 1]], limit: query.limit + 1 },

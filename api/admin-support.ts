@@ -5,8 +5,21 @@
 import { type EventStore, StreamNotFoundError } from '../eventstore/port.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import { HttpProblem } from './http.ts';
+import { pathUuid } from './validation.ts';
 
 export const ADMIN_BASE = '/admin/v1';
+
+/**
+ * The id a list's `cursor` (the base64url of the last id listed) goes on after; 400 `invalid_cursor`
+ * for a cursor this API did not give out.
+ */
+export function uuidAfterCursor(cursor: string): string {
+  const after = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!pathUuid.safeParse(after).success) {
+    throw new HttpProblem(400, { code: 'invalid_cursor', detail: 'the cursor is not one this API gave out' });
+  }
+  return after;
+}
 
 /**
  * Resolves once the projection has applied every event up to `position` (its checkpoint only moves on

@@ -57,7 +57,7 @@ import {
   webhookWritten,
 } from './admin-records.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
-import { ADMIN_BASE, missingIds, waitForProjection } from './admin-support.ts';
+import { ADMIN_BASE, missingIds, uuidAfterCursor, waitForProjection } from './admin-support.ts';
 import type { AlertThresholds } from './admin-trouble.ts';
 import { checkSubscriptionUrl } from './admin-webhook-url.ts';
 import { type AppContext, HttpProblem } from './http.ts';
@@ -249,16 +249,7 @@ function createAndListRoutes(shared: SubscriptionShared): AdminRoute[] {
     response: { status: 200, description: 'A page of subscriptions.', schema: webhookPage },
     problems: [],
     async handler(ctx, { query }) {
-      let after = '';
-      if (query.cursor) {
-        after = Buffer.from(query.cursor, 'base64url').toString('utf8');
-        if (!pathUuid.safeParse(after).success) {
-          throw new HttpProblem(400, {
-            code: 'invalid_cursor',
-            detail: 'the cursor is not one this API gave out',
-          });
-        }
-      }
+      const after = query.cursor ? uuidAfterCursor(query.cursor) : '';
       const filter: Filter = {};
       if (query.store_id !== undefined) filter.store_ids = query.store_id;
       if (query.enabled !== undefined) filter.enabled = query.enabled === 'true';
