@@ -3,7 +3,7 @@
 
 import htm from 'htm';
 import { h } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
 export const html = htm.bind(h);
 
@@ -165,19 +165,25 @@ export const announceChange = () => changes.dispatchEvent(new Event('change'));
 /**
  * Reads `field` of `GET /admin/v1${path}` (the whole answer when `field` is null) when the view shows, on `refresh()`, after every change
  * announced (`announceChange`), and every `everyMs` if given. An ended session signs out
- * (`onUnauthorized`); another failure is kept in `error`.
+ * (`onUnauthorized`); another failure is kept in `error`. Only the answer to the newest read started
+ * is shown: an older one that lands after it (a poll already on its way when an action ended, the
+ * previous path's answer after a filter or window changed) is dropped.
  */
 export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
   const [value, setValue] = useState(null);
   const [error, setError] = useState(null);
+  const started = useRef(0);
   const refresh = useCallback(async () => {
+    started.current += 1;
+    const read = started.current;
     try {
       const answer = await admin(session, 'GET', path);
+      if (read !== started.current) return;
       setValue(field === null ? answer : answer[field]);
       setError(null);
     } catch (e) {
       if (e.status === 401) onUnauthorized();
-      else setError(e.message);
+      else if (read === started.current) setError(e.message);
     }
   }, [session, path, field, onUnauthorized]);
   useEffect(() => {
