@@ -134,9 +134,19 @@ export function Trouble({ judged, mark }) {
 }
 
 /**
+ * Said when the admin API judged only the first subscriptions (`truncated`; docs/operations.md,
+ * "Health"): the others have no mark.
+ */
+export function Truncated({ judged }) {
+  if (!judged?.truncated) return '';
+  return html`<p class="muted" data-truncated>Health: showing the first ${number(judged.subscriptions.length)} subscriptions
+    (in id order); the others are not judged.</p>`;
+}
+
+/**
  * The one time zone every view shows times in, the browser's (the zone a `datetime-local` field is
- * read in), named at the top of every view (`ZoneNote`) and on the charts' time axes
- * (docs/operations.md, "The console").
+ * read in), named the same way (`timesIn`) at the top of every view and on every form field that
+ * takes a time, and on the charts' time axes (docs/operations.md, "The console").
  */
 export const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
@@ -148,6 +158,9 @@ export function zoneName() {
     .find((part) => part.type === 'timeZoneName')?.value;
   return offset ? `${ZONE} (${offset.replace('GMT', 'UTC')})` : ZONE;
 }
+
+/** How the page names its zone, in the header and beside every field that takes a time. */
+export const timesIn = () => `Times in ${zoneName()}`;
 
 /** An ISO time in the page's zone, with the date, time and zone in full on hover. */
 export const time = (iso) =>

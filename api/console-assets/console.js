@@ -8,7 +8,7 @@
 // times in (admin.js `ZONE`).
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { currentSession, html, signIn, signOut, whenSessionEnds, ZONE, zoneName } from './admin.js';
+import { currentSession, html, signIn, signOut, timesIn, whenSessionEnds, ZONE } from './admin.js';
 import { CartAudit } from './cart-audit.js';
 import { DeliveryView } from './deliveries.js';
 import { Overview } from './overview.js';
@@ -111,7 +111,7 @@ function App() {
             html`<a key=${v.id} href=${`#${v.id}`} aria-current=${v.id === view.id ? 'page' : undefined}>${v.title}</a>`,
         )}
       </nav>
-      <p class="zone" data-zone=${ZONE}>Times in ${zoneName()}</p>
+      <p class="zone" data-zone=${ZONE}>${timesIn()}</p>
       <p class="who">Signed in as <strong>${operator.name}</strong> <span class="role" data-role=${operator.role}>${operator.role}</span></p>
       <button type="button" class="secondary" onClick=${leave}>Sign out</button>
     </header>

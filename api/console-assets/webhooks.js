@@ -5,7 +5,18 @@
 // (/admin/v1/webhooks and its deliveries, docs/webhooks.md, "Operators"). The writes show only to a
 // role that may make them.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { admin, can, html, idList, ShownOnce, Trouble, useAdminRead, useWrite } from './admin.js';
+import {
+  admin,
+  can,
+  html,
+  idList,
+  ShownOnce,
+  Trouble,
+  Truncated,
+  timesIn,
+  useAdminRead,
+  useWrite,
+} from './admin.js';
 import { Deliveries } from './deliveries.js';
 import { Health, WindowChoice } from './health.js';
 
@@ -137,7 +148,7 @@ function ManageWebhook({ session, webhook, onSecret, onChanged }) {
             () => 'Changed.',
           )} />
       <form class="inline" onSubmit=${recover}>
-        <label for=${`since-${webhook.webhook_id}`}>Recover failed and parked deliveries since</label>
+        <label for=${`since-${webhook.webhook_id}`}>Recover failed and parked deliveries since (${timesIn()})</label>
         <input id=${`since-${webhook.webhook_id}`} type="datetime-local" required value=${since}
           onInput=${(e) => setSince(e.currentTarget.value)} />
         <button type="submit" class="secondary">Recover</button>
@@ -162,7 +173,7 @@ function Chosen({ session, webhook, onUnauthorized }) {
     <${Deliveries} session=${session} webhook=${webhook} onUnauthorized=${onUnauthorized} />`;
 }
 
-/** The subscription's mark: FAILING with why, or ok (blank until judged). */
+/** The subscription's mark: FAILING with why, or ok (blank until judged, and while its read fails). */
 function HealthMark({ judged }) {
   if (!judged) return '';
   if (judged.status === 'ok') return html`<span class="mark mark-ok">ok</span>`;
@@ -177,7 +188,7 @@ function WebhookRow({ session, webhook: w, judged, writes, onChoose, onSecret, o
       <td data-label="Stores">${w.store_ids.join(', ')}</td>
       <td data-label="State">${w.enabled ? 'enabled' : `disabled (${w.disabled_reason})`}</td>
       <td data-label="Health"><${HealthMark} judged=${judged} /></td>
-      <td data-label="Actions"><button type="button" class="secondary" onClick=${() => onChoose(w)}
+      <td data-label="Actions"><button type="button" class="secondary" onClick=${() => onChoose(w.webhook_id)}
         aria-label=${`Deliveries to ${w.url}`}>Deliveries</button>
         ${
           writes &&
@@ -190,12 +201,17 @@ function WebhookRow({ session, webhook: w, judged, writes, onChoose, onSecret, o
 
 export function Webhooks({ session, param, onUnauthorized }) {
   const read = useAdminRead(session, '/webhooks?limit=100', 'webhooks', onUnauthorized);
-  const health = useAdminRead(session, '/webhook-health', 'subscriptions', onUnauthorized, 10_000);
+  const health = useAdminRead(session, '/webhook-health', null, onUnauthorized, 10_000);
   const webhooks = read.value;
-  const judged = new Map((health.value ?? []).map((j) => [j.webhook_id, j]));
+  // No marks while the health cannot be read: the last ones would say what is no longer known.
+  const judged = new Map(
+    (health.error ? [] : (health.value?.subscriptions ?? [])).map((j) => [j.webhook_id, j]),
+  );
+  // Chosen here, or named by the link that led here (#webhooks/<id>); by id, so that the panel shows
+  // the subscription as last read (its new URL after "Save changes").
   const [picked, setChosen] = useState(null);
-  // Chosen here, or named by the link that led here (#webhooks/<id>).
-  const chosen = picked ?? (param && webhooks?.find((w) => w.webhook_id === param)) ?? null;
+  const chosenId = picked ?? param;
+  const chosen = (chosenId && webhooks?.find((w) => w.webhook_id === chosenId)) ?? null;
   const [secret, setSecret] = useState(null);
   const writes = can(session, 'webhooks.write');
   const onCreated = (answer) => {
@@ -212,7 +228,9 @@ export function Webhooks({ session, param, onUnauthorized }) {
       ${secret && html`<${ShownOnce} shown=${secret} onDismiss=${() => setSecret(null)} />`}
       ${writes && html`<${CreateWebhook} session=${session} onCreated=${onCreated} />`}
       ${read.error && html`<p class="error" role="alert">Could not read the subscriptions: ${read.error}</p>`}
-      ${param && webhooks && !chosen && html`<p class="error" role="alert">No subscription <code>${param}</code> among the first 100.</p>`}
+      ${health.error && html`<p class="error" role="alert">Could not read the subscriptions' health: ${health.error}</p>`}
+      ${!health.error && html`<${Truncated} judged=${health.value} />`}
+      ${!picked && param && webhooks && !chosen && html`<p class="error" role="alert">No subscription <code>${param}</code> among the first 100.</p>`}
       ${
         webhooks === null
           ? html`<p>Loading…</p>`
