@@ -3,27 +3,39 @@
 // projection's state, checkpoint, lag and rebuild (projections.js), the webhook fan-out's progress
 // (fan-out.js), and every webhook subscription's health over the last hour or day (health.js).
 import { useState } from 'preact/hooks';
-import { html, useAdminRead, webhookHref } from './admin.js';
+import { html, number, Truncated, useAdminRead, webhookHref } from './admin.js';
 import { FanOut } from './fan-out.js';
 import { Health, WindowChoice } from './health.js';
 import { POLL_MS as PROJECTIONS_POLL_MS, Projections } from './projections.js';
 
 const POLL_MS = 10_000;
-const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+const plural = (n, one, many) => `${number(n)} ${n === 1 ? one : many}`;
+
+/** A threshold in seconds as an operator set it: `30 seconds`, `15 minutes`, `2 hours`, `90 seconds`. */
+export const duration = (s) =>
+  s >= 3600 && s % 3600 === 0
+    ? plural(s / 3600, 'hour', 'hours')
+    : s >= 60 && s % 60 === 0
+      ? plural(s / 60, 'minute', 'minutes')
+      : plural(s, 'second', 'seconds');
 
 /** The counts at the top: failing subscriptions and lagging projections, each linking to its section. */
 function TroubleSummary({ judged, projections }) {
   if (!judged) return html`<p>Loading…</p>`;
   const lagging = projections?.lagging ?? 0;
+  // Past the subscriptions the admin API judges (`truncated`), the count is of the first ones.
+  const judgedCount = `${judged.truncated ? 'the first ' : ''}${plural(judged.subscriptions.length, 'subscription', 'subscriptions')}`;
   return html`
     <section aria-labelledby="trouble-title" class=${`summary ${judged.failing + lagging > 0 ? 'summary-trouble' : 'summary-ok'}`}>
       <h2 id="trouble-title">Trouble</h2>
       <ul>
         <li data-failing=${judged.failing}>${
           judged.failing > 0
-            ? html`<a href="#health-title" class="mark mark-failing">${judged.failing} of ${plural(judged.subscriptions.length, 'subscription', 'subscriptions')} failing</a>`
+            ? html`<a href="#health-title" class="mark mark-failing">${judged.failing} of ${judgedCount} failing</a>`
             : html`<span class="mark mark-ok">No subscription failing</span>`
-        }<span class="muted"> (failing: most attempts of the last 15 minutes failed, or a delivery has been queued more than ${Math.round(judged.thresholds.oldest_queued_seconds / 60)} minutes)</span></li>
+        }<span class="muted"> (failing: too many of its recent attempts did not deliver, or a delivery has been queued
+          more than ${duration(judged.thresholds.oldest_queued_seconds)}; each subscription says which, with the figures)</span>
+          <${Truncated} judged=${judged} /></li>
         ${
           projections &&
           html`<li data-lagging=${lagging}>${
