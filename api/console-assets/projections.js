@@ -48,7 +48,10 @@ function ProjectionRow({ projection, onRebuild }) {
 /**
  * What to say of the rebuild asked for here, from the projections as they are now: running until the
  * projection shows a rebuild newer than the one before it was asked (its progress) and is no longer
- * rebuilding, then how it ended. `asked.before` is the projection as it was when asked.
+ * rebuilding, then how it ended. A rebuild that stops with no progress and no failure (its projector
+ * lost the lease and stands by, or it was aborted) ended too: once the projection has been seen
+ * rebuilding (`asked.seen`), or stands by, and is no longer rebuilding, that is said with its state.
+ * `asked.before` is the projection as it was when asked.
  */
 function rebuildNews(asked, projections) {
   if (!asked) return null;
@@ -57,8 +60,10 @@ function rebuildNews(asked, projections) {
   const failedSince = p?.rebuild_failure && p.rebuild_failure.at !== asked.before?.rebuild_failure?.at;
   if (failedSince) return `The rebuild of ${asked.name} failed: ${p.rebuild_failure.error}`;
   const newer = p?.progress && p.progress.started_at !== asked.before?.progress?.started_at;
-  if (!p || p.state === 'rebuilding' || !newer) return `Rebuilding ${asked.name}: its progress shows below.`;
-  return `${asked.name} is rebuilt: the rebuilt copies are live.`;
+  if (p && p.state !== 'rebuilding' && newer) return `${asked.name} is rebuilt: the rebuilt copies are live.`;
+  if (p && p.state !== 'rebuilding' && (asked.seen || p.state === 'standby'))
+    return `The rebuild of ${asked.name} ended without finishing: its state is ${p.state}.`;
+  return `Rebuilding ${asked.name}: its progress shows below.`;
 }
 
 /** The projections table; `read` is the overview's read of GET /admin/v1/projections. */
@@ -77,6 +82,12 @@ export function Projections({ session, read }) {
       setAsked({ name, before, failed: e.message });
     }
   };
+  // Whether the projection asked for has been seen rebuilding since: what tells a rebuild that ended
+  // without progress from one not started yet.
+  const rebuildingNow = asked && projections?.find((p) => p.name === asked.name)?.state === 'rebuilding';
+  useEffect(() => {
+    if (rebuildingNow) setAsked((a) => (a && !a.seen ? { ...a, seen: true } : a));
+  }, [rebuildingNow]);
   const message = rebuildNews(asked, projections);
   // Once the rebuild has ended, every panel reads what it rebuilt at once.
   const ended = asked && !asked.failed && !message.startsWith('Rebuilding');
@@ -87,7 +98,8 @@ export function Projections({ session, read }) {
     <section aria-labelledby="projections-title">
       <h2 id="projections-title">Projections</h2>
       <p class="hint">Each read model, how far it has applied the event log${rebuilds ? ', and a rebuild into fresh copies while the live ones serve' : ''}. Updated every second.</p>
-      <p class="status" role="status">${message ?? (read.error ? `Could not read the projections: ${read.error}` : '')}</p>
+      <p class="status" role="status">${message ?? ''}</p>
+      ${read.error && html`<p class="error" role="alert">Could not read the projections: ${read.error}</p>`}
       ${
         projections === null
           ? html`<p>Loading…</p>`
