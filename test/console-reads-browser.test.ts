@@ -1,0 +1,241 @@
+/**
+ * What the console's panels read, in a real browser (test/support/browser.ts; docs/operations.md,
+ * "The console"): a panel shows the answer to its newest read only, so an older answer landing late
+ * (the previous window's) never overwrites it; a failed read is said and blanks the marks it would
+ * show; the subscription chosen in the Webhooks view follows its changes; a rebuild that ends without
+ * progress says so with the projection's state; thresholds read in the unit they were set in; a
+ * truncated health list is said; and every field that takes a time names the zone as the header does.
+ * The console's 10 s polls are stopped (test/support/console-polls.ts), so each read checked here
+ * came from what the test did. Answers the admin API would give in a state hard to reach here (a read
+ * store that fails, a list past 500 subscriptions, a projector that lost its lease) are the service's
+ * own answers, changed by the browser's request routing.
+ */
+import test, { type ExecutionContext } from 'ava';
+import type { Page, Route } from 'playwright-core';
+import { browserMissing, launchBrowser, watchedPage } from './support/browser.ts';
+import { createWebhook, seedCatalog } from './support/cart-world.ts';
+import { SLOW_POLLS } from './support/console-polls.ts';
+import { startService, type TestService } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
+
+/** The answer the admin API gives while its read store fails. */
+const UNAVAILABLE = {
+  status: 503,
+  contentType: 'application/problem+json',
+  body: JSON.stringify({
+    title: 'Service Unavailable',
+    status: 503,
+    detail: 'the read store is unavailable',
+  }),
+};
+
+/** The browser's own report of the 503s routed on purpose: not a problem of the page. */
+const routed503 = (problem: string) => /status of 503/.test(problem);
+
+/** A page on the console with its slow polls stopped; `sign(hash)` signs in and opens that view. */
+async function consolePage(t: ExecutionContext, svc: TestService, options: { timezoneId?: string } = {}) {
+  const browser = await launchBrowser(t, options);
+  await browser.addInitScript({ content: SLOW_POLLS });
+  const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
+  const sign = async (hash: string) => {
+    await page.goto(`${svc.base}/console#${hash}`);
+    await page.getByLabel('Operator token').fill(svc.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  };
+  return { page, problems, sign };
+}
+
+/** Lets the page's pending work run: its microtasks, then two frames. */
+const settled = (page: Page) =>
+  page.evaluate(
+    'new Promise((r) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 0))',
+  );
+
+const missing = browserMissing();
+const titles = [
+  "a panel shows its newest read: the previous window's answer landing after it is dropped",
+  'the Webhooks view says a failed health read and blanks the Health column; the chosen subscription shows its new URL after Save changes; the Recover field names the zone as the header does; a truncated health list is said',
+  'the Overview gives the failing rule in words and a threshold under a minute in seconds, and says when only the first subscriptions are judged',
+  'a rebuild that ends without progress or failure says it ended, with the state, and a failed read shows beside it',
+];
+if (missing) {
+  console.log(`console-reads-browser.test.ts: skipped: ${missing}`);
+  for (const title of titles) test.skip(`${title} — skipped: ${missing}`, () => {});
+} else {
+  test.serial(titles[0], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    await seedCatalog(svc);
+    const receiver = await startReceiver(t);
+    const hook = await createWebhook(svc, receiver.url, [1]);
+    const { page, problems, sign } = await consolePage(t, svc);
+    // The hour's answer is held until the day's has been shown.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held: (() => void) | undefined;
+    const heldArrived = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const hourOf = (url: URL) =>
+      url.pathname.endsWith(`/webhooks/${hook.id}/health`) && url.searchParams.get('window') === '1h';
+    await page.route(hourOf, async (route: Route) => {
+      const response = await route.fetch();
+      held?.();
+      await released;
+      await route.fulfill({ response });
+    });
+    await sign(`webhooks/${hook.id}`);
+    await heldArrived;
+    await page.getByLabel('Last day').check();
+    const data = page.locator(`[data-health="${hook.id}"] .chart-data summary`);
+    await data.filter({ hasText: 'of 96 intervals of a 15 minutes' }).waitFor();
+
+    const late = page.waitForEvent('requestfinished', (r) => r.url().endsWith('window=1h'));
+    release();
+    await late;
+    await settled(page);
+    t.regex(await data.innerText(), /of 96 intervals of a 15 minutes/, "the hour's late answer is dropped");
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test.serial(titles[1], async (t) => {
+    t.timeout(90_000);
+    const svc = await startService(t);
+    await seedCatalog(svc);
+    const receiver = await startReceiver(t);
+    const hook = await createWebhook(svc, receiver.url, [1]);
+    const { page, problems, sign } = await consolePage(t, svc, { timezoneId: 'Asia/Tehran' });
+    let health: 'real' | 'unavailable' | 'truncated' = 'real';
+    await page.route('**/admin/v1/webhook-health', async (route: Route) => {
+      if (health === 'unavailable') return route.fulfill(UNAVAILABLE);
+      const response = await route.fetch();
+      if (health === 'real') return route.fulfill({ response });
+      return route.fulfill({ response, json: { ...(await response.json()), truncated: true } });
+    });
+    await sign('webhooks');
+    const row = page.locator(`tr[data-webhook="${hook.id}"]`);
+    await row.locator('.mark-ok').waitFor();
+    t.is(await page.locator('[data-truncated]').count(), 0, 'no `truncated`: nothing said');
+
+    // The Recover field names the zone as the header does.
+    const zone = await page.locator('header .zone').innerText();
+    t.regex(zone, /^Times in Asia\/Tehran \(UTC\+03:30\)$/);
+    await row.locator('summary').click();
+    t.is(
+      await row.locator(`label[for="since-${hook.id}"]`).innerText(),
+      `Recover failed and parked deliveries since (${zone})`,
+    );
+
+    // The health cannot be read: said, and the Health column is blank until it can.
+    health = 'unavailable';
+    const failed = page.waitForResponse((r) => r.url().endsWith('/webhook-health') && r.status() === 503);
+    await row.getByRole('button', { name: 'Send a test event' }).click();
+    await failed;
+    await page
+      .getByRole('alert')
+      .filter({ hasText: "Could not read the subscriptions' health: the read store is unavailable" })
+      .waitFor();
+    t.is(await row.locator('td[data-label="Health"]').innerText(), '', 'no mark while it cannot be read');
+    health = 'truncated';
+    await row.getByRole('button', { name: 'Send a test event' }).click();
+    await row.locator('.mark-ok').waitFor();
+    t.is(await page.getByRole('alert').count(), 0);
+    t.regex(
+      await page.locator('[data-truncated]').innerText(),
+      /^Health: showing the first 1 subscriptions? \(in id order\); the others are not judged\.$/,
+    );
+    health = 'real';
+
+    // Chosen, then changed: the chosen panel shows the new URL.
+    await row.getByRole('button', { name: `Deliveries to ${receiver.url}` }).click();
+    const chosen = page.locator('#chosen-health-title');
+    t.regex(await chosen.innerText(), new RegExp(`Health of ${receiver.url}`));
+    const moved = `${receiver.url}/moved`;
+    await row.getByLabel('URL', { exact: true }).fill(moved);
+    await row.getByRole('button', { name: 'Save changes' }).click();
+    await row.getByRole('status').filter({ hasText: 'Changed.' }).waitFor();
+    await chosen.filter({ hasText: `Health of ${moved}` }).waitFor();
+    t.regex(await page.locator('#deliveries-title').innerText(), new RegExp(`Deliveries to ${moved}`));
+    t.deepEqual(
+      problems.filter((p) => !routed503(p)),
+      [],
+      'no errors, CSP violations or requests to other origins',
+    );
+  });
+
+  test.serial(titles[2], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t, { env: { PDS_ALERT_OLDEST_QUEUED: '30s' } });
+    await seedCatalog(svc);
+    const receiver = await startReceiver(t);
+    await createWebhook(svc, receiver.url, [1]);
+    await createWebhook(svc, `${receiver.url}/second`, [1]);
+    const { page, problems, sign } = await consolePage(t, svc);
+    let truncated = false;
+    await page.route('**/admin/v1/webhook-health', async (route: Route) => {
+      const response = await route.fetch();
+      if (!truncated) return route.fulfill({ response });
+      return route.fulfill({ response, json: { ...(await response.json()), truncated: true } });
+    });
+    await sign('overview');
+    const summary = page.getByRole('region', { name: 'Trouble' });
+    await summary.getByText('No subscription failing').waitFor();
+    const said = await summary.innerText();
+    t.regex(said, /a delivery has been queued\s+more than 30 seconds/);
+    t.notRegex(said, /0 minutes|most attempts/);
+    t.regex(said, /too many of its recent attempts did not deliver/);
+    t.is(await summary.locator('[data-truncated]').count(), 0);
+
+    // Judged only in part: the note says so (a rebuild's change reads the counts again).
+    truncated = true;
+    await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
+    await summary.locator('[data-truncated]').waitFor();
+    t.regex(
+      await summary.locator('[data-truncated]').innerText(),
+      /^Health: showing the first 2 subscriptions \(in id order\); the others are not judged\.$/,
+    );
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test.serial(titles[3], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    const { page, problems, sign } = await consolePage(t, svc);
+    // After the request: the projection rebuilding, then standing by with no progress (its projector
+    // lost the lease), then the projections cannot be read.
+    let phase: 'real' | 'rebuilding' | 'standby' | 'unavailable' = 'real';
+    await page.route('**/admin/v1/projections', async (route: Route) => {
+      if (phase === 'unavailable') return route.fulfill(UNAVAILABLE);
+      const response = await route.fetch();
+      if (phase === 'real') return route.fulfill({ response });
+      const answer = (await response.json()) as { projections: Array<Record<string, unknown>> };
+      for (const p of answer.projections)
+        if (p.name === 'partner_keys') Object.assign(p, { state: phase, progress: null });
+      return route.fulfill({ response, json: answer });
+    });
+    await sign('overview');
+    const status = page.locator('section[aria-labelledby="projections-title"] [role="status"]');
+    phase = 'rebuilding';
+    await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
+    await status.filter({ hasText: 'Rebuilding partner_keys' }).waitFor();
+    await page.locator('tr[data-projection="partner_keys"] .state-rebuilding').waitFor();
+    phase = 'standby';
+    await status
+      .filter({ hasText: 'The rebuild of partner_keys ended without finishing: its state is standby.' })
+      .waitFor();
+    phase = 'unavailable';
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'Could not read the projections: the read store is unavailable' })
+      .waitFor();
+    t.regex(await status.innerText(), /ended without finishing/, 'what it said of the rebuild stays');
+    t.deepEqual(
+      problems.filter((p) => !routed503(p)),
+      [],
+      'no errors, CSP violations or requests to other origins',
+    );
+  });
+}
