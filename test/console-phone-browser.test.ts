@@ -67,6 +67,21 @@ function tablesAt(page: Page, width: number): Promise<string[]> {
   })(${width < 600})`);
 }
 
+/**
+ * Waits for what makes a view ready (a chart's canvas comes after three reads in a row: the session,
+ * the list, the health). A read that fails is tried again at the console's next 10 s poll, and a loaded
+ * machine is slow: the wait allows for two polls beyond Playwright's 30 s default, and says what the
+ * page shows in its alerts if it still times out, so a read that keeps failing is named, not hidden.
+ */
+async function shown(page: Page, selector: string, where: string): Promise<void> {
+  try {
+    await page.locator(selector).last().waitFor({ timeout: 50_000 });
+  } catch (e) {
+    const alerts = await page.getByRole('alert').allInnerTexts();
+    throw new Error(`${where}: no ${selector}; the page's alerts: ${JSON.stringify(alerts)} (${e})`);
+  }
+}
+
 const missing = browserMissing();
 const title =
   'every view fits a phone (390 px) and a desktop (1440 px) without scrolling sideways; tables are cards on a phone; raw JSON wraps; axe at both widths';
@@ -136,7 +151,7 @@ if (missing) {
       for (const view of views) {
         await page.goto(`${svc.base}/console#${view.hash}`);
         await page.reload();
-        for (const ready of view.ready) await page.locator(ready).last().waitFor();
+        for (const ready of view.ready) await shown(page, ready, `${view.name} at ${width} px`);
         await page.evaluate(`for (const d of document.querySelectorAll('details')) d.open = true`);
         // The charts follow their box's width on the next frame.
         await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
