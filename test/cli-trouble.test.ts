@@ -88,6 +88,24 @@ test('a delivery behind a failed one in its queue says so; a failing subscriptio
     ),
   );
 
+  // The cart's audit says the same of its deliveries, in its `next` column.
+  const audited = await pds(s, ['audit', 'cart', cart.uuid]);
+  t.is(audited.code, 0, audited.stderr);
+  const [, webhooks] = audited.stdout.trimEnd().split('\n\n');
+  t.regex(webhooks, /^rev\s+event\s+webhook_id\s+delivery_id\s+status\s+attempts\s+delivered_at\s+next$/m);
+  t.regex(
+    webhooks,
+    new RegExp(`^.*${first.delivery_id} +failed +1 +${first.next_attempt_at}$`, 'm'),
+    'the head: its next attempt',
+  );
+  t.regex(
+    webhooks,
+    new RegExp(
+      `^.*${second.delivery_id} +pending +0 +waits behind ${first.delivery_id} \\(failed, next attempt ${first.next_attempt_at}\\)$`,
+      'm',
+    ),
+  );
+
   // Two more carts fail: three of three attempts in the last 15 minutes.
   const list = async () => pds(s, ['webhooks', 'list']);
   t.regex((await list()).stdout, new RegExp(`^${hook.id} .*\\s+ok\\s+\\S+$`, 'm'));
