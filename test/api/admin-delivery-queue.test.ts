@@ -1,9 +1,9 @@
 /**
- * Where a delivery stands in its queue (api/admin-delivery-queue.ts; docs/webhooks.md, "Order,
- * isolation, durability"), at its cost: a page of deliveries waiting behind the failed heads of many
- * queues is answered from the `webhook_deliveries` read model with one query for all its queues, never
- * a read of each queue's event stream. Real service, injected clock, a dead receiver, an event store
- * and a read store that count what the page reads.
+ * Where a delivery stands in its queue (api/admin-delivery-queue.ts;
+ * docs/webhooks.md, "Order, isolation, durability"), at its cost: a page of deliveries waiting behind
+ * the failed heads of many queues is answered from the `webhook_deliveries` read model with one query
+ * for all its queues, never a read of each queue's event stream. Real service, injected clock, a dead
+ * receiver, an event store and a read store that count what the page reads.
  */
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
