@@ -180,7 +180,7 @@ export function auditRoutes(deps: {
       const pruned_before = prunedBefore(clock.now(), retentionMs);
       const shown = page.filter((doc) => !finishedBefore(doc, pruned_before));
       const records = await withQueuePlaces(
-        store,
+        await deliveries(),
         await withRequesterNames(named, shown.map(toDeliveryRecord)),
       );
       ctx.body = { cart_uuid: uuid, deliveries: records, next_cursor: next, pruned_before };

@@ -128,6 +128,9 @@ export const deliveryRecord = z
     attempts: z.array(deliveryAttempt).describe('Every attempt, oldest first.'),
     attempt_count: z.int().describe('Attempts started, ever (the last `X-Service-Delivery-Attempt`).'),
     scheduled_at: time,
+    queued_since: time.describe(
+      "Since when it waits in its queue: its last redelivery's `requested_at`, else `scheduled_at`.",
+    ),
     next_attempt_at: time.nullable().describe('When the next attempt is due (pending or failed).'),
     delivered_at: time.nullable(),
     parked_reason: parkReason.nullable(),
@@ -218,9 +221,11 @@ const queueNow = z
         cart_uuid: z.uuid(),
         status: deliveryStatus,
         scheduled_at: time,
-        age_seconds: z.int(),
+        queued_since: time.describe("Its last redelivery's `requested_at`, else `scheduled_at`."),
+        age_seconds: z.int().describe('Seconds since `queued_since`.'),
       })
-      .nullable(),
+      .nullable()
+      .describe('The delivery queued longest (by `queued_since`).'),
   })
   .meta({ id: 'DeliveryQueue' });
 
@@ -252,6 +257,9 @@ export const webhookHealthList = z
       }),
     ),
     failing: z.int().describe('How many of them are failing.'),
+    truncated: z
+      .boolean()
+      .describe('Whether there are more subscriptions than the first 500 (in id order) judged here.'),
     thresholds: z.object({ oldest_queued_seconds: z.number().describe('`PDS_ALERT_OLDEST_QUEUED`.') }),
   })
   .meta({ id: 'WebhookHealthList' });

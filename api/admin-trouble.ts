@@ -5,10 +5,12 @@
  * judgement with its reasons, so the console, the CLI and anyone watching read the same marks.
  *
  * - `failed_attempts`: in the last `FAILURE_WINDOW_MINUTES` minutes, at least `MIN_FAILED_ATTEMPTS`
- *   attempts ended without delivering (failed, gone, retry after, interrupted), and they are at least
- *   half of the attempts that ended.
- * - `oldest_queued`: the oldest delivery still pending, in flight or failed was scheduled longer ago
- *   than `PDS_ALERT_OLDEST_QUEUED` (15 minutes unless set).
+ *   attempts the receiver answered for ended without delivering (failed, gone, retry after), and they
+ *   are at least half of those attempts; unless the queue is empty and its last such attempt
+ *   delivered, the receiver having taken all it was sent. An `interrupted` attempt (a dispatcher cut
+ *   off mid-attempt) is the service's, not the receiver's, and counts neither way.
+ * - `oldest_queued`: the delivery queued longest (pending, in flight or failed) has waited, since it
+ *   was scheduled or last redelivered, longer than `PDS_ALERT_OLDEST_QUEUED` (15 minutes unless set).
  * - `lag`: the projection's oldest event not applied is older than `PDS_ALERT_PROJECTION_LAG` (1 minute
  *   unless set).
  */
@@ -18,6 +20,7 @@ import type { ProjectionStatus } from '../projections/projection.ts';
 import {
   type AttemptCounts,
   noAttempts,
+  type QueueNow,
   type WebhookHealthDoc,
 } from '../projections/read-models/webhook-health.ts';
 
@@ -74,19 +77,26 @@ export function attemptsSince(minutes: readonly WebhookHealthDoc[], fromIso: str
 export const failureWindowStart = (nowMs: number) =>
   new Date(Math.floor(nowMs / 60_000) * 60_000 - (FAILURE_WINDOW_MINUTES - 1) * 60_000).toISOString();
 
-/** A subscription's marks from its recent attempts and its oldest queued delivery (its age in seconds). */
+/**
+ * A subscription's marks from its recent attempts, its queue now (depth and last outcome) and its
+ * delivery queued longest (its age in seconds).
+ */
 export function subscriptionTrouble(
   recent: AttemptCounts,
+  queue: QueueNow,
   oldest: { delivery_id: string; age_seconds: number } | null,
   thresholds: AlertThresholds,
 ): SubscriptionStatusFields {
   const trouble: SubscriptionStatusFields['trouble'] = [];
-  const ended = attemptOutcomes.reduce((sum, o) => sum + recent[o], 0);
+  const ended = attemptOutcomes.reduce((sum, o) => sum + recent[o], 0) - recent.interrupted;
   const failed = ended - recent.delivered;
-  if (failed >= MIN_FAILED_ATTEMPTS && failed * 2 >= ended) {
+  const caughtUp = queue.depth === 0 && queue.last_outcome === 'delivered';
+  if (!caughtUp && failed >= MIN_FAILED_ATTEMPTS && failed * 2 >= ended) {
     trouble.push({
       reason: 'failed_attempts',
-      detail: `${failed} of the ${ended} attempts of the last ${FAILURE_WINDOW_MINUTES} minutes did not deliver`,
+      detail:
+        `${failed} of the ${ended} attempts of the last ${FAILURE_WINDOW_MINUTES} minutes did not deliver` +
+        (recent.interrupted > 0 ? ` (${recent.interrupted} interrupted not counted)` : ''),
     });
   }
   if (oldest && oldest.age_seconds * 1000 > thresholds.oldestQueuedMs) {

@@ -178,7 +178,7 @@ function deliveryShared(deps: WebhookAdminDeps) {
    * it waits behind in its queue (`admin-delivery-queue.ts`).
    */
   const records = async (docs: readonly WebhookDeliveryDoc[]) =>
-    withQueuePlaces(deps.store, await withRequesterNames(named, docs.map(toDeliveryRecord)));
+    withQueuePlaces(await deliveries(), await withRequesterNames(named, docs.map(toDeliveryRecord)));
   let collection: Collection<WebhookDeliveryDoc> | undefined;
   const deliveries = async () => {
     collection ??= await readStore.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES);

@@ -18,15 +18,17 @@
  * `GET /admin/v1/webhook-health`: every subscription's `status` and `trouble` with its queue, and how
  * many are failing, for the console's overview and webhooks list and `pds webhooks list`: the last
  * 15 minutes of each, its queue depth and its oldest queued delivery, so a cost of the subscriptions
- * (at most `MAX_SUBSCRIPTIONS` of them, in webhook id order), not of the traffic.
+ * (at most `MAX_SUBSCRIPTIONS` of them, in webhook id order, and `truncated` when there are more), not of
+ * the traffic.
  */
 import { z } from 'zod';
 import { attemptOutcomes } from '../domain/webhook-delivery.ts';
 import {
-  oldestQueued,
+  queuedSince,
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
 } from '../projections/read-models/webhook-deliveries.ts';
+import { oldestQueued } from '../projections/read-models/webhook-delivery-queues.ts';
 import {
   type AttemptCounts,
   emptyHistogram,
@@ -34,7 +36,8 @@ import {
   latencyQuantile,
   minutesBetween,
   noAttempts,
-  queueDepth,
+  type QueueNow,
+  queueOf,
   WEBHOOK_HEALTH,
   WEBHOOK_QUEUES,
   type WebhookHealthDoc,
@@ -136,12 +139,12 @@ function healthAnswer(a: {
   now: number;
   inWindow: readonly WebhookHealthDoc[];
   depthBefore: number;
-  depth: number;
+  queue: QueueNow;
   oldest: WebhookDeliveryDoc | null;
   thresholds: AlertThresholds;
 }) {
   const { minutes, interval } = WINDOWS[a.window];
-  const queue = queueNow(a.depth, a.oldest, a.now);
+  const queue = queueNow(a.queue.depth, a.oldest, a.now);
   return {
     health: {
       webhook_id: a.id,
@@ -151,6 +154,7 @@ function healthAnswer(a: {
       interval_seconds: interval * 60,
       ...subscriptionTrouble(
         attemptsSince(a.inWindow, failureWindowStart(a.now)),
+        a.queue,
         queue.oldest,
         a.thresholds,
       ),
@@ -169,7 +173,9 @@ function queueNow(depth: number, oldest: WebhookDeliveryDoc | null, now: number)
       cart_uuid: oldest.cart_uuid,
       status: oldest.status,
       scheduled_at: oldest.scheduled_at,
-      age_seconds: Math.max(0, Math.round((now - Date.parse(oldest.scheduled_at)) / 1000)),
+      queued_since: queuedSince(oldest),
+      // From when it was queued last: a delivery recovered or redelivered is queued anew.
+      age_seconds: Math.max(0, Math.round((now - Date.parse(queuedSince(oldest))) / 1000)),
     },
   };
 }
@@ -232,10 +238,10 @@ export function webhookHealthRoutes(
       const toMs = Math.floor(now / step) * step + step;
       const fromMs = toMs - minutes * 60_000;
       const { health: minutesOf, queues, deliveries } = await open();
-      const [inWindow, before, depth, oldest] = await Promise.all([
+      const [inWindow, before, queue, oldest] = await Promise.all([
         minutesBetween(minutesOf, id, iso(fromMs), iso(toMs)),
         lastMinuteBefore(minutesOf, id, iso(fromMs)),
-        queueDepth(queues, id),
+        queueOf(queues, id),
         oldestQueued(deliveries, id),
       ]);
       ctx.body = healthAnswer({
@@ -246,7 +252,7 @@ export function webhookHealthRoutes(
         now,
         inWindow,
         depthBefore: before?.depth ?? 0,
-        depth,
+        queue,
         oldest,
         thresholds: thresholdsOf(),
       });
@@ -260,8 +266,8 @@ export function webhookHealthRoutes(
     summary: 'Every subscription judged: failing or ok, with why, and its queue',
     description:
       `From the last ${FAILURE_WINDOW_MINUTES} minutes of each subscription, its queue depth and its ` +
-      `oldest queued delivery (at most ${MAX_SUBSCRIPTIONS} subscriptions, in id order), and how many ` +
-      'are failing; the thresholds as configured.',
+      `oldest queued delivery (at most ${MAX_SUBSCRIPTIONS} subscriptions, in id order; \`truncated\` ` +
+      'when there are more), and how many of them are failing; the thresholds as configured.',
     // Strict: any parameter is a 400.
     query: z.strictObject({}),
     response: { status: 200, description: 'The subscriptions, judged.', schema: webhookHealthList },
@@ -272,20 +278,22 @@ export function webhookHealthRoutes(
       const from = failureWindowStart(now);
       const to = iso(Math.floor(now / 60_000) * 60_000 + 60_000);
       const { health, queues, deliveries, subscriptions } = await open();
-      const docs = await subscriptions.find({}, { sort: [['_id', 1]], limit: MAX_SUBSCRIPTIONS });
+      // One more than judged: whether the list is whole.
+      const found = await subscriptions.find({}, { sort: [['_id', 1]], limit: MAX_SUBSCRIPTIONS + 1 });
+      const docs = found.slice(0, MAX_SUBSCRIPTIONS);
       const judged = await Promise.all(
         docs.map(async (w) => {
-          const [recent, depth, oldest] = await Promise.all([
+          const [recent, current, oldest] = await Promise.all([
             minutesBetween(health, w.webhook_id, from, to),
-            queueDepth(queues, w.webhook_id),
+            queueOf(queues, w.webhook_id),
             oldestQueued(deliveries, w.webhook_id),
           ]);
-          const queue = queueNow(depth, oldest, now);
+          const queue = queueNow(current.depth, oldest, now);
           return {
             webhook_id: w.webhook_id,
             url: w.url,
             enabled: w.enabled,
-            ...subscriptionTrouble(attemptsSince(recent, from), queue.oldest, thresholds),
+            ...subscriptionTrouble(attemptsSince(recent, from), current, queue.oldest, thresholds),
             queue,
           };
         }),
@@ -293,6 +301,7 @@ export function webhookHealthRoutes(
       ctx.body = {
         subscriptions: judged,
         failing: judged.filter((w) => w.status === 'failing').length,
+        truncated: found.length > MAX_SUBSCRIPTIONS,
         thresholds: { oldest_queued_seconds: thresholds.oldestQueuedMs / 1000 },
       };
     },

@@ -90,7 +90,7 @@ test('pds audit cart prints every event with what it changed, then the webhooks 
   t.true(lines[5].endsWith('status: "pending" → "verification"'), lines[5]);
   t.true(lines[3].includes('amount: 0 → 20'), lines[3]);
   const [header, , delivery] = webhooks.split('\n');
-  t.regex(header, /^rev\s+event\s+webhook_id\s+delivery_id\s+status\s+attempts\s+delivered_at$/);
+  t.regex(header, /^rev\s+event\s+webhook_id\s+delivery_id\s+status\s+attempts\s+delivered_at\s+next$/);
   t.deepEqual(delivery.split(/\s+/).slice(0, 3), ['3', 'cart_status_updated', hook.id]);
   t.true(delivery.includes(' delivered '));
 

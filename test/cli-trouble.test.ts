@@ -9,6 +9,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { MAX_SUBSCRIPTIONS } from '../api/admin-webhook-health.ts';
 import { manualClock } from '../domain/clock.ts';
 import { type Json, ok, whileTicking } from './support/admin-answers.ts';
 import {
@@ -88,6 +89,24 @@ test('a delivery behind a failed one in its queue says so; a failing subscriptio
     ),
   );
 
+  // The cart's audit says the same of its deliveries, in its `next` column.
+  const audited = await pds(s, ['audit', 'cart', cart.uuid]);
+  t.is(audited.code, 0, audited.stderr);
+  const [, webhooks] = audited.stdout.trimEnd().split('\n\n');
+  t.regex(webhooks, /^rev\s+event\s+webhook_id\s+delivery_id\s+status\s+attempts\s+delivered_at\s+next$/m);
+  t.regex(
+    webhooks,
+    new RegExp(`^.*${first.delivery_id} +failed +1 +${first.next_attempt_at}$`, 'm'),
+    'the head: its next attempt',
+  );
+  t.regex(
+    webhooks,
+    new RegExp(
+      `^.*${second.delivery_id} +pending +0 +waits behind ${first.delivery_id} \\(failed, next attempt ${first.next_attempt_at}\\)$`,
+      'm',
+    ),
+  );
+
   // Two more carts fail: three of three attempts in the last 15 minutes.
   const list = async () => pds(s, ['webhooks', 'list']);
   t.regex((await list()).stdout, new RegExp(`^${hook.id} .*\\s+ok\\s+\\S+$`, 'm'));
@@ -104,6 +123,20 @@ test('a delivery behind a failed one in its queue says so; a failing subscriptio
       'm',
     ),
   );
+  const asJson = await pds(s, ['webhooks', 'list', '--json']);
+  t.is(asJson.code, 0, asJson.stderr);
+  t.like(JSON.parse(asJson.stdout), {
+    webhooks: [
+      {
+        webhook_id: hook.id,
+        status: 'failing',
+        trouble: [
+          { reason: 'failed_attempts', detail: '3 of the 3 attempts of the last 15 minutes did not deliver' },
+        ],
+      },
+    ],
+    health_truncated: false,
+  });
   const health = await pds(s, ['webhooks', 'health', hook.id]);
   t.is(health.code, 0, health.stderr);
   t.regex(health.stdout, /^status\s+FAILING$/m);
@@ -115,6 +148,44 @@ test('a delivery behind a failed one in its queue says so; a failing subscriptio
     /^oldest_queued\s+delivery \S+ has been queued 961 s, more than 900 s \(PDS_ALERT_OLDEST_QUEUED\)$/m,
   );
   t.notRegex(later.stdout, /^failed_attempts/m);
+});
+
+test('past 500 subscriptions the overview says it is truncated, and pds webhooks list says which it did not judge', async (t) => {
+  t.timeout(120_000);
+  const s = await startService(t);
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  const made: string[] = [];
+  for (let i = 0; i < MAX_SUBSCRIPTIONS + 1; i += 25) {
+    const batch = Math.min(25, MAX_SUBSCRIPTIONS + 1 - i);
+    const hooks = await Promise.all(Array.from({ length: batch }, () => createWebhook(s, receiver.url, [1])));
+    made.push(...hooks.map((h) => h.id));
+  }
+  const ids = made.sort();
+  const overview = await ok(t, await s.call('GET', `${ADMIN}/webhook-health`));
+  t.true(overview.truncated);
+  t.is(overview.subscriptions.length, MAX_SUBSCRIPTIONS);
+  t.deepEqual(
+    overview.subscriptions.map((w: Json) => w.webhook_id),
+    ids.slice(0, MAX_SUBSCRIPTIONS),
+  );
+
+  const listed = await pds(s, ['webhooks', 'list']);
+  t.is(listed.code, 0, listed.stderr);
+  t.regex(listed.stdout, new RegExp(`^${ids[0]} .*\\s+ok\\s+\\S+$`, 'm'));
+  t.regex(
+    listed.stdout,
+    new RegExp(`^${ids[MAX_SUBSCRIPTIONS]} .*not judged \\(first 500 only\\)\\s+\\S+$`, 'm'),
+  );
+  t.regex(listed.stdout, /^health judged for the first 500 subscriptions in id order only$/m);
+  const asJson = JSON.parse((await pds(s, ['webhooks', 'list', '--json'])).stdout) as Json;
+  t.true(asJson.health_truncated);
+  t.like(asJson.webhooks[0], { status: 'ok', trouble: [] });
+  t.like(asJson.webhooks[MAX_SUBSCRIPTIONS], {
+    webhook_id: ids[MAX_SUBSCRIPTIONS],
+    status: null,
+    trouble: null,
+  });
 });
 
 test('a lagging projection is LAGGING in pds projections status, with why', async (t) => {

@@ -12,7 +12,14 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import {
+  WEBHOOK_DELIVERIES,
+  type WebhookDeliveryDoc,
+  webhookDeliveryIndexes,
+} from '../projections/read-models/webhook-deliveries.ts';
+import { oldestQueued, queuedInQueues } from '../projections/read-models/webhook-delivery-queues.ts';
 import { observeQueries } from '../projections/sqlite/documents-table.ts';
+import { openSqliteReadStore } from '../projections/sqlite/read-store.ts';
 import { send } from './hostile/harness.ts';
 import { allRoutes, type RouteSpec, validQueryValues } from './hostile/routes.ts';
 import { pct } from './hostile/values.ts';
@@ -142,4 +149,40 @@ test('every query of every route, and of the projections, is served by an index 
   t.log(`${requests} requests, ${seen.size} distinct statements explained`);
   t.true(seen.size > 40, `the routes ran the read store's queries (${seen.size} statements)`);
   t.deepEqual(failures, [], failures.join('\n\n'));
+});
+
+test("the queued deliveries of a page's queues and a subscription's delivery queued longest are served by indexes", async (t) => {
+  // Named here, not left to the route walk: the hostile world's receivers take every delivery, so no
+  // page of it holds one waiting in its queue.
+  const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
+  const unobserve = observeQueries((sql, _params, bounded, explain) => {
+    plans.push({ sql, plan: explain(), bounded });
+  });
+  t.teardown(unobserve);
+  const store = openSqliteReadStore(':memory:');
+  t.teardown(() => store.close());
+  const deliveries = await store.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+  const hook = 'aaaaaaaa-0000-4000-8000-000000000001';
+  const queues = [1, 2, 3].map((n) => ({
+    webhook_id: hook,
+    cart_uuid: `cccccccc-0000-4000-8000-00000000000${n}`,
+  }));
+  plans.length = 0;
+  await queuedInQueues(deliveries, queues);
+  await oldestQueued(deliveries, hook);
+  t.true(plans.length >= 2, `${plans.length} statements`);
+  const failures = plans.flatMap(({ sql, plan, bounded }) => {
+    const bad = problems(plan, bounded, sql);
+    return bad.length > 0 ? [`${sql}\n  ${bad.join('\n  ')}`] : [];
+  });
+  t.deepEqual(failures, [], failures.join('\n\n'));
+  // The queues' lookups reach the index on webhook id, cart and status, not one of the first two alone.
+  const lookups = plans.filter(({ sql }) => !/ORDER BY/.test(sql));
+  t.true(lookups.length > 0);
+  for (const { sql, plan } of lookups) {
+    t.true(
+      plan.some((line) => /^SEARCH t USING PRIMARY KEY \(k0=\? AND k1=\? AND k2=\?\)$/.test(line)),
+      `${sql}\n${plan.join('\n')}`,
+    );
+  }
 });

@@ -7,12 +7,17 @@
  */
 import type { Command } from 'commander';
 import type { HistoryEntry } from '../../api/admin-audit.ts';
+import type { WaitingBehind } from '../../api/admin-delivery-queue.ts';
 import type { NamedActor } from '../../api/operator-names.ts';
 import type { WebhookDeliveryRecord } from '../../projections/read-models/webhook-deliveries.ts';
 import { type AdminClient, createAdminClient, fetchAll, table } from '../client.ts';
 import { printJson } from '../options.ts';
 import { registerAuditCarts } from './audit-carts.ts';
 import { runClientCommand } from './run.ts';
+import { nextAttempt } from './webhook-deliveries.ts';
+
+/** A cart's delivery as the admin API answers it: with the delivery it waits behind in its queue. */
+type CartDelivery = WebhookDeliveryRecord & { waiting_behind: WaitingBehind };
 
 /** `status: pending → verification; amount: 0 → 20`. */
 const changesText = (e: HistoryEntry) =>
@@ -33,14 +38,14 @@ const actorText = (a: NamedActor) => `${a.type}:${a.id}${a.name === null ? '' : 
 async function cartDeliveries(
   client: AdminClient,
   uuid: string,
-): Promise<{ deliveries: WebhookDeliveryRecord[]; prunedBefore: string | null }> {
-  const all: WebhookDeliveryRecord[] = [];
+): Promise<{ deliveries: CartDelivery[]; prunedBefore: string | null }> {
+  const all: CartDelivery[] = [];
   let cursor: string | null = null;
   let prunedBefore: string | null = null;
   do {
     const params = new URLSearchParams({ limit: '500', ...(cursor && { cursor }) });
     const page: {
-      deliveries: WebhookDeliveryRecord[];
+      deliveries: CartDelivery[];
       next_cursor: string | null;
       pruned_before?: string;
     } = await client.request('GET', `/admin/v1/carts/${encodeURIComponent(uuid)}/webhooks?${params}`);
@@ -105,7 +110,7 @@ export function registerAudit(program: Command): void {
         );
         if (deliveries.length === 0) return `${events}\n\nno webhook deliveries\n${note}`;
         const webhooks = table(
-          ['rev', 'event', 'webhook_id', 'delivery_id', 'status', 'attempts', 'delivered_at'],
+          ['rev', 'event', 'webhook_id', 'delivery_id', 'status', 'attempts', 'delivered_at', 'next'],
           deliveries.map((d) => [
             revisionOf.get(d.source_event_id) ?? '',
             d.event_kind,
@@ -114,6 +119,8 @@ export function registerAudit(program: Command): void {
             d.status,
             d.attempt_count,
             d.delivered_at,
+            // When its next attempt is due, or the delivery it waits behind in its queue.
+            nextAttempt(d),
           ]),
         );
         return `${events}\n\n${webhooks}\n${note}`;

@@ -103,6 +103,7 @@ function deliveryTable(d: Delivery): string {
       ['status', d.status],
       ['attempt_count', d.attempt_count],
       ['scheduled_at', d.scheduled_at],
+      ['queued_since', d.queued_since],
       ['next_attempt_at', d.next_attempt_at],
       ['waiting_behind', d.waiting_behind ? nextAttempt(d) : null],
       ['delivered_at', d.delivered_at],

@@ -15,7 +15,9 @@
  *   pds webhooks health <id> [--window 1h|24h]
  *   pds webhooks fan-out
  *
- * Each prints a table, or the API's answer with `--json`. `create` and `rotate-secret` print the
+ * Each prints a table, or the API's answer with `--json`; `list --json` adds each subscription's
+ * `status` and `trouble` (null for one past the first 500 the health overview judges, and then
+ * `health_truncated: true`), as its table does. `create` and `rotate-secret` print the
  * signing secret: it is shown this once. `--auth-token-file` keeps the token out of the shell history
  * and the process list (`-` reads it from standard input).
  *
@@ -28,6 +30,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { SubscriptionStatusFields } from '../../api/admin-trouble.ts';
+import { MAX_SUBSCRIPTIONS } from '../../api/admin-webhook-health.ts';
 import type { WebhookRecord } from '../../domain/webhook-subscription.ts';
 import { webhookEventKinds } from '../../domain/webhook-subscription.ts';
 import { CliError, createAdminClient, EXIT, fetchAll, table } from '../client.ts';
@@ -75,13 +78,29 @@ async function readStdin(): Promise<string> {
 /** What `GET /admin/v1/webhook-health` says of a subscription. */
 type Judged = SubscriptionStatusFields & { webhook_id: string };
 
-/** `ok`, or `FAILING` with its reasons (docs/operations.md, "Health"); blank for one not judged yet. */
-const healthCell = (judged: Judged | undefined) =>
-  !judged ? '' : judged.status === 'ok' ? 'ok' : `FAILING: ${judged.trouble.map((x) => x.detail).join('; ')}`;
+/** What `GET /admin/v1/webhook-health` answers that the list reads. */
+interface HealthOverview {
+  subscriptions: Judged[];
+  /** More subscriptions than the first `MAX_SUBSCRIPTIONS` it judges. */
+  truncated: boolean;
+}
 
-function listTable(webhooks: WebhookRecord[], judged: readonly Judged[]): string {
-  const byId = new Map(judged.map((j) => [j.webhook_id, j]));
-  return `${table(
+/**
+ * `ok`, or `FAILING` with its reasons (docs/operations.md, "Health"); for one the overview did not
+ * judge, that it judges the first 500 only, or blank (one made since it answered).
+ */
+const healthCell = (judged: Judged | undefined, truncated: boolean) =>
+  !judged
+    ? truncated
+      ? `not judged (first ${MAX_SUBSCRIPTIONS} only)`
+      : ''
+    : judged.status === 'ok'
+      ? 'ok'
+      : `FAILING: ${judged.trouble.map((x) => x.detail).join('; ')}`;
+
+function listTable(webhooks: WebhookRecord[], health: HealthOverview): string {
+  const byId = new Map(health.subscriptions.map((j) => [j.webhook_id, j]));
+  const rows = table(
     ['webhook_id', 'url', 'stores', 'events', 'enabled', 'health', 'updated_at'],
     webhooks.map((w) => [
       w.webhook_id,
@@ -89,10 +108,26 @@ function listTable(webhooks: WebhookRecord[], judged: readonly Judged[]): string
       w.store_ids.join(','),
       w.events.join(','),
       w.enabled ? 'yes' : `no (${w.disabled_reason ?? 'disabled'})`,
-      healthCell(byId.get(w.webhook_id)),
+      healthCell(byId.get(w.webhook_id), health.truncated),
       w.updated_at,
     ]),
-  )}\n`;
+  );
+  const note = health.truncated
+    ? `\nhealth judged for the first ${MAX_SUBSCRIPTIONS} subscriptions in id order only\n`
+    : '';
+  return `${rows}\n${note}`;
+}
+
+/** The list with each subscription's `status` and `trouble` (null when not judged), as JSON. */
+function listJson(webhooks: WebhookRecord[], health: HealthOverview) {
+  const byId = new Map(health.subscriptions.map((j) => [j.webhook_id, j]));
+  return {
+    webhooks: webhooks.map((w) => {
+      const judged = byId.get(w.webhook_id);
+      return { ...w, status: judged?.status ?? null, trouble: judged?.trouble ?? null };
+    }),
+    health_truncated: health.truncated,
+  };
 }
 
 function recordTable(w: WebhookRecord): string {
@@ -171,7 +206,7 @@ function listCommand(webhooks: Command): void {
     .option('--store <id>', 'only those covering this store')
     .option('--enabled', 'only enabled ones')
     .option('--disabled', 'only disabled ones')
-    .option('--json', 'print {webhooks: [...]} as JSON')
+    .option('--json', 'print {webhooks: [... each with status and trouble], health_truncated} as JSON')
     .action((options: { store?: string; enabled?: boolean; disabled?: boolean; json?: boolean }) =>
       runClientCommand(async () => {
         if (options.enabled && options.disabled) {
@@ -184,9 +219,8 @@ function listCommand(webhooks: Command): void {
         if (options.disabled) query.set('enabled', 'false');
         const client = await createAdminClient();
         const list = await fetchAll<WebhookRecord>(client, BASE, 'webhooks', query);
-        if (options.json) return printJson({ webhooks: list });
-        const health = await client.request<{ subscriptions: Judged[] }>('GET', '/admin/v1/webhook-health');
-        return listTable(list, health.subscriptions);
+        const health = await client.request<HealthOverview>('GET', '/admin/v1/webhook-health');
+        return options.json ? printJson(listJson(list, health)) : listTable(list, health);
       }),
     );
 }

@@ -13,10 +13,12 @@
  * so a batch replayed after a crash appends no attempt twice.
  *
  * Indexes: `[webhook_id, scheduled_at desc]` serves a subscription's deliveries newest first;
- * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, "failed or parked
- * since T" (two equality prefixes, a range on `scheduled_at`) for recover, and the oldest delivery
- * still queued; `[cart_uuid, scheduled_at]` serves a cart's deliveries to every subscription, for the
- * cart audit.
+ * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, and "failed or parked
+ * since T" (two equality prefixes, a range on `scheduled_at`) for recover; `[webhook_id, status,
+ * queued_since]` the oldest delivery still queued; `[webhook_id, cart_uuid, status, source_revision]`
+ * the queued deliveries of some queues, for where a delivery stands in its queue
+ * (`webhook-delivery-queues.ts`); `[cart_uuid, scheduled_at]` a cart's deliveries to every
+ * subscription, for the cart audit.
  */
 
 import { domainEventOf } from '../../application/read-state.ts';
@@ -80,6 +82,12 @@ export interface WebhookDeliveryRecord {
   /** Attempts started, ever (the last `X-Service-Delivery-Attempt`). */
   attempt_count: number;
   scheduled_at: string;
+  /**
+   * Since when it waits in its queue: the last redelivery's `requested_at`, else `scheduled_at`. How
+   * old the oldest queued delivery is (docs/operations.md, "Health") reads this, so a delivery
+   * recovered or redelivered a month after it was scheduled is not a month old in the queue.
+   */
+  queued_since: string;
   /** When the next attempt is due (pending or failed), null otherwise. */
   next_attempt_at: string | null;
   delivered_at: string | null;
@@ -92,10 +100,13 @@ export interface WebhookDeliveryRecord {
 }
 
 /**
- * A delivery as stored: its record, and when it finished (delivered or parked; null while it is not),
- * by which the projection prunes it (`webhook-retention.ts`).
+ * A delivery as stored: its record, when it finished (delivered or parked; null while it is not), by
+ * which the projection prunes it (`webhook-retention.ts`), and its place in its queue: the revision
+ * of the cart event it stands for (the dispatcher's order, `domain/webhook-delivery.ts`). A document
+ * of version 6 (served until version 7 is built) has neither `queued_since` nor `source_revision`.
  */
-export type WebhookDeliveryDoc = Doc & WebhookDeliveryRecord & { _id: string; finished_at?: string | null };
+export type WebhookDeliveryDoc = Doc &
+  WebhookDeliveryRecord & { _id: string; finished_at?: string | null; source_revision?: number };
 
 export const webhookDeliveryIndexes: readonly IndexSpec[] = [
   {
@@ -109,6 +120,21 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
       ['webhook_id', 1],
       ['status', 1],
       ['scheduled_at', -1],
+    ],
+  },
+  {
+    keys: [
+      ['webhook_id', 1],
+      ['status', 1],
+      ['queued_since', 1],
+    ],
+  },
+  {
+    keys: [
+      ['webhook_id', 1],
+      ['cart_uuid', 1],
+      ['status', 1],
+      ['source_revision', 1],
     ],
   },
   {
@@ -156,10 +182,12 @@ export function evolveDelivery(
       cart_uuid: d.cart_uuid,
       store_id: d.store_id,
       source_event_id: d.source_event_id,
+      source_revision: d.source_revision,
       status: 'pending',
       attempts: [],
       attempt_count: 0,
       scheduled_at: d.scheduled_at,
+      queued_since: d.scheduled_at,
       next_attempt_at: d.scheduled_at,
       delivered_at: null,
       parked_reason: null,
@@ -239,6 +267,7 @@ export function evolveDelivery(
       return {
         ...doc,
         status: 'pending',
+        queued_since: d.requested_at,
         next_attempt_at: d.requested_at,
         parked_reason: null,
         parked_at: null,
@@ -301,7 +330,9 @@ export function webhookDeliveriesProjection(retentionMs: number): Projection {
     // 5: the retention job's records of the queues it deletes (`WebhookDeliveryQueuePruned`).
     // 6: the latency histogram counts only attempts that got an answer (no timeouts, no refused
     //    connections): the minutes counted before would differ from a rebuild's.
-    version: 6,
+    // 7: since when each delivery is queued (`queued_since`) and its place in its queue
+    //    (`source_revision`), with their indexes; each subscription's last attempt (`webhook_queues`).
+    version: 7,
     collections: {
       [WEBHOOK_DELIVERIES]: webhookDeliveryIndexes,
       [WEBHOOK_HEALTH]: webhookHealthIndexes,
@@ -354,6 +385,10 @@ export function webhookDeliveriesProjection(retentionMs: number): Projection {
 
 // ---- queries --------------------------------------------------------------------------------------
 
+/** Since when a delivery is queued; a document of version 6 has it from its redeliveries. */
+export const queuedSince = (doc: WebhookDeliveryDoc): string =>
+  doc.queued_since ?? doc.redeliveries.at(-1)?.requested_at ?? doc.scheduled_at;
+
 export function toDeliveryRecord(doc: WebhookDeliveryDoc): WebhookDeliveryRecord {
   return {
     delivery_id: doc.delivery_id,
@@ -366,6 +401,7 @@ export function toDeliveryRecord(doc: WebhookDeliveryDoc): WebhookDeliveryRecord
     attempts: doc.attempts.map((a) => ({ ...a })),
     attempt_count: doc.attempt_count,
     scheduled_at: doc.scheduled_at,
+    queued_since: queuedSince(doc),
     next_attempt_at: doc.next_attempt_at,
     delivered_at: doc.delivered_at,
     parked_reason: doc.parked_reason,
@@ -428,24 +464,6 @@ export async function deliveryById(
   deliveryId: string,
 ): Promise<WebhookDeliveryDoc | null> {
   const [doc] = await collection.findByIds([deliveryId]);
-  return doc ?? null;
-}
-
-/** Statuses of a delivery still queued: scheduled, and neither delivered nor parked. */
-export const QUEUED_STATUSES: readonly delivery.DeliveryStatus[] = ['pending', 'in_flight', 'failed'];
-
-/**
- * The subscription's oldest delivery still queued (by `scheduled_at`), or null: one walk per queued
- * status of the `[webhook_id, status, scheduled_at]` index, each stopping at its first.
- */
-export async function oldestQueued(
-  collection: Collection<WebhookDeliveryDoc>,
-  webhookId: string,
-): Promise<WebhookDeliveryDoc | null> {
-  const [doc] = await collection.find(
-    { webhook_id: webhookId, status: { $in: [...QUEUED_STATUSES] } },
-    { sort: [['scheduled_at', 1]], limit: 1 },
-  );
   return doc ?? null;
 }
 

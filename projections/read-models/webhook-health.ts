@@ -9,7 +9,8 @@
  *   histogram of the attempts' durations, and the queue depth after the minute's last event. A window
  *   of a day reads at most 1,440 of them, however many deliveries there were.
  * - `webhook_queues`: one document per subscription, its queue depth now (deliveries scheduled and
- *   not yet delivered or parked).
+ *   not yet delivered or parked) and the outcome of its last attempt that the receiver answered for
+ *   (every outcome but `interrupted`, a dispatcher cut off mid-attempt).
  *
  * Deterministic (docs/read-side.md): a minute is that of the event's own time (scheduled, attempted,
  * parked, redelivery requested), never the projector's clock.
@@ -53,6 +54,8 @@ export interface WebhookQueueDoc extends Doc {
   _id: string;
   webhook_id: string;
   depth: number;
+  /** The outcome of the last attempt not `interrupted`; null before one (absent in version 6). */
+  last_outcome?: AttemptOutcome | null;
 }
 
 export const webhookHealthIndexes: readonly IndexSpec[] = [
@@ -105,8 +108,15 @@ export interface HealthChange {
 export function applyHealth(tx: ProjectionTx, change: HealthChange): void {
   const queue = tx.get<WebhookQueueDoc>(WEBHOOK_QUEUES, change.webhook_id);
   const depth = (queue?.depth ?? 0) + (queued(change.after) ? 1 : 0) - (queued(change.before) ? 1 : 0);
-  if (!queue || depth !== queue.depth) {
-    tx.put(WEBHOOK_QUEUES, { _id: change.webhook_id, webhook_id: change.webhook_id, depth });
+  const outcome = change.attempt?.outcome;
+  const lastOutcome = outcome && outcome !== 'interrupted' ? outcome : (queue?.last_outcome ?? null);
+  if (!queue || depth !== queue.depth || lastOutcome !== (queue.last_outcome ?? null)) {
+    tx.put(WEBHOOK_QUEUES, {
+      _id: change.webhook_id,
+      webhook_id: change.webhook_id,
+      depth,
+      last_outcome: lastOutcome,
+    });
   }
   const minute = minuteOf(change.at);
   const id = `${change.webhook_id}/${minute}`;
@@ -161,13 +171,16 @@ export async function lastMinuteBefore(
   return doc ?? null;
 }
 
-/** The subscription's queue depth now (0 before its first delivery). */
-export async function queueDepth(
-  collection: Collection<WebhookQueueDoc>,
-  webhookId: string,
-): Promise<number> {
+/** A subscription's queue now: its depth, and the outcome of its last attempt not interrupted. */
+export interface QueueNow {
+  depth: number;
+  last_outcome: AttemptOutcome | null;
+}
+
+/** The subscription's queue now (empty, without an attempt, before its first delivery). */
+export async function queueOf(collection: Collection<WebhookQueueDoc>, webhookId: string): Promise<QueueNow> {
   const [doc] = await collection.findByIds([webhookId]);
-  return doc?.depth ?? 0;
+  return { depth: doc?.depth ?? 0, last_outcome: doc?.last_outcome ?? null };
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The trouble rules themselves (api/admin-trouble.ts; docs/operations.md, "Health"), at their edges:
- * the failure rate's floor and half, the window of 15 minutes, the oldest queued delivery's threshold,
- * a projection's lag threshold.
+ * the failure rate's floor and half, interrupted attempts, an empty queue whose last attempt delivered,
+ * the window of 15 minutes, the oldest queued delivery's threshold, a projection's lag threshold.
  */
 import test from 'ava';
 import {
@@ -24,26 +24,52 @@ const attempts = (
   failed,
   ...others,
 });
+/** A queue still holding deliveries, its last attempt failed. */
+const backlog = { depth: 2, last_outcome: 'failed' } as const;
 const reasons = (r: ReturnType<typeof subscriptionTrouble>) => r.trouble.map((x) => x.reason);
 
 test('failing by attempts: at least 3 did not deliver, and at least half of those that ended', (t) => {
-  const judge = (a: ReturnType<typeof attempts>) => subscriptionTrouble(a, null, DEFAULT_ALERT_THRESHOLDS);
+  const judge = (a: ReturnType<typeof attempts>) =>
+    subscriptionTrouble(a, backlog, null, DEFAULT_ALERT_THRESHOLDS);
   t.deepEqual(judge(attempts(0, 2)), { status: 'ok', trouble: [] }, 'two failures are too few');
   t.deepEqual(reasons(judge(attempts(0, 3))), ['failed_attempts']);
   t.deepEqual(reasons(judge(attempts(3, 3))), ['failed_attempts'], 'half');
   t.is(judge(attempts(4, 3)).status, 'ok', 'fewer than half');
-  // Every outcome that did not deliver counts: gone, retry after, interrupted.
-  const mixed = judge(attempts(1, 1, { gone: 1, retry_after: 1, interrupted: 1 }));
+  // Every outcome the receiver answered for that did not deliver counts: failed, gone, retry after.
+  const mixed = judge(attempts(1, 1, { gone: 1, retry_after: 1 }));
   t.deepEqual(mixed.trouble, [
-    { reason: 'failed_attempts', detail: '4 of the 5 attempts of the last 15 minutes did not deliver' },
+    { reason: 'failed_attempts', detail: '3 of the 4 attempts of the last 15 minutes did not deliver' },
   ]);
+});
+
+test('an interrupted attempt is the dispatcher cut off, not the receiver failing: it counts neither way', (t) => {
+  const judge = (a: ReturnType<typeof attempts>) =>
+    subscriptionTrouble(a, backlog, null, DEFAULT_ALERT_THRESHOLDS);
+  t.is(judge(attempts(0, 2, { interrupted: 5 })).status, 'ok', 'two failures and five interruptions');
+  t.is(judge(attempts(3, 2, { interrupted: 1 })).status, 'ok', 'two of five, not three of six');
+  t.deepEqual(judge(attempts(3, 3, { interrupted: 2 })).trouble, [
+    {
+      reason: 'failed_attempts',
+      detail: '3 of the 6 attempts of the last 15 minutes did not deliver (2 interrupted not counted)',
+    },
+  ]);
+});
+
+test('an empty queue whose last attempt delivered is not failing by attempts: the receiver took its queue', (t) => {
+  const recent = attempts(1, 3);
+  const judge = (queue: Parameters<typeof subscriptionTrouble>[1]) =>
+    subscriptionTrouble(recent, queue, null, DEFAULT_ALERT_THRESHOLDS).status;
+  t.is(judge({ depth: 0, last_outcome: 'delivered' }), 'ok', '3 failures, then the last one delivered');
+  t.is(judge({ depth: 1, last_outcome: 'delivered' }), 'failing', 'a delivery still queued');
+  t.is(judge({ depth: 0, last_outcome: 'failed' }), 'failing', 'the last attempt failed (and parked)');
+  t.is(judge({ depth: 0, last_outcome: null }), 'failing', 'no attempt on record (a version 6 document)');
 });
 
 test('failing by the oldest queued delivery: only past the threshold', (t) => {
   const oldest = (age_seconds: number) => ({ delivery_id: 'd-1', age_seconds });
   const thresholds = { ...DEFAULT_ALERT_THRESHOLDS, oldestQueuedMs: 900_000 };
-  t.is(subscriptionTrouble(noAttempts(), oldest(900), thresholds).status, 'ok', 'at the threshold');
-  t.deepEqual(subscriptionTrouble(noAttempts(), oldest(901), thresholds), {
+  t.is(subscriptionTrouble(noAttempts(), backlog, oldest(900), thresholds).status, 'ok', 'at the threshold');
+  t.deepEqual(subscriptionTrouble(noAttempts(), backlog, oldest(901), thresholds), {
     status: 'failing',
     trouble: [
       {
@@ -52,7 +78,7 @@ test('failing by the oldest queued delivery: only past the threshold', (t) => {
       },
     ],
   });
-  t.deepEqual(reasons(subscriptionTrouble(attempts(0, 3), oldest(3_600), thresholds)), [
+  t.deepEqual(reasons(subscriptionTrouble(attempts(0, 3), backlog, oldest(3_600), thresholds)), [
     'failed_attempts',
     'oldest_queued',
   ]);

@@ -3,7 +3,8 @@
  * service with an injected clock: a subscription whose recent attempts mostly fail, or whose oldest
  * queued delivery waited past `PDS_ALERT_OLDEST_QUEUED`, is `failing` with its reasons, in its health
  * and in `GET /admin/v1/webhook-health` with the count; it is `ok` again once the receiver takes its
- * deliveries. A projection whose commits hang (a read store that holds them) is `lagging` past
+ * deliveries, at once when its queue is empty and its last attempt delivered. A delivery sent again
+ * is queued from when it was asked for, not when it was first scheduled. A projection whose commits hang (a read store that holds them) is `lagging` past
  * `PDS_ALERT_PROJECTION_LAG`, and `ok` once it catches up.
  */
 import test from 'ava';
@@ -116,6 +117,105 @@ test('PDS_ALERT_OLDEST_QUEUED sets how long a queued delivery may wait', async (
   const h = await healthOf(t, s, hook.id);
   t.is(h.status, 'failing');
   t.regex(h.trouble[0].detail, /queued 3,660 s, more than 3,600 s \(PDS_ALERT_OLDEST_QUEUED\)$/);
+});
+
+test('three failures then a delivery in the same 15 minutes: the queue is empty and the subscription is ok at once', async (t) => {
+  const clock = manualClock('2026-11-27T10:00:30.000Z');
+  const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1m,1m,1m' } });
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 500, body: 'down' });
+  const hook = await createWebhook(s, receiver.url, [1]);
+  await checkedOut(s);
+  await attemptsEnded(s, hook.id, 1);
+  // Each retry a minute (±10 %) after the attempt before it.
+  for (const ended of [2, 3]) {
+    clock.advance(90_000);
+    await attemptsEnded(s, hook.id, ended);
+  }
+  t.like(await healthOf(t, s, hook.id), { status: 'failing', trouble: [{ reason: 'failed_attempts' }] });
+  receiver.setDefault({ status: 200, body: 'ok' });
+  clock.advance(90_000);
+  const [delivered] = await attemptsEnded(s, hook.id, 4);
+  t.is(delivered.status, 'delivered');
+  // 3 of the 4 attempts of the window failed, but the receiver took everything it was sent.
+  const health = await healthOf(t, s, hook.id);
+  t.like(health, { status: 'ok', trouble: [], queue: { depth: 0, oldest: null } });
+  t.like(health.totals.attempts, { failed: 3, delivered: 1 });
+  t.is((await ok(t, await s.call('GET', `${ADMIN}/webhook-health`))).failing, 0);
+});
+
+test('a delivery redelivered or recovered long after it was scheduled is queued from then: not failing for its age', async (t) => {
+  const clock = manualClock('2026-11-27T10:00:30.000Z');
+  // Two attempts an hour apart, then parked; a redelivery's schedule starts over.
+  const s = await startService(t, { clock, env: { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' } });
+  await seedCatalog(s);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 500, body: 'down' });
+  const hook = await createWebhook(s, receiver.url, [1]);
+  const deliveriesWhen = (ready: (ds: Json[]) => boolean) =>
+    whileTicking(s, async () => {
+      const { deliveries } = await ok(t, await s.call('GET', `${ADMIN}/webhooks/${hook.id}/deliveries`));
+      return ready(deliveries) ? (deliveries as Json[]) : undefined;
+    });
+  await checkedOut(s);
+  await deliveriesWhen((ds) => ds.length === 1);
+  clock.advance(60_000);
+  await checkedOut(s);
+  await deliveriesWhen((ds) => ds.length === 2 && ds.every((d) => d.status === 'failed'));
+  clock.advance(3_600_000 * 1.2);
+  const [second, first] = await deliveriesWhen((ds) => ds.every((d) => d.status === 'parked'));
+  t.like(await healthOf(t, s, hook.id), { queue: { depth: 0, oldest: null } });
+
+  // A day later, the first is sent again: its attempt fails, and it waits for the next.
+  clock.advance(86_400_000);
+  const asked = clock.now().toISOString();
+  const redelivered = await ok(
+    t,
+    await s.call('POST', `${ADMIN}/webhooks/deliveries/${first.delivery_id}/redeliver`),
+    202,
+  );
+  t.is(redelivered.delivery.queued_since, asked);
+  t.is(redelivered.delivery.scheduled_at, first.scheduled_at);
+  await deliveriesWhen((ds) => ds.some((d) => d.delivery_id === first.delivery_id && d.status === 'failed'));
+  t.like(await healthOf(t, s, hook.id), {
+    status: 'ok',
+    trouble: [],
+    queue: {
+      depth: 1,
+      oldest: {
+        delivery_id: first.delivery_id,
+        scheduled_at: first.scheduled_at,
+        queued_since: asked,
+        age_seconds: 0,
+      },
+    },
+  });
+
+  // Ten minutes on, recover sends the second again: the first, queued ten minutes ago, is the oldest.
+  clock.advance(10 * 60_000);
+  await ok(
+    t,
+    await s.call('POST', `${ADMIN}/webhooks/${hook.id}/recover`, { since: second.scheduled_at }),
+    202,
+  );
+  await deliveriesWhen((ds) => ds.every((d) => d.status === 'failed'));
+  const overview = await ok(t, await s.call('GET', `${ADMIN}/webhook-health`));
+  const judged = overview.subscriptions.find((w: Json) => w.webhook_id === hook.id);
+  t.like(judged, {
+    status: 'ok',
+    queue: { depth: 2, oldest: { delivery_id: first.delivery_id, queued_since: asked, age_seconds: 600 } },
+  });
+  t.is(overview.failing, 0);
+  t.false(overview.truncated);
+
+  // Past the threshold from the redelivery, it is failing as any delivery would be.
+  clock.advance(6 * 60_000);
+  t.like(await healthOf(t, s, hook.id), {
+    status: 'failing',
+    trouble: [{ reason: 'oldest_queued' }],
+    queue: { oldest: { delivery_id: first.delivery_id, age_seconds: 960 } },
+  });
 });
 
 test('a projection whose commits hang is lagging past PDS_ALERT_PROJECTION_LAG, and ok once it catches up', async (t) => {

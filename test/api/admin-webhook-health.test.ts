@@ -92,6 +92,7 @@ test('health: minute by minute, scheduled, attempts by outcome, parked, latency 
       cart_uuid: c.uuid,
       status: 'failed',
       scheduled_at: queued.scheduled_at,
+      queued_since: queued.scheduled_at,
       age_seconds: 10,
     },
   });

@@ -17,6 +17,16 @@ import {
   transactionsProblem,
 } from '../../projections/mongo-read-store.ts';
 import {
+  WEBHOOK_DELIVERIES,
+  type WebhookDeliveryDoc,
+  webhookDeliveryIndexes,
+} from '../../projections/read-models/webhook-deliveries.ts';
+import {
+  oldestQueued,
+  QUEUED_STATUSES,
+  queuedInQueues,
+} from '../../projections/read-models/webhook-delivery-queues.ts';
+import {
   afterFilter,
   type Checkpoint,
   type Collection,
@@ -652,6 +662,100 @@ if (access.missing !== undefined) {
     t.deepEqual(
       (await collectionNames()).filter((name) => name.startsWith('menu__gen_')),
       [],
+    );
+  });
+
+  /** Every stage of a plan (classic or slot-based), with the key pattern of each index scan. */
+  function stagesOf(plan: unknown): { stage: string; keyPattern?: Record<string, number> }[] {
+    if (plan === null || typeof plan !== 'object') return [];
+    const node = plan as Record<string, unknown>;
+    const own =
+      typeof node.stage === 'string'
+        ? [{ stage: node.stage, keyPattern: node.keyPattern as Record<string, number> | undefined }]
+        : [];
+    return [...own, ...Object.values(node).flatMap(stagesOf)];
+  }
+
+  test("MongoDB: the queued deliveries of a page's queues, and the delivery queued longest, are index scans", async (t) => {
+    const { db, open, collectionNames } = await database(t);
+    const store = await open();
+    const deliveries = await store.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
+    const hook = (n: number) => `aaaaaaaa-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const cart = (n: number) => `cccccccc-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const statuses = ['pending', 'in_flight', 'failed', 'delivered', 'parked'] as const;
+    const docs = Array.from({ length: 400 }, (_, i) => {
+      const at = new Date(Date.UTC(2026, 10, 1) + i * 60_000).toISOString();
+      return {
+        _id: `d-${i}`,
+        delivery_id: `d-${i}`,
+        webhook_id: hook(i % 4),
+        cart_uuid: cart(i % 50),
+        source_revision: i,
+        status: statuses[i % statuses.length],
+        scheduled_at: at,
+        queued_since: at,
+      } as unknown as WebhookDeliveryDoc;
+    });
+    await seed(deliveries, docs);
+    const queues = [1, 5, 9].map((n) => ({ webhook_id: hook(1), cart_uuid: cart(n) }));
+    const found = [...(await queuedInQueues(deliveries, queues)).values()].flat();
+    const want = docs.filter(
+      (d) =>
+        (QUEUED_STATUSES as readonly string[]).includes(d.status) &&
+        queues.some((q) => q.webhook_id === d.webhook_id && q.cart_uuid === d.cart_uuid),
+    );
+    t.deepEqual(ids(found).sort(), ids(want).sort());
+    t.is((await oldestQueued(deliveries, hook(1)))?._id, 'd-1');
+
+    // The collection as the store named it (a new one: its own name, or a generation of it).
+    const physical = (await collectionNames()).find((n) => n.startsWith(WEBHOOK_DELIVERIES));
+    if (!physical) throw new Error('no webhook_deliveries collection');
+    const explain = async (filter: Record<string, unknown>, sort: Record<string, 1>, limit?: number) => {
+      const cursor = db.collection(physical).find(filter, { sort, ...(limit ? { limit } : {}) });
+      const plan = (await cursor.explain('queryPlanner')) as { queryPlanner: { winningPlan: unknown } };
+      return stagesOf(plan.queryPlanner.winningPlan);
+    };
+    // As the adapter sends them: the port's filter, sorted by `_id` last (`totalSort`).
+    const inQueues = await explain(
+      {
+        webhook_id: { $in: [hook(1)] },
+        cart_uuid: { $in: queues.map((q) => q.cart_uuid) },
+        status: { $in: [...QUEUED_STATUSES] },
+      },
+      { _id: 1 },
+    );
+    t.false(
+      inQueues.some((s) => s.stage === 'COLLSCAN'),
+      JSON.stringify(inQueues),
+    );
+    t.true(
+      inQueues.some(
+        (s) =>
+          s.stage === 'IXSCAN' &&
+          JSON.stringify(s.keyPattern) ===
+            JSON.stringify({ webhook_id: 1, cart_uuid: 1, status: 1, source_revision: 1 }),
+      ),
+      JSON.stringify(inQueues),
+    );
+    const longest = await explain(
+      { webhook_id: hook(1), status: { $in: [...QUEUED_STATUSES] } },
+      { queued_since: 1, _id: 1 },
+      1,
+    );
+    t.false(
+      longest.some((s) => s.stage === 'COLLSCAN'),
+      JSON.stringify(longest),
+    );
+    // `_id` last, which no index holds: a walk of the subscription's queued deliveries by status.
+    t.true(
+      longest.some(
+        (s) =>
+          s.stage === 'IXSCAN' &&
+          Object.keys(s.keyPattern ?? {})
+            .slice(0, 2)
+            .join() === 'webhook_id,status',
+      ),
+      JSON.stringify(longest),
     );
   });
 }

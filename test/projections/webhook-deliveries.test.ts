@@ -17,11 +17,19 @@ import {
   webhookDeliveryIndexes,
 } from '../../projections/read-models/webhook-deliveries.ts';
 import {
+  oldestQueued,
+  queuedInQueues,
+  queueKey,
+} from '../../projections/read-models/webhook-delivery-queues.ts';
+import {
   emptyHistogram,
   latencyBucket,
   latencyQuantile,
+  queueOf,
   WEBHOOK_HEALTH,
+  WEBHOOK_QUEUES,
   type WebhookHealthDoc,
+  type WebhookQueueDoc,
 } from '../../projections/read-models/webhook-health.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import { append, eventStoreFor, project, recording, resetCheckpoint, snapshot } from './support.ts';
@@ -182,6 +190,7 @@ test('one document per delivery with every attempt, and no body', async (t) => {
     ],
     attempt_count: 2,
     scheduled_at: at(0),
+    queued_since: at(0),
     next_attempt_at: null,
     delivered_at: at(6),
     parked_reason: null,
@@ -209,6 +218,7 @@ test('one document per delivery with every attempt, and no body', async (t) => {
     { reason: 'redeliver', requested_at: at(20), requested_by: { type: 'platform', id: 'platform-test' } },
   ]);
   t.is(d2.parked_reason, null, 'a redelivery clears the park');
+  t.like(d2, { scheduled_at: at(10), queued_since: at(20), source_revision: 3 }, 'queued anew when asked');
 
   const d3 = (await deliveryById(c, D3)) as WebhookDeliveryDoc;
   t.like(d3, { status: 'pending', attempt_count: 0, attempts: [], next_attempt_at: at(30) });
@@ -369,6 +379,83 @@ test('the latency histogram counts only attempts that got an answer: no timeout,
   t.true((latencyQuantile(minute.latency_ms, 0.5) ?? 0) > 10, 'p50 is not the refused connection');
 });
 
+test('a delivery sent again is queued from when it was asked for: the oldest queued is the one queued longest', async (t) => {
+  const { es, run } = await scenario(t);
+  // D2 (scheduled at 10) is parked again, and redelivered at 40; D3 was scheduled at 30.
+  await run(delivery.streamId(W1, CART1), [
+    result(D2, 2, 22, 'failed', { park: 'attempts_exhausted' }),
+    { type: 'RequestRedelivery', delivery_id: D2, reason: 'recover', at: at(40) },
+  ]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, webhookDeliveriesProjection);
+  const c = await deliveriesOf(readStore);
+  t.like(await deliveryById(c, D2), { status: 'pending', scheduled_at: at(10), queued_since: at(40) });
+  t.like(await deliveryById(c, D3), { status: 'pending', scheduled_at: at(30), queued_since: at(30) });
+  t.is((await oldestQueued(c, W1))?.delivery_id, D3);
+  t.is((await oldestQueued(c, W2))?.delivery_id, D4);
+});
+
+test("each subscription's queue keeps the outcome of its last attempt, an interrupted one not counted", async (t) => {
+  const es = await eventStoreFor(t);
+  const run = world(es);
+  const readStore = openSqliteReadStore(':memory:');
+  const queues = async () => {
+    await project(es, readStore, webhookDeliveriesProjection);
+    return queueOf(await readStore.collection<WebhookQueueDoc>(WEBHOOK_QUEUES), W1);
+  };
+  const q = delivery.streamId(W1, CART1);
+  await run(q, [schedule(W1, CART1, 'event-1', 2, 0)]);
+  t.deepEqual(await queues(), { depth: 1, last_outcome: null });
+  await run(q, [
+    start(D1, 0),
+    result(D1, 1, 1, 'failed', { retry_at: 5 }),
+    { type: 'StartAttempt', delivery_id: D1, lease_ms: 1_000, dispatcher_id: 'gone', at: at(5) },
+    { type: 'RecordInterruption', delivery_id: D1, retry_at: at(7), park: null, at: at(7) },
+  ]);
+  t.deepEqual(await queues(), { depth: 1, last_outcome: 'failed' }, 'the interruption is not the last');
+  await run(q, [start(D1, 8), result(D1, 3, 9, 'delivered')]);
+  t.deepEqual(await queues(), { depth: 0, last_outcome: 'delivered' });
+});
+
+test('the queued deliveries of some queues, in queue order (the cart event order), whatever order they were scheduled in', async (t) => {
+  const es = await eventStoreFor(t);
+  const run = world(es);
+  const q = delivery.streamId(W1, CART1);
+  const E = (n: number) => delivery.deliveryId(W1, `event-${n}`);
+  // The fan-out wrote revision 7 before revision 5; revision 3 is delivered.
+  await run(q, [
+    schedule(W1, CART1, 'event-3', 3, 0),
+    start(E(3), 0),
+    result(E(3), 1, 1, 'delivered'),
+    schedule(W1, CART1, 'event-7', 7, 2),
+    schedule(W1, CART1, 'event-5', 5, 3),
+  ]);
+  await run(delivery.streamId(W1, CART2), [schedule(W1, CART2, 'event-8', 1, 4)]);
+  await run(delivery.streamId(W2, CART2), [schedule(W2, CART2, 'event-9', 1, 4)]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, webhookDeliveriesProjection);
+  const c = await deliveriesOf(readStore);
+  const asked = [
+    { webhook_id: W1, cart_uuid: CART1 },
+    { webhook_id: W2, cart_uuid: CART2 },
+  ];
+  const found = await queuedInQueues(c, asked);
+  t.deepEqual(
+    [...found.keys()].sort(),
+    asked.map(queueKey).sort(),
+    "W1's queue for CART2 and W2's for CART1 were not asked for",
+  );
+  t.deepEqual(
+    found.get(queueKey(asked[0]))?.map((d) => d.delivery_id),
+    [E(5), E(7)],
+  );
+  t.deepEqual(
+    found.get(queueKey(asked[1]))?.map((d) => d.delivery_id),
+    [delivery.deliveryId(W2, 'event-9')],
+  );
+  t.deepEqual(await queuedInQueues(c, []), new Map());
+});
+
 // ---- query plans ------------------------------------------------------------------------------------
 
 const N = 10_000;
@@ -390,10 +477,12 @@ function planDoc(i: number): WebhookDeliveryDoc {
     cart_uuid: `cccccccc-0000-4000-8000-${hex(i % 997)}`,
     store_id: 1,
     source_event_id: `event-${i}`,
+    source_revision: i,
     status: STATUSES[Math.floor(i / 100) % STATUSES.length],
     attempts: [],
     attempt_count: 0,
     scheduled_at: scheduled,
+    queued_since: scheduled,
     next_attempt_at: null,
     delivered_at: null,
     parked_reason: null,
@@ -478,4 +567,24 @@ test.serial('failed or parked since a time: index ranges, oldest first', async (
     bounded.map((d) => d._id),
     want.slice(0, 3).map((d) => d._id),
   );
+});
+
+test.serial("the queued deliveries of a page's queues: one query that examines only them", async (t) => {
+  const c = await planCollection;
+  const page = planDocs.filter((d) => d.webhook_id === HOOK).slice(0, 40);
+  const queues = page.map((d) => ({ webhook_id: d.webhook_id, cart_uuid: d.cart_uuid }));
+  const queued = new Set(['pending', 'in_flight', 'failed']);
+  const want = planDocs.filter(
+    (d) => queued.has(d.status) && queues.some((q) => queueKey(q) === queueKey(d)),
+  );
+  t.true(want.length > 5, `${want.length} queued`);
+  const found = await queuedInQueues(c, queues);
+  t.deepEqual(
+    [...found.values()]
+      .flat()
+      .map((d) => d._id)
+      .sort(),
+    want.map((d) => d._id).sort(),
+  );
+  t.true(c.lastExamined() <= want.length + SLACK, `examined ${c.lastExamined()} for ${want.length}`);
 });
