@@ -205,7 +205,7 @@ export function webhookDispatcher(
         clock,
         'pds_webhook_oldest_pending_seconds',
         'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
-        () => w.pending().oldestScheduledAt,
+        () => w.pending().oldestQueuedSince,
       );
       const skipped = new Counter({
         name: 'pds_webhook_fan_out_skipped_total',

@@ -40,8 +40,8 @@ export interface DeliveryQueueDoc extends Doc {
 export interface PendingSummary {
   /** Deliveries neither delivered nor parked. */
   depth: number;
-  /** `scheduled_at` of the oldest of them (ISO 8601), null when none. */
-  oldestScheduledAt: string | null;
+  /** When the longest queued of them was queued (`queued_since`, ISO 8601), null when none. */
+  oldestQueuedSince: string | null;
 }
 
 const settled = (d: delivery.Delivery) => d.status === 'delivered' || d.status === 'parked';
@@ -244,10 +244,12 @@ export class DeliveryQueues {
       if (!queue.state.exists) continue;
       for (const d of queue.state.deliveries) {
         depth += 1;
-        if (oldest === null || Date.parse(d.scheduled_at) < Date.parse(oldest)) oldest = d.scheduled_at;
+        // Aged from its last redelivery as the admin API ages it (docs/operations.md, "Health").
+        const since = d.queued_since ?? d.scheduled_at;
+        if (oldest === null || Date.parse(since) < Date.parse(oldest)) oldest = since;
       }
     }
-    return { depth, oldestScheduledAt: oldest };
+    return { depth, oldestQueuedSince: oldest };
   }
 
   /** Applies one event of the log. */

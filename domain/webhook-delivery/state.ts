@@ -26,6 +26,11 @@ export interface Delivery {
   source_position: number;
   body: string;
   scheduled_at: string;
+  /**
+   * When it was last put in the queue: its last redelivery's request, else `scheduled_at`. Optional
+   * because a dispatcher store written before it holds deliveries without it (read `scheduled_at`).
+   */
+  queued_since?: string;
   status: DeliveryStatus;
   /** Attempts started, ever (the `X-Service-Delivery-Attempt` of the next is this + 1). */
   attempts: number;
@@ -88,6 +93,7 @@ export function evolve(state: DeliveryQueueState, event: WebhookDeliveryEvent): 
         attempts: 0,
         cycle_attempts: 0,
         next_attempt_at: d.scheduled_at,
+        queued_since: d.scheduled_at,
         in_flight: null,
         last_attempt: null,
         delivered_at: null,
@@ -154,6 +160,7 @@ export function evolve(state: DeliveryQueueState, event: WebhookDeliveryEvent): 
         status: 'pending',
         cycle_attempts: 0,
         next_attempt_at: d.requested_at,
+        queued_since: d.requested_at,
         parked_reason: null,
         parked_at: null,
       }));

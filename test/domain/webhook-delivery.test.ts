@@ -218,6 +218,8 @@ test('RequestRedelivery: a parked or delivered delivery starts a new cycle, keep
     cycle_attempts: 0,
     attempts: 1,
     next_attempt_at: later,
+    queued_since: later,
+    scheduled_at: at,
     parked_reason: null,
   });
   queue
