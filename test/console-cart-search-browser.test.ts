@@ -37,11 +37,11 @@ if (missing) {
     const { page, problems } = await signedInConsole(t, svc.base, svc.token, 'cart-audit');
     await page.getByLabel('Store id').fill('2');
     await page.getByRole('button', { name: 'Find carts' }).click();
-    const rows = page.getByRole('table', { name: 'Carts found, oldest first' }).locator('tbody tr');
+    const rows = page.getByRole('table', { name: 'Carts found, newest first' }).locator('tbody tr');
     await rows.nth(1).waitFor();
     t.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-cart'))), [
-      found.uuid,
       other.uuid,
+      found.uuid,
     ]);
     t.false((await page.locator('main').innerText()).includes(elsewhere.uuid), 'no cart of store 1');
     t.regex(await rows.first().innerText(), /2 Store 2\s+pending/);

@@ -52,7 +52,7 @@ function Results({ carts }) {
   if (carts.length === 0) return html`<p role="status">No carts found.</p>`;
   return html`
     <div class="table-scroll">
-      <table aria-label="Carts found, oldest first">
+      <table aria-label="Carts found, newest first">
         <thead><tr><th scope="col">Cart</th><th scope="col">Store</th><th scope="col">Status</th>
           <th scope="col">Created</th><th scope="col">Updated</th><th scope="col">Partner</th>
           <th scope="col" class="num">Items</th></tr></thead>

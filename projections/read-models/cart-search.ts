@@ -1,9 +1,10 @@
 /**
  * An auditor's search of the carts read model (docs/operations.md, "Auditing carts"): by store,
- * status, creation time and source partner, and by the customer's email or phone number. In `id`
- * order (the order carts were created in the log), paged like the partner lists, each query walking
- * an index of `cartIndexes` that begins with its equality (store, partner or status; `id` alone for
- * a time range) and ends in `id`, so a page stops after `limit + 1` matches.
+ * status, creation time and source partner, and by the customer's email or phone number. Newest
+ * first (`_created_at`, then `id`, descending), paged like the partner lists, each query walking an
+ * index of `cartIndexes` that begins with its equalities (store, status, partner, or a store's status;
+ * nothing for time alone) and goes on in that order: the time range bounds the walk, so a page reads
+ * about `limit + 1` carts of the range, never the carts outside it.
  *
  * The customer's values are never indexed here: the key store finds the carts of an email or a
  * phone number by keyed hashes (`application/customer-data.ts`, `cartsLinkedTo`), and the caller
@@ -13,8 +14,8 @@
  */
 import { phoneDigits } from '../../application/customer-key-ring.ts';
 import type * as cart from '../../domain/cart.ts';
-import type { Collection, Filter } from '../read-store.ts';
-import { type CartCursor, type CartDoc, cartSort } from './carts.ts';
+import type { Collection, Filter, SortSpec } from '../read-store.ts';
+import type { CartDoc } from './carts.ts';
 import { findPage } from './paging.ts';
 
 export interface CartSearch {
@@ -41,6 +42,16 @@ export interface CartSummary {
   abandoned: boolean;
   items: number;
 }
+
+/** The search's order: newest first; `id` (the log's order) and then the uuid break ties. */
+export const cartSearchSort: SortSpec = [
+  ['_created_at', -1],
+  ['id', -1],
+  ['_id', 1],
+];
+
+/** Position in the search's order: the last cart's `created_at`, `id` and uuid. */
+export type CartSearchCursor = [created_at: string, id: number, uuid: string];
 
 const sameEmail = (a: string | null | undefined, b: string) =>
   typeof a === 'string' && a.trim().toLowerCase() === b.trim().toLowerCase();
@@ -90,8 +101,8 @@ export function cartSearchFilter(search: CartSearch, uuids?: readonly string[]):
 export async function searchCarts(
   collection: Collection<CartDoc>,
   search: CartSearch,
-  page: { limit: number; after?: CartCursor },
-): Promise<{ carts: CartSummary[]; next: CartCursor | null }> {
+  page: { limit: number; after?: CartSearchCursor },
+): Promise<{ carts: CartSummary[]; next: CartSearchCursor | null }> {
   let uuids: string[] | undefined;
   if (search.customer) {
     // The few carts the key store links to the customer, kept while the cart's customer is them.
@@ -99,6 +110,6 @@ export async function searchCarts(
     uuids = found.filter((d) => customerIs(d, search.customer ?? {})).map((d) => d._id);
     if (uuids.length === 0) return { carts: [], next: null };
   }
-  const found = await findPage(collection, cartSearchFilter(search, uuids), page, cartSort);
-  return { carts: found.docs.map(toCartSummary), next: found.next as CartCursor | null };
+  const found = await findPage(collection, cartSearchFilter(search, uuids), page, cartSearchSort);
+  return { carts: found.docs.map(toCartSummary), next: found.next as CartSearchCursor | null };
 }

@@ -41,7 +41,7 @@ async function auditorToken(s: TestService): Promise<string> {
   return created.operator_token as string;
 }
 
-test('carts are found by store, status, creation time and source partner, in creation order, page by page', async (t) => {
+test('carts are found by store, status, creation time and source partner, newest first, page by page', async (t) => {
   const clock = manualClock('2026-03-01T10:00:00.000Z');
   const s = await startService(t, { clock });
   await seedCatalog(s, [1, 2]);
@@ -58,8 +58,9 @@ test('carts are found by store, status, creation time and source partner, in cre
     source: { channel: 'embedded', partner_id: partnerId },
   });
 
-  t.deepEqual(await uuidsOf(s, '', 3), [a.uuid, b.uuid, c]);
-  t.deepEqual(await uuidsOf(s, '?store_id=2', 2), [b.uuid, c]);
+  t.deepEqual(await uuidsOf(s, '', 3), [c, b.uuid, a.uuid]);
+  t.deepEqual(await uuidsOf(s, '?store_id=2', 2), [c, b.uuid]);
+  t.deepEqual(await uuidsOf(s, '?store_id=2&status=pending', 2), [c, b.uuid]);
   t.deepEqual(await uuidsOf(s, '?status=verification', 1), [a.uuid]);
   t.deepEqual(await uuidsOf(s, `?partner_id=${partnerId}`, 1), [c]);
   t.deepEqual(
@@ -83,7 +84,7 @@ test('carts are found by store, status, creation time and source partner, in cre
   const second = await search(s, `?limit=2&cursor=${first.body.next_cursor}`);
   t.deepEqual(
     second.body.carts.map((x: Json) => x.cart_uuid),
-    [c],
+    [a.uuid],
   );
   t.is(second.body.next_cursor, null);
   t.false(JSON.stringify(first.body).includes('customer'), 'a listed cart shows no customer');
