@@ -18,6 +18,7 @@ import type { EventStore } from '../eventstore/port.ts';
 import {
   type CartSearch,
   type CartSearchCursor,
+  MAX_LINKED_CARTS,
   searchCarts,
 } from '../projections/read-models/cart-search.ts';
 import { CARTS, type CartDoc } from '../projections/read-models/carts.ts';
@@ -83,7 +84,16 @@ const cartSummary = z
   })
   .meta({ id: 'CartSummary' });
 const cartSearchPage = z
-  .object({ carts: z.array(cartSummary), next_cursor: z.string().nullable() })
+  .object({
+    carts: z.array(cartSummary),
+    next_cursor: z.string().nullable(),
+    linked_carts_capped: z
+      .boolean()
+      .optional()
+      .describe(
+        `A search by the customer: true when more than ${MAX_LINKED_CARTS} carts are linked to them, of which it read the last ${MAX_LINKED_CARTS} linked.`,
+      ),
+  })
   .meta({ id: 'CartSearchPage' });
 
 type SearchQuery = z.output<typeof searchQuery>;
@@ -115,13 +125,23 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
     collection ??= await readStore.collection<CartDoc>(CARTS);
     return collection;
   };
-  /** Each cart a personal search lists, on record before the answer leaves, as a history read is. */
+  /**
+   * Each cart a personal search lists, on record before the answer leaves, as a history read is: one
+   * event on each cart's views stream, the appends requested together (the embedded store commits
+   * them in one transaction, docs/operations.md, "Threads").
+   */
   const recordViews = async (ctx: AppContext, uuids: readonly string[]) => {
     const metadata = commandMetadata(ctx, requestActor(ctx), clock);
-    for (const uuid of uuids) {
-      const events = toNewEvents(eventRegistry, [cartHistoryViewed(uuid, metadata.at)], metadata);
-      await appendRetrying(store, cartViewsStreamId(uuid), events, { expectedRevision: 'any' });
-    }
+    await Promise.all(
+      uuids.map((uuid) =>
+        appendRetrying(
+          store,
+          cartViewsStreamId(uuid),
+          toNewEvents(eventRegistry, [cartHistoryViewed(uuid, metadata.at)], metadata),
+          { expectedRevision: 'any' },
+        ),
+      ),
+    );
   };
   return [
     adminRoute({
@@ -171,6 +191,7 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
             found.carts.map((c) => c.cart_uuid),
           );
         answerPage(ctx, 'carts', found.carts, found.next);
+        if (customer) ctx.body = { ...(ctx.body as object), linked_carts_capped: found.linkedCartsCapped };
       },
     }),
   ];

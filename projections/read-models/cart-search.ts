@@ -97,19 +97,34 @@ export function cartSearchFilter(search: CartSearch, uuids?: readonly string[]):
   return filter;
 }
 
+/**
+ * The most carts of one customer a search reads (docs/operations.md, "Auditing carts"): a shared
+ * walk-in phone number can be linked to thousands, each page would read them all.
+ */
+export const MAX_LINKED_CARTS = 1_000;
+
 /** One page of the carts a search finds, and the cursor of the next page (null on the last one). */
 export async function searchCarts(
   collection: Collection<CartDoc>,
   search: CartSearch,
   page: { limit: number; after?: CartSearchCursor },
-): Promise<{ carts: CartSummary[]; next: CartSearchCursor | null }> {
+  maxLinked = MAX_LINKED_CARTS,
+): Promise<{ carts: CartSummary[]; next: CartSearchCursor | null; linkedCartsCapped: boolean }> {
   let uuids: string[] | undefined;
+  let capped = false;
   if (search.customer) {
-    // The few carts the key store links to the customer, kept while the cart's customer is them.
-    const found = await collection.findByIds([...search.customer.carts]);
+    // The carts the key store links to the customer (the last `maxLinked` in its order, the order
+    // their keys were made), kept while the cart's customer is them.
+    const linked = search.customer.carts;
+    capped = linked.length > maxLinked;
+    const found = await collection.findByIds(capped ? linked.slice(-maxLinked) : [...linked]);
     uuids = found.filter((d) => customerIs(d, search.customer ?? {})).map((d) => d._id);
-    if (uuids.length === 0) return { carts: [], next: null };
+    if (uuids.length === 0) return { carts: [], next: null, linkedCartsCapped: capped };
   }
   const found = await findPage(collection, cartSearchFilter(search, uuids), page, cartSearchSort);
-  return { carts: found.docs.map(toCartSummary), next: found.next as CartSearchCursor | null };
+  return {
+    carts: found.docs.map(toCartSummary),
+    next: found.next as CartSearchCursor | null,
+    linkedCartsCapped: capped,
+  };
 }

@@ -20,16 +20,32 @@ const SLACK = 2;
 
 const uuidOf = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
+/** Every 100th cart is the walk-in customer's (one shared phone number). */
+const WALK_IN = (n: number) => n % 100 === 0;
+
 /** A cart made `hoursAgo` before NOW, at store 1 or 2, through a partner's channel or not. */
 async function cartMade(es: EventStore, n: number, hoursAgo: number): Promise<void> {
+  const at = new Date(NOW - hoursAgo * HOUR).toISOString();
   await append(es, cart.streamId(uuidOf(n)), [
     cart.events.CartCreated({
       cart_uuid: uuidOf(n),
       store_id: 1 + (n % 2),
       source: { channel: 'headless', partner_id: n % 3 === 0 ? 'the-partner' : null },
       user_id: null,
-      created_at: new Date(NOW - hoursAgo * HOUR).toISOString(),
+      created_at: at,
     }),
+    ...(WALK_IN(n)
+      ? [
+          cart.events.CartCustomerIdentified({
+            email: null,
+            first_name: 'Walk',
+            last_name: 'In',
+            phone_number: '+1 303-555-0100',
+            DOB: null,
+            identified_at: at,
+          }),
+        ]
+      : []),
   ]);
 }
 
@@ -108,4 +124,29 @@ test('a search of an old range reads that range, not the carts made since', asyn
     collection.lastExamined() <= found.carts.length + SLACK,
     `examined ${collection.lastExamined()} for ${found.carts.length}`,
   );
+});
+
+test('a search by the customer reads at most the last carts linked to them, and says when it left some out', async (t) => {
+  const collection = await carts(t);
+  // The key store's links, in the order the keys were made: the carts in the order they were identified.
+  const linked = Array.from({ length: OLD + RECENT }, (_, n) => n)
+    .filter(WALK_IN)
+    .map(uuidOf);
+  t.is(linked.length, 11);
+  const customer = { phone: '+1 (303) 555-0100', carts: linked };
+
+  const all = await searchCarts(collection, { customer }, { limit: 100 });
+  t.deepEqual(
+    all.carts.map((c) => c.cart_uuid),
+    [...linked].reverse(),
+  );
+  t.false(all.linkedCartsCapped);
+
+  const capped = await searchCarts(collection, { customer }, { limit: 100 }, 4);
+  t.deepEqual(
+    capped.carts.map((c) => c.cart_uuid),
+    linked.slice(-4).reverse(),
+  );
+  t.true(capped.linkedCartsCapped);
+  t.true(collection.lastExamined() <= 4, `examined ${collection.lastExamined()}`);
 });
