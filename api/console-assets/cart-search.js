@@ -208,7 +208,7 @@ export function CartSearch({ session, fragment, onUnauthorized }) {
       ${error && html`<p class="error" role="alert">${error}</p>`}
       ${
         found?.capped &&
-        html`<p class="muted" role="status">This customer is linked to more carts than a search reads: only the 1,000 most recently linked were searched.</p>`
+        html`<p class="muted" role="status">This customer is linked to more carts than a search reads: only those most recently linked were searched.</p>`
       }
       ${found && html`<${Results} carts=${found.carts} />`}
       ${found?.next && html`<button type="button" class="secondary" onClick=${more}>More carts</button>`}

@@ -58,10 +58,11 @@ export type CartDoc = Doc & {
 type NameDoc = Doc & { _id: number; name: string };
 
 /**
- * Each serves one partner query without a scan; the result order is `id`, then `_id` (the store
- * appends `_id`), so `[scope field, id]` indexes give a page in index order.
+ * Each serves one query without a scan. A partner query's order is `id`, then `_id` (the store
+ * appends `_id`), so `[scope field, id]` indexes give a page in index order; an auditor's search is
+ * newest first, on the `[scope…, _created_at, id]` indexes at the end.
  *
- * Every index ends in `id`, which grows with the log: a batch's entries land at the end of each key's
+ * Every index ends in `id`, which grows with the log (as `_created_at` does): a batch's entries land at the end of each key's
  * range instead of at random places among the uuids. A `_brand_ids` index without it made a rebuild
  * rewrite ~1,200 random pages per batch, 5 GB written for 1 GB of carts (docs/read-side.md).
  */
