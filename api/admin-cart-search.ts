@@ -15,13 +15,18 @@ import { eventRegistry } from '../domain/index.ts';
 import { roleCovers } from '../domain/operator-account.ts';
 import { cartHistoryViewed, cartViewsStreamId } from '../domain/operator-activity.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { type CartSearch, searchCarts } from '../projections/read-models/cart-search.ts';
+import {
+  type CartSearch,
+  type CartSearchCursor,
+  MAX_LINKED_CARTS,
+  searchCarts,
+} from '../projections/read-models/cart-search.ts';
 import { CARTS, type CartDoc } from '../projections/read-models/carts.ts';
 import type { Collection, ReadStore } from '../projections/read-store.ts';
 import { type AdminRoute, adminRoute } from './admin-route-table.ts';
 import { type AppContext, HttpProblem } from './http.ts';
 import { requestActor } from './operator-auth.ts';
-import { answerPage, cartAfter, pageQuery, timeParam } from './partner/common.ts';
+import { answerPage, decodeCursor, pageQuery, timeParam } from './partner/common.ts';
 import { commandMetadata } from './write-support.ts';
 
 export interface CartSearchDeps {
@@ -79,10 +84,30 @@ const cartSummary = z
   })
   .meta({ id: 'CartSummary' });
 const cartSearchPage = z
-  .object({ carts: z.array(cartSummary), next_cursor: z.string().nullable() })
+  .object({
+    carts: z.array(cartSummary),
+    next_cursor: z.string().nullable(),
+    linked_carts_capped: z
+      .boolean()
+      .optional()
+      .describe(
+        `A search by the customer: true when more than ${MAX_LINKED_CARTS} carts are linked to them, of which it read the last ${MAX_LINKED_CARTS} linked.`,
+      ),
+  })
   .meta({ id: 'CartSearchPage' });
 
 type SearchQuery = z.output<typeof searchQuery>;
+
+/** Cursor of a search: the last cart's `created_at`, `id` and uuid (newest first). */
+const searchCursor = z.tuple([
+  z.iso.datetime(),
+  z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  z.uuid(),
+]);
+
+/** Where a search resumes (undefined for the first page); a foreign cursor is a 400. */
+const searchAfter = (cursor: string | undefined) =>
+  decodeCursor(cursor, searchCursor) as CartSearchCursor | undefined;
 
 /** The customer a search names, or undefined for a search by store, status, time and partner only. */
 const customerOf = (q: SearchQuery) =>
@@ -100,13 +125,23 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
     collection ??= await readStore.collection<CartDoc>(CARTS);
     return collection;
   };
-  /** Each cart a personal search lists, on record before the answer leaves, as a history read is. */
+  /**
+   * Each cart a personal search lists, on record before the answer leaves, as a history read is: one
+   * event on each cart's views stream, the appends requested together (the embedded store commits
+   * them in one transaction, docs/operations.md, "Threads").
+   */
   const recordViews = async (ctx: AppContext, uuids: readonly string[]) => {
     const metadata = commandMetadata(ctx, requestActor(ctx), clock);
-    for (const uuid of uuids) {
-      const events = toNewEvents(eventRegistry, [cartHistoryViewed(uuid, metadata.at)], metadata);
-      await appendRetrying(store, cartViewsStreamId(uuid), events, { expectedRevision: 'any' });
-    }
+    await Promise.all(
+      uuids.map((uuid) =>
+        appendRetrying(
+          store,
+          cartViewsStreamId(uuid),
+          toNewEvents(eventRegistry, [cartHistoryViewed(uuid, metadata.at)], metadata),
+          { expectedRevision: 'any' },
+        ),
+      ),
+    );
   };
   return [
     adminRoute({
@@ -115,7 +150,7 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
       operationId: 'searchCarts',
       summary: 'Search carts',
       description:
-        'Carts by store, status, creation time and source partner, in the order they were created; each ' +
+        'Carts by store, status, creation time and source partner, newest first (by `created_at`); each ' +
         'without its customer (the history shows them). `customer_email` and `customer_phone` find the ' +
         `carts whose customer is that person now (never an erased one); they need the ${PERSONAL_SEARCH_ROLE} role, ` +
         'and each cart listed is recorded as viewed by the caller (`GET /carts/{uuid}/views`).',
@@ -135,7 +170,7 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
             extensions: { required_role: PERSONAL_SEARCH_ROLE, role: operator.role },
           });
         }
-        const after = cartAfter(query.cursor);
+        const after = searchAfter(query.cursor);
         const search: CartSearch = {
           ...(query.store_id === undefined ? {} : { store_id: query.store_id }),
           ...(query.status === undefined ? {} : { status: query.status }),
@@ -156,6 +191,7 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
             found.carts.map((c) => c.cart_uuid),
           );
         answerPage(ctx, 'carts', found.carts, found.next);
+        if (customer) ctx.body = { ...(ctx.body as object), linked_carts_capped: found.linkedCartsCapped };
       },
     }),
   ];

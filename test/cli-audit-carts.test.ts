@@ -41,9 +41,10 @@ test('pds audit carts lists the carts a search finds as a table or JSON, pages w
   t.is(all.code, 0, all.stderr);
   const lines = all.stdout.trimEnd().split('\n');
   t.regex(lines[0], /^cart_uuid\s+store\s+status\s+created_at\s+updated_at\s+partner_id\s+items$/);
-  t.true(lines[2].startsWith(first.uuid));
+  // Newest first.
+  t.regex(lines[2], new RegExp(`^${third.uuid}\\s+2 Store 2\\s+pending\\s+2026-03-03T10:00:00.000Z.*\\s3$`));
   t.regex(lines[3], new RegExp(`^${second.uuid}\\s+2 Store 2\\s+pending\\s+2026-03-02T10:00:00.000Z`));
-  t.regex(lines[4], new RegExp(`^${third.uuid}\\s+2 Store 2\\s+pending\\s+2026-03-03T10:00:00.000Z.*\\s3$`));
+  t.true(lines[4].startsWith(first.uuid));
   t.is(lines[5], '3 carts');
   t.false(all.stdout.includes('ana@example.com'), 'no customer in the list');
 
@@ -58,9 +59,9 @@ test('pds audit carts lists the carts a search finds as a table or JSON, pages w
 
   const paged = await pds(s, ['audit', 'carts', '--limit', '1', '--json']);
   const page = JSON.parse(paged.stdout);
-  t.is(page.carts[0].cart_uuid, first.uuid);
+  t.is(page.carts[0].cart_uuid, third.uuid);
   const rest = await pds(s, ['audit', 'carts', '--limit', '2', '--cursor', page.next_cursor]);
-  t.regex(rest.stdout, new RegExp(`${second.uuid}[\\s\\S]*${third.uuid}`));
+  t.regex(rest.stdout, new RegExp(`${second.uuid}[\\s\\S]*${first.uuid}`));
   t.regex(rest.stdout, /^2 carts$/m);
 
   const one = await pds(s, ['audit', 'carts', '--limit', '2']);

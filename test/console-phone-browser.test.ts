@@ -3,7 +3,7 @@
  * docs/operations.md, "The console"): every view, with something in it and every `<details>` open,
  * fits the viewport's width at 390 and 1440 px: the document does not scroll sideways, and neither does
  * anything inside it (a table in a scrolling box counts as scrolling). At 390 px tables are cards, each
- * cell labelled with its column; raw JSON wraps. axe finds no serious or critical violation at either
+ * cell labelled with its column (a cart search's results too, after "More carts"); raw JSON wraps. axe finds no serious or critical violation at either
  * width. Screenshots at 390 px are left in `test-artifacts/screenshots/`.
  */
 import test from 'ava';
@@ -17,7 +17,7 @@ import {
   screenshot,
   watchedPage,
 } from './support/browser.ts';
-import { checkedOut, createWebhook, move, must, seedCatalog } from './support/cart-world.ts';
+import { checkedOut, createCart, createWebhook, move, must, seedCatalog } from './support/cart-world.ts';
 import { until } from './support/probes.ts';
 import { startService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -118,11 +118,17 @@ if (missing) {
       return all.some((d) => d.status === 'parked') && all.some((d) => d.status === 'delivered');
     });
     const parked = (await deliveries()).find((d) => d.status === 'parked') as Json;
+    // More carts than a page of the console's search (50): its "More carts" has more to show.
+    for (let i = 0; i < 55; i++) await createCart(svc, 1);
+    await until('the read model holds the carts', async () => {
+      const page = await must(svc, 'GET', '/admin/v1/carts?store_id=1&limit=100');
+      return page.carts.length === 56;
+    });
 
     const browser = await launchBrowser(t);
     const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
     await page.goto(`${svc.base}/console`);
-    const views: Array<{ name: string; hash: string; ready: string[] }> = [
+    const views: Array<{ name: string; hash: string; ready: string[]; act?: () => Promise<void> }> = [
       { name: 'overview', hash: 'overview', ready: [`[data-webhook="${webhook.id}"] figure.chart canvas`] },
       { name: 'webhooks', hash: 'webhooks', ready: [`tr[data-webhook="${webhook.id}"] .mark`] },
       {
@@ -133,6 +139,19 @@ if (missing) {
       { name: 'a delivery', hash: `delivery/${parked.delivery_id}`, ready: ['table.attempts'] },
       { name: 'partners', hash: 'partners', ready: ['tr[data-partner]'] },
       { name: 'cart audit', hash: 'cart-audit', ready: ['#cart-uuid'] },
+      {
+        // A search the fragment names, run at once, and its next page.
+        name: 'a cart search',
+        hash: 'cart-audit?store_id=1',
+        ready: ['tr[data-cart]'],
+        act: async () => {
+          await page.getByRole('button', { name: 'More carts' }).click();
+          await until(
+            'the next page is shown',
+            async () => (await page.locator('tr[data-cart]').count()) === 56,
+          );
+        },
+      },
       { name: "a cart's audit", hash: `cart-audit/${cart.uuid}`, ready: ['ol.views li'] },
     ];
     /** Per view and width, what overflows and what axe finds: all of them empty. */
@@ -152,6 +171,7 @@ if (missing) {
         await page.goto(`${svc.base}/console#${view.hash}`);
         await page.reload();
         for (const ready of view.ready) await shown(page, ready, `${view.name} at ${width} px`);
+        await view.act?.();
         await page.evaluate(`for (const d of document.querySelectorAll('details')) d.open = true`);
         // The charts follow their box's width on the next frame.
         await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');

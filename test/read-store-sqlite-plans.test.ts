@@ -138,6 +138,36 @@ test('every query of every route, and of the projections, is served by an index 
     }
     requests += 1;
   }
+  // The cart search's combinations (docs/operations.md, "Auditing carts"), each bounded by a time range
+  // on either side or both, and its next page.
+  const range = ['created_after=2020-01-01T00%3A00%3A00Z', 'created_before=2099-01-01T00%3A00%3A00Z'];
+  const cartSearch = allRoutes.find((r) => r.method === 'GET' && r.path === '/admin/v1/carts');
+  if (!cartSearch) throw new Error('the cart search is a route of the catalogue');
+  const scopes = [
+    '',
+    'store_id=101',
+    'status=pending',
+    'store_id=101&status=pending',
+    `partner_id=${world.partnerIds.store_operator}`,
+  ];
+  for (const scope of scopes) {
+    for (const bounds of [[], [range[0]], [range[1]], range]) {
+      const query = [scope, ...bounds, 'limit=1'].filter((p) => p !== '').join('&');
+      let url: string | undefined = `/admin/v1/carts?${query}`;
+      for (let page = 0; url && page < 2; page++) {
+        during = `GET ${url}`;
+        const res = await send(s.base, agent, {
+          method: 'GET',
+          url,
+          headers: credentialsOf(cartSearch, s, world),
+        });
+        requests += 1;
+        const link = String(res.headers.link ?? '').match(/<([^>]+)>;\s*rel="next"/);
+        const next = link ? new URL(link[1], s.base) : undefined;
+        url = next ? `${next.pathname}${next.search}` : undefined;
+      }
+    }
+  }
   await caughtUp(s);
 
   const failures: string[] = [];

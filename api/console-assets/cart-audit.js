@@ -116,7 +116,7 @@ async function cartDeliveries(session, uuid) {
   return { deliveries: all, prunedBefore };
 }
 
-export function CartAudit({ session, param, onUnauthorized }) {
+export function CartAudit({ session, param, fragment, onUnauthorized }) {
   const [uuid, setUuid] = useState(param ?? '');
   const [found, setFound] = useState(null);
   const [error, setError] = useState(null);
@@ -158,6 +158,6 @@ export function CartAudit({ session, param, onUnauthorized }) {
         html`<${Timeline} history=${found.history} deliveries=${found.deliveries} prunedBefore=${found.prunedBefore} />`
       }
       ${found && html`<${Views} views=${found.views} />`}
-      ${!param && html`<${CartSearch} session=${session} onUnauthorized=${onUnauthorized} />`}
+      ${!param && html`<${CartSearch} session=${session} fragment=${fragment} onUnauthorized=${onUnauthorized} />`}
     </section>`;
 }

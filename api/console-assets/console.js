@@ -57,12 +57,16 @@ function SignIn({ onSignedIn, problem }) {
     </main>`;
 }
 
-/** The view the fragment names and what it shows (`#delivery/<id>`: the delivery `<id>`), else the overview. */
+/**
+ * The view the fragment names and what it shows (`#delivery/<id>`: the delivery `<id>`), else the
+ * overview; after a `?`, the state of its form (`#cart-audit?store_id=2`: a search).
+ */
 function viewOf() {
-  const [id, ...rest] = location.hash.slice(1).split('/');
+  const [where, fragment = ''] = location.hash.slice(1).split('?', 2);
+  const [id, ...rest] = where.split('/');
   const view = VIEWS.find((v) => v.id === id);
-  if (!view) return { ...VIEWS[0], param: null };
-  return { ...view, param: rest.length > 0 ? decodeURIComponent(rest.join('/')) : null };
+  if (!view) return { ...VIEWS[0], param: null, fragment: '' };
+  return { ...view, param: rest.length > 0 ? decodeURIComponent(rest.join('/')) : null, fragment };
 }
 
 function App() {
@@ -117,7 +121,7 @@ function App() {
     </header>
     <main>
       <h1 class="visually-hidden">${view.title}</h1>
-      <${View} key=${`${view.id}/${view.param ?? ''}`} session=${session} param=${view.param} onUnauthorized=${ended} />
+      <${View} key=${`${view.id}/${view.param ?? ''}`} session=${session} param=${view.param} fragment=${view.fragment} onUnauthorized=${ended} />
     </main>`;
 }
 

@@ -1,12 +1,12 @@
 /**
  * `pds audit carts`: find carts without their uuid (docs/operations.md, "Auditing carts") by store,
  * status, creation time and source partner, and by the customer's email or phone number (role
- * `operator`; each cart listed is then on record as viewed by the caller). Oldest first, as
+ * `operator`; each cart listed is then on record as viewed by the caller). Newest first, as
  * `GET /admin/v1/carts` answers; `--limit` carts (default 50), and the cursor of the rest.
  */
 import type { Command } from 'commander';
 import { cartStatuses } from '../../domain/cart.ts';
-import type { CartSummary } from '../../projections/read-models/cart-search.ts';
+import { type CartSummary, MAX_LINKED_CARTS } from '../../projections/read-models/cart-search.ts';
 import { CliError, createAdminClient, EXIT, table } from '../client.ts';
 import { parseDuration } from '../durations.ts';
 import { positiveInteger, printJson } from '../options.ts';
@@ -108,22 +108,34 @@ export function registerAuditCarts(audit: Command): void {
         const client = await createAdminClient();
         const all: CartSummary[] = [];
         let cursor: string | null = options.cursor ?? null;
+        let capped: boolean | undefined;
         do {
           const params = new URLSearchParams(query);
           params.set('limit', String(Math.min(500, wanted - all.length)));
           if (cursor) params.set('cursor', cursor);
-          const page: { carts: CartSummary[]; next_cursor: string | null } = await client.request(
-            'GET',
-            `/admin/v1/carts?${params}`,
-          );
+          const page: {
+            carts: CartSummary[];
+            next_cursor: string | null;
+            linked_carts_capped?: boolean;
+          } = await client.request('GET', `/admin/v1/carts?${params}`);
           all.push(...page.carts);
           cursor = page.next_cursor;
+          capped = page.linked_carts_capped;
         } while (cursor && all.length < wanted);
-        if (options.json) return printJson({ carts: all, next_cursor: cursor });
-        if (all.length === 0) return 'no carts found\n';
+        if (options.json)
+          return printJson({
+            carts: all,
+            next_cursor: cursor,
+            ...(capped === undefined ? {} : { linked_carts_capped: capped }),
+          });
+        // docs/operations.md, "Auditing carts": a search by the customer reads their last linked carts.
+        const left = capped
+          ? `this customer is linked to more than ${MAX_LINKED_CARTS} carts: only the ${MAX_LINKED_CARTS} most recently linked were searched\n`
+          : '';
+        if (all.length === 0) return `no carts found\n${left}`;
         const count = `${all.length} ${all.length === 1 ? 'cart' : 'carts'}${cursor ? ', more after these' : ''}\n`;
         const more = cursor ? `(more: --cursor ${cursor})\n` : '';
-        return `${cartsTable(all)}\n${count}${more}`;
+        return `${cartsTable(all)}\n${count}${more}${left}`;
       }),
     );
 }

@@ -1,9 +1,10 @@
 /**
  * An auditor's search of the carts read model (docs/operations.md, "Auditing carts"): by store,
- * status, creation time and source partner, and by the customer's email or phone number. In `id`
- * order (the order carts were created in the log), paged like the partner lists, each query walking
- * an index of `cartIndexes` that begins with its equality (store, partner or status; `id` alone for
- * a time range) and ends in `id`, so a page stops after `limit + 1` matches.
+ * status, creation time and source partner, and by the customer's email or phone number. Newest
+ * first (`_created_at`, then `id`, descending), paged like the partner lists, each query walking an
+ * index of `cartIndexes` that begins with its equalities (store, status, partner, or a store's status;
+ * nothing for time alone) and goes on in that order: the time range bounds the walk, so a page reads
+ * about `limit + 1` carts of the range, never the carts outside it.
  *
  * The customer's values are never indexed here: the key store finds the carts of an email or a
  * phone number by keyed hashes (`application/customer-data.ts`, `cartsLinkedTo`), and the caller
@@ -13,8 +14,8 @@
  */
 import { phoneDigits } from '../../application/customer-key-ring.ts';
 import type * as cart from '../../domain/cart.ts';
-import type { Collection, Filter } from '../read-store.ts';
-import { type CartCursor, type CartDoc, cartSort } from './carts.ts';
+import type { Collection, Filter, SortSpec } from '../read-store.ts';
+import type { CartDoc } from './carts.ts';
 import { findPage } from './paging.ts';
 
 export interface CartSearch {
@@ -41,6 +42,16 @@ export interface CartSummary {
   abandoned: boolean;
   items: number;
 }
+
+/** The search's order: newest first; `id` (the log's order) and then the uuid break ties. */
+export const cartSearchSort: SortSpec = [
+  ['_created_at', -1],
+  ['id', -1],
+  ['_id', 1],
+];
+
+/** Position in the search's order: the last cart's `created_at`, `id` and uuid. */
+export type CartSearchCursor = [created_at: string, id: number, uuid: string];
 
 const sameEmail = (a: string | null | undefined, b: string) =>
   typeof a === 'string' && a.trim().toLowerCase() === b.trim().toLowerCase();
@@ -86,19 +97,34 @@ export function cartSearchFilter(search: CartSearch, uuids?: readonly string[]):
   return filter;
 }
 
+/**
+ * The most carts of one customer a search reads (docs/operations.md, "Auditing carts"): a shared
+ * walk-in phone number can be linked to thousands, each page would read them all.
+ */
+export const MAX_LINKED_CARTS = 1_000;
+
 /** One page of the carts a search finds, and the cursor of the next page (null on the last one). */
 export async function searchCarts(
   collection: Collection<CartDoc>,
   search: CartSearch,
-  page: { limit: number; after?: CartCursor },
-): Promise<{ carts: CartSummary[]; next: CartCursor | null }> {
+  page: { limit: number; after?: CartSearchCursor },
+  maxLinked = MAX_LINKED_CARTS,
+): Promise<{ carts: CartSummary[]; next: CartSearchCursor | null; linkedCartsCapped: boolean }> {
   let uuids: string[] | undefined;
+  let capped = false;
   if (search.customer) {
-    // The few carts the key store links to the customer, kept while the cart's customer is them.
-    const found = await collection.findByIds([...search.customer.carts]);
+    // The carts the key store links to the customer (the last `maxLinked` in its order, the order
+    // their keys were made), kept while the cart's customer is them.
+    const linked = search.customer.carts;
+    capped = linked.length > maxLinked;
+    const found = await collection.findByIds(capped ? linked.slice(-maxLinked) : [...linked]);
     uuids = found.filter((d) => customerIs(d, search.customer ?? {})).map((d) => d._id);
-    if (uuids.length === 0) return { carts: [], next: null };
+    if (uuids.length === 0) return { carts: [], next: null, linkedCartsCapped: capped };
   }
-  const found = await findPage(collection, cartSearchFilter(search, uuids), page, cartSort);
-  return { carts: found.docs.map(toCartSummary), next: found.next as CartCursor | null };
+  const found = await findPage(collection, cartSearchFilter(search, uuids), page, cartSearchSort);
+  return {
+    carts: found.docs.map(toCartSummary),
+    next: found.next as CartSearchCursor | null,
+    linkedCartsCapped: capped,
+  };
 }

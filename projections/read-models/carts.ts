@@ -58,10 +58,11 @@ export type CartDoc = Doc & {
 type NameDoc = Doc & { _id: number; name: string };
 
 /**
- * Each serves one partner query without a scan; the result order is `id`, then `_id` (the store
- * appends `_id`), so `[scope field, id]` indexes give a page in index order.
+ * Each serves one query without a scan. A partner query's order is `id`, then `_id` (the store
+ * appends `_id`), so `[scope field, id]` indexes give a page in index order; an auditor's search is
+ * newest first, on the `[scope…, _created_at, id]` indexes at the end.
  *
- * Every index ends in `id`, which grows with the log: a batch's entries land at the end of each key's
+ * Every index ends in `id`, which grows with the log (as `_created_at` does): a batch's entries land at the end of each key's
  * range instead of at random places among the uuids. A `_brand_ids` index without it made a rebuild
  * rewrite ~1,200 random pages per batch, 5 GB written for 1 GB of carts (docs/read-side.md).
  */
@@ -104,15 +105,14 @@ export const cartIndexes: readonly IndexSpec[] = [
       ['id', 1],
     ],
   },
-  // An auditor's search by status, or by nothing but time (`cart-search.ts`): store and partner
-  // searches walk the indexes above.
-  {
-    keys: [
-      ['status', 1],
-      ['id', 1],
-    ],
-  },
-  { keys: [['id', 1]] },
+  // An auditor's search (`cart-search.ts`): newest first, by nothing but time, or by a store, a status,
+  // a partner or a store's status, each walk bounded by the search's time range. `_id` last so that
+  // MongoDB's walk gives the search's whole order (`_id` breaks ties) without a sort.
+  ...[[], ['store_id'], ['status'], ['_partner_id'], ['store_id', 'status']].map(
+    (scope): IndexSpec => ({
+      keys: [...scope.map((field): [string, 1] => [field, 1]), ['_created_at', -1], ['id', -1], ['_id', 1]],
+    }),
+  ),
 ];
 
 const CART_PREFIX = 'cart-';

@@ -21,7 +21,9 @@ export interface PlanTable {
 
 /**
  * Plan 1: rows in sort order from an index whose fields are [equality fields…, sort fields…], or from
- * the documents table's key when the sort is `_id` alone. Undefined when no index qualifies.
+ * the documents table's key when the sort is `_id` alone. Undefined when no index qualifies. A range on
+ * the first sort field bounds the walk, so a page of recent rows (newest first, a time range) starts
+ * and ends inside the range instead of reading the rows beyond it.
  */
 export function orderedWalk(
   source: PlanTable,
@@ -74,6 +76,8 @@ export function orderedWalk(
     const eqCols = fields.slice(0, eqCount).map((_, i) => `t.${column(i)}`);
     const sortCols = sortWithoutId.map((_, i) => `t.${column(eqCount + i)}`);
     const dirs = sortWithoutId.map(([, d]) => d);
+    const first = sortCols.length > 0 ? conditions.get(fields[eqCount]) : undefined;
+    const range = first && !first.eq && (first.low || first.high) ? first : undefined;
     return walks(
       source.statements,
       from,
@@ -83,6 +87,7 @@ export function orderedWalk(
       sortCols.map((c, i) => [c, dirs[i]] as const),
       afterKeys,
       bounded,
+      range && { col: sortCols[0], cond: range, multikey: index.multikey },
     );
   }
   return undefined;
@@ -101,6 +106,7 @@ function walks(
   sortCols: ReadonlyArray<readonly [string, SortDirection]>,
   afterKeys: SQLInputValue[] | undefined,
   bounded: boolean,
+  range?: { col: string; cond: FieldCondition; multikey: boolean },
 ): Iterable<[unknown, unknown]> {
   const cols = [...sortCols, [idCol, 1 as SortDirection] as const];
   const select = `SELECT ${cols.map(([c]) => c).join(', ')}, d.doc ${from}`;
@@ -112,6 +118,7 @@ function walks(
       eqCols.forEach((c, i) => {
         base.push(equals(c, prefix[i], baseParams));
       });
+      if (range) base.push(...rangeOf(range.col, range.cond, range.multikey, baseParams));
       if (!afterKeys) {
         const where = base.length > 0 ? `WHERE ${base.join(' AND ')}` : '';
         yield* rows(statements, `${select} ${where} ${order}`, baseParams, slot, bounded);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
+import { CART_VIEWS_PREFIX } from '../../domain/operator-activity.ts';
+import type { EventStore } from '../../eventstore/port.ts';
 import {
   addItem,
   checkedOut,
@@ -41,7 +43,7 @@ async function auditorToken(s: TestService): Promise<string> {
   return created.operator_token as string;
 }
 
-test('carts are found by store, status, creation time and source partner, in creation order, page by page', async (t) => {
+test('carts are found by store, status, creation time and source partner, newest first, page by page', async (t) => {
   const clock = manualClock('2026-03-01T10:00:00.000Z');
   const s = await startService(t, { clock });
   await seedCatalog(s, [1, 2]);
@@ -58,8 +60,9 @@ test('carts are found by store, status, creation time and source partner, in cre
     source: { channel: 'embedded', partner_id: partnerId },
   });
 
-  t.deepEqual(await uuidsOf(s, '', 3), [a.uuid, b.uuid, c]);
-  t.deepEqual(await uuidsOf(s, '?store_id=2', 2), [b.uuid, c]);
+  t.deepEqual(await uuidsOf(s, '', 3), [c, b.uuid, a.uuid]);
+  t.deepEqual(await uuidsOf(s, '?store_id=2', 2), [c, b.uuid]);
+  t.deepEqual(await uuidsOf(s, '?store_id=2&status=pending', 2), [c, b.uuid]);
   t.deepEqual(await uuidsOf(s, '?status=verification', 1), [a.uuid]);
   t.deepEqual(await uuidsOf(s, `?partner_id=${partnerId}`, 1), [c]);
   t.deepEqual(
@@ -83,7 +86,7 @@ test('carts are found by store, status, creation time and source partner, in cre
   const second = await search(s, `?limit=2&cursor=${first.body.next_cursor}`);
   t.deepEqual(
     second.body.carts.map((x: Json) => x.cart_uuid),
-    [c],
+    [a.uuid],
   );
   t.is(second.body.next_cursor, null);
   t.false(JSON.stringify(first.body).includes('customer'), 'a listed cart shows no customer');
@@ -121,6 +124,39 @@ test('a search by email or phone finds the customer’s carts now, is on record 
   t.deepEqual(await uuidsOf(s, '?customer_email=ana@example.com', 0), []);
   t.deepEqual(await uuidsOf(s, '?customer_phone=14155550100', 0), []);
   t.true((await uuidsOf(s, '', 3)).includes(ana.uuid), 'the cart itself is still listed');
+});
+
+test('the views a search by the customer records are appended together, not one after another', async (t) => {
+  // A behaviour double around the embedded store: it counts the appends to views streams in flight.
+  let inFlight = 0;
+  let most = 0;
+  const s = await startService(t, {
+    wrapStore: (store) => {
+      const counting: EventStore = Object.create(store);
+      counting.append = async (streamId, events, options) => {
+        if (!streamId.startsWith(CART_VIEWS_PREFIX)) return store.append(streamId, events, options);
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        try {
+          return await store.append(streamId, events, options);
+        } finally {
+          inFlight -= 1;
+        }
+      };
+      return counting;
+    },
+  });
+  await seedCatalog(s);
+  for (let i = 0; i < 4; i++) await identify(s, await createCart(s));
+  const found = await uuidsOf(s, '?customer_email=ana@example.com', 4);
+  for (const uuid of found) {
+    const views = await must(s, 'GET', `/admin/v1/carts/${uuid}/views`);
+    t.true(views.views.length >= 1, `the view of ${uuid} is on record`);
+  }
+  t.is(most, 4, 'the four views were requested together');
+  const answer = await search(s, '?customer_email=ana@example.com');
+  t.is(answer.body.linked_carts_capped, false, 'a search by the customer says whether it read them all');
+  t.is((await search(s, '?store_id=1')).body.linked_carts_capped, undefined);
 });
 
 test('an auditor searches by store, status, time and partner, and is refused a search by email or phone', async (t) => {

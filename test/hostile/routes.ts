@@ -445,6 +445,7 @@ const queryValues: Record<string, string[]> = {
     b64([1, SOME_UUID]),
     b64(SOME_UUID),
     b64(['2020-01-01T00:00:00.000Z', SOME_UUID]),
+    b64(['2020-01-01T00:00:00.000Z', 1, SOME_UUID]),
     b64([{ $gt: 0 }]),
     b64({ $where: '1' }),
     b64('["__proto__"]'),

@@ -212,6 +212,29 @@ export function planCases(
     t.true(second.examined <= 20 + SLACK, `examined ${second.examined}`);
   });
 
+  test.serial(
+    name('a range on the first sort key bounds the walk: a page of the range examines only the page'),
+    async (t) => {
+      const newest = (a: Item, b: Item) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0);
+      // Store 7's items of one second: the walk starts and ends inside it, whichever side it bounds.
+      const inRange = (d: Item) => d.created > '2026-01-01T00:00:47' && d.created < '2026-01-01T00:00:48';
+      const all = expected((d) => d.store_id === 7 && inRange(d), newest);
+      t.true(all.length >= 5);
+      const filter = { store_id: 7, created: { $gt: '2026-01-01T00:00:47', $lt: '2026-01-01T00:00:48' } };
+      const first = await run(filter, { sort: [['created', -1]], limit: 3 });
+      t.deepEqual(first.ids, all.slice(0, 3));
+      t.true(first.examined <= 3 + SLACK, `examined ${first.examined}`);
+      const last = docs.find((d) => d._id === first.ids[2]) as Item;
+      const rest = await run(filter, {
+        sort: [['created', -1]],
+        limit: 100,
+        after: [last.created, last._id],
+      });
+      t.deepEqual(rest.ids, all.slice(3));
+      t.true(rest.examined <= all.length - 3 + SLACK, `examined ${rest.examined}`);
+    },
+  );
+
   test.serial(name('count and findOne with an indexed filter examine only the matches'), async (t) => {
     const c = await collection;
     t.is(await c.count({ store_id: 5 }), 100);
