@@ -220,17 +220,16 @@ test('302: failed, not followed; the redirect target receives nothing', async (t
 });
 
 test('a receiver slower than the timeout: failed (timeout) after about the timeout', async (t) => {
-  const r = await receiver((_req, res) => {
-    const timer = setTimeout(() => res.end('too late'), 3_000);
-    res.on('close', () => clearTimeout(timer));
-  });
+  // It never answers: only the timeout ends the attempt. The upper bound leaves a loaded machine's
+  // event loop its lag, and is still below the 2 s this file's attempts take by default.
+  const r = await receiver(() => {});
   t.teardown(r.close);
   const started = performance.now();
   const result = await deliver(r.url, { timeoutMs: 300 });
   const took = performance.now() - started;
   t.like(result, { outcome: 'failed', status: null, errorCode: 'timeout' });
-  t.true(took >= 250 && took < 1_000, `took ${took} ms`);
-  t.true(result.durationMs >= 250 && result.durationMs < 1_000);
+  t.true(took >= 250 && took < 1_800, `took ${took} ms`);
+  t.true(result.durationMs >= 250 && result.durationMs < 1_800);
   t.is(r.received.length, 1, 'the request did arrive; the answer was late');
 });
 
@@ -323,7 +322,8 @@ test('a host that does not resolve in time: failed (timeout) within the timeout'
   const resolve = () => new Promise<never>(() => {});
   const result = await deliver('https://hanging-dns.partner.test/', { resolve, timeoutMs: 200 });
   t.like(result, { outcome: 'failed', errorCode: 'timeout' });
-  t.true(result.durationMs >= 150 && result.durationMs < 800);
+  // About the timeout, with room for a loaded machine's event loop lag: not the 2 s default of this file.
+  t.true(result.durationMs >= 150 && result.durationMs < 1_800, `took ${result.durationMs} ms`);
 });
 
 test('every attempt is signed afresh: a retry carries its attempt number and a new timestamp', async (t) => {
