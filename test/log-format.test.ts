@@ -97,8 +97,13 @@ async function serveOnTerminal(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   t.truthy(base, `no start: ${output}`);
-  // Another moment for the lines the threads wrote as they became ready.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The lines the role threads wrote as they started may reach the terminal after /readyz answers:
+  // wait for them (the tests look at them in either format), not for a moment that load can outlast.
+  const threadsLogged = () =>
+    ['dispatcher', 'projector'].every((thread) => output.includes(`starting the ${thread} thread`));
+  while (!threadsLogged() && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   child.kill('SIGTERM'); // `script` ends the service it runs
   await once(child, 'exit');
   return { raw: output, text: output.replace(COLOURS, '').replace(/\r/g, '') };

@@ -1,6 +1,13 @@
 /** Reads of `$all`: raw pages, server-filtered pages, and the port's `readAll` and `headPosition` on them. */
 import type { AllStreamResolvedEvent, Position, ReadPosition } from '@eventstore/db-client';
-import { BACKWARDS, END, type EventStoreDBClient, FORWARDS, START } from '@eventstore/db-client';
+import {
+  BACKWARDS,
+  DeadlineExceededError,
+  END,
+  type EventStoreDBClient,
+  FORWARDS,
+  START,
+} from '@eventstore/db-client';
 import {
   type EventFilter,
   EventStoreError,
@@ -111,15 +118,19 @@ export function createAllReads(client: EventStoreDBClient, headSearchMs = HEAD_S
    * whole log, nor on a connection that does not answer (docs/operations.md, "EventStoreDB").
    */
   async function headPosition(filter?: EventFilter): Promise<number> {
-    const read = readAll({ direction: 'backwards', maxCount: 1, filter }, headSearchMs);
-    const [last] = await withTimeout(
-      read,
-      headSearchMs,
-      () =>
-        new EventStoreUnavailableError(
-          `the last event of $all${filter ? ' matching the filter' : ''} was not found within ${headSearchMs} ms`,
-        ),
-    );
+    const notFound = (cause?: Error) =>
+      new EventStoreUnavailableError(
+        `the last event of $all${filter ? ' matching the filter' : ''} was not found within ${headSearchMs} ms`,
+        { cause },
+      );
+    // The filtered call's deadline is the same bound as the timer: whichever fires first, the caller
+    // is told the same thing.
+    const read = readAll({ direction: 'backwards', maxCount: 1, filter }, headSearchMs).catch((err) => {
+      throw filter && err instanceof EventStoreUnavailableError && err.cause instanceof DeadlineExceededError
+        ? notFound(err)
+        : err;
+    });
+    const [last] = await withTimeout(read, headSearchMs, () => notFound());
     return last ? last.position : 0;
   }
 

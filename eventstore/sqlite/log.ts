@@ -21,12 +21,12 @@ import { watchWal } from './wal-watch.ts';
  */
 const WAL_RECHECK_MS = 20;
 /** How often the checkpointing connection (`checkpoints: 'background'`) copies the WAL into the file, after appends. */
-const CHECKPOINT_EVERY_MS = 100;
+export const CHECKPOINT_EVERY_MS = 100;
 /**
  * The WAL size (pages, 16 MB) past which the checkpointing connection has the next writer start the
  * WAL from its beginning again (a restart checkpoint; see `backgroundCheckpoints`).
  */
-const RESTART_AT_PAGES = 4_000;
+export const RESTART_AT_PAGES = 4_000;
 /** How long a restart checkpoint may hold writers back while it waits for readers (ms). */
 const RESTART_WAIT_MS = 5;
 /**

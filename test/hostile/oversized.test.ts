@@ -237,8 +237,8 @@ test('bodies over 64 KiB are 413 problems: declared, chunked, or inflated from g
 
 // The two tests below hold a stalled connection open while the other tests of this file run.
 
-test('a client that sends half a body and stalls is cut off within 15 s (408 or closed)', async (t) => {
-  t.timeout(30_000);
+test('a client that sends half a body and stalls is cut off at the 12 s request timeout (408 or closed)', async (t) => {
+  t.timeout(45_000);
   const { s, w } = await service();
   const body = JSON.stringify({ vehicle_make: 'Volvo', vehicle_color: 'red', parking_spot: '3' });
   const started = Date.now();
@@ -253,13 +253,16 @@ test('a client that sends half a body and stalls is cut off within 15 s (408 or 
       body.slice(0, body.length / 2),
     ],
     0,
-    15_000,
+    25_000,
   );
   // Meanwhile the service serves everyone else.
   await stillServing(t, s, w);
   const r = await answer;
   t.true(r.status === 408 || r.closed, `answered ${r.status}`);
-  t.true(Date.now() - started < 15_000);
+  // The server's request timeout (12 s, checked every second; cli/compose.ts), not Node's 5 minutes,
+  // with room for a loaded machine.
+  const took = Date.now() - started;
+  t.true(took >= 11_900 && took < 20_000, `cut off after ${took} ms`);
 });
 
 test('a client that sends its headers a byte at a time is cut off within 15 s', async (t) => {

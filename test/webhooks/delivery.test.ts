@@ -132,7 +132,9 @@ test('after the last attempt the delivery is parked, and the next one of the sam
 
 test('a dead receiver does not delay a healthy one', async (t) => {
   const clock = manualClock(new Date());
-  const s = await startService(t, { clock, env: { PDS_WEBHOOK_TIMEOUT: '3s' } });
+  // The dead receiver's requests hang for the whole test: a healthy delivery that waited for one of
+  // them would wait out this timeout, far past the wait for the healthy receiver below.
+  const s = await startService(t, { clock, env: { PDS_WEBHOOK_TIMEOUT: '120s' } });
   await seedCatalog(s);
   const dead = await startReceiver(t);
   dead.setDefault({ hang: true });
@@ -141,9 +143,7 @@ test('a dead receiver does not delay a healthy one', async (t) => {
   await createWebhook(s, healthy.url, [1]);
   const carts = [await checkedOutCart(s), await checkedOutCart(s), await checkedOutCart(s)];
   for (const c of carts) await move(s, c, 'preparing');
-  const started = performance.now();
-  await healthy.waitFor(6, 2_500);
-  t.true(performance.now() - started < 2_500, 'healthy receiver served while the dead one hangs');
+  await healthy.waitFor(6, 30_000);
   t.is(dead.received.length, 3, 'one request per cart is hanging at the dead receiver');
   for (const c of carts) {
     t.deepEqual(
