@@ -8,7 +8,11 @@ import { admin, announceChange, can, html, number, Trouble, time } from './admin
 
 export const POLL_MS = 1000;
 
-function ProjectionRow({ projection, onRebuild }) {
+/**
+ * One projection's row. While the projections cannot be read (`stale`), its state and lag are blank
+ * and it is not marked LAGGING: the last ones read may no longer hold (docs/operations.md, "The console").
+ */
+function ProjectionRow({ projection, stale, onRebuild }) {
   const p = projection;
   const rebuilding = p.state === 'rebuilding';
   // Another projector holds the read store's lease and writes these read models: it rebuilds them.
@@ -19,13 +23,18 @@ function ProjectionRow({ projection, onRebuild }) {
     ? html`<span class="error">last rebuild failed at ${time(p.rebuild_failure.at)}: ${p.rebuild_failure.error}</span>`
     : '';
   return html`
-    <tr data-projection=${p.name} data-status=${p.status} class=${p.status === 'lagging' ? 'lagging' : undefined}>
+    <tr data-projection=${p.name} data-status=${stale ? undefined : p.status}
+      class=${!stale && p.status === 'lagging' ? 'lagging' : undefined}>
       <th scope="row">${p.name}</th>
-      <td data-label="State"><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
-        <${Trouble} judged=${p} mark="LAGGING" /></td>
+      <td data-label="State">${
+        stale
+          ? ''
+          : html`<span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
+        <${Trouble} judged=${p} mark="LAGGING" />`
+      }</td>
       <td class="num" data-label="Checkpoint">${number(p.checkpoint)}</td>
-      <td class="num" data-label="Lag (events)">${number(p.lag_events)}</td>
-      <td class="num" data-label="Lag (time)">${p.lag_seconds.toFixed(1)} s</td>
+      <td class="num" data-label="Lag (events)">${stale ? '' : number(p.lag_events)}</td>
+      <td class="num" data-label="Lag (time)">${stale ? '' : `${p.lag_seconds.toFixed(1)} s`}</td>
       <td data-label="Rebuild">
         ${
           percent === null
@@ -112,7 +121,7 @@ export function Projections({ session, read }) {
                   ${rebuilds && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr>
               </thead>
               <tbody>
-                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuilds ? rebuild : undefined} />`)}
+                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} stale=${Boolean(read.error)} onRebuild=${rebuilds ? rebuild : undefined} />`)}
               </tbody>
             </table>
           </div>`
