@@ -2,8 +2,9 @@
  * What the console's panels read, in a real browser (test/support/browser.ts; docs/operations.md,
  * "The console"): a panel shows the answer to its newest read only, so an older answer landing late
  * (the previous window's) never overwrites it; a failed read is said and blanks the marks it would
- * show; the subscription chosen in the Webhooks view follows its changes; a rebuild that ends without
- * progress says so with the projection's state; thresholds read in the unit they were set in; a
+ * show (the Overview's counts read unknown); the subscription chosen in the Webhooks view follows its
+ * changes; a rebuild that ends without progress says so with the projection's state, also one that
+ * ended between two polls; thresholds read in the unit they were set in; a
  * truncated health list is said; and every field that takes a time names the zone as the header does.
  * The console's 10 s polls are stopped (test/support/console-polls.ts), so each read checked here
  * came from what the test did. Answers the admin API would give in a state hard to reach here (a read
@@ -314,5 +315,40 @@ if (missing) {
       [],
       'no errors, CSP violations or requests to other origins',
     );
+  });
+
+  test.serial(titles[4], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    const { page, problems, sign } = await consolePage(t, svc);
+    // From the request's answer on, the projection is live with no progress: its rebuild started and
+    // ended between two polls (its projector lost the lease and took it back), never seen rebuilding.
+    let ended = false;
+    await page.route('**/admin/v1/projections', async (route: Route) => {
+      const response = await route.fetch();
+      if (!ended) return route.fulfill({ response });
+      const answer = (await response.json()) as { projections: Array<Record<string, unknown>> };
+      for (const p of answer.projections)
+        if (p.name === 'partner_keys') Object.assign(p, { state: 'live', progress: null });
+      return route.fulfill({ response, json: answer });
+    });
+    await page.route('**/admin/v1/projections/partner_keys/rebuild', async (route: Route) => {
+      const response = await route.fetch();
+      ended = true;
+      return route.fulfill({ response });
+    });
+    await sign('overview');
+    const status = page.locator('section[aria-labelledby="projections-title"] [role="status"]');
+    const next = page.waitForResponse((r) => r.url().endsWith('/admin/v1/projections') && ended);
+    await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
+    // The read at once after the request is too soon to tell: the projector says `rebuilding` only
+    // once it has made the fresh copies.
+    await next;
+    await settled(page);
+    t.is(await status.innerText(), 'Rebuilding partner_keys: its progress shows below.');
+    await status
+      .filter({ hasText: 'The rebuild of partner_keys ended without finishing: its state is live.' })
+      .waitFor();
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 }

@@ -60,9 +60,13 @@ function ProjectionRow({ projection, stale, onRebuild }) {
  * rebuilding, then how it ended. A rebuild that stops with no progress and no failure (its projector
  * lost the lease and stands by, or it was aborted) ended too: once the projection has been seen
  * rebuilding (`asked.seen`), or stands by, and is no longer rebuilding, that is said with its state.
+ * One can also start and end between two polls, never seen rebuilding (its projector lost the lease
+ * and took it back): a projection neither rebuilding nor with progress, on a read started a poll's
+ * interval after the request was answered (`readAt`, `asked.answeredAt`), ended too. Not sooner: the
+ * projector says `rebuilding` only once it has made the fresh copies, after the request is answered.
  * `asked.before` is the projection as it was when asked.
  */
-function rebuildNews(asked, projections) {
+function rebuildNews(asked, projections, readAt) {
   if (!asked) return null;
   if (asked.failed) return `Could not rebuild ${asked.name}: ${asked.failed}`;
   const p = projections?.find((x) => x.name === asked.name);
@@ -70,7 +74,8 @@ function rebuildNews(asked, projections) {
   if (failedSince) return `The rebuild of ${asked.name} failed: ${p.rebuild_failure.error}`;
   const newer = p?.progress && p.progress.started_at !== asked.before?.progress?.started_at;
   if (p && p.state !== 'rebuilding' && newer) return `${asked.name} is rebuilt: the rebuilt copies are live.`;
-  if (p && p.state !== 'rebuilding' && (asked.seen || p.state === 'standby'))
+  const lateRead = readAt !== null && readAt >= asked.answeredAt + POLL_MS;
+  if (p && p.state !== 'rebuilding' && (asked.seen || p.state === 'standby' || (lateRead && !p.progress)))
     return `The rebuild of ${asked.name} ended without finishing: its state is ${p.state}.`;
   return `Rebuilding ${asked.name}: its progress shows below.`;
 }
@@ -84,7 +89,7 @@ export function Projections({ session, read }) {
     const before = projections?.find((p) => p.name === name);
     try {
       await admin(session, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
-      setAsked({ name, before });
+      setAsked({ name, before, answeredAt: Date.now() });
       await read.refresh();
       announceChange();
     } catch (e) {
@@ -97,7 +102,7 @@ export function Projections({ session, read }) {
   useEffect(() => {
     if (rebuildingNow) setAsked((a) => (a && !a.seen ? { ...a, seen: true } : a));
   }, [rebuildingNow]);
-  const message = rebuildNews(asked, projections);
+  const message = rebuildNews(asked, projections, read.readAt);
   // Once the rebuild has ended, every panel reads what it rebuilt at once.
   const ended = asked && !asked.failed && !message.startsWith('Rebuilding');
   useEffect(() => {
