@@ -39,8 +39,8 @@ const CHECKPOINT_BACKSTOP_PAGES = 16_000;
  * Each connection's page cache (KiB; SQLite's default is about the same): small, because a catch-up
  * (a first start's projector and followers) reads the whole log once, in order, and gains nothing from
  * a cache, while a large one would fill then and stay allocated for the process's life (glibc keeps
- * what SQLite frees). A page not in it comes from the OS's page cache (docs/read-side.md, "Memory
- * after the first start").
+ * what SQLite frees). A page not in it comes from the OS's page cache
+ * (docs/read-side.md, "Memory after the first start").
  */
 const PAGE_CACHE_KIB = 2_048;
 
