@@ -9,11 +9,13 @@ import { benchProjectionRebuild } from './projection.ts';
 import { benchRestart } from './restart.ts';
 import { benchTimers } from './timers.ts';
 import { benchWebhooks } from './webhook.ts';
+import { benchWebhookFanOut } from './webhook-fanout.ts';
 
 const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   eventstore: () => benchEventStore(),
   projection: () => benchProjectionRebuild(),
   webhook: () => benchWebhooks(),
+  fanout: () => benchWebhookFanOut(),
   api: () => benchApi(),
   timers: () => benchTimers(),
   restart: () => benchRestart(),

@@ -1,12 +1,20 @@
 /**
- * `webhook.e2e`'s receiver (bench/webhook.ts): an HTTP server on this thread that answers every POST
- * 200 and notes when each (cart, status) body first arrived.
+ * The webhook benches' receiver (bench/webhook.ts, bench/webhook-fanout.ts): an HTTP server on this
+ * thread that answers every POST 200 (or `answer`, e.g. 503 for a receiver that is down) and notes
+ * when each (cart, status) body first arrived.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+export interface ReceiverOptions {
+  /** The status every POST gets. Default 200. */
+  answer?: number;
+  /** Called on every POST with its (cart, status) key, its arrival time and its `X-Service-Webhook-Id`. */
+  onArrival?(key: string, at: number, webhookId: string): void;
+}
+
 /** A receiver that notes when each (cart, status) body arrived. */
-export async function startReceiver() {
+export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions = {}) {
   const arrivals = new Map<string, number>();
   let count = 0;
   let lastBody = '';
@@ -20,9 +28,10 @@ export async function startReceiver() {
       const body = JSON.parse(lastBody);
       const key = body.cart?.uuid ? `${body.cart.uuid}:${body.cart.status}` : `raw:${count}`;
       if (!arrivals.has(key)) arrivals.set(key, at);
+      onArrival?.(key, at, String(req.headers['x-service-webhook-id'] ?? ''));
       count += 1;
       for (const w of [...waiters]) if (count >= w.n) w.resolve();
-      res.writeHead(200).end('ok');
+      res.writeHead(answer).end(answer === 200 ? 'ok' : 'down');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
