@@ -10,7 +10,7 @@ import { webhookHeaders } from '../webhooks/signing.ts';
 import type { Receiver } from './webhook-receiver.ts';
 
 /** The dispatcher's default per-subscription concurrency (dispatcher/delivery-worker.ts). */
-export const CONCURRENCY = 8;
+const CONCURRENCY = 8;
 
 /** What a loop posts: `total` times `body`, signed with the subscription's `secret`, `concurrency` at once. */
 export interface Posts {

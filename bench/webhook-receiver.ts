@@ -18,8 +18,16 @@ export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions
   const arrivals = new Map<string, number>();
   let count = 0;
   let lastBody = '';
+  /** Requests open (arrived, not yet answered), and the most at once since `resetOpenPeak`. */
+  let open = 0;
+  let openPeak = 0;
   const waiters: Array<{ n: number; resolve: () => void }> = [];
   const server = createServer((req, res) => {
+    open += 1;
+    openPeak = Math.max(openPeak, open);
+    res.on('close', () => {
+      open -= 1;
+    });
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -42,6 +50,11 @@ export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions
     count: () => count,
     /** The text of the last body received. */
     lastBody: () => lastBody,
+    /** The most requests open at once since the start or the last `resetOpenPeak`. */
+    openPeak: () => openPeak,
+    resetOpenPeak: () => {
+      openPeak = open;
+    },
     waitFor(n: number, timeoutMs = 120_000): Promise<void> {
       if (count >= n) return Promise.resolve();
       return new Promise((resolve, reject) => {
