@@ -16,7 +16,7 @@
  *   first). Three runs (`RUNS`), min / median / max of each.
  * - Baseline, after each run's service stopped: the raw signed-POST loop (bench/webhook-baselines.ts),
  *   same receiver and body, `RAW_POSTS` POSTs on fresh connections, with the dispatcher's concurrency:
- *   the most requests the receiver had open at once during the run (`concurrency`). The dispatcher's
+ *   the most connections the receiver had open at once during the run (`concurrency`). The dispatcher's
  *   limit, 8 per subscription, would be 3,200 at once: more than one receiver's listen backlog (511),
  *   whose overflow resets connections.
  * - `webhook.fanout.receiver_down`: one run as above with a receiver that answers every POST 503 (no
@@ -223,7 +223,7 @@ interface Run {
   deliveries_per_s: number;
   behind_at_end: number;
   drain_s: number;
-  /** The most requests the receiver had open at once: the baseline's concurrency. */
+  /** The most connections the receiver had open at once: the baseline's concurrency. */
   concurrency: number;
   service_rss_start_mb: number;
   service_rss_peak_mb: number;
@@ -336,7 +336,7 @@ export async function benchWebhookFanOut(): Promise<BenchLine[]> {
       p50_ms: of('p50_ms'),
       p99_ms: of('p99_ms'),
       concurrency: of('concurrency'),
-      baseline: `raw signed-POST loop, same receiver and body, as many at once as the receiver had open during the run, ${RAW_POSTS} POSTs`,
+      baseline: `raw signed-POST loop, same receiver and body, as many at once as the receiver had connections open during the run, ${RAW_POSTS} POSTs`,
       baseline_per_s: of('baseline_per_s'),
       ratio: of('ratio'),
       runs,

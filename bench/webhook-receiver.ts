@@ -18,16 +18,14 @@ export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions
   const arrivals = new Map<string, number>();
   let count = 0;
   let lastBody = '';
-  /** Requests open (arrived, not yet answered), and the most at once since `resetOpenPeak`. */
+  /**
+   * Connections open, and the most at once since `resetOpenPeak`: a sender on fresh connections (as
+   * the dispatcher is) has as many requests open as connections; this thread answers one at a time.
+   */
   let open = 0;
   let openPeak = 0;
   const waiters: Array<{ n: number; resolve: () => void }> = [];
   const server = createServer((req, res) => {
-    open += 1;
-    openPeak = Math.max(openPeak, open);
-    res.on('close', () => {
-      open -= 1;
-    });
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -42,6 +40,13 @@ export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions
       res.writeHead(answer).end(answer === 200 ? 'ok' : 'down');
     });
   });
+  server.on('connection', (socket) => {
+    open += 1;
+    openPeak = Math.max(openPeak, open);
+    socket.on('close', () => {
+      open -= 1;
+    });
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   return {
@@ -50,7 +55,7 @@ export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions
     count: () => count,
     /** The text of the last body received. */
     lastBody: () => lastBody,
-    /** The most requests open at once since the start or the last `resetOpenPeak`. */
+    /** The most connections open at once since the start or the last `resetOpenPeak`. */
     openPeak: () => openPeak,
     resetOpenPeak: () => {
       openPeak = open;
