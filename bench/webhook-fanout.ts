@@ -16,9 +16,8 @@
  *   first). Three runs (`RUNS`), min / median / max of each.
  * - Baseline, after each run's service stopped: the raw signed-POST loop (bench/webhook-baselines.ts),
  *   same receiver and body, `RAW_POSTS` POSTs on fresh connections, with the dispatcher's concurrency:
- *   the most connections the receiver had open at once during the run (`concurrency`). The dispatcher's
- *   limit, 8 per subscription, would be 3,200 at once: more than one receiver's listen backlog (511),
- *   whose overflow resets connections.
+ *   the most connections the receiver had open at once during the run (`concurrency`; the
+ *   dispatcher's own limit is 8 per subscription, 3,200 at once).
  * - `webhook.fanout.receiver_down`: one run as above with a receiver that answers every POST 503 (no
  *   `Retry-After`: every attempt fails and is retried on the schedule). The service's resident memory
  *   when the changes start, when they stop, and once the fan-out has scheduled every change's webhooks,

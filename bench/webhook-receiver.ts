@@ -47,7 +47,9 @@ export async function startReceiver({ answer = 200, onArrival }: ReceiverOptions
       open -= 1;
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // A backlog for a fan-out's thousands of fresh connections: at Node's default (511) the overflow
+  // reset connections, of the dispatcher and of the raw loop alike.
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   return {
     url,
