@@ -62,11 +62,11 @@ type Call = ReturnType<typeof caller>['call'];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `done` every 100 ms until it holds; throws `what` after `DRAIN_TIMEOUT_MS`. */
-async function until(done: () => boolean | Promise<boolean>, what: string): Promise<void> {
+/** Polls `done` every 100 ms until it holds; throws what `what()` says then after `DRAIN_TIMEOUT_MS`. */
+async function until(done: () => boolean | Promise<boolean>, what: () => string): Promise<void> {
   const deadline = performance.now() + DRAIN_TIMEOUT_MS;
   while (!(await done())) {
-    if (performance.now() > deadline) throw new Error(`webhook.fanout: ${what}`);
+    if (performance.now() > deadline) throw new Error(`webhook.fanout: ${what()}`);
     await sleep(100);
   }
 }
@@ -244,10 +244,13 @@ function fanOutRun(): Promise<Run> {
     const behind = owed - new Set(deliveries.filter((d) => d.at <= changes.end).map((d) => d.id)).size;
     const ids = new Set<string>();
     let seen = 0;
-    await until(() => {
-      for (; seen < deliveries.length; seen++) ids.add(deliveries[seen].id);
-      return ids.size >= owed;
-    }, `${ids.size} of ${owed} webhooks delivered`);
+    await until(
+      () => {
+        for (; seen < deliveries.length; seen++) ids.add(deliveries[seen].id);
+        return ids.size >= owed;
+      },
+      () => `${ids.size} of ${owed} webhooks delivered when the drain's limit ran out`,
+    );
     const rssPeak = rssPeakMbOf(pid);
     const concurrency = receiver.openPeak();
     await stop();
@@ -291,7 +294,10 @@ function receiverDownRun() {
     const changes = await issueChanges(call, carts);
     const rssChangesEnd = rssMbOf(pid);
     const caughtUpFrom = performance.now();
-    await until(() => fanOutCaughtUp(call), 'the fan-out did not catch up');
+    await until(
+      () => fanOutCaughtUp(call),
+      () => 'the fan-out did not catch up',
+    );
     return {
       changes_per_s_achieved: round(changes.perS, 2),
       owed: CHANGES * SUBSCRIPTIONS,
