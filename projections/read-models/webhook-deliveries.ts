@@ -267,7 +267,9 @@ export function evolveDelivery(
       return {
         ...doc,
         status: 'pending',
-        queued_since: d.requested_at,
+        // A failed delivery is still queued and keeps its age; a delivered or parked one is queued anew.
+        queued_since:
+          doc.status === 'delivered' || doc.status === 'parked' ? d.requested_at : queuedSince(doc),
         next_attempt_at: d.requested_at,
         parked_reason: null,
         parked_at: null,

@@ -13,7 +13,7 @@ import type { WebhookDeliveryDoc } from './webhook-deliveries.ts';
 export const QUEUED_STATUSES: readonly DeliveryStatus[] = ['pending', 'in_flight', 'failed'];
 
 /**
- * The subscription's delivery queued longest (by `queued_since`: a redelivery queues it anew), or
+ * The subscription's delivery queued longest (by `queued_since`: a delivered or parked delivery sent again is queued anew), or
  * null: one walk per queued status of the `[webhook_id, status, queued_since]` index, each stopping
  * at its first.
  */

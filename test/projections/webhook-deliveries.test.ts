@@ -395,6 +395,19 @@ test('a delivery sent again is queued from when it was asked for: the oldest que
   t.is((await oldestQueued(c, W2))?.delivery_id, D4);
 });
 
+test('a failed delivery sent again keeps its age: it was still queued, so only a delivered or parked one is queued anew', async (t) => {
+  const { es, run } = await scenario(t);
+  // D4 (scheduled at 0) failed and waits for its retry; an operator recovers it at 50.
+  await run(delivery.streamId(W2, CART1), [
+    { type: 'RequestRedelivery', delivery_id: D4, reason: 'recover', at: at(50) },
+  ]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, webhookDeliveriesProjection);
+  const c = await deliveriesOf(readStore);
+  t.like(await deliveryById(c, D4), { status: 'pending', scheduled_at: at(0), queued_since: at(0) });
+  t.is((await oldestQueued(c, W2))?.queued_since, at(0));
+});
+
 test("each subscription's queue keeps the outcome of its last attempt, an interrupted one not counted", async (t) => {
   const es = await eventStoreFor(t);
   const run = world(es);
