@@ -746,15 +746,19 @@ if (access.missing !== undefined) {
       longest.some((s) => s.stage === 'COLLSCAN'),
       JSON.stringify(longest),
     );
-    // `_id` last, which no index holds: a walk of the subscription's queued deliveries by status.
+    // One scan per queued status, each in `queued_since, _id` order, merged: no sort stage, which
+    // would fetch and sort every queued delivery of the subscription to answer one.
     t.true(
       longest.some(
         (s) =>
           s.stage === 'IXSCAN' &&
-          Object.keys(s.keyPattern ?? {})
-            .slice(0, 2)
-            .join() === 'webhook_id,status',
+          JSON.stringify(s.keyPattern) ===
+            JSON.stringify({ webhook_id: 1, status: 1, queued_since: 1, _id: 1 }),
       ),
+      JSON.stringify(longest),
+    );
+    t.false(
+      longest.some((s) => s.stage === 'SORT'),
       JSON.stringify(longest),
     );
   });
