@@ -178,7 +178,13 @@ export function cartSearchRoutes(deps: CartSearchDeps): AdminRoute[] {
           ...(query.created_after === undefined ? {} : { created_after: query.created_after }),
           ...(query.created_before === undefined ? {} : { created_before: query.created_before }),
           ...(customer
-            ? { customer: { ...customer, carts: await customerData.cartsLinkedTo(customer) } }
+            ? // One more than a search reads: whether the key store left some out.
+              {
+                customer: {
+                  ...customer,
+                  carts: await customerData.cartsLinkedTo(customer, MAX_LINKED_CARTS + 1),
+                },
+              }
             : {}),
         };
         const found = await searchCarts(await carts(), search, {

@@ -129,7 +129,7 @@ export const deliveryRecord = z
     attempt_count: z.int().describe('Attempts started, ever (the last `X-Service-Delivery-Attempt`).'),
     scheduled_at: time,
     queued_since: time.describe(
-      "Since when it waits in its queue: its last redelivery's `requested_at`, else `scheduled_at`.",
+      'Since when it waits in its queue: the `requested_at` of its last redelivery after it was delivered or parked (a failed one keeps its age), else `scheduled_at`.',
     ),
     next_attempt_at: time.nullable().describe('When the next attempt is due (pending or failed).'),
     delivered_at: time.nullable(),
@@ -221,7 +221,9 @@ const queueNow = z
         cart_uuid: z.uuid(),
         status: deliveryStatus,
         scheduled_at: time,
-        queued_since: time.describe("Its last redelivery's `requested_at`, else `scheduled_at`."),
+        queued_since: time.describe(
+          "Its last redelivery's `requested_at` after it was delivered or parked, else `scheduled_at`.",
+        ),
         age_seconds: z.int().describe('Seconds since `queued_since`.'),
       })
       .nullable()

@@ -6,8 +6,8 @@
  *
  * - `failed_attempts`: in the last `FAILURE_WINDOW_MINUTES` minutes, at least `MIN_FAILED_ATTEMPTS`
  *   attempts the receiver answered for ended without delivering (failed, gone, retry after), and they
- *   are at least half of those attempts; unless the queue is empty and its last such attempt
- *   delivered, the receiver having taken all it was sent. An `interrupted` attempt (a dispatcher cut
+ *   are at least half of those attempts; unless the queue is empty, its last such attempt delivered
+ *   and none of its deliveries parked in those minutes, the receiver having taken all it was sent. An `interrupted` attempt (a dispatcher cut
  *   off mid-attempt) is the service's, not the receiver's, and counts neither way.
  * - `oldest_queued`: the delivery queued longest (pending, in flight or failed) has waited, since it
  *   was scheduled or last redelivered, longer than `PDS_ALERT_OLDEST_QUEUED` (15 minutes unless set).
@@ -63,12 +63,16 @@ export type ProjectionStatusFields = z.infer<typeof projectionStatusFields>;
 /** A duration in seconds as the details say it: `960 s`, `43.4 s`, `3,660 s`. */
 const seconds = (ms: number) => `${(Math.round(ms / 100) / 10).toLocaleString('en-US')} s`;
 
-/** The attempts of the minutes at or after `fromIso`, by outcome. */
-export function attemptsSince(minutes: readonly WebhookHealthDoc[], fromIso: string): AttemptCounts {
-  const counts = noAttempts();
+/** The attempts by outcome, and the deliveries parked, of some minutes. */
+export type RecentCounts = AttemptCounts & { parked: number };
+
+/** The attempts of the minutes at or after `fromIso`, by outcome, and the deliveries they parked. */
+export function attemptsSince(minutes: readonly WebhookHealthDoc[], fromIso: string): RecentCounts {
+  const counts = { ...noAttempts(), parked: 0 };
   for (const m of minutes) {
     if (m.minute < fromIso) continue;
     for (const o of attemptOutcomes) counts[o] += m.attempts[o] ?? 0;
+    counts.parked += m.parked ?? 0;
   }
   return counts;
 }
@@ -82,7 +86,7 @@ export const failureWindowStart = (nowMs: number) =>
  * delivery queued longest (its age in seconds).
  */
 export function subscriptionTrouble(
-  recent: AttemptCounts,
+  recent: RecentCounts,
   queue: QueueNow,
   oldest: { delivery_id: string; age_seconds: number } | null,
   thresholds: AlertThresholds,
@@ -90,7 +94,8 @@ export function subscriptionTrouble(
   const trouble: SubscriptionStatusFields['trouble'] = [];
   const ended = attemptOutcomes.reduce((sum, o) => sum + recent[o], 0) - recent.interrupted;
   const failed = ended - recent.delivered;
-  const caughtUp = queue.depth === 0 && queue.last_outcome === 'delivered';
+  // A delivery parked in the window was not taken, whatever was delivered after it.
+  const caughtUp = queue.depth === 0 && queue.last_outcome === 'delivered' && recent.parked === 0;
   if (!caughtUp && failed >= MIN_FAILED_ATTEMPTS && failed * 2 >= ended) {
     trouble.push({
       reason: 'failed_attempts',

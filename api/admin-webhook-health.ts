@@ -174,7 +174,7 @@ function queueNow(depth: number, oldest: WebhookDeliveryDoc | null, now: number)
       status: oldest.status,
       scheduled_at: oldest.scheduled_at,
       queued_since: queuedSince(oldest),
-      // From when it was queued last: a delivery recovered or redelivered is queued anew.
+      // From when it was queued last: a delivered or parked delivery sent again is queued anew.
       age_seconds: Math.max(0, Math.round((now - Date.parse(queuedSince(oldest))) / 1000)),
     },
   };

@@ -171,11 +171,12 @@ export function scratchKeyStore(): CustomerKeyStore & { take(): string[] } {
       const key = keys.get(keyId);
       return key ? { key } : null;
     },
-    async keysLinkedTo(wanted) {
+    async keysLinkedTo(wanted, last) {
       const ids = new Set(wanted.flatMap((l) => [...(links.get(l) ?? [])]));
-      return [...keys.keys()]
-        .filter((id) => ids.has(id))
-        .map((id): LinkedKey => ({ key_id: id, links: linksOf(id) }));
+      const linked = [...keys.keys()].filter((id) => ids.has(id));
+      return (last === undefined ? linked : linked.slice(-last)).map(
+        (id): LinkedKey => ({ key_id: id, links: linksOf(id) }),
+      );
     },
     async createKey(key, wanted) {
       if (keys.has(key.key_id)) return false;

@@ -82,8 +82,10 @@ export interface CustomerData {
    * The carts whose key links this email address or phone number (each given one must be linked):
    * every cart identified with it since its key was made and not erased since. A key keeps the links
    * of every customer its cart was identified with, so the caller checks the cart's customer now.
+   * With `last`, only the carts of the last `last` keys made for the email (for the phone number when
+   * no email is given): one key per cart, so at most `last` carts, and the key store reads no more.
    */
-  cartsLinkedTo(customer: { email?: string; phone?: string }): Promise<string[]>;
+  cartsLinkedTo(customer: { email?: string; phone?: string }, last?: number): Promise<string[]>;
   /** The key store; destroying keys through it also forgets them in this process at once. */
   readonly keys: CustomerKeyStore;
 }
@@ -233,24 +235,29 @@ export function createCustomerData(
     return { key_ids: [...keyIds], cart_uuids: [...carts].map((l) => l.slice('cart:'.length)) };
   }
 
-  const cartsLinkedTo = (customer: { email?: string; phone?: string }) =>
-    linkedCarts(store, [
-      ...(customer.email === undefined ? [] : [emailLink(customer.email)]),
-      ...(customer.phone === undefined ? [] : [phoneLink(customer.phone)]),
-    ]);
+  const cartsLinkedTo = ({ email, phone }: { email?: string; phone?: string }, last?: number) =>
+    linkedCarts(store, [...linksOfValue(email, emailLink), ...linksOfValue(phone, phoneLink)], last);
 
   return { seal, open, sealBody, openBody, resolve, cartsLinkedTo, keys };
 }
+
+/** The links of a value given (none when it is not given). */
+const linksOfValue = (value: string | undefined, linkOf: (value: string) => string[]) =>
+  value === undefined ? [] : [linkOf(value)];
 
 /**
  * The carts of the keys linked to every one of `wanted` (each the link of one value, none for a value
  * that links nothing: then no cart).
  */
-async function linkedCarts(store: CustomerKeyStore, wanted: string[][]): Promise<string[]> {
+async function linkedCarts(
+  store: CustomerKeyStore,
+  wanted: string[][],
+  last: number | undefined,
+): Promise<string[]> {
   if (wanted.length === 0 || wanted.some((l) => l.length === 0)) return [];
   const links = wanted.map((l) => l[0]);
   const carts = new Set<string>();
-  for (const k of await store.keysLinkedTo([links[0]])) {
+  for (const k of await store.keysLinkedTo([links[0]], last)) {
     if (!links.every((l) => k.links.includes(l))) continue;
     for (const l of k.links) if (l.startsWith('cart:')) carts.add(l.slice('cart:'.length));
   }

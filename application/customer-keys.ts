@@ -68,8 +68,11 @@ export class CustomerKeyMissing extends Error {
 export interface CustomerKeyStore {
   /** The key of this id, its tombstone once destroyed, or null (never stored here). */
   key(keyId: string): Promise<CustomerKeyRecord | null>;
-  /** The keys (present ones) linked by any of `links`, each with all its links; in creation order. */
-  keysLinkedTo(links: readonly string[]): Promise<LinkedKey[]>;
+  /**
+   * The keys (present ones) linked by any of `links`, each with all its links; in creation order.
+   * With `last`, only the last that many of them made (a shared phone number links thousands).
+   */
+  keysLinkedTo(links: readonly string[], last?: number): Promise<LinkedKey[]>;
   /**
    * Stores a new key with its links, atomically with the check that no tombstone has its id; answers
    * false, storing nothing, when one has (or when the key is already stored).

@@ -158,14 +158,18 @@ export function openSqliteKeyStore(file: string, options: SqliteKeyStoreOptions 
       const key = getKey.get(keyId) as StoredCustomerKey | undefined;
       return key ? { key: { ...key } } : null;
     },
-    async keysLinkedTo(links) {
+    async keysLinkedTo(links, last) {
       if (links.length === 0) return [];
-      const rows = db
-        .prepare(
-          `SELECT DISTINCT k.key_id, k.seq FROM customer_key_links l JOIN customer_keys k ON k.key_id = l.key_id
-           WHERE l.link IN (${links.map(() => '?').join(', ')}) ORDER BY k.seq`,
-        )
-        .all(...links) as Array<{ key_id: string }>;
+      const linked = `SELECT DISTINCT k.key_id, k.seq FROM customer_key_links l JOIN customer_keys k ON k.key_id = l.key_id
+           WHERE l.link IN (${links.map(() => '?').join(', ')})`;
+      // The last ones made, by the link's index entries: only their links are read.
+      const rows = (
+        last === undefined
+          ? db.prepare(`${linked} ORDER BY k.seq`).all(...links)
+          : db
+              .prepare(`SELECT key_id FROM (${linked} ORDER BY k.seq DESC LIMIT ?) ORDER BY seq`)
+              .all(...links, last)
+      ) as Array<{ key_id: string }>;
       return rows.map(
         (r): LinkedKey => ({
           key_id: r.key_id,

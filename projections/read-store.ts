@@ -375,3 +375,25 @@ export function afterFilter(sort: SortSpec, after: readonly unknown[]): Filter {
   if (branches.length === 0) return { _id: { $in: [] } };
   return branches.length === 1 ? branches[0] : { $or: branches };
 }
+
+const RANGES = new Set(['$gt', '$gte', '$lt', '$lte']);
+
+/**
+ * A bound on the first sort field that a cursor implies, for a filter that holds that field to the
+ * cursor value's type by a range (`$gt`, `$gte`, `$lt`, `$lte`; MongoDB compares within one type):
+ * every document after the cursor is then at or beyond its value. Given beside `afterFilter`, whose
+ * `$or` an index's bounds do not take, it starts the walk at the cursor instead of at the range's
+ * start, so a later page reads about its own documents. Undefined when the filter does not hold the
+ * field to one type (numbers, strings or dates).
+ */
+export function cursorBound(filter: Filter, sort: SortSpec, after: readonly unknown[]): Filter | undefined {
+  const [field, direction] = sort[0];
+  const rank = typeRank(after[0]);
+  if (rank !== 1 && rank !== 2 && rank !== 8) return undefined;
+  const condition = filter[field];
+  if (condition === null || typeof condition !== 'object' || Array.isArray(condition)) return undefined;
+  if (condition instanceof Date) return undefined;
+  const ops = Object.entries(condition);
+  if (ops.length === 0 || !ops.every(([op, v]) => RANGES.has(op) && typeRank(v) === rank)) return undefined;
+  return { [field]: { [direction === 1 ? '$gte' : '$lte']: after[0] } };
+}

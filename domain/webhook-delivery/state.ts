@@ -160,7 +160,8 @@ export function evolve(state: DeliveryQueueState, event: WebhookDeliveryEvent): 
         status: 'pending',
         cycle_attempts: 0,
         next_attempt_at: d.requested_at,
-        queued_since: d.requested_at,
+        // A failed delivery is still queued and keeps its age; a delivered or parked one is queued anew.
+        queued_since: x.status === 'delivered' || x.status === 'parked' ? d.requested_at : x.queued_since,
         parked_reason: null,
         parked_at: null,
       }));

@@ -3,7 +3,8 @@
  * collection a handle reaches (a live handle resolves its name at each use).
  *
  * `find` sorts by `totalSort` (so `_id` breaks ties) and turns an `after` cursor into a filter with
- * `afterFilter`, combined with the caller's filter through `$and`; `bulkWrite` is one ordered bulk
+ * `afterFilter`, combined with the caller's filter through `$and` (with `cursorBound` where the filter
+ * allows it, so that the index walk starts at the cursor); `bulkWrite` is one ordered bulk
  * write: it stops at the first failing operation. Every read carries `maxTimeMS`: a server that can't
  * answer it in time refuses it, and the guard reports that as unavailable (docs/operations.md, "MongoDB").
  */
@@ -12,9 +13,11 @@ import {
   afterFilter,
   assertCursor,
   type Collection,
+  cursorBound,
   type Doc,
   type Filter,
   type FindOptions,
+  type SortSpec,
   totalSort,
   type WriteOp,
 } from '../read-store.ts';
@@ -22,6 +25,13 @@ import type { Guard } from './connection.ts';
 import { firstTooLarge, plain, toModel, writeFailure } from './translate.ts';
 
 type Target = () => Promise<MongoCollection<Doc>>;
+
+/** The query `find` sends: the filter and, past a cursor, what sorts after it and the bound it implies. */
+export function findQuery(filter: Filter, sort: SortSpec, after: readonly unknown[] | undefined): Filter {
+  if (!after) return filter;
+  const bound = cursorBound(filter, sort, after);
+  return { $and: [filter, afterFilter(sort, after), ...(bound ? [bound] : [])] };
+}
 
 export class Handles {
   private readonly guard: Guard;
@@ -67,7 +77,7 @@ export class Handles {
           if (opts.limit !== undefined && opts.limit <= 0) return [];
           const sort = totalSort(opts.sort);
           if (opts.after) assertCursor(sort, opts.after);
-          const query = opts.after ? { $and: [filter, afterFilter(sort, opts.after)] } : filter;
+          const query = findQuery(filter, sort, opts.after);
           const docs = await (await target())
             .find(query as MongoFilter<Doc>, {
               sort: sort as Sort,

@@ -94,6 +94,7 @@ export async function openMongoKeyStore(url: string): Promise<CustomerKeyStore> 
   const sequences: Collection<SequenceDoc> = db.collection(CUSTOMER_KEY_SEQUENCES, onPrimary);
   await guard(async () => {
     await keys.createIndex({ links: 1 });
+    await keys.createIndex({ links: 1, seq: 1 });
     await keys.createIndex({ seq: 1 });
     await keys.createIndex({ 'tombstone.cart_uuid': 1 }, { sparse: true });
     await erasures.createIndex({ finished: 1, seq: 1 });
@@ -119,13 +120,14 @@ export async function openMongoKeyStore(url: string): Promise<CustomerKeyStore> 
       if (doc.tombstone) return { tombstone: { ...doc.tombstone } };
       return { key: { key_id: doc._id, wrapped: doc.wrapped ?? '', created_at: doc.created_at ?? '' } };
     },
-    async keysLinkedTo(links) {
+    async keysLinkedTo(links, last) {
       if (links.length === 0) return [];
-      const docs = await guard(() =>
-        keys
-          .find({ links: { $in: [...links] }, tombstone: { $exists: false } }, read)
-          .sort({ seq: 1 })
-          .toArray(),
+      const linked = () => keys.find({ links: { $in: [...links] }, tombstone: { $exists: false } }, read);
+      // The last ones made, newest first from the `[links, seq]` index: no more keys are read.
+      const docs = await guard(async () =>
+        last === undefined
+          ? linked().sort({ seq: 1 }).toArray()
+          : (await linked().sort({ seq: -1 }).limit(last).toArray()).reverse(),
       );
       return docs.map((d): LinkedKey => ({ key_id: d._id, links: [...(d.links ?? [])].sort() }));
     },

@@ -15,7 +15,7 @@
  * Indexes: `[webhook_id, scheduled_at desc]` serves a subscription's deliveries newest first;
  * `[webhook_id, status, scheduled_at desc]` serves the same filtered by status, and "failed or parked
  * since T" (two equality prefixes, a range on `scheduled_at`) for recover; `[webhook_id, status,
- * queued_since]` the oldest delivery still queued; `[webhook_id, cart_uuid, status, source_revision]`
+ * queued_since, _id]` the oldest delivery still queued; `[webhook_id, cart_uuid, status, source_revision]`
  * the queued deliveries of some queues, for where a delivery stands in its queue
  * (`webhook-delivery-queues.ts`); `[cart_uuid, scheduled_at]` a cart's deliveries to every
  * subscription, for the cart audit.
@@ -127,6 +127,8 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
       ['webhook_id', 1],
       ['status', 1],
       ['queued_since', 1],
+      // The sort's last key: MongoDB then merges one scan per status in order, with no sort stage.
+      ['_id', 1],
     ],
   },
   {
@@ -267,7 +269,9 @@ export function evolveDelivery(
       return {
         ...doc,
         status: 'pending',
-        queued_since: d.requested_at,
+        // A failed delivery is still queued and keeps its age; a delivered or parked one is queued anew.
+        queued_since:
+          doc.status === 'delivered' || doc.status === 'parked' ? d.requested_at : queuedSince(doc),
         next_attempt_at: d.requested_at,
         parked_reason: null,
         parked_at: null,

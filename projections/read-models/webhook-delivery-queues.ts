@@ -7,25 +7,38 @@
  */
 import type { DeliveryStatus } from '../../domain/webhook-delivery.ts';
 import type { Collection } from '../read-store.ts';
-import type { WebhookDeliveryDoc } from './webhook-deliveries.ts';
+import { queuedSince, type WebhookDeliveryDoc } from './webhook-deliveries.ts';
 
 /** Statuses of a delivery still queued: scheduled, and neither delivered nor parked. */
 export const QUEUED_STATUSES: readonly DeliveryStatus[] = ['pending', 'in_flight', 'failed'];
 
 /**
- * The subscription's delivery queued longest (by `queued_since`: a redelivery queues it anew), or
- * null: one walk per queued status of the `[webhook_id, status, queued_since]` index, each stopping
- * at its first.
+ * The subscription's delivery queued longest (by `queued_since`: a delivered or parked delivery sent
+ * again is queued anew), or null: one walk per queued status of the `[webhook_id, status,
+ * queued_since, _id]` index, each stopping at its first.
+ *
+ * While version 7 is built, the version 6 copy serves (docs/read-side.md, "Upgrades of read models"): its documents
+ * written before have no `queued_since` and sort first. Then the oldest of them by `scheduled_at` (the
+ * version 6 `[webhook_id, status, scheduled_at]` index) and the oldest of those that have it are read,
+ * and the older of the two answers.
  */
 export async function oldestQueued(
   collection: Collection<WebhookDeliveryDoc>,
   webhookId: string,
 ): Promise<WebhookDeliveryDoc | null> {
-  const [doc] = await collection.find(
-    { webhook_id: webhookId, status: { $in: [...QUEUED_STATUSES] } },
-    { sort: [['queued_since', 1]], limit: 1 },
-  );
-  return doc ?? null;
+  const queued = { webhook_id: webhookId, status: { $in: [...QUEUED_STATUSES] } };
+  const [doc] = await collection.find(queued, { sort: [['queued_since', 1]], limit: 1 });
+  if (doc === undefined || doc.queued_since !== undefined) return doc ?? null;
+  const [[unmarked], [marked]] = await Promise.all([
+    collection.find(
+      { ...queued, queued_since: { $exists: false } },
+      { sort: [['scheduled_at', 1]], limit: 1 },
+    ),
+    // Every `queued_since` is a time, a string: `$gte ''` is all of them, and bounds the walk.
+    collection.find({ ...queued, queued_since: { $gte: '' } }, { sort: [['queued_since', 1]], limit: 1 }),
+  ]);
+  if (marked === undefined || unmarked === undefined) return marked ?? unmarked ?? null;
+  return queuedSince(unmarked) <= queuedSince(marked) ? unmarked : marked;
 }
 
 /** A queue: one subscription's deliveries for one cart. */
@@ -38,8 +51,9 @@ export interface QueueKey {
 export const queueKey = (q: QueueKey) => `${q.webhook_id}/${q.cart_uuid}`;
 
 /**
- * Queue order: the cart event's revision. A document of version 6 (served until version 7 is built,
- * every document of a collection of one version) has none, and is ordered as it was scheduled.
+ * Queue order: the cart event's revision. A document of the version 6 copy written before version 7
+ * served it (the copy serves until version 7 is built, and documents it writes meanwhile have one) has
+ * none, and is ordered as it was scheduled.
  */
 function inQueueOrder(a: WebhookDeliveryDoc, b: WebhookDeliveryDoc): number {
   if (a.source_revision !== undefined && b.source_revision !== undefined) {

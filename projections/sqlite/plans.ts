@@ -76,7 +76,9 @@ export function orderedWalk(
     const eqCols = fields.slice(0, eqCount).map((_, i) => `t.${column(i)}`);
     const sortCols = sortWithoutId.map((_, i) => `t.${column(eqCount + i)}`);
     const dirs = sortWithoutId.map(([, d]) => d);
-    const first = sortCols.length > 0 ? conditions.get(fields[eqCount]) : undefined;
+    // An array sorts by its least (or greatest) element, not by its first element in the range: on a
+    // multikey index the walk is not bounded, lest it yield a document at the wrong place.
+    const first = sortCols.length > 0 && !index.multikey ? conditions.get(fields[eqCount]) : undefined;
     const range = first && !first.eq && (first.low || first.high) ? first : undefined;
     return walks(
       source.statements,
@@ -87,7 +89,7 @@ export function orderedWalk(
       sortCols.map((c, i) => [c, dirs[i]] as const),
       afterKeys,
       bounded,
-      range && { col: sortCols[0], cond: range, multikey: index.multikey },
+      range && { col: sortCols[0], cond: range },
     );
   }
   return undefined;
@@ -106,7 +108,7 @@ function walks(
   sortCols: ReadonlyArray<readonly [string, SortDirection]>,
   afterKeys: SQLInputValue[] | undefined,
   bounded: boolean,
-  range?: { col: string; cond: FieldCondition; multikey: boolean },
+  range?: { col: string; cond: FieldCondition },
 ): Iterable<[unknown, unknown]> {
   const cols = [...sortCols, [idCol, 1 as SortDirection] as const];
   const select = `SELECT ${cols.map(([c]) => c).join(', ')}, d.doc ${from}`;
@@ -118,7 +120,7 @@ function walks(
       eqCols.forEach((c, i) => {
         base.push(equals(c, prefix[i], baseParams));
       });
-      if (range) base.push(...rangeOf(range.col, range.cond, range.multikey, baseParams));
+      if (range) base.push(...rangeOf(range.col, range.cond, false, baseParams));
       if (!afterKeys) {
         const where = base.length > 0 ? `WHERE ${base.join(' AND ')}` : '';
         yield* rows(statements, `${select} ${where} ${order}`, baseParams, slot, bounded);

@@ -8,18 +8,16 @@ import {
   attemptsSince,
   DEFAULT_ALERT_THRESHOLDS,
   failureWindowStart,
+  type RecentCounts,
   subscriptionTrouble,
   withProjectionTrouble,
 } from '../../api/admin-trouble.ts';
 import type { ProjectionStatus } from '../../projections/projection.ts';
 import { noAttempts, type WebhookHealthDoc } from '../../projections/read-models/webhook-health.ts';
 
-const attempts = (
-  delivered: number,
-  failed: number,
-  others: Partial<ReturnType<typeof noAttempts>> = {},
-) => ({
+const attempts = (delivered: number, failed: number, others: Partial<RecentCounts> = {}): RecentCounts => ({
   ...noAttempts(),
+  parked: 0,
   delivered,
   failed,
   ...others,
@@ -63,13 +61,24 @@ test('an empty queue whose last attempt delivered is not failing by attempts: th
   t.is(judge({ depth: 1, last_outcome: 'delivered' }), 'failing', 'a delivery still queued');
   t.is(judge({ depth: 0, last_outcome: 'failed' }), 'failing', 'the last attempt failed (and parked)');
   t.is(judge({ depth: 0, last_outcome: null }), 'failing', 'no attempt on record (a version 6 document)');
+  const parkedOne = attempts(1, 3, { parked: 1 });
+  t.is(
+    subscriptionTrouble(parkedOne, { depth: 0, last_outcome: 'delivered' }, null, DEFAULT_ALERT_THRESHOLDS)
+      .status,
+    'failing',
+    'a delivery parked in the window was not taken, though a later one delivered',
+  );
 });
 
 test('failing by the oldest queued delivery: only past the threshold', (t) => {
   const oldest = (age_seconds: number) => ({ delivery_id: 'd-1', age_seconds });
   const thresholds = { ...DEFAULT_ALERT_THRESHOLDS, oldestQueuedMs: 900_000 };
-  t.is(subscriptionTrouble(noAttempts(), backlog, oldest(900), thresholds).status, 'ok', 'at the threshold');
-  t.deepEqual(subscriptionTrouble(noAttempts(), backlog, oldest(901), thresholds), {
+  t.is(
+    subscriptionTrouble(attempts(0, 0), backlog, oldest(900), thresholds).status,
+    'ok',
+    'at the threshold',
+  );
+  t.deepEqual(subscriptionTrouble(attempts(0, 0), backlog, oldest(901), thresholds), {
     status: 'failing',
     trouble: [
       {
@@ -101,11 +110,13 @@ test('the failure window is the current minute and the 14 before it', (t) => {
     [
       minute('2026-11-27T10:05:00.000Z', 5),
       minute('2026-11-27T10:06:00.000Z', 2),
-      minute('2026-11-27T10:20:00.000Z', 1),
+      { ...minute('2026-11-27T10:20:00.000Z', 1), parked: 2 },
+      { ...minute('2026-11-27T10:04:00.000Z', 0), parked: 1 },
     ],
     failureWindowStart(now),
   );
   t.is(counted.failed, 3);
+  t.is(counted.parked, 2, 'the parks of the window only');
 });
 
 test('lagging: a lag past the threshold, with its age to a tenth of a second', (t) => {

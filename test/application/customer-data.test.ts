@@ -497,6 +497,29 @@ test('keys are kept unwrapped a while: the erasing process forgets them at once,
   t.like((await other.open(identified)).data, { erased: true });
 });
 
+test('asked for the last carts of a shared phone number, the key store answers the keys last made and no more', async (t) => {
+  const w = await world(t);
+  const made = [];
+  for (let i = 0; i < 4; i++) made.push(await w.newCart(null, { ...ada, email: `walk-in-${i}@example.com` }));
+  const answered = { keys: 0 };
+  const counted = {
+    ...w.keys,
+    async keysLinkedTo(links: readonly string[], last?: number) {
+      const found = await w.keys.keysLinkedTo(links, last);
+      answered.keys += found.length;
+      return found;
+    },
+  };
+  const data = createCustomerData(counted, w.secretKey);
+  t.deepEqual(await data.cartsLinkedTo({ phone: ada.phone_number }, 2), made.slice(2));
+  t.is(answered.keys, 2, 'two keys read of four');
+  t.deepEqual(await data.cartsLinkedTo({ phone: ada.phone_number }), made);
+  // The email's keys first, then those linked to the phone too.
+  t.deepEqual(await data.cartsLinkedTo({ email: 'walk-in-1@example.com', phone: ada.phone_number }, 1), [
+    made[1],
+  ]);
+});
+
 test('the carts of an email or a phone number are found by their keyed links, never after an erasure', async (t) => {
   const w = await world(t);
   const uuid = await w.newCart(7);

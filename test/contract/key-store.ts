@@ -54,6 +54,25 @@ export function keyStoreContract(test: TestFn, name: string, open: () => Promise
     );
   });
 
+  test(`${name}: asked for the last keys of a link, it answers the last made, in creation order, and no more`, async (t) => {
+    const { store, cleanup } = await open();
+    t.teardown(cleanup);
+    // Ids against their creation order, so that neither the id nor the link text orders them.
+    const made = [key(1), key(2), key(3), key(4)].map((k, i) => ({
+      ...k,
+      key_id: `ck_${'zyxw'[i]}_${k.key_id}`,
+    }));
+    for (const [i, k] of made.entries()) await store.createKey(k, [`cart:${'dcba'[i]}`, 'phone:shared']);
+    await store.createKey(key(5), ['cart:e', 'phone:other']);
+    const ids = (found: { key_id: string }[]) => found.map((k) => k.key_id);
+    t.deepEqual(ids(await store.keysLinkedTo(['phone:shared'], 2)), [made[2].key_id, made[3].key_id]);
+    t.deepEqual(await store.keysLinkedTo(['phone:shared'], 1), [
+      { key_id: made[3].key_id, links: ['cart:a', 'phone:shared'] },
+    ]);
+    t.deepEqual(ids(await store.keysLinkedTo(['phone:shared'], 10)), ids(made), 'fewer than asked: all');
+    t.deepEqual(ids(await store.keysLinkedTo(['phone:shared'])), ids(made));
+  });
+
   test(`${name}: a destroyed key leaves its tombstone, naming its erasure, and loses its links; the others stay`, async (t) => {
     const { store, cleanup } = await open();
     t.teardown(cleanup);

@@ -4,6 +4,7 @@ import { Query } from 'mingo';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { manualClock } from '../../domain/clock.ts';
 import { compareValues } from '../../projections/documents.ts';
+import { findQuery } from '../../projections/mongo/handles.ts';
 import { fenceInTransaction, LEASES, type LeaseDoc } from '../../projections/mongo/leases.ts';
 import { inTransaction } from '../../projections/mongo/transaction.ts';
 import {
@@ -16,6 +17,14 @@ import {
   ReadStoreUnavailableError,
   transactionsProblem,
 } from '../../projections/mongo-read-store.ts';
+import {
+  type CartSearch,
+  type CartSearchCursor,
+  cartSearchFilter,
+  cartSearchSort,
+  searchCarts,
+} from '../../projections/read-models/cart-search.ts';
+import { CARTS, type CartDoc, cartIndexes } from '../../projections/read-models/carts.ts';
 import {
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
@@ -30,8 +39,10 @@ import {
   afterFilter,
   type Checkpoint,
   type Collection,
+  cursorBound,
   type Doc,
   type Fence,
+  type Filter,
   type LeaseAttempt,
   LeaseLostError,
   type SortSpec,
@@ -120,6 +131,48 @@ test('MongoDB: the after filter selects what sorts after the cursor across types
       );
     }
   }
+});
+
+test('MongoDB: past a cursor, a range on the first sort field also bounds it at the cursor, selecting the same documents (checked with mingo)', (t) => {
+  const docs: Doc[] = [
+    ...['a', 'b', 'c', 'c', 'd', 'e', 'f'].map((v, i) => ({ _id: `s${i}`, v })),
+    { _id: 'n', v: 3 },
+    { _id: 'z', v: null },
+    { _id: 'm' },
+  ];
+  const filter = { v: { $gt: 'a', $lt: 'f' } };
+  for (const sort of [
+    [['v', -1] as const, ['_id', 1] as const],
+    [['v', 1] as const, ['_id', 1] as const],
+  ] as SortSpec[]) {
+    const within = docs.filter((d) => new Query(filter, {}).test(d));
+    for (const last of within) {
+      const after = sort.map(([f]) => last[f]);
+      const bound = cursorBound(filter, sort, after);
+      t.deepEqual(bound, { v: { [sort[0][1] === 1 ? '$gte' : '$lte']: last.v } });
+      const selected = (query: Filter) =>
+        docs
+          .filter((d) => new Query(query, {}).test(d))
+          .map((d) => d._id)
+          .sort();
+      t.deepEqual(
+        selected(findQuery(filter, sort, after)),
+        selected({ $and: [filter, afterFilter(sort, after)] }),
+        `${JSON.stringify(sort)} after ${JSON.stringify(after)}`,
+      );
+    }
+  }
+  // Only where the filter holds the field to the cursor's type: else no bound.
+  const sort: SortSpec = [
+    ['v', -1],
+    ['_id', 1],
+  ];
+  t.is(cursorBound({}, sort, ['c', 's2']), undefined);
+  t.is(cursorBound({ v: 'c' }, sort, ['c', 's2']), undefined, 'an equality');
+  t.is(cursorBound({ v: { $in: ['c'] } }, sort, ['c', 's2']), undefined);
+  t.is(cursorBound({ v: { $gt: 1 } }, sort, ['c', 's2']), undefined, 'a range of numbers, a string cursor');
+  t.is(cursorBound({ v: { $gt: 'a', $ne: 'b' } }, sort, ['c', 's2']), undefined, 'more than a range');
+  t.is(cursorBound({ v: { $gt: 'a' } }, sort, [null, 'z']), undefined, 'a null cursor');
 });
 
 test('MongoDB: transactions need a replica set member or a mongos; a standalone server is named as such', (t) => {
@@ -746,16 +799,102 @@ if (access.missing !== undefined) {
       longest.some((s) => s.stage === 'COLLSCAN'),
       JSON.stringify(longest),
     );
-    // `_id` last, which no index holds: a walk of the subscription's queued deliveries by status.
+    // One scan per queued status, each in `queued_since, _id` order, merged: no sort stage, which
+    // would fetch and sort every queued delivery of the subscription to answer one.
     t.true(
       longest.some(
         (s) =>
           s.stage === 'IXSCAN' &&
-          Object.keys(s.keyPattern ?? {})
-            .slice(0, 2)
-            .join() === 'webhook_id,status',
+          JSON.stringify(s.keyPattern) ===
+            JSON.stringify({ webhook_id: 1, status: 1, queued_since: 1, _id: 1 }),
       ),
       JSON.stringify(longest),
     );
+    t.false(
+      longest.some((s) => s.stage === 'SORT'),
+      JSON.stringify(longest),
+    );
+  });
+
+  test('MongoDB: a later page of a cart search walks its scope index from the cursor: no sort stage, about a page of keys', async (t) => {
+    const { db, open, collectionNames } = await database(t);
+    const store = await open();
+    const carts = await store.collection<CartDoc>(CARTS, cartIndexes);
+    const T0 = Date.UTC(2026, 10, 1);
+    const statuses = ['pending', 'finished', 'cancelled'] as const;
+    const docs = Array.from({ length: 900 }, (_, i) => {
+      const at = new Date(T0 + i * 60_000).toISOString();
+      return {
+        _id: `cccccccc-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        id: i + 1,
+        store_id: 1 + (i % 2),
+        status: statuses[i % statuses.length],
+        _partner_id: i % 5 === 0 ? 'the-partner' : null,
+        _created_at: at,
+        _updated_at: at,
+        _user_id: null,
+        _brand_ids: [],
+        _abandoned: false,
+      } as unknown as CartDoc;
+    });
+    await seed(carts, docs);
+    const physical = (await collectionNames()).find((n) => n.startsWith(CARTS));
+    if (!physical) throw new Error('no carts collection');
+    // The range leaves out the first and last 100 minutes: the walk must not read them either.
+    const range = {
+      created_after: new Date(T0 + 100 * 60_000).toISOString(),
+      created_before: new Date(T0 + 800 * 60_000).toISOString(),
+    };
+    const LIMIT = 10;
+    const SLACK = 3;
+    const scopes: Array<[string[], CartSearch]> = [
+      [[], range],
+      [['store_id'], { ...range, store_id: 2 }],
+      [['_partner_id'], { ...range, partner_id: 'the-partner' }],
+      [['status'], { ...range, status: 'finished' }],
+      [['store_id', 'status'], { ...range, store_id: 1, status: 'cancelled' }],
+    ];
+    for (const [scope, search] of scopes) {
+      const label = scope.join() || 'time alone';
+      // Three pages in through the adapter, then the fourth as the adapter sends it, explained.
+      let after: CartSearchCursor | undefined;
+      for (let page = 0; page < 3; page++) {
+        const found = await searchCarts(carts, search, { limit: LIMIT, ...(after ? { after } : {}) });
+        t.is(found.carts.length, LIMIT, label);
+        after = found.next ?? undefined;
+      }
+      if (!after) throw new Error(`${label}: no fourth page`);
+      const sort = totalSort(cartSearchSort);
+      const query = findQuery(cartSearchFilter(search), sort, after);
+      const explained = (await db
+        .collection(physical)
+        .find(query, { sort: Object.fromEntries(sort), limit: LIMIT })
+        .explain('executionStats')) as {
+        queryPlanner: { winningPlan: unknown };
+        executionStats: { nReturned: number; totalKeysExamined: number };
+      };
+      const stages = stagesOf(explained.queryPlanner.winningPlan);
+      const keyPattern = Object.fromEntries([
+        ...scope.map((f) => [f, 1]),
+        ['_created_at', -1],
+        ['id', -1],
+        ['_id', 1],
+      ]);
+      t.true(
+        stages.some(
+          (s) => s.stage === 'IXSCAN' && JSON.stringify(s.keyPattern) === JSON.stringify(keyPattern),
+        ),
+        `${label}: ${JSON.stringify(stages)}`,
+      );
+      t.false(
+        stages.some((s) => s.stage === 'SORT'),
+        `${label}: ${JSON.stringify(stages)}`,
+      );
+      t.is(explained.executionStats.nReturned, LIMIT, label);
+      t.true(
+        explained.executionStats.totalKeysExamined <= LIMIT + SLACK,
+        `${label}: ${explained.executionStats.totalKeysExamined} keys examined for a page of ${LIMIT}`,
+      );
+    }
   });
 }

@@ -656,6 +656,26 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
     }),
   );
 
+  test(name('an array field sorts by its least element, whatever range the filter sets'), (t) =>
+    withStore(t, async (store, p) => {
+      const docs: Doc[] = [
+        { _id: 'a', n: [1, 20] },
+        { _id: 'b', n: [7] },
+        { _id: 'c', n: 6 },
+      ];
+      for (const [label, c] of await variants(store, p, [{ keys: [['n', 1]] }], docs)) {
+        const sort: SortSpec = [
+          ['n', 1],
+          ['_id', 1],
+        ];
+        // a's sort key is 1, though its only element in the range is 20.
+        t.deepEqual(ids(await c.find({ n: { $gte: 5 } }, { sort })), ['a', 'c', 'b'], label);
+        t.deepEqual(ids(await c.find({ n: { $gte: 5 } }, { sort, limit: 1 })), ['a'], label);
+        t.deepEqual(ids(await c.find({ n: { $lte: 6 } }, { sort })), ['a', 'c'], label);
+      }
+    }),
+  );
+
   test(name('an array field rewritten to gain and lose elements is found by exactly its elements'), (t) =>
     withStore(t, async (store, p) => {
       // Unique: an element the document gave up must be free for another document at once.

@@ -232,6 +232,36 @@ test('RequestRedelivery: a parked or delivered delivery starts a new cycle, keep
     .thenRefused(t, 'delivery_not_found', 'not_found');
 });
 
+test('RequestRedelivery: a failed delivery, still queued, keeps its queued_since; a delivered one is queued anew', (t) => {
+  const failedOnce = [scheduled(idA, 3), started(idA, 1), failed(idA, 1, later)];
+  const recovered = fold(decider, [
+    ...failedOnce,
+    events.WebhookRedeliveryRequested({ delivery_id: idA, reason: 'recover', requested_at: later }),
+  ]) as Extract<DeliveryQueueState, { exists: true }>;
+  t.like(recovered.deliveries[0], { status: 'pending', next_attempt_at: later, queued_since: at });
+  const delivered = [
+    ...failedOnce,
+    started(idA, 2),
+    events.WebhookDeliveryAttempted({
+      delivery_id: idA,
+      attempt: 2,
+      outcome: 'delivered',
+      status: 200,
+      duration_ms: 12,
+      response_excerpt: 'ok',
+      error_code: null,
+      error: null,
+      attempted_at: at,
+      next_attempt_at: null,
+    }),
+  ];
+  const redelivered = fold(decider, [
+    ...delivered,
+    events.WebhookRedeliveryRequested({ delivery_id: idA, reason: 'redeliver', requested_at: later }),
+  ]) as Extract<DeliveryQueueState, { exists: true }>;
+  t.like(redelivered.deliveries[0], { status: 'pending', queued_since: later });
+});
+
 test('ParkDelivery: parks an unsettled delivery (subscription gone); nothing for a settled one', (t) => {
   queue
     .given([scheduled(idA, 3)])

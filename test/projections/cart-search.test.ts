@@ -77,6 +77,12 @@ test('a search of the last day among a month of older carts reads its page, newe
     ],
     ['a status', { status: 'pending', created_after: since }, () => true],
     ['a partner', { partner_id: 'the-partner', created_after: since }, (n) => n % 3 === 0],
+    // The partner's index, not the status's: a partner's carts are fewer than a status's.
+    [
+      'a status and a partner',
+      { status: 'pending', partner_id: 'the-partner', created_after: since },
+      (n) => n % 3 === 0,
+    ],
   ];
   for (const [what, search, keeps] of cases) {
     const wanted = recent.filter((uuid) => keeps(Number(uuid.slice(-12))));

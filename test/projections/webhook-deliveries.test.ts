@@ -395,6 +395,78 @@ test('a delivery sent again is queued from when it was asked for: the oldest que
   t.is((await oldestQueued(c, W2))?.delivery_id, D4);
 });
 
+test('a failed delivery sent again keeps its age: it was still queued, so only a delivered or parked one is queued anew', async (t) => {
+  const { es, run } = await scenario(t);
+  // D4 (scheduled at 0) failed and waits for its retry; an operator recovers it at 50.
+  await run(delivery.streamId(W2, CART1), [
+    { type: 'RequestRedelivery', delivery_id: D4, reason: 'recover', at: at(50) },
+  ]);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, webhookDeliveriesProjection);
+  const c = await deliveriesOf(readStore);
+  t.like(await deliveryById(c, D4), { status: 'pending', scheduled_at: at(0), queued_since: at(0) });
+  t.is((await oldestQueued(c, W2))?.queued_since, at(0));
+});
+
+test('on the version 6 copy served while version 7 is built, the oldest queued is the oldest, with or without queued_since', async (t) => {
+  const W = 'aaaaaaaa-0000-4000-8000-000000000000';
+  // A version 6 document: no queued_since, no source_revision.
+  const v6 = (
+    id: string,
+    scheduled: number,
+    status: delivery.DeliveryStatus = 'pending',
+  ): WebhookDeliveryDoc => {
+    const { queued_since: _, source_revision: __, ...doc } = planDoc(0);
+    // The type is version 7's; the stored document is not.
+    return {
+      ...doc,
+      _id: id,
+      delivery_id: id,
+      webhook_id: W,
+      status,
+      scheduled_at: at(scheduled),
+    } as WebhookDeliveryDoc;
+  };
+  // One the version 7 code wrote to the copy since.
+  const v7 = (id: string, queued: number): WebhookDeliveryDoc => ({
+    ...planDoc(0),
+    _id: id,
+    delivery_id: id,
+    webhook_id: W,
+    status: 'failed',
+    scheduled_at: at(queued),
+    queued_since: at(queued),
+  });
+  const v6Indexes = webhookDeliveryIndexes.filter(
+    (i) => !i.keys.some(([f]) => f === 'queued_since' || f === 'source_revision'),
+  );
+  for (const [label, indexes] of [
+    ['the version 6 indexes', v6Indexes],
+    ['the version 7 indexes', webhookDeliveryIndexes],
+  ] as const) {
+    const oldestOf = async (docs: WebhookDeliveryDoc[]) => {
+      const c = await openSqliteReadStore(':memory:').collection<WebhookDeliveryDoc>(
+        WEBHOOK_DELIVERIES,
+        indexes,
+      );
+      await c.bulkWrite(
+        docs.map((d) => ({ replaceOne: { filter: { _id: d._id }, replacement: d, upsert: true } })),
+      );
+      return (await oldestQueued(c, W))?.delivery_id;
+    };
+    // By _id the first of the old ones is 'a-…', scheduled last of them.
+    const a = v6('a0000000-0000-4000-8000-000000000001', 30);
+    const b = v6('b0000000-0000-4000-8000-000000000002', 10, 'failed');
+    const parked = v6('00000000-0000-4000-8000-000000000000', 0, 'parked');
+    const c = v7('c0000000-0000-4000-8000-000000000003', 20);
+    t.is(await oldestOf([a, b, c, parked]), b.delivery_id, `${label}: an old one, the oldest scheduled`);
+    t.is(await oldestOf([a, c, parked]), c.delivery_id, `${label}: a new one, queued before the old one`);
+    t.is(await oldestOf([a, parked]), a.delivery_id, `${label}: old ones only`);
+    t.is(await oldestOf([c]), c.delivery_id, `${label}: new ones only`);
+    t.is(await oldestOf([parked]), undefined, `${label}: none queued`);
+  }
+});
+
 test("each subscription's queue keeps the outcome of its last attempt, an interrupted one not counted", async (t) => {
   const es = await eventStoreFor(t);
   const run = world(es);
