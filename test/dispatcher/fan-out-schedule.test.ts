@@ -1,9 +1,9 @@
 /**
- * The fan-out of one cart event to many subscriptions (dispatcher/fan-out-schedule.ts; docs/webhooks.md,
- * "How a delivery flows"): its schedules are requested together, so the embedded store commits them
- * together, and every guarantee holds when one of them fails in the middle (docs/webhooks.md, "Order,
- * isolation, durability"): the handling is tried again, each subscription gets one delivery per cart
- * event with its name-based id, in the cart's order.
+ * The fan-out of one cart event to many subscriptions (dispatcher/fan-out-schedule.ts;
+ * docs/webhooks.md, "How a delivery flows"): its schedules are requested together, so the embedded store commits them
+ * together, and every guarantee holds when one of them fails in the middle
+ * (docs/webhooks.md, "Order, isolation, durability"): the handling is tried again, each subscription
+ * gets one delivery per cart event with its name-based id, in the cart's order.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
