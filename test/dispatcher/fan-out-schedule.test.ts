@@ -5,6 +5,7 @@
  * (docs/webhooks.md, "Order, isolation, durability"): the handling is tried again, each subscription
  * gets one delivery per cart event with its name-based id, in the cart's order.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,11 @@ import test, { type ExecutionContext } from 'ava';
 import { loadConfig } from '../../cli/config.ts';
 import { eventStoreOptionsOf } from '../../cli/store-options.ts';
 import { createDeliveryWorker } from '../../dispatcher/delivery-worker.ts';
-import { createOwedDeliveries } from '../../dispatcher/fan-out-schedule.ts';
+import {
+  createOwedDeliveries,
+  FAN_OUT_PARALLEL,
+  type ScheduleRequest,
+} from '../../dispatcher/fan-out-schedule.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
@@ -206,4 +211,61 @@ test('an append refused in the middle of a fan-out: the cart event is tried agai
       `subscription ${i}: sent once each, in the cart's order`,
     );
   }
+});
+
+test('at most 256 schedules of a cart event are under way at once; a failure is answered once every one of them has settled', async (t) => {
+  const dir = await dataDir(t);
+  const receiver = await startReceiver(t);
+  const clock = manualClock(new Date());
+  const s = await startService(t, { dataDir: dir, clock });
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1]);
+  const cart = await checkedOut(s);
+  const store = await s.openStore();
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  t.teardown(() => tracker.stop());
+  // 600 subscriptions covering the cart's store: more than are requested at once.
+  const many = Array.from({ length: 600 }, () => ({
+    ...tracker.covering(1, 'cart_status_updated', Number.MAX_SAFE_INTEGER)[0],
+    webhook_id: randomUUID(),
+  }));
+  const failing = many[300].webhook_id;
+  const seen = { underWay: 0, most: 0, settled: 0, requested: [] as ScheduleRequest[] };
+  const scheduleOwed = createOwedDeliveries({
+    store,
+    registry: eventRegistry,
+    clock,
+    tracker: { ...tracker, covering: () => many },
+    deliveries: {
+      async schedule(request) {
+        seen.requested.push(request);
+        seen.underWay += 1;
+        seen.most = Math.max(seen.most, seen.underWay);
+        try {
+          await new Promise((r) => setImmediate(r));
+          if (request.command.webhook_id === failing) throw new Error('the store is out of reach');
+          return true;
+        } finally {
+          seen.underWay -= 1;
+          seen.settled += 1;
+        }
+      },
+    },
+  });
+  const [checkout] = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
+  await t.throwsAsync(scheduleOwed(checkout), { message: 'the store is out of reach' });
+  t.is(seen.settled, many.length, 'every request settled before the answer');
+  t.is(seen.most, FAN_OUT_PARALLEL);
+  t.deepEqual(
+    seen.requested.map((r) => [r.stream, r.command.delivery_id]),
+    many.map((sub) => [
+      delivery.streamId(sub.webhook_id, cart.uuid),
+      delivery.deliveryId(sub.webhook_id, checkout.id),
+    ]),
+    'each subscription once, with its queue and its delivery id',
+  );
 });
