@@ -15,13 +15,15 @@ export type StoreUser = { role: Role; thread?: never } | { role: 'all'; thread: 
  *   never waits for the copy; otherwise each connection does so in its commits, as SQLite does.
  * - Group commit: where the APIs take writes (the main thread of `all`, and `api`), the appends of a
  *   whole turn of the event loop share a transaction (many requests at once); elsewhere those of one
- *   callback (a delivery's appends wait for each other, and a turn's wait would slow them).
+ *   callback (a delivery's appends wait for each other, and a turn's wait would slow them) while a
+ *   turn has one such callback, and the turn's others together at its end (`'adaptive'`: a backlog
+ *   of deliveries, many answers a turn).
  */
 export function eventStoreOptionsOf(user: StoreUser, projectorThread: boolean): EventStoreOptions {
   const inAll = user.role === 'all' && projectorThread;
   return {
     checkpoints: !inAll ? 'commit' : user.thread === 'projector' ? 'background' : 'elsewhere',
     groupCommit:
-      user.thread === undefined && (user.role === 'all' || user.role === 'api') ? 'turn' : 'callback',
+      user.thread === undefined && (user.role === 'all' || user.role === 'api') ? 'turn' : 'adaptive',
   };
 }

@@ -15,6 +15,12 @@ import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher' };
 
+/**
+ * Schedules of one cart event under way at once, at most: a bound on the appends EventStoreDB is sent
+ * together; on the embedded store, those requested in one turn share a commit.
+ */
+export const FAN_OUT_PARALLEL = 256;
+
 export type ScheduleDeliveryCommand = Extract<delivery.WebhookDeliveryCommand, { type: 'ScheduleDelivery' }>;
 
 export interface ScheduleRequest {
@@ -64,13 +70,12 @@ export function createOwedDeliveries(
       actor: DISPATCHER_ACTOR,
       at,
     };
-    let written = 0;
-    for (const subscription of owed) {
-      // Decided on the queue as stored and appended with its revision: a delivery scheduled before
-      // (a message handed out again after a crash or a store restart) is found and nothing is
-      // written. EventStoreDB's event-id check alone is not enough: it only remembers recent ids
-      // when no revision is expected (docs/webhooks.md, "Order, isolation, durability").
-      const scheduled = await deliveries.schedule({
+    // Decided on the queue as stored and appended with its revision: a delivery scheduled before
+    // (a message handed out again after a crash or a store restart) is found and nothing is
+    // written. EventStoreDB's event-id check alone is not enough: it only remembers recent ids
+    // when no revision is expected (docs/webhooks.md, "Order, isolation, durability").
+    const requests = owed.map(
+      (subscription): ScheduleRequest => ({
         stream: delivery.streamId(subscription.webhook_id, rendered.cart_uuid),
         command: {
           type: 'ScheduleDelivery',
@@ -86,9 +91,42 @@ export function createOwedDeliveries(
           at,
         },
         metadata,
-      });
-      if (scheduled) written += 1;
-    }
-    return written;
+      }),
+    );
+    // Each subscription's queue is a stream of its own, so nothing orders them: requested together,
+    // the embedded store commits their appends together and EventStoreDB takes them over one channel
+    // (docs/webhooks.md, "How a delivery flows"). The cart's next event waits for this one's handling
+    // (fan-out-handling.ts), so each queue still gets the cart's events in order. Every request is
+    // settled before the answer: a failure is thrown only once none is under way, and the retry finds
+    // the deliveries written (decided on the stream) and writes the rest.
+    const outcomes = await settleAll(requests, FAN_OUT_PARALLEL, (request) => deliveries.schedule(request));
+    const failed = outcomes.find((o) => o.status === 'rejected');
+    if (failed) throw failed.reason;
+    return outcomes.filter((o) => o.status === 'fulfilled' && o.value).length;
   };
+}
+
+/**
+ * Runs `run` over `items` with at most `limit` under way, and answers each one's outcome in order
+ * (as `Promise.allSettled`, bounded).
+ */
+async function settleAll<T, R>(
+  items: readonly T[],
+  limit: number,
+  run: (item: T) => Promise<R>,
+): Promise<PromiseSettledResult<R>[]> {
+  const outcomes: PromiseSettledResult<R>[] = new Array(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        outcomes[i] = { status: 'fulfilled', value: await run(items[i]) };
+      } catch (reason) {
+        outcomes[i] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return outcomes;
 }

@@ -1,7 +1,7 @@
 /**
  * How each process and thread connects to the embedded store (cli/store-options.ts): the projector
  * thread checkpoints for role `all`, and where the APIs take writes a whole turn's appends share a
- * transaction.
+ * transaction; elsewhere one callback's, until several callbacks of a turn append.
  */
 import test from 'ava';
 import { eventStoreOptionsOf, type StoreUser } from '../cli/store-options.ts';
@@ -13,24 +13,24 @@ const cases: Array<[string, StoreUser, boolean, string, string]> = [
     { role: 'all', thread: 'dispatcher' },
     true,
     'elsewhere',
-    'callback',
+    'adaptive',
   ],
-  ['all, projector thread', { role: 'all', thread: 'projector' }, true, 'background', 'callback'],
+  ['all, projector thread', { role: 'all', thread: 'projector' }, true, 'background', 'adaptive'],
   ['all, main thread, no projector thread', { role: 'all' }, false, 'commit', 'turn'],
   [
     'all, dispatcher thread, no projector thread',
     { role: 'all', thread: 'dispatcher' },
     false,
     'commit',
-    'callback',
+    'adaptive',
   ],
   ['api process', { role: 'api' }, false, 'commit', 'turn'],
-  ['dispatcher process', { role: 'dispatcher' }, false, 'commit', 'callback'],
-  ['projector process', { role: 'projector' }, false, 'commit', 'callback'],
+  ['dispatcher process', { role: 'dispatcher' }, false, 'commit', 'adaptive'],
+  ['projector process', { role: 'projector' }, false, 'commit', 'adaptive'],
 ];
 
 for (const [name, user, projectorThread, checkpoints, groupCommit] of cases) {
-  test(`${name}: checkpoints ${checkpoints}, group commit per ${groupCommit}`, (t) => {
+  test(`${name}: checkpoints ${checkpoints}, group commit ${groupCommit}`, (t) => {
     t.deepEqual(eventStoreOptionsOf(user, projectorThread), { checkpoints, groupCommit });
   });
 }

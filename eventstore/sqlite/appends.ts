@@ -33,7 +33,15 @@ import { COLUMNS, limitedRows, validateEvents, validateStreamId } from './rows.t
  *   request's body arrives in a callback of its own, so under load this takes the API thread from a
  *   transaction per request to one per turn, about twice the appends a second; but each append
  *   waits for the end of the turn, which slows a chain of appends that wait for each other (a
- *   webhook delivery's three, at a fixed concurrency: 830 to 700 deliveries a second, measured).
+ *   webhook delivery's three, at a fixed concurrency: 830 to 700 deliveries a second, measured);
+ * - `'adaptive'`: per callback while the turn has committed nothing yet, per turn after that: the
+ *   first callback of a turn to append commits at its end, as `'callback'` does, and the appends of
+ *   the turn's later callbacks wait for its end together. The dispatcher works this way
+ *   (docs/webhooks.md, "Order, isolation, durability"): a lone webhook's appends are each the first
+ *   of their turn and leave at once, but under a backlog each answer of a receiver arrives in a
+ *   callback of its own, and one commit each (its sync included) was most of the dispatcher thread's
+ *   time; now the answers read in one turn share a commit. Durability is the same: each append is
+ *   answered after its commit.
  */
 /** Each append of a group runs inside this savepoint: a refused one is rolled back alone. */
 const APPEND_SAVEPOINT = 'pds_append';
@@ -63,6 +71,8 @@ interface AppendContext {
   committed: LRUCache<string, number>;
   /** The appends of this turn, committed together at its end (undefined: none yet). */
   group: Array<{ work: AppendWork; resolve(r: AppendResult): void; reject(e: unknown): void }> | undefined;
+  /** `'adaptive'`: a callback of this turn has committed, so the next group waits for the turn's end. */
+  committedThisTurn: boolean;
 }
 
 function checkExpected(streamId: string, expected: ExpectedRevision, actual: number | undefined): void {
@@ -222,10 +232,26 @@ function inGroup(ctx: AppendContext, work: AppendWork): Promise<AppendResult> {
   return new Promise((resolve, reject) => {
     if (!ctx.group) {
       ctx.group = [];
-      if (ctx.groupCommit === 'turn') setImmediate(() => commitGroup(ctx));
-      else queueMicrotask(() => commitGroup(ctx));
+      if (ctx.groupCommit === 'turn' || (ctx.groupCommit === 'adaptive' && ctx.committedThisTurn)) {
+        setImmediate(() => commitGroup(ctx));
+      } else {
+        queueMicrotask(() => {
+          if (ctx.groupCommit === 'adaptive') committedInCallback(ctx);
+          commitGroup(ctx);
+        });
+      }
     }
     ctx.group.push({ work, resolve, reject });
+  });
+}
+
+/** `'adaptive'`: until this turn ends, the next group waits for its end (the turn's later callbacks together). */
+function committedInCallback(ctx: AppendContext): void {
+  if (ctx.committedThisTurn) return;
+  ctx.committedThisTurn = true;
+  // Queued before any group of the turn's end: that group finds the turn over, and commits.
+  setImmediate(() => {
+    ctx.committedThisTurn = false;
   });
 }
 
@@ -295,6 +321,7 @@ export function createAppends(
     lastRevision: reads.lastRevision,
     committed: new LRUCache({ max: COMMITTED_STREAMS }),
     group: undefined,
+    committedThisTurn: false,
   };
   return bindContext(ctx, { append });
 }

@@ -54,8 +54,12 @@ const PAGE_CACHE_KIB = 2_048;
  */
 export type CheckpointMode = 'commit' | 'elsewhere' | 'background';
 
-/** Which appends share a transaction: one callback's, or one turn of the event loop's (`appends.ts`). */
-export type GroupCommit = 'callback' | 'turn';
+/**
+ * Which appends share a transaction (`appends.ts`): one callback's, one turn of the event loop's, or
+ * one callback's until another callback of the same turn appends, whose appends then wait for the
+ * turn's end together (`'adaptive'`).
+ */
+export type GroupCommit = 'callback' | 'turn' | 'adaptive';
 
 /**
  * When a commit reaches the disk (docs/operations.md, "Durability of the embedded event store"):

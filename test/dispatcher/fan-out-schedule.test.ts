@@ -1,0 +1,271 @@
+/**
+ * The fan-out of one cart event to many subscriptions (dispatcher/fan-out-schedule.ts;
+ * docs/webhooks.md, "How a delivery flows"): its schedules are requested together, so the embedded store commits them
+ * together, and every guarantee holds when one of them fails in the middle
+ * (docs/webhooks.md, "Order, isolation, durability"): the handling is tried again, each subscription
+ * gets one delivery per cart event with its name-based id, in the cart's order.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { loadConfig } from '../../cli/config.ts';
+import { eventStoreOptionsOf } from '../../cli/store-options.ts';
+import { createDeliveryWorker } from '../../dispatcher/delivery-worker.ts';
+import {
+  createOwedDeliveries,
+  FAN_OUT_PARALLEL,
+  type ScheduleRequest,
+} from '../../dispatcher/fan-out-schedule.ts';
+import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
+import { manualClock } from '../../domain/clock.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import type { EventStore } from '../../eventstore/port.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import {
+  addItem,
+  checkedOut,
+  checkOut,
+  createCart,
+  createWebhook,
+  idle,
+  move,
+  seedCatalog,
+} from '../support/cart-world.ts';
+import { type FaultyStore, faultyStore } from '../support/faulty-store.ts';
+import { until } from '../support/probes.ts';
+import { startService } from '../support/service.ts';
+import { walCommits } from '../support/wal-commits.ts';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+
+const SUBSCRIPTIONS = 50;
+
+async function dataDir(t: ExecutionContext): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-fan-out-schedule-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** `SUBSCRIPTIONS` subscriptions for store 1 to `receiver`, made by a service that is then stopped. */
+async function subscribed(
+  t: ExecutionContext,
+  dir: string,
+  receiver: Receiver,
+  clock = manualClock(new Date()),
+) {
+  const s = await startService(t, { dataDir: dir, clock });
+  await seedCatalog(s);
+  const hooks: string[] = [];
+  for (let i = 0; i < SUBSCRIPTIONS; i++) hooks.push((await createWebhook(s, receiver.url, [1])).id);
+  return { s, hooks, clock };
+}
+
+test('a cart event owed to 50 subscriptions is scheduled in at most two commits of the embedded store, as the dispatcher thread opens it', async (t) => {
+  const dir = await dataDir(t);
+  const receiver = await startReceiver(t);
+  const { s, hooks, clock } = await subscribed(t, dir, receiver);
+  const cart = await checkedOut(s);
+  await s.service.stop();
+
+  const file = path.join(dir, 'events.db');
+  const store = await openSqliteEventStore(
+    file,
+    eventStoreOptionsOf({ role: 'all', thread: 'dispatcher' }, true),
+  );
+  const readStore = openSqliteReadStore(':memory:');
+  const config = await loadConfig({ PDS_DATA_DIR: dir });
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  const worker = createDeliveryWorker({
+    store,
+    readStore,
+    clock,
+    tracker,
+    secretKey: config.secretKey,
+    allowPrivate: true,
+    timeoutMs: 5_000,
+    scheduleMs: config.webhookRetryScheduleMs,
+  });
+  t.teardown(async () => {
+    await worker.stop();
+    await tracker.stop();
+    await readStore.close();
+    await store.close();
+  });
+  worker.start();
+  await worker.caughtUp;
+  const scheduleOwed = createOwedDeliveries({
+    store,
+    registry: eventRegistry,
+    clock,
+    tracker,
+    deliveries: worker,
+  });
+  const [checkout] = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
+
+  const before = walCommits(file);
+  t.is(await scheduleOwed(checkout), SUBSCRIPTIONS);
+  const commits = walCommits(file) - before;
+  t.log(`${commits} commits for ${SUBSCRIPTIONS} schedules`);
+  t.true(commits >= 1 && commits <= 2, `${commits} commits for ${SUBSCRIPTIONS} schedules`);
+
+  // Each subscription's queue holds the one delivery, with its name-based id, and it is sent.
+  for (const hook of hooks) {
+    const queue = await store.readStream(delivery.streamId(hook, cart.uuid));
+    const scheduled = queue.filter((e) => e.type === 'WebhookDeliveryScheduled');
+    t.deepEqual(
+      scheduled.map((e) => (e.data as { delivery_id: string }).delivery_id),
+      [delivery.deliveryId(hook, checkout.id)],
+    );
+  }
+  await receiver.waitFor(SUBSCRIPTIONS);
+  t.is(await scheduleOwed(checkout), 0, 'a repeat writes nothing');
+});
+
+test('an append refused in the middle of a fan-out: the cart event is tried again, and each of 50 subscriptions gets each of the cart’s events once, with its id, in order', async (t) => {
+  t.timeout(60_000);
+  const dir = await dataDir(t);
+  const receiver = await startReceiver(t);
+  const clock = manualClock(new Date());
+  const api = await startService(t, { role: 'api', dataDir: dir, clock, env: { PDS_READ_STORE: 'memory' } });
+  await seedCatalog(api);
+  const hooks: string[] = [];
+  // A path per subscription, so that the receiver tells them apart.
+  for (let i = 0; i < SUBSCRIPTIONS; i++)
+    hooks.push((await createWebhook(api, `${receiver.url}/${i}`, [1])).id);
+  let faulty: FaultyStore | undefined;
+  /** The schedules the dispatcher appended (or tried to), by cart event: the 17th of each is refused. */
+  const tried = new Map<string, number>();
+  const dispatcher = await startService(t, {
+    role: 'dispatcher',
+    dataDir: dir,
+    clock,
+    wrapStore: (inner) => {
+      const store = faultyStore(inner);
+      const append = store.append;
+      store.append = (streamId, events, options) => {
+        if (events[0]?.type === 'WebhookDeliveryScheduled') {
+          const source = (events[0].data as { source_event_id: string }).source_event_id;
+          const n = (tried.get(source) ?? 0) + 1;
+          tried.set(source, n);
+          if (n === 17) store.failAppends(1);
+        }
+        return append(streamId, events, options);
+      };
+      faulty = store;
+      return store;
+    },
+  });
+  const cart = await createCart(api);
+  await addItem(api, cart);
+  await checkOut(api, cart);
+  await move(api, cart, 'preparing');
+  const store: EventStore = await api.openStore();
+  const cartEvents = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
+  t.is(cartEvents.length, 2);
+
+  // The retries' pauses are on the dispatcher's clock: moved on by a second per look.
+  await until(
+    `${2 * SUBSCRIPTIONS} webhooks received`,
+    async () => {
+      clock.advance(1_000);
+      await dispatcher.tick();
+      return receiver.received.length >= 2 * SUBSCRIPTIONS;
+    },
+    30_000,
+  );
+  await idle(dispatcher);
+  t.is(faulty?.injected.failedAppends, 2, 'one append refused in each of the two fan-outs');
+  t.deepEqual(
+    cartEvents.map((e) => tried.get(e.id)),
+    [SUBSCRIPTIONS + 1, SUBSCRIPTIONS + 1],
+    'each fan-out tried again wrote only the refused one',
+  );
+
+  for (const [i, hook] of hooks.entries()) {
+    const ids = cartEvents.map((e) => delivery.deliveryId(hook, e.id));
+    const queue = await store.readStream(delivery.streamId(hook, cart.uuid));
+    t.deepEqual(
+      queue
+        .filter((e) => e.type === 'WebhookDeliveryScheduled')
+        .map((e) => (e.data as { delivery_id: string }).delivery_id),
+      ids,
+      `subscription ${i}: one delivery per cart event, in the cart's order`,
+    );
+    t.deepEqual(
+      receiver.received
+        .filter((r) => r.path === `/hooks/${i}`)
+        .map((r) => [r.body.cart.status, r.headers['x-service-webhook-id']]),
+      [
+        ['verification', ids[0]],
+        ['preparing', ids[1]],
+      ],
+      `subscription ${i}: sent once each, in the cart's order`,
+    );
+  }
+});
+
+test('at most 256 schedules of a cart event are under way at once; a failure is answered once every one of them has settled', async (t) => {
+  const dir = await dataDir(t);
+  const receiver = await startReceiver(t);
+  const clock = manualClock(new Date());
+  const s = await startService(t, { dataDir: dir, clock });
+  await seedCatalog(s);
+  await createWebhook(s, receiver.url, [1]);
+  const cart = await checkedOut(s);
+  const store = await s.openStore();
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  t.teardown(() => tracker.stop());
+  // 600 subscriptions covering the cart's store: more than are requested at once.
+  const many = Array.from({ length: 600 }, () => ({
+    ...tracker.covering(1, 'cart_status_updated', Number.MAX_SAFE_INTEGER)[0],
+    webhook_id: randomUUID(),
+  }));
+  const failing = many[300].webhook_id;
+  const seen = { underWay: 0, most: 0, settled: 0, requested: [] as ScheduleRequest[] };
+  const scheduleOwed = createOwedDeliveries({
+    store,
+    registry: eventRegistry,
+    clock,
+    tracker: { ...tracker, covering: () => many },
+    deliveries: {
+      async schedule(request) {
+        seen.requested.push(request);
+        seen.underWay += 1;
+        seen.most = Math.max(seen.most, seen.underWay);
+        try {
+          await new Promise((r) => setImmediate(r));
+          if (request.command.webhook_id === failing) throw new Error('the store is out of reach');
+          return true;
+        } finally {
+          seen.underWay -= 1;
+          seen.settled += 1;
+        }
+      },
+    },
+  });
+  const [checkout] = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
+  await t.throwsAsync(scheduleOwed(checkout), { message: 'the store is out of reach' });
+  t.is(seen.settled, many.length, 'every request settled before the answer');
+  t.is(seen.most, FAN_OUT_PARALLEL);
+  t.deepEqual(
+    seen.requested.map((r) => [r.stream, r.command.delivery_id]),
+    many.map((sub) => [
+      delivery.streamId(sub.webhook_id, cart.uuid),
+      delivery.deliveryId(sub.webhook_id, checkout.id),
+    ]),
+    'each subscription once, with its queue and its delivery id',
+  );
+});
