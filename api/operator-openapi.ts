@@ -92,6 +92,21 @@ const IF_MATCH: Json = {
   schema: { type: 'string' },
 };
 
+/**
+ * The `ETag` of an answer that carries its stream's `revision`: every write's (`answerWrite`) and the
+ * reads of one partner, account or subscription send the revision as the tag too.
+ */
+const ETAG = {
+  description: 'The stream revision, quoted (`"3"`): the `If-Match` of a write conditional on it.',
+  required: true,
+};
+
+/** Whether an answer's body is an object with the stream's `revision` at its top. */
+function sendsRevision(schema: z.ZodType | undefined): boolean {
+  const shape = (schema as { shape?: Record<string, unknown> } | undefined)?.shape;
+  return shape !== undefined && Object.hasOwn(shape, 'revision');
+}
+
 function problemDescription(r: OperatorApiRoute, status: number): string {
   switch (status) {
     case 400:
@@ -198,7 +213,8 @@ function operationOf(
   // A write only the session's cookie authenticates always needs the session's CSRF token.
   if (write && security?.some((s) => COOKIE_SCHEME in s)) parameters.push({ ...CSRF_TOKEN, required: true });
   const bodySchema = r.body ? components.convert(r.body, 'input', where('body')) : undefined;
-  const headers = Object.entries(r.response.headers ?? {}).map(([name, h]) => [
+  const declared = { ...(sendsRevision(r.response.schema) && { ETag: ETAG }), ...r.response.headers };
+  const headers = Object.entries(declared).map(([name, h]) => [
     name,
     { description: h.description, required: h.required, schema: { type: 'string' } },
   ]);

@@ -8,9 +8,9 @@
  * written straight into `events.db`. Then `pds serve --role all` runs as a child process:
  *
  * - first start: every read model and follower built from the whole log (reported, not a target), its
- *   resident memory when ready and a minute later (`PDS_BENCH_RESTART_SETTLE_S`, default 60: the
- *   issue's measure, "a minute after the first start"; a shorter one only to iterate, since V8 gives
- *   back on its own what the start took after about 100 s);
+ *   resident memory when ready and a minute later (`PDS_BENCH_RESTART_SETTLE_S`, default 60; a shorter
+ *   one only to iterate, since V8 gives back on its own what the start took after about 100 s), and
+ *   how long each thread paused to give back the memory of its catch-up;
  * - after a clean stop (SIGTERM) and after `kill -9`: from spawning the process to `/readyz` 200, and
  *   its resident memory (VmRSS) at that moment;
  * - then its peak resident memory under 6 s of partner API load (32 connections: one menu product, and
@@ -29,6 +29,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { CATCH_UP_MEMORY_GIVEN_BACK } from '../cli/memory.ts';
 import * as cart from '../domain/cart.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore } from '../eventstore/port.ts';
@@ -56,7 +57,7 @@ async function restartWith(target: number): Promise<BenchLine> {
   try {
     const es = await openSqliteEventStore(path.join(dir, 'events.db'));
     let t0 = performance.now();
-    const written = (await generateEvents(es, target)) + (await settledDeliveries(es));
+    const written = await writeHistory(es, target);
     const generateSeconds = (performance.now() - t0) / 1000;
     t0 = performance.now();
     let read = 0;
@@ -69,7 +70,8 @@ async function restartWith(target: number): Promise<BenchLine> {
     const rawMs = performance.now() - t0;
     await es.close();
 
-    const first = await serve(dir);
+    // At `info`, for the lines each thread logs once it gave back the memory of the catch-up.
+    const first = await serve(dir, { LOG_LEVEL: 'info', PDS_LOG_FORMAT: 'json' });
     const firstSettledRss = await rssAfterSettling(first);
     await first.stop('SIGTERM');
     const clean = await serve(dir);
@@ -85,6 +87,7 @@ async function restartWith(target: number): Promise<BenchLine> {
       first_start_ms: round(first.readyMs),
       first_start_rss_mb: first.rssMb,
       first_start_rss_settled_mb: firstSettledRss,
+      first_start_gc_pause_ms: memoryGivenBack(first.output()),
       settle_s: SETTLE_MS / 1_000,
       ready_after_clean_stop_ms: round(clean.readyMs),
       rss_after_clean_stop_mb: clean.rssMb,
@@ -102,6 +105,29 @@ async function restartWith(target: number): Promise<BenchLine> {
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A history of about `target` events in `es`: the catalog and carts of `generateEvents` and the settled
+ * deliveries of `settledDeliveries`. Returns how many events it wrote.
+ */
+export async function writeHistory(es: EventStore, target: number): Promise<number> {
+  return (await generateEvents(es, target)) + (await settledDeliveries(es));
+}
+
+/**
+ * How long each thread paused for the collection that gave back the memory of its catch-up (its
+ * `CATCH_UP_MEMORY_GIVEN_BACK` line; docs/read-side.md, "Memory after the first start").
+ */
+function memoryGivenBack(output: string): Record<string, number> {
+  const pauses: Record<string, number> = {};
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as { msg?: string; thread?: string; pause_ms?: number };
+    if (entry.msg === CATCH_UP_MEMORY_GIVEN_BACK)
+      pauses[entry.thread ?? 'main'] = entry.pause_ms ?? Number.NaN;
+  }
+  return pauses;
 }
 
 /** The process's resident memory once `SETTLE_MS` have passed since now. */

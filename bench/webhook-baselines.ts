@@ -1,5 +1,5 @@
 /**
- * `webhook.e2e`'s throughput baselines (bench/webhook.ts): loops that sign and POST the same body to the
+ * The webhook benches' throughput baselines (bench/webhook.ts, bench/webhook-fanout.ts): loops that sign and POST the same body to the
  * receiver at the dispatcher's concurrency, timed and with this thread's CPU counted.
  */
 import { randomUUID } from 'node:crypto';
@@ -12,11 +12,13 @@ import type { Receiver } from './webhook-receiver.ts';
 /** The dispatcher's default per-subscription concurrency (dispatcher/delivery-worker.ts). */
 const CONCURRENCY = 8;
 
-/** What a loop posts: `total` times `body`, signed with the subscription's `secret`. */
+/** What a loop posts: `total` times `body`, signed with the subscription's `secret`, `concurrency` at once. */
 export interface Posts {
   secret: string;
   body: string;
   total: number;
+  /** Requests open at once. Default: one subscription's (`CONCURRENCY`). */
+  concurrency?: number;
 }
 
 /** This thread's CPU time (user and system) since `from`, in microseconds. */
@@ -26,13 +28,13 @@ export const cpuSince = (from: NodeJS.CpuUsage): number => {
 };
 
 /**
- * `total` POSTs by `CONCURRENCY` loops, each signing the body anew (a fresh webhook id and time) and
+ * `total` POSTs by `concurrency` loops, each signing the body anew (a fresh webhook id and time) and
  * sending it with `post`; timed, and this thread's CPU counted, from the first request to the
  * receiver's last receipt.
  */
 async function postLoop(
   receiver: Receiver,
-  { secret, body, total }: Posts,
+  { secret, body, total, concurrency = CONCURRENCY }: Posts,
   post: (headers: Record<string, string>) => Promise<unknown>,
 ): Promise<{ perS: number; cpuUsPerPost: number }> {
   const before = receiver.count();
@@ -40,7 +42,7 @@ async function postLoop(
   const cpu = process.threadCpuUsage();
   let next = 0;
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (next < total) {
         next += 1;
         const headers = webhookHeaders({

@@ -66,14 +66,14 @@ const DISPATCHER_THREAD = process.env.PDS_BENCH_DISPATCHER_THREAD ?? '1';
 /** The partner load generator's nice value (0: the service's priority; e.g. 10 to run it below). */
 const LOAD_NICE = Number(process.env.PDS_BENCH_LOAD_NICE ?? 0);
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
-const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+export const round = (n: number, digits = 2) => Number(n.toFixed(digits));
 
 /** A `call` of the platform and admin APIs at `base` with the operator token; throws on a non-2xx. */
-function caller(base: string, token: string) {
+export function caller(base: string, token: string) {
   // Idle sockets are closed before the service closes them (its keep-alive timeout, 5 s, cli/compose.ts):
   // a request sent on a socket the service was closing failed a run with ECONNRESET, once in about 50.
   // With a timeout set, Node's agent also keeps a second's margin under the service's Keep-Alive hint.
@@ -351,7 +351,7 @@ async function drainBacklog(dir: string, receiver: Receiver, pds: { running: Pds
 }
 
 /** Min, median and max. */
-function spread(values: number[]): { min: number; median: number; max: number } {
+export function spread(values: number[]): { min: number; median: number; max: number } {
   const s = [...values].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   const median = s.length % 2 === 1 ? s[mid] : round((s[mid - 1] + s[mid]) / 2);

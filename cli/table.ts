@@ -4,9 +4,10 @@
  * first and their cells wrap onto more lines of the row; when that would leave a column too narrow to
  * read, each row is a block of `column  value` lines instead. Elsewhere (a pipe, a file) each row
  * stays one line at full width, for grep and cut. Each cell is one printable line: a control
- * character in it (a receiver's answer, a name) is shown as its escape (`terminal.ts`).
+ * character in it (a receiver's answer, a name) is shown as its escape (`terminal.ts`). Widths are
+ * the columns a terminal shows, a CJK character or an emoji two (`displayWidth`).
  */
-import { printableLine, terminalWidth } from './terminal.ts';
+import { displayWidth, graphemes, padToWidth, printableLine, terminalWidth } from './terminal.ts';
 
 /** Between two columns. */
 const GAP = 2;
@@ -27,7 +28,9 @@ export function table(
     r.map((c) => (c === null || c === undefined ? '' : printableLine(String(c)))),
   );
   const head = headers.map(printableLine);
-  const natural = head.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const natural = head.map((h, i) =>
+    Math.max(displayWidth(h), ...cells.map((r) => displayWidth(r[i] ?? ''))),
+  );
   const widths = width === undefined ? natural : fitColumns(natural, width - GAP * (head.length - 1));
   if (widths.some((w, i) => w < natural[i] && w < READABLE_COLUMN))
     return blocks(head, cells, width ?? Number.POSITIVE_INFINITY);
@@ -36,7 +39,7 @@ export function table(
     const height = Math.max(...wrapped.map((lines) => lines.length));
     return Array.from({ length: height }, (_, k) =>
       wrapped
-        .map((lines, i) => (lines[k] ?? '').padEnd(widths[i]))
+        .map((lines, i) => padToWidth(lines[k] ?? '', widths[i]))
         .join(' '.repeat(GAP))
         .trimEnd(),
     ).join('\n');
@@ -46,13 +49,13 @@ export function table(
 
 /** Each row as lines of `column  value`, the values wrapped to the width, a blank line between rows. */
 function blocks(head: string[], cells: string[][], width: number): string {
-  const labelWidth = Math.max(...head.map((h) => h.length));
+  const labelWidth = Math.max(...head.map(displayWidth));
   const valueWidth = Math.max(MIN_COLUMN, width - labelWidth - GAP);
   const block = (row: string[]) =>
     head
       .flatMap((h, i) =>
         wrapCell(row[i] ?? '', valueWidth).map((part, k) =>
-          `${(k === 0 ? h : '').padEnd(labelWidth)}${' '.repeat(GAP)}${part}`.trimEnd(),
+          `${padToWidth(k === 0 ? h : '', labelWidth)}${' '.repeat(GAP)}${part}`.trimEnd(),
         ),
       )
       .join('\n');
@@ -86,26 +89,37 @@ export function fitColumns(natural: readonly number[], available: number): numbe
 }
 
 /**
- * A cell as lines of `width` at most: broken at a space (dropped) or after a `,` or `;` in the line's
- * last two thirds, else at the width.
+ * A cell as lines of `width` columns at most: broken at a space (dropped) or after a `,` or `;` in the
+ * line's last two thirds, else at the width; never inside a character (an emoji, a letter and its accent).
  */
 export function wrapCell(text: string, width: number): string[] {
   const lines: string[] = [];
-  let rest = text;
-  while (rest.length > width) {
-    const space = rest.lastIndexOf(' ', width);
-    const punctuation = Math.max(rest.lastIndexOf(',', width - 1), rest.lastIndexOf(';', width - 1));
-    if (space >= width / 3 && space >= punctuation) {
-      lines.push(rest.slice(0, space));
-      rest = rest.slice(space + 1);
-    } else if (punctuation >= width / 3) {
-      lines.push(rest.slice(0, punctuation + 1));
-      rest = rest.slice(punctuation + 1);
-    } else {
-      lines.push(rest.slice(0, width));
-      rest = rest.slice(width);
+  let rest = graphemes(text);
+  let restColumns = rest.map(displayWidth);
+  const total = (ws: number[]) => ws.reduce((a, b) => a + b, 0);
+  while (total(restColumns) > width) {
+    // `fit` characters take `width` columns at most (one at least, so that a line always advances);
+    // `at[i]`: the column where character i starts.
+    const at = [0];
+    for (const w of restColumns) at.push(at[at.length - 1] + w);
+    let fit = 0;
+    while (fit < rest.length && at[fit + 1] <= width) fit++;
+    fit = Math.max(1, fit);
+    const space = rest.lastIndexOf(' ', fit);
+    const punctuation = Math.max(rest.lastIndexOf(',', fit - 1), rest.lastIndexOf(';', fit - 1));
+    let end = fit;
+    let next = fit;
+    if (space >= 0 && at[space] >= width / 3 && space >= punctuation) {
+      end = space;
+      next = space + 1;
+    } else if (punctuation >= 0 && at[punctuation] >= width / 3) {
+      end = punctuation + 1;
+      next = punctuation + 1;
     }
+    lines.push(rest.slice(0, end).join(''));
+    rest = rest.slice(next);
+    restColumns = restColumns.slice(next);
   }
-  lines.push(rest);
+  lines.push(rest.join(''));
   return lines;
 }

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { EXIT, table } from '../cli/client.ts';
 import { fitColumns, wrapCell } from '../cli/table.ts';
-import { plural, printableLine, printableText } from '../cli/terminal.ts';
+import { displayWidth, plural, printableLine, printableText, terminalWidth } from '../cli/terminal.ts';
 import { createWebhook, seedCatalog } from './support/cart-world.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
@@ -147,6 +147,46 @@ test('a table too wide to stay readable as columns shows each row as a block of 
       .join('');
     t.is(value, data, `${width}: the data whole, wrapped under its label`);
   }
+});
+
+test('columns are as wide as a terminal shows them: a CJK name or an emoji takes two, an accent none', (t) => {
+  t.is(displayWidth('Ada'), 3);
+  t.is(displayWidth('大麻ショップ'), 12);
+  t.is(displayWidth('🌿 Green'), 8);
+  t.is(displayWidth('👩‍👩‍👧'), 2, 'a family joined by zero-width joiners is one picture');
+  t.is(displayWidth('🇺🇸'), 2);
+  t.is(displayWidth('Cafe\u0301'), 4, 'e and its combining accent');
+  const out = table(
+    ['name', 'store'],
+    [
+      ['大麻ショップ', 1],
+      ['🌿 Green', 2],
+      ['Plain', 3],
+    ],
+  );
+  const lines = out.split('\n');
+  const storeAt = displayWidth(lines[0].slice(0, lines[0].indexOf('store')));
+  for (const line of lines.slice(2)) {
+    const value = line.trimEnd().split(' ').pop() ?? '';
+    t.is(displayWidth(line.slice(0, line.lastIndexOf(value))), storeAt, line);
+  }
+  t.is(displayWidth(lines[1].split('  ')[0]), 12, 'the rule as wide as the widest name');
+  const wrapped = wrapCell('大麻ショップ大麻ショップ', 7);
+  t.deepEqual(wrapped, ['大麻シ', 'ョップ', '大麻シ', 'ョップ']);
+  t.true(wrapped.every((line) => displayWidth(line) <= 7));
+  t.deepEqual(wrapCell('👩‍👩‍👧👩‍👩‍👧👩‍👩‍👧', 4), ['👩‍👩‍👧👩‍👩‍👧', '👩‍👩‍👧'], 'never inside a picture');
+});
+
+test('a terminal that reports 0 columns has no known width: tables stay one line a row', (t) => {
+  const { stdout } = process;
+  const saved = { isTTY: stdout.isTTY, columns: stdout.columns };
+  t.teardown(() => Object.assign(stdout, saved));
+  Object.assign(stdout, { isTTY: true, columns: 0 });
+  t.is(terminalWidth(), undefined);
+  Object.assign(stdout, { isTTY: true, columns: 100 });
+  t.is(terminalWidth(), 100);
+  Object.assign(stdout, { isTTY: false, columns: 100 });
+  t.is(terminalWidth(), undefined);
 });
 
 test('a count says its noun in the right number: 1 delivery, 0 and 2 deliveries', (t) => {

@@ -2,8 +2,9 @@
  * What the console's panels read, in a real browser (test/support/browser.ts; docs/operations.md,
  * "The console"): a panel shows the answer to its newest read only, so an older answer landing late
  * (the previous window's) never overwrites it; a failed read is said and blanks the marks it would
- * show; the subscription chosen in the Webhooks view follows its changes; a rebuild that ends without
- * progress says so with the projection's state; thresholds read in the unit they were set in; a
+ * show (the Overview's counts read unknown); the subscription chosen in the Webhooks view follows its
+ * changes; a rebuild that ends without progress says so with the projection's state, also one that
+ * ended between two polls; thresholds read in the unit they were set in; a
  * truncated health list is said; and every field that takes a time names the zone as the header does.
  * The console's 10 s polls are stopped (test/support/console-polls.ts), so each read checked here
  * came from what the test did. Answers the admin API would give in a state hard to reach here (a read
@@ -56,8 +57,9 @@ const missing = browserMissing();
 const titles = [
   "a panel shows its newest read: the previous window's answer landing after it is dropped",
   'the Webhooks view says a failed health read and blanks the Health column; the chosen subscription shows its new URL after Save changes; the Recover field names the zone as the header does; a truncated health list is said',
-  'the Overview gives the failing rule in words and a threshold under a minute in seconds, and says when only the first subscriptions are judged',
-  'a rebuild that ends without progress or failure says it ended, with the state, and a failed read shows beside it',
+  'the Overview gives the failing rule in words and a threshold under a minute in seconds, says when only the first subscriptions are judged, and while the health cannot be read says the count is unknown and marks no card',
+  'a rebuild that ends without progress or failure says it ended, with the state, and a failed read shows beside it and blanks the state, the lag and the LAGGING marks',
+  'a rebuild that ends between two polls, never seen rebuilding, says it ended, with the state',
 ];
 if (missing) {
   console.log(`console-reads-browser.test.ts: skipped: ${missing}`);
@@ -174,11 +176,19 @@ if (missing) {
     await createWebhook(svc, receiver.url, [1]);
     await createWebhook(svc, `${receiver.url}/second`, [1]);
     const { page, problems, sign } = await consolePage(t, svc);
-    let truncated = false;
+    let health: 'real' | 'truncated' | 'failing' | 'unavailable' = 'real';
     await page.route('**/admin/v1/webhook-health', async (route: Route) => {
+      if (health === 'unavailable') return route.fulfill(UNAVAILABLE);
       const response = await route.fetch();
-      if (!truncated) return route.fulfill({ response });
-      return route.fulfill({ response, json: { ...(await response.json()), truncated: true } });
+      if (health === 'real') return route.fulfill({ response });
+      const answer = await response.json();
+      if (health === 'truncated') return route.fulfill({ response, json: { ...answer, truncated: true } });
+      // The first subscription judged failing, as a dead receiver would make it.
+      Object.assign(answer.subscriptions[0], {
+        status: 'failing',
+        trouble: [{ reason: 'oldest_queued', detail: 'a delivery has been queued 31 s' }],
+      });
+      return route.fulfill({ response, json: { ...answer, failing: 1 } });
     });
     await sign('overview');
     const summary = page.getByRole('region', { name: 'Trouble' });
@@ -190,14 +200,47 @@ if (missing) {
     t.is(await summary.locator('[data-truncated]').count(), 0);
 
     // Judged only in part: the note says so (a rebuild's change reads the counts again).
-    truncated = true;
+    health = 'truncated';
     await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
     await summary.locator('[data-truncated]').waitFor();
     t.regex(
       await summary.locator('[data-truncated]').innerText(),
       /^Health: showing the first 2 subscriptions \(in id order\); the others are not judged\.$/,
     );
-    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+
+    // A subscription failing: counted and its card marked.
+    health = 'failing';
+    await page.getByRole('button', { name: 'Rebuild catalog' }).click();
+    await summary.getByText('1 of 2 subscriptions failing').waitFor();
+    const marked = page.locator('article.card-failing');
+    t.is(await marked.count(), 1);
+    // The health cannot be read: the count is unknown, and no card keeps the last mark.
+    health = 'unavailable';
+    await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: "Could not read the subscriptions' health: the read store is unavailable" })
+      .waitFor();
+    t.regex(await summary.innerText(), /Subscriptions failing: unknown \(their health cannot be read\)/);
+    t.notRegex(await summary.innerText(), /subscriptions? failing\b|No subscription failing/);
+    t.is(await summary.locator('[data-failing] .mark').count(), 0, 'no mark on the count');
+    t.is(await marked.count(), 0, 'no card marked failing');
+    t.is(await page.locator('article[data-status]').count(), 0);
+    t.is(await page.getByRole('article').count(), 2, 'the cards stay, unmarked');
+    // Readable again: counted and marked again.
+    health = 'failing';
+    await page.getByRole('button', { name: 'Rebuild catalog' }).click();
+    await summary.getByText('1 of 2 subscriptions failing').waitFor();
+    t.is(await marked.count(), 1);
+    health = 'real';
+    await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
+    await summary.getByText('No subscription failing').waitFor();
+    t.is(await marked.count(), 0);
+    t.deepEqual(
+      problems.filter((p) => !routed503(p)),
+      [],
+      'no errors, CSP violations or requests to other origins',
+    );
   });
 
   test.serial(titles[3], async (t) => {
@@ -205,20 +248,39 @@ if (missing) {
     const svc = await startService(t);
     const { page, problems, sign } = await consolePage(t, svc);
     // After the request: the projection rebuilding, then standing by with no progress (its projector
-    // lost the lease), then the projections cannot be read.
-    let phase: 'real' | 'rebuilding' | 'standby' | 'unavailable' = 'real';
+    // lost the lease), then lagging as well, then the projections cannot be read, then they can.
+    let phase: 'real' | 'rebuilding' | 'standby' | 'lagging' | 'unavailable' = 'real';
     await page.route('**/admin/v1/projections', async (route: Route) => {
       if (phase === 'unavailable') return route.fulfill(UNAVAILABLE);
       const response = await route.fetch();
       if (phase === 'real') return route.fulfill({ response });
-      const answer = (await response.json()) as { projections: Array<Record<string, unknown>> };
-      for (const p of answer.projections)
-        if (p.name === 'partner_keys') Object.assign(p, { state: phase, progress: null });
-      return route.fulfill({ response, json: answer });
+      const answer = (await response.json()) as {
+        projections: Array<Record<string, unknown>>;
+        lagging: number;
+      };
+      const lagging = phase === 'lagging';
+      for (const p of answer.projections) {
+        if (p.name !== 'partner_keys') continue;
+        Object.assign(p, { state: lagging ? 'standby' : phase, progress: null });
+        if (lagging) {
+          Object.assign(p, {
+            status: 'lagging',
+            lag_events: 7,
+            lag_seconds: 45,
+            trouble: [{ reason: 'lag', detail: 'its oldest event not applied is 45 s old' }],
+          });
+        }
+      }
+      return route.fulfill({ response, json: { ...answer, lagging: lagging ? 1 : answer.lagging } });
+    });
+    // From the request's answer on (a poll landing before it would disable the button).
+    await page.route('**/admin/v1/projections/partner_keys/rebuild', async (route: Route) => {
+      const response = await route.fetch();
+      phase = 'rebuilding';
+      return route.fulfill({ response });
     });
     await sign('overview');
     const status = page.locator('section[aria-labelledby="projections-title"] [role="status"]');
-    phase = 'rebuilding';
     await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
     await status.filter({ hasText: 'Rebuilding partner_keys' }).waitFor();
     await page.locator('tr[data-projection="partner_keys"] .state-rebuilding').waitFor();
@@ -226,16 +288,67 @@ if (missing) {
     await status
       .filter({ hasText: 'The rebuild of partner_keys ended without finishing: its state is standby.' })
       .waitFor();
+    phase = 'lagging';
+    const row = page.locator('tr[data-projection="partner_keys"]');
+    const summary = page.getByRole('region', { name: 'Trouble' });
+    await row.locator('.mark-lagging', { hasText: 'LAGGING' }).waitFor();
+    await summary.getByText('1 projection lagging').waitFor();
     phase = 'unavailable';
     await page
       .getByRole('alert')
       .filter({ hasText: 'Could not read the projections: the read store is unavailable' })
       .waitFor();
     t.regex(await status.innerText(), /ended without finishing/, 'what it said of the rebuild stays');
+    // Its state and lag may no longer hold: blank, and no LAGGING mark, here or counted at the top.
+    for (const cell of ['State', 'Lag (events)', 'Lag (time)'])
+      t.is(await row.locator(`td[data-label="${cell}"]`).innerText(), '', `${cell} is blank`);
+    t.is(await page.locator('.projections .mark, tr.lagging, tr[data-status]').count(), 0, 'no mark');
+    t.regex(await summary.innerText(), /Projections lagging: unknown \(the projections cannot be read\)/);
+    t.notRegex(await summary.innerText(), /projections? lagging\b|No projection lagging/);
+    // Readable again: marked again.
+    phase = 'lagging';
+    await row.locator('.mark-lagging', { hasText: 'LAGGING' }).waitFor();
+    await summary.getByText('1 projection lagging').waitFor();
+    t.is(await row.locator('td[data-label="Lag (events)"]').innerText(), '7');
     t.deepEqual(
       problems.filter((p) => !routed503(p)),
       [],
       'no errors, CSP violations or requests to other origins',
     );
+  });
+
+  test.serial(titles[4], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    const { page, problems, sign } = await consolePage(t, svc);
+    // From the request's answer on, the projection is live with no progress: its rebuild started and
+    // ended between two polls (its projector lost the lease and took it back), never seen rebuilding.
+    let ended = false;
+    await page.route('**/admin/v1/projections', async (route: Route) => {
+      const response = await route.fetch();
+      if (!ended) return route.fulfill({ response });
+      const answer = (await response.json()) as { projections: Array<Record<string, unknown>> };
+      for (const p of answer.projections)
+        if (p.name === 'partner_keys') Object.assign(p, { state: 'live', progress: null });
+      return route.fulfill({ response, json: answer });
+    });
+    await page.route('**/admin/v1/projections/partner_keys/rebuild', async (route: Route) => {
+      const response = await route.fetch();
+      ended = true;
+      return route.fulfill({ response });
+    });
+    await sign('overview');
+    const status = page.locator('section[aria-labelledby="projections-title"] [role="status"]');
+    const next = page.waitForResponse((r) => r.url().endsWith('/admin/v1/projections') && ended);
+    await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
+    // The read at once after the request is too soon to tell: the projector says `rebuilding` only
+    // once it has made the fresh copies.
+    await next;
+    await settled(page);
+    t.is(await status.innerText(), 'Rebuilding partner_keys: its progress shows below.');
+    await status
+      .filter({ hasText: 'The rebuild of partner_keys ended without finishing: its state is live.' })
+      .waitFor();
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 }

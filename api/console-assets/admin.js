@@ -180,19 +180,23 @@ export const announceChange = () => changes.dispatchEvent(new Event('change'));
  * announced (`announceChange`), and every `everyMs` if given. An ended session signs out
  * (`onUnauthorized`); another failure is kept in `error`. Only the answer to the newest read started
  * is shown: an older one that lands after it (a poll already on its way when an action ended, the
- * previous path's answer after a filter or window changed) is dropped.
+ * previous path's answer after a filter or window changed) is dropped. `readAt` is when the read
+ * shown was started (`Date.now()`).
  */
 export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
   const [value, setValue] = useState(null);
   const [error, setError] = useState(null);
+  const [readAt, setReadAt] = useState(null);
   const started = useRef(0);
   const refresh = useCallback(async () => {
     started.current += 1;
     const read = started.current;
+    const at = Date.now();
     try {
       const answer = await admin(session, 'GET', path);
       if (read !== started.current) return;
       setValue(field === null ? answer : answer[field]);
+      setReadAt(at);
       setError(null);
     } catch (e) {
       if (e.status === 401) onUnauthorized();
@@ -208,7 +212,7 @@ export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
       clearInterval(timer);
     };
   }, [refresh, everyMs]);
-  return { value, error, refresh };
+  return { value, error, refresh, readAt };
 }
 
 /**

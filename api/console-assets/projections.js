@@ -8,7 +8,11 @@ import { admin, announceChange, can, html, number, Trouble, time } from './admin
 
 export const POLL_MS = 1000;
 
-function ProjectionRow({ projection, onRebuild }) {
+/**
+ * One projection's row. While the projections cannot be read (`stale`), its state and lag are blank
+ * and it is not marked LAGGING: the last ones read may no longer hold (docs/operations.md, "The console").
+ */
+function ProjectionRow({ projection, stale, onRebuild }) {
   const p = projection;
   const rebuilding = p.state === 'rebuilding';
   // Another projector holds the read store's lease and writes these read models: it rebuilds them.
@@ -19,13 +23,18 @@ function ProjectionRow({ projection, onRebuild }) {
     ? html`<span class="error">last rebuild failed at ${time(p.rebuild_failure.at)}: ${p.rebuild_failure.error}</span>`
     : '';
   return html`
-    <tr data-projection=${p.name} data-status=${p.status} class=${p.status === 'lagging' ? 'lagging' : undefined}>
+    <tr data-projection=${p.name} data-status=${stale ? undefined : p.status}
+      class=${!stale && p.status === 'lagging' ? 'lagging' : undefined}>
       <th scope="row">${p.name}</th>
-      <td data-label="State"><span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
-        <${Trouble} judged=${p} mark="LAGGING" /></td>
+      <td data-label="State">${
+        stale
+          ? ''
+          : html`<span class=${`state state-${p.state}`}>${p.state}</span>${p.error ? html` <span class="error">${p.error}</span>` : ''}
+        <${Trouble} judged=${p} mark="LAGGING" />`
+      }</td>
       <td class="num" data-label="Checkpoint">${number(p.checkpoint)}</td>
-      <td class="num" data-label="Lag (events)">${number(p.lag_events)}</td>
-      <td class="num" data-label="Lag (time)">${p.lag_seconds.toFixed(1)} s</td>
+      <td class="num" data-label="Lag (events)">${stale ? '' : number(p.lag_events)}</td>
+      <td class="num" data-label="Lag (time)">${stale ? '' : `${p.lag_seconds.toFixed(1)} s`}</td>
       <td data-label="Rebuild">
         ${
           percent === null
@@ -51,9 +60,13 @@ function ProjectionRow({ projection, onRebuild }) {
  * rebuilding, then how it ended. A rebuild that stops with no progress and no failure (its projector
  * lost the lease and stands by, or it was aborted) ended too: once the projection has been seen
  * rebuilding (`asked.seen`), or stands by, and is no longer rebuilding, that is said with its state.
+ * One can also start and end between two polls, never seen rebuilding (its projector lost the lease
+ * and took it back): a projection neither rebuilding nor with progress, on a read started a poll's
+ * interval after the request was answered (`readAt`, `asked.answeredAt`), ended too. Not sooner: the
+ * projector says `rebuilding` only once it has made the fresh copies, after the request is answered.
  * `asked.before` is the projection as it was when asked.
  */
-function rebuildNews(asked, projections) {
+function rebuildNews(asked, projections, readAt) {
   if (!asked) return null;
   if (asked.failed) return `Could not rebuild ${asked.name}: ${asked.failed}`;
   const p = projections?.find((x) => x.name === asked.name);
@@ -61,7 +74,8 @@ function rebuildNews(asked, projections) {
   if (failedSince) return `The rebuild of ${asked.name} failed: ${p.rebuild_failure.error}`;
   const newer = p?.progress && p.progress.started_at !== asked.before?.progress?.started_at;
   if (p && p.state !== 'rebuilding' && newer) return `${asked.name} is rebuilt: the rebuilt copies are live.`;
-  if (p && p.state !== 'rebuilding' && (asked.seen || p.state === 'standby'))
+  const lateRead = readAt !== null && readAt >= asked.answeredAt + POLL_MS;
+  if (p && p.state !== 'rebuilding' && (asked.seen || p.state === 'standby' || (lateRead && !p.progress)))
     return `The rebuild of ${asked.name} ended without finishing: its state is ${p.state}.`;
   return `Rebuilding ${asked.name}: its progress shows below.`;
 }
@@ -75,7 +89,7 @@ export function Projections({ session, read }) {
     const before = projections?.find((p) => p.name === name);
     try {
       await admin(session, 'POST', `/projections/${encodeURIComponent(name)}/rebuild`);
-      setAsked({ name, before });
+      setAsked({ name, before, answeredAt: Date.now() });
       await read.refresh();
       announceChange();
     } catch (e) {
@@ -88,7 +102,7 @@ export function Projections({ session, read }) {
   useEffect(() => {
     if (rebuildingNow) setAsked((a) => (a && !a.seen ? { ...a, seen: true } : a));
   }, [rebuildingNow]);
-  const message = rebuildNews(asked, projections);
+  const message = rebuildNews(asked, projections, read.readAt);
   // Once the rebuild has ended, every panel reads what it rebuilt at once.
   const ended = asked && !asked.failed && !message.startsWith('Rebuilding');
   useEffect(() => {
@@ -112,7 +126,7 @@ export function Projections({ session, read }) {
                   ${rebuilds && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}</tr>
               </thead>
               <tbody>
-                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} onRebuild=${rebuilds ? rebuild : undefined} />`)}
+                ${projections.map((p) => html`<${ProjectionRow} key=${p.name} projection=${p} stale=${Boolean(read.error)} onRebuild=${rebuilds ? rebuild : undefined} />`)}
               </tbody>
             </table>
           </div>`

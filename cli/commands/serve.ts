@@ -172,9 +172,22 @@ async function serve(role: Role): Promise<void> {
     .catch((error: unknown) => log.warn({ err: error }, 'the memory of the catch-up was not given back'));
 }
 
-/** Resolves once every readiness check passes (or, early, once `stopped` says so). */
-async function untilReady(readiness: Readiness, stopped: () => boolean): Promise<void> {
-  while (!stopped() && !(await readiness.check()).ready) await new Promise((r) => setTimeout(r, 100));
+/** How often `untilReady` looks at first (ms), and at most once a start has taken long. */
+const READY_POLL_FIRST_MS = 100;
+const READY_POLL_MOST_MS = 2_000;
+
+/**
+ * Resolves once every readiness check passes, or once the process stops (a signal: `stopped`; the
+ * service stopping: its report says so), so that nothing polls for the process's life. The wait
+ * between two looks doubles up to 2 s: a start that is not ready for long (a read store down) is
+ * looked at every 2 s, not ten times a second.
+ */
+export async function untilReady(readiness: Readiness, stopped: () => boolean): Promise<void> {
+  for (let wait = READY_POLL_FIRST_MS; !stopped(); wait = Math.min(wait * 2, READY_POLL_MOST_MS)) {
+    const report = await readiness.check();
+    if (report.ready || report.stopping) return;
+    await new Promise((r) => setTimeout(r, wait));
+  }
 }
 
 /**

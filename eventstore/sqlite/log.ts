@@ -36,6 +36,15 @@ const RESTART_WAIT_MS = 5;
 const CHECKPOINT_BACKSTOP_PAGES = 16_000;
 
 /**
+ * Each connection's page cache (KiB; SQLite's default is about the same): small, because a catch-up
+ * (a first start's projector and followers) reads the whole log once, in order, and gains nothing from
+ * a cache, while a large one would fill then and stay allocated for the process's life (glibc keeps
+ * what SQLite frees). A page not in it comes from the OS's page cache
+ * (docs/read-side.md, "Memory after the first start").
+ */
+const PAGE_CACHE_KIB = 2_048;
+
+/**
  * Who copies the WAL into the database file (docs/operations.md, "Threads"):
  * - `'commit'` (SQLite's default): the commit that takes the WAL past 1,000 pages, inside that commit;
  * - `'elsewhere'`: another connection of the process (`'background'`); this one's commits do so only
@@ -138,7 +147,7 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
   // The log is the only copy of the order history: durable unless told otherwise.
   db.exec(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   db.exec('PRAGMA temp_store = MEMORY');
-  db.exec('PRAGMA cache_size = -65536');
+  db.exec(`PRAGMA cache_size = -${PAGE_CACHE_KIB}`);
   db.exec(SCHEMA);
   if (options.checkpoints === 'elsewhere')
     db.exec(`PRAGMA wal_autocheckpoint = ${CHECKPOINT_BACKSTOP_PAGES}`);

@@ -955,7 +955,8 @@ export function eventStoreContract(test: TestFn, adapter: string, open: () => Pr
       const { received, consumer } = collect(store, `${p}-g`, (m) =>
         m.retryCount === 0 ? undefined : m.ack(),
       );
-      await eventually(t, () => received.length === 2, 'the redelivery after the timeout', 10_000);
+      // A bound for a loaded machine, not a figure: the redelivery is due 1 s after the delivery.
+      await eventually(t, () => received.length === 2, 'the redelivery after the timeout', 30_000);
       t.deepEqual(
         received.map((m) => m.retryCount),
         [0, 1],

@@ -1,9 +1,10 @@
 /**
  * Checks an HTTP answer against an OpenAPI 3.1 document: the operation (method and path template,
  * found from a template or a concrete URL), the status (documented, or the answer is an error), the
- * media type, the headers the document marks required, and the body against the response's JSON
- * Schema (ajv, draft 2020-12, with the document's `components.schemas`). Named record schemas are
- * objects with `additionalProperties: false`, so an undocumented field is a failure, not a pass.
+ * media type, the headers the document marks required (and an `ETag` sent, declared), and the body
+ * against the response's JSON Schema (ajv, draft 2020-12, with the document's `components.schemas`).
+ * Named record schemas are objects with `additionalProperties: false`, so an undocumented field is a
+ * failure, not a pass.
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -13,7 +14,10 @@ type Json = Record<string, unknown>;
 export interface ResponseCheckOptions {
   /** The answer's `Content-Type`; when given it must be one the response documents. */
   contentType?: string | null;
-  /** The answer's headers; when given, every header the response marks `required` must be present. */
+  /**
+   * The answer's headers; when given, every header the response marks `required` must be present, and
+   * an `ETag` the answer sends must be one the response declares (a client reads it for `If-Match`).
+   */
   headers?: Headers;
 }
 
@@ -176,6 +180,9 @@ export function responseErrors(
         errors.push(`${where}: required header ${name} is missing`);
       }
     }
+    const declared = Object.keys((response['headers'] ?? {}) as Json).map((name) => name.toLowerCase());
+    if (options.headers.has('etag') && !declared.includes('etag'))
+      errors.push(`${where}: sends an ETag the document does not declare`);
   }
 
   const content = response['content'] as Record<string, Json> | undefined;
