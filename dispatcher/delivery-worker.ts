@@ -42,15 +42,10 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
-import {
-  type AttemptContext,
-  type DeliveryWorkerStats,
-  emptyStats,
-  type StartedAttempt,
-  workHeads,
-} from './delivery-attempt.ts';
+import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
+import { createQueueRuns, subscriptionOf } from './queue-runs.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';
 import { createSlots, type Slots } from './slots.ts';
@@ -169,13 +164,9 @@ function attemptContext(
   };
 }
 
-/** The subscription of a delivery queue's stream (its slots' key). */
-const subscriptionOf = (stream: string) => delivery.parseStreamId(stream)?.webhook_id;
-
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { store, clock, tracker, logger } = options;
   const registry = options.registry ?? eventRegistry;
-  const errorRetryMs = options.errorRetryMs ?? 5_000;
   const scheduler = createScheduler(clock, {
     onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
   });
@@ -229,6 +220,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     },
   );
   const ctx = attemptContext(options, { queues, slots, stats, now, registry });
+  const { work, settled } = createQueueRuns({
+    ctx,
+    tracker,
+    scheduler,
+    errorRetryMs: options.errorRetryMs ?? 5_000,
+    stopped: () => stopped,
+    after: reschedule,
+  });
 
   function startDue(): void {
     for (const stream of dueNow) void work(stream);
@@ -270,49 +269,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     scheduler.schedule(queue.stream, at, () => work(queue.stream));
   }
 
-  /** Queue work in progress: a graceful stop lets it finish, so no attempt is left without its result. */
-  const working = new Set<Promise<void>>();
-  /**
-   * Works the queue (`workQueue`) unless there is nothing to work (answered undefined: a slot of
-   * subscription `slot` given to it and not wanted is then given back by the caller).
-   */
-  function work(stream: string, started?: StartedAttempt, slot?: string): Promise<void> | undefined {
-    const queue = started?.queue ?? queues.held.get(stream);
-    if (!queue || (!started && (queue.busy || stopped))) return undefined;
-    queue.busy = true;
-    const key = subscriptionOf(stream);
-    if (key) slots.forget(key, stream);
-    const run = workQueue(queue, started, slot ?? null);
-    working.add(run);
-    void run.finally(() => working.delete(run));
-    return run;
-  }
-
-  /**
-   * Works the queue's head until it waits for a later time or a slot, or the queue is empty; first
-   * sends the attempt `started` with the delivery's scheduling, which left the queue busy.
-   */
-  async function workQueue(queue: Queue, started: StartedAttempt | undefined, slot: string | null) {
-    const { stream } = queue;
-    let retryAt: Date | undefined;
-    try {
-      await workHeads(ctx, queue, tracker, () => stopped, started, { held: slot });
-    } catch (err) {
-      if (!stopped) {
-        stats.errors += 1;
-        logger?.error({ err, stream }, 'webhook delivery failed; retrying the queue later');
-        retryAt = new Date(now().getTime() + errorRetryMs);
-      }
-    } finally {
-      queue.busy = false;
-      if (retryAt) scheduler.schedule(stream, retryAt, () => work(stream));
-      else {
-        queues.keepOrDrop(queue);
-        reschedule(queue);
-      }
-    }
-  }
-
   return {
     start() {
       if (started || stopped) return;
@@ -341,7 +297,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       clearTimeout(warmUp);
       scheduler.stop();
       // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
-      await Promise.allSettled([...working]);
+      await settled();
       await follower.stop();
     },
   };
