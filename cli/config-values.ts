@@ -17,6 +17,22 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export const EVENT_STORE_SYNC_MODES = ['full', 'normal'] as const;
 export type EventStoreSync = (typeof EVENT_STORE_SYNC_MODES)[number];
 
+/** What is wrong with one variable, in words naming the form expected. */
+export interface ConfigIssue {
+  variable: string;
+  problem: string;
+}
+
+/** Every problem found, one line naming each variable (cli/config.ts). */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: readonly ConfigIssue[]) {
+    super(issues.map((issue) => `${issue.variable}: ${issue.problem}`).join('; '));
+    this.issues = issues;
+  }
+}
+
 /** Hides the password in a connection string and the values of secret-looking query parameters. */
 export function redactUrl(url: string): string {
   return url
@@ -157,6 +173,15 @@ export const sandboxSize = parsed((raw) => {
   return n >= 1 && n <= MAX_SANDBOX_SIZE
     ? n
     : problem(`expected a number of stores from 1 to ${MAX_SANDBOX_SIZE}, got ${quote(raw)}`);
+});
+
+/** `PDS_WEBHOOK_MAX_IN_FLIGHT`: at least one request, or no webhook would ever leave. */
+export const MAX_IN_FLIGHT_LIMIT = 65_536;
+export const maxInFlight = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= MAX_IN_FLIGHT_LIMIT
+    ? n
+    : problem(`expected a whole number of requests from 1 to ${MAX_IN_FLIGHT_LIMIT}, got ${quote(raw)}`);
 });
 
 export const backupKeep = parsed((raw) => {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import {
   backupKeep,
+  ConfigError,
   cacheMiB,
   checkToken,
   dataDir,
@@ -27,6 +28,7 @@ import {
   leaseDuration,
   logFormat,
   logLevel,
+  maxInFlight,
   operatorToken,
   parseSecretKey,
   port,
@@ -101,6 +103,8 @@ export interface Config {
   abandonAfterMs: number;
   webhookTimeoutMs: number;
   webhookRetryScheduleMs: readonly number[];
+  /** Webhook requests a delivery worker has open at once (docs/webhooks.md, "Scale"). */
+  webhookMaxInFlight: number;
   allowPrivateWebhookUrls: boolean;
   /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
   idempotencyTtlMs: number;
@@ -153,23 +157,11 @@ export interface ResolvedConfig extends Omit<Config, 'operatorToken' | 'secretKe
   secretKeySource: SecretSource;
 }
 
-export interface ConfigIssue {
-  variable: string;
-  problem: string;
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-  readonly issues: readonly ConfigIssue[];
-  constructor(issues: readonly ConfigIssue[]) {
-    super(issues.map((issue) => `${issue.variable}: ${issue.problem}`).join('; '));
-    this.issues = issues;
-  }
-}
-
 export type Env = Readonly<Record<string, string | undefined>>;
 
 export {
+  ConfigError,
+  type ConfigIssue,
   EVENT_STORE_SYNC_MODES,
   type EventStoreSync,
   LOG_FORMATS,
@@ -200,6 +192,7 @@ const envSchema = z.object({
   PDS_ABANDON_AFTER: positiveDuration.optional(),
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
+  PDS_WEBHOOK_MAX_IN_FLIGHT: maxInFlight.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
@@ -234,6 +227,7 @@ export const DEFAULTS = {
   abandonAfter: '6h',
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
+  webhookMaxInFlight: 256,
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
   alertOldestQueued: '15m',
@@ -350,6 +344,7 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
     webhookRetryScheduleMs: Object.freeze(
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
+    webhookMaxInFlight: v.PDS_WEBHOOK_MAX_IN_FLIGHT ?? DEFAULTS.webhookMaxInFlight,
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),

@@ -183,6 +183,7 @@ export function webhookDispatcher(
         allowPrivate: ctx.config.allowPrivateWebhookUrls,
         timeoutMs: ctx.config.webhookTimeoutMs,
         scheduleMs: ctx.config.webhookRetryScheduleMs,
+        maxInFlight: ctx.config.webhookMaxInFlight,
         logger,
         supervisor: ctx.supervisor,
         onAttempt({ outcome, durationMs }) {
@@ -198,6 +199,22 @@ export function webhookDispatcher(
         registers: [ctx.registry],
         collect() {
           this.set(w.pending().depth);
+        },
+      });
+      new Gauge({
+        name: 'pds_webhook_requests_in_flight',
+        help: 'webhook requests open (at most PDS_WEBHOOK_MAX_IN_FLIGHT)',
+        registers: [ctx.registry],
+        collect() {
+          this.set(w.slots().inFlight);
+        },
+      });
+      new Gauge({
+        name: 'pds_webhook_queues_waiting_for_slot',
+        help: 'delivery queues due and waiting for a free request slot of their subscription or of the dispatcher',
+        registers: [ctx.registry],
+        collect() {
+          this.set(w.slots().waiting);
         },
       });
       ageGauge(

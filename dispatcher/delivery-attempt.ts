@@ -21,7 +21,7 @@ import { attemptFields, type DeliveryResult, isLastAttempt, nextAttemptDelay } f
 import type { WebhookChannel, WebhookSender } from '../webhooks/send.ts';
 import type { DeliveryQueues, Queue } from './delivery-queues.ts';
 import { DISPATCHER_ACTOR } from './fan-out-schedule.ts';
-import type { Limiter } from './limiter.ts';
+import type { Slots } from './slots.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export interface DeliveryWorkerStats {
@@ -45,8 +45,8 @@ export interface AttemptContext {
   registry: EventRegistry;
   queues: DeliveryQueues;
   sender: WebhookSender;
-  /** Requests open at once per subscription. */
-  limiter: Limiter;
+  /** Requests open at once, per subscription and in all (`dispatcher/slots.ts`). */
+  slots: Slots;
   commands: CommandHandler;
   now(): Date;
   /** Names this process in `AttemptStarted`. */
@@ -107,7 +107,7 @@ export function headStart(
   } catch {
     return undefined; // the worker's own attempt meets the same error, and reports it
   }
-  if (!ctx.limiter.tryAcquire(sub.webhook_id)) return undefined;
+  if (!ctx.slots.tryAcquire(sub.webhook_id)) return undefined;
   const command = {
     type: 'StartAttempt' as const,
     delivery_id: next.delivery_id,
@@ -118,7 +118,7 @@ export function headStart(
   try {
     return { events: delivery.decider.decide(command, state), deliveryId: next.delivery_id, sub, channel };
   } catch (err) {
-    ctx.limiter.release(sub.webhook_id);
+    ctx.slots.release(sub.webhook_id);
     if (err instanceof DomainError) return undefined;
     throw err;
   }
@@ -140,7 +140,7 @@ export async function appendWithStart(
       expectedRevision: revision < 0 ? 'no_stream' : revision,
     });
   } catch (err) {
-    if (start) ctx.limiter.release(start.sub.webhook_id);
+    if (start) ctx.slots.release(start.sub.webhook_id);
     throw err;
   }
 }
@@ -232,8 +232,9 @@ async function disableSubscription(
 }
 
 /**
- * Starts, sends and records one attempt of the queue's head `d` to subscription `sub`; answers the
- * next delivery's attempt when its start went with this one's result (`sendStarted`).
+ * Starts, sends and records one attempt of the queue's head `d` to subscription `sub`, on a slot of
+ * the subscription the caller took for it (given back here if the attempt does not start); answers
+ * the next delivery's attempt when its start went with this one's result (`sendStarted`).
  */
 export async function attempt(
   ctx: AttemptContext,
@@ -243,12 +244,12 @@ export async function attempt(
   subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
 ): Promise<StartedAttempt | undefined> {
-  // A body that cannot be opened now (the key store down) starts no attempt, so an outage does not
-  // use up the delivery's attempts: the queue is tried again later.
-  if (ctx.openBody) await ctx.openBody(d.body);
-  const channel = ctx.sender.open(sub);
-  await ctx.limiter.acquire(sub.webhook_id);
+  let channel: WebhookChannel;
   try {
+    // A body that cannot be opened now (the key store down) starts no attempt, so an outage does not
+    // use up the delivery's attempts: the queue is tried again later.
+    if (ctx.openBody) await ctx.openBody(d.body);
+    channel = ctx.sender.open(sub);
     await decideOnQueue(
       ctx,
       queue,
@@ -262,7 +263,7 @@ export async function attempt(
       d.delivery_id,
     );
   } catch (err) {
-    ctx.limiter.release(sub.webhook_id);
+    ctx.slots.release(sub.webhook_id);
     throw err;
   }
   const started = delivery.findDelivery(queue.state, d.delivery_id) as delivery.Delivery;
@@ -287,7 +288,7 @@ export async function sendStarted(
     result = await started.channel.send({ webhookId: d.delivery_id, attempt: d.attempts, body: d.body });
   } finally {
     // The slot covers the request only: recording its result does not hold up the next request.
-    ctx.limiter.release(sub.webhook_id);
+    ctx.slots.release(sub.webhook_id);
   }
   const attemptNo = d.attempts;
   ctx.stats.attempts[result.outcome] += 1;
@@ -329,11 +330,17 @@ export function startedOf(queue: Queue, start: HeadStart): StartedAttempt {
   return { queue, delivery: d, sub: start.sub, channel: start.channel };
 }
 
+/** The slot the pump gave a queue's work (`dispatcher/slots.ts`): its subscription, until an attempt takes it. */
+export interface SlotGrant {
+  held: string | null;
+}
+
 /**
  * Does what the queue's head delivery `d` needs now: records an attempt whose lease ran out as
- * interrupted, parks it when its subscription is gone or disabled, or attempts it when it is due.
- * `wait` when nothing is due yet (an attempt in flight, or a retry time ahead); the next delivery's
- * attempt when it was started with this one's result.
+ * interrupted, parks it when its subscription is gone or disabled, or attempts it when it is due,
+ * on the slot `grant` holds or one free now; with none free the queue waits in its subscription's
+ * ready list. `wait` when nothing is due yet (an attempt in flight, or a retry time ahead) or no
+ * slot is free; the next delivery's attempt when it was started with this one's result.
  */
 export async function workHead(
   ctx: AttemptContext,
@@ -341,6 +348,7 @@ export async function workHead(
   d: delivery.Delivery,
   subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
+  grant: SlotGrant = { held: null },
 ): Promise<'wait' | 'next' | StartedAttempt> {
   const at = ctx.now();
   if (d.in_flight) {
@@ -368,13 +376,19 @@ export async function workHead(
     );
     return 'next';
   }
+  if (grant.held !== sub.webhook_id && !ctx.slots.tryAcquire(sub.webhook_id)) {
+    ctx.slots.wait(sub.webhook_id, queue.stream);
+    return 'wait';
+  }
+  grant.held = null; // the attempt's now
   return (await attempt(ctx, queue, d, sub, subscriptions, stopped)) ?? 'next';
 }
 
 /**
- * Works the queue's head until it waits for a later time, the queue is empty, or the worker stops;
- * first sends `started`, an attempt begun with the delivery's scheduling. An attempt already started
- * is sent even when the worker stops, so that none is left without its result.
+ * Works the queue's head until it waits for a later time or a slot, the queue is empty, or the
+ * worker stops; first sends `started`, an attempt begun with the delivery's scheduling. An attempt
+ * already started is sent even when the worker stops, so that none is left without its result. A
+ * slot the queue was given (`grant`) and no attempt took is given back at the end.
  */
 export async function workHeads(
   ctx: AttemptContext,
@@ -382,23 +396,32 @@ export async function workHeads(
   subscriptions: Pick<SubscriptionTracker, 'current' | 'ready'>,
   stopped: () => boolean,
   started?: StartedAttempt,
+  grant: SlotGrant = { held: null },
 ): Promise<void> {
   let next = started;
-  for (let step = 0; step < 10_000; step++) {
-    try {
-      if (next) {
-        next = await sendStarted(ctx, next, subscriptions, stopped);
-        continue;
+  try {
+    for (let step = 0; step < 10_000; step++) {
+      try {
+        if (next) {
+          next = await sendStarted(ctx, next, subscriptions, stopped);
+          continue;
+        }
+        const d = delivery.head(queue.state);
+        if (!d || stopped()) return;
+        const done = await workHead(ctx, queue, d, subscriptions, stopped, grant);
+        if (done === 'wait') return;
+        if (done !== 'next') next = done;
+      } catch (err) {
+        next = undefined;
+        if (err instanceof StaleQueue) continue;
+        throw err;
       }
-      const d = delivery.head(queue.state);
-      if (!d || stopped()) return;
-      const done = await workHead(ctx, queue, d, subscriptions, stopped);
-      if (done === 'wait') return;
-      if (done !== 'next') next = done;
-    } catch (err) {
-      next = undefined;
-      if (err instanceof StaleQueue) continue;
-      throw err;
+    }
+  } finally {
+    if (grant.held !== null) {
+      const key = grant.held;
+      grant.held = null;
+      ctx.slots.release(key);
     }
   }
 }

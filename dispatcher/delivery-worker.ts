@@ -20,9 +20,11 @@
  * recorded as `interrupted` when its lease runs out, and retried at once: at-least-once, with the same
  * `X-Service-Webhook-Id`.
  *
- * Isolation: each queue sends one delivery at a time, and each subscription has at most
- * `perSubscriptionConcurrency` requests open, so a slow or dead receiver ties up only its own slots;
- * every other subscription keeps its own.
+ * Isolation and bounds: each queue sends one delivery at a time, each subscription has at most
+ * `perSubscriptionConcurrency` requests open, so a slow or dead receiver ties up only its own slots,
+ * and the worker at most `maxInFlight` (`dispatcher/slots.ts`). A due queue that finds no slot waits
+ * in its subscription's ready list, as its stream name; a freed slot goes to the next subscription's
+ * turn (docs/webhooks.md, "Scale").
  */
 
 import type { KeyObject } from 'node:crypto';
@@ -40,18 +42,13 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
-import {
-  type AttemptContext,
-  type DeliveryWorkerStats,
-  emptyStats,
-  type StartedAttempt,
-  workHeads,
-} from './delivery-attempt.ts';
+import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
-import { createLimiter } from './limiter.ts';
+import { createQueueRuns, subscriptionOf } from './queue-runs.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';
+import { createSlots, type Slots } from './slots.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export type { DeliveryWorkerStats } from './delivery-attempt.ts';
@@ -90,6 +87,8 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   /** Requests open at once per subscription. Default 8. */
   perSubscriptionConcurrency?: number;
+  /** `PDS_WEBHOOK_MAX_IN_FLIGHT`: requests open at once in the whole worker. Default 256. */
+  maxInFlight?: number;
   /** Upper bound on a receiver's `Retry-After`. Default 24 h. */
   maxRetryAfterMs?: number;
   /** How long an attempt may be in flight before another dispatcher records it as interrupted. */
@@ -119,6 +118,8 @@ export interface DeliveryWorker {
   /** Resolves once every delivery event up to the store's head is applied. */
   settle(timeoutMs?: number): Promise<void>;
   pending(): PendingSummary;
+  /** Requests open (slots taken), and due queues waiting in a ready list for a slot. */
+  slots(): { inFlight: number; waiting: number };
   stats(): DeliveryWorkerStats;
   stop(): Promise<void>;
 }
@@ -126,10 +127,16 @@ export interface DeliveryWorker {
 /** What the worker's attempts need, from its options. */
 function attemptContext(
   options: DeliveryWorkerOptions,
-  parts: { queues: DeliveryQueues; stats: DeliveryWorkerStats; now(): Date; registry: EventRegistry },
+  parts: {
+    queues: DeliveryQueues;
+    slots: Slots;
+    stats: DeliveryWorkerStats;
+    now(): Date;
+    registry: EventRegistry;
+  },
 ): AttemptContext {
   const { store, clock, logger } = options;
-  const { queues, stats, now, registry } = parts;
+  const { queues, slots, stats, now, registry } = parts;
   return {
     store,
     registry,
@@ -143,7 +150,7 @@ function attemptContext(
       openBody: options.openBody,
     }),
     openBody: options.openBody,
-    limiter: createLimiter(options.perSubscriptionConcurrency ?? 8),
+    slots,
     commands: createCommandHandler(store, registry),
     now,
     dispatcherId: options.dispatcherId ?? `dispatcher-${randomUUID()}`,
@@ -160,7 +167,6 @@ function attemptContext(
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { store, clock, tracker, logger } = options;
   const registry = options.registry ?? eventRegistry;
-  const errorRetryMs = options.errorRetryMs ?? 5_000;
   const scheduler = createScheduler(clock, {
     onError: (key, err) => logger?.error({ err, stream: key }, 'webhook delivery failed'),
   });
@@ -201,9 +207,27 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     store,
     registry,
     onChanged: (stream) => follower.changed(stream),
-    onDropped: (stream) => scheduler.cancel(stream),
+    onDropped: (stream) => {
+      scheduler.cancel(stream);
+      const key = subscriptionOf(stream);
+      if (key) slots.forget(key, stream);
+    },
   });
-  const ctx = attemptContext(options, { queues, stats, now, registry });
+  const slots = createSlots(
+    { perKey: options.perSubscriptionConcurrency ?? 8, total: options.maxInFlight ?? 256 },
+    (key, stream) => {
+      if (!work(stream, undefined, key)) slots.release(key);
+    },
+  );
+  const ctx = attemptContext(options, { queues, slots, stats, now, registry });
+  const { work, settled } = createQueueRuns({
+    ctx,
+    tracker,
+    scheduler,
+    errorRetryMs: options.errorRetryMs ?? 5_000,
+    stopped: () => stopped,
+    after: reschedule,
+  });
 
   function startDue(): void {
     for (const stream of dueNow) void work(stream);
@@ -222,58 +246,27 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   function reschedule(queue: Queue): void {
     if (stopped || queue.busy) return;
     const due = delivery.headDueAt(queue.state);
-    if (due === null) {
+    const key = subscriptionOf(queue.stream);
+    const waiting = key !== undefined && slots.has(key, queue.stream);
+    const at = due === null ? null : new Date(due);
+    if (waiting && (at === null || at.getTime() > now().getTime())) slots.forget(key, queue.stream);
+    if (at === null) {
       scheduler.cancel(queue.stream);
       return;
     }
-    const at = new Date(due);
     if (at.getTime() <= now().getTime()) {
       // Due already (a new delivery, the next one of the queue): start now rather than on the next
       // timer turn, which costs a millisecond or more of latency per webhook; while a batch of events
       // is being applied, once the batch is in (later events of the batch may settle the delivery).
+      // A queue waiting for a slot is started by the pump when one frees.
       scheduler.cancel(queue.stream);
+      if (waiting) return;
       if (applying || !restored) dueNow.add(queue.stream);
       else void work(queue.stream);
       return;
     }
     if (scheduler.dueAt(queue.stream)?.getTime() === at.getTime()) return;
     scheduler.schedule(queue.stream, at, () => work(queue.stream));
-  }
-
-  /** Queue work in progress: a graceful stop lets it finish, so no attempt is left without its result. */
-  const working = new Set<Promise<void>>();
-  function work(stream: string, started?: StartedAttempt): Promise<void> {
-    const run = workQueue(stream, started);
-    working.add(run);
-    void run.finally(() => working.delete(run));
-    return run;
-  }
-
-  /**
-   * Works the queue's head until it waits for a later time or the queue is empty; first sends the
-   * attempt `started` with the delivery's scheduling, which left the queue busy.
-   */
-  async function workQueue(stream: string, started?: StartedAttempt): Promise<void> {
-    const queue = started?.queue ?? queues.held.get(stream);
-    if (!queue || (!started && (queue.busy || stopped))) return;
-    queue.busy = true;
-    let retryAt: Date | undefined;
-    try {
-      await workHeads(ctx, queue, tracker, () => stopped, started);
-    } catch (err) {
-      if (!stopped) {
-        stats.errors += 1;
-        logger?.error({ err, stream }, 'webhook delivery failed; retrying the queue later');
-        retryAt = new Date(now().getTime() + errorRetryMs);
-      }
-    } finally {
-      queue.busy = false;
-      if (retryAt) scheduler.schedule(stream, retryAt, () => work(stream));
-      else {
-        queues.keepOrDrop(queue);
-        reschedule(queue);
-      }
-    }
   }
 
   return {
@@ -296,13 +289,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     tick: () => scheduler.tick(),
     settle: (timeoutMs) => follower.settle(timeoutMs),
     pending: () => queues.pending(),
+    slots: () => ({ inFlight: slots.inFlight(), waiting: slots.waiting() }),
     stats: () => ({ ...stats, attempts: { ...stats.attempts } }),
     async stop() {
       stopped = true;
+      slots.close();
       clearTimeout(warmUp);
       scheduler.stop();
       // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
-      await Promise.allSettled([...working]);
+      await settled();
       await follower.stop();
     },
   };

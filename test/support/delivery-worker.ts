@@ -102,7 +102,10 @@ export async function workerOn(
   dataDir: string,
   clock: Clock,
   env: Record<string, string>,
-  options: Pick<DeliveryWorkerOptions, 'perSubscriptionConcurrency' | 'leaseMs' | 'openBody'> = {},
+  options: Pick<
+    DeliveryWorkerOptions,
+    'perSubscriptionConcurrency' | 'maxInFlight' | 'leaseMs' | 'openBody'
+  > = {},
 ) {
   const config = await loadConfig({ PDS_DATA_DIR: dataDir, ...env });
   const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));

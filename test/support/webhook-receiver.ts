@@ -33,6 +33,8 @@ export type Answer =
 export interface Receiver {
   url: string;
   received: ReceivedWebhook[];
+  /** Requests received and not answered yet (nor their connection closed), now and at most so far. */
+  open(): { now: number; max: number };
   /** Answers for the next requests, in order. */
   script(...answers: Answer[]): void;
   /** The answer once the script is used up (default 200). */
@@ -48,6 +50,7 @@ export async function startReceiver(t: ExecutionContext, path = '/hooks'): Promi
   let fallback: Answer = { status: 200, body: 'ok' };
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const sockets = new Set<Socket>();
+  const open = { now: 0, max: 0 };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -60,6 +63,11 @@ export async function startReceiver(t: ExecutionContext, path = '/hooks'): Promi
         body = raw.toString('utf8');
       }
       received.push({ headers: req.headers, raw, body, receivedAt: performance.now(), path: req.url ?? '' });
+      open.now += 1;
+      open.max = Math.max(open.max, open.now);
+      res.once('close', () => {
+        open.now -= 1;
+      });
       for (const w of [...waiters]) if (received.length >= w.count) w.resolve();
       const answer = queue.shift() ?? fallback;
       if ('reset' in answer) {
@@ -92,6 +100,7 @@ export async function startReceiver(t: ExecutionContext, path = '/hooks'): Promi
   return {
     url: `http://127.0.0.1:${port}${path}`,
     received,
+    open: () => ({ ...open }),
     script: (...answers) => queue.push(...answers),
     setDefault(answer) {
       fallback = answer;

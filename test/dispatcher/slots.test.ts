@@ -1,0 +1,109 @@
+/**
+ * The delivery worker's request slots (dispatcher/slots.ts, docs/webhooks.md, "Scale"): a request
+ * takes a slot of its subscription and of the worker's total, both or neither; a queue that finds none
+ * waits in its subscription's ready list, and freed slots are handed out round-robin over the
+ * subscriptions with a waiting queue and a slot of their own.
+ */
+import test from 'ava';
+import { createSlots } from '../../dispatcher/slots.ts';
+
+/** Slots whose handed-out slots are noted as `<key>:<stream>`, in order. */
+function slotsNoting(limits: { perKey: number; total: number }) {
+  const started: string[] = [];
+  const slots = createSlots(limits, (key, stream) => started.push(`${key}:${stream}`));
+  return { slots, started };
+}
+
+test('a slot is taken of the subscription and of the total, both or neither', (t) => {
+  const { slots } = slotsNoting({ perKey: 2, total: 3 });
+  t.true(slots.tryAcquire('a'));
+  t.true(slots.tryAcquire('a'));
+  t.false(slots.tryAcquire('a'), 'the subscription’s two are taken');
+  t.true(slots.tryAcquire('b'));
+  t.false(slots.tryAcquire('c'), 'the total of three is taken, though c has slots of its own');
+  t.is(slots.inFlight(), 3);
+  slots.release('a');
+  t.true(slots.tryAcquire('c'));
+  t.false(slots.tryAcquire('a'));
+  t.is(slots.inFlight(), 3);
+});
+
+test('a waiting queue costs a ready-list entry and is started when a slot frees, in the order it waited', (t) => {
+  const { slots, started } = slotsNoting({ perKey: 1, total: 10 });
+  t.true(slots.tryAcquire('a'));
+  for (const stream of ['q1', 'q2', 'q3']) slots.wait('a', stream);
+  slots.wait('a', 'q1'); // waiting already: keeps its place
+  t.is(slots.waiting(), 3);
+  t.deepEqual(started, []);
+  slots.release('a');
+  t.deepEqual(started, ['a:q1'], 'the freed slot goes to the first waiting queue, taken for it');
+  t.is(slots.inFlight(), 1);
+  t.is(slots.waiting(), 2);
+  slots.forget('a', 'q2');
+  t.false(slots.has('a', 'q2'));
+  slots.release('a');
+  t.deepEqual(started, ['a:q1', 'a:q3']);
+  t.is(slots.waiting(), 0);
+});
+
+test('the total is handed out round-robin: a subscription with one due queue is served within one round of one with 500', (t) => {
+  const { slots, started } = slotsNoting({ perKey: 8, total: 2 });
+  t.true(slots.tryAcquire('busy'));
+  t.true(slots.tryAcquire('busy'));
+  for (let i = 0; i < 500; i++) slots.wait('busy', `b${i}`);
+  slots.wait('lone', 'l0');
+  t.is(slots.waiting(), 501);
+  slots.release('busy');
+  slots.release('busy');
+  t.deepEqual(started, ['busy:b0', 'lone:l0'], 'one turn each, not the 500 first');
+  for (let i = 0; i < 3; i++) slots.release(started[i].split(':')[0]);
+  t.deepEqual(started.slice(2), ['busy:b1', 'busy:b2', 'busy:b3']);
+});
+
+test('a subscription whose receiver does not answer holds its own slots only; the others take the rest in turn', (t) => {
+  const { slots, started } = slotsNoting({ perKey: 2, total: 4 });
+  for (let i = 0; i < 10; i++) slots.wait('dead', `d${i}`);
+  for (let i = 0; i < 10; i++) slots.wait('live', `l${i}`);
+  t.deepEqual(started, ['dead:d0', 'dead:d1', 'live:l0', 'live:l1']);
+  // The live receiver answers; the dead one never does: its two slots stay taken, the live one gets the other two.
+  for (let i = 0; i < 8; i++) slots.release('live');
+  t.is(started.filter((s) => s.startsWith('dead')).length, 2);
+  t.deepEqual(started.slice(4), [
+    'live:l2',
+    'live:l3',
+    'live:l4',
+    'live:l5',
+    'live:l6',
+    'live:l7',
+    'live:l8',
+    'live:l9',
+  ]);
+  t.is(slots.inFlight(), 4);
+});
+
+test('a slot given to a queue that has nothing to send comes back at once and goes to the next one waiting', (t) => {
+  const started: string[] = [];
+  const slots = createSlots({ perKey: 4, total: 1 }, (key, stream) => {
+    started.push(stream);
+    if (stream === 'settled') slots.release(key); // its head was delivered by another dispatcher meanwhile
+  });
+  t.true(slots.tryAcquire('a'));
+  slots.wait('a', 'settled');
+  slots.wait('a', 'due');
+  slots.release('a');
+  t.deepEqual(started, ['settled', 'due']);
+  t.is(slots.inFlight(), 1);
+  t.is(slots.waiting(), 0);
+});
+
+test('once closed, nothing waits and nothing more is handed out', (t) => {
+  const { slots, started } = slotsNoting({ perKey: 1, total: 1 });
+  t.true(slots.tryAcquire('a'));
+  slots.wait('a', 'q1');
+  slots.close();
+  t.is(slots.waiting(), 0);
+  slots.release('a');
+  slots.wait('a', 'q2');
+  t.deepEqual(started, []);
+  t.false(slots.tryAcquire('a'));
+});
