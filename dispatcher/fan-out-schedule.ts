@@ -16,8 +16,9 @@ import type { SubscriptionTracker } from './subscription-tracker.ts';
 export const DISPATCHER_ACTOR: Actor = { type: 'system', id: 'webhook-dispatcher' };
 
 /**
- * Schedules of one cart event under way at once, at most: a bound on the appends EventStoreDB is sent
- * together; on the embedded store, those requested in one turn share a commit.
+ * Schedules under way at once in the whole fan-out, at most, whatever the cart events it handles
+ * together: a bound on the appends EventStoreDB is sent at once over its one connection; on the
+ * embedded store, those requested in one turn share a commit.
  */
 export const FAN_OUT_PARALLEL = 256;
 
@@ -53,6 +54,9 @@ export function createOwedDeliveries(
 ): (event: RecordedEvent) => Promise<number> {
   const { clock, tracker, deliveries } = options;
   const renderWebhook = createWebhookRenderer(options.store, options.registry);
+  // One gate for every cart event handled at once (the group hands out up to 32): the bound is the
+  // dispatcher's, not each event's.
+  const gate = createGate(FAN_OUT_PARALLEL);
   return async function scheduleOwed(event) {
     const kind = webhookKindOf(event.type);
     if (!kind || !event.streamId.startsWith('cart-')) return 0;
@@ -99,34 +103,31 @@ export function createOwedDeliveries(
     // (fan-out-handling.ts), so each queue still gets the cart's events in order. Every request is
     // settled before the answer: a failure is thrown only once none is under way, and the retry finds
     // the deliveries written (decided on the stream) and writes the rest.
-    const outcomes = await settleAll(requests, FAN_OUT_PARALLEL, (request) => deliveries.schedule(request));
+    const outcomes = await Promise.allSettled(
+      requests.map((request) => gate.run(() => deliveries.schedule(request))),
+    );
     const failed = outcomes.find((o) => o.status === 'rejected');
     if (failed) throw failed.reason;
     return outcomes.filter((o) => o.status === 'fulfilled' && o.value).length;
   };
 }
 
-/**
- * Runs `run` over `items` with at most `limit` under way, and answers each one's outcome in order
- * (as `Promise.allSettled`, bounded).
- */
-async function settleAll<T, R>(
-  items: readonly T[],
-  limit: number,
-  run: (item: T) => Promise<R>,
-): Promise<PromiseSettledResult<R>[]> {
-  const outcomes: PromiseSettledResult<R>[] = new Array(items.length);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
+/** Runs the functions it is given with at most `limit` under way, the others waiting their turn in order. */
+function createGate(limit: number): { run<R>(task: () => Promise<R>): Promise<R> } {
+  let free = limit;
+  const waiting: (() => void)[] = [];
+  return {
+    async run(task) {
+      if (free > 0) free -= 1;
+      else await new Promise<void>((resolve) => waiting.push(resolve));
       try {
-        outcomes[i] = { status: 'fulfilled', value: await run(items[i]) };
-      } catch (reason) {
-        outcomes[i] = { status: 'rejected', reason };
+        return await task();
+      } finally {
+        // The slot passes straight to the next in line, so a newcomer cannot jump the queue.
+        const next = waiting.shift();
+        if (next) next();
+        else free += 1;
       }
-    }
+    },
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return outcomes;
 }

@@ -213,7 +213,7 @@ test('an append refused in the middle of a fan-out: the cart event is tried agai
   }
 });
 
-test('at most 256 schedules of a cart event are under way at once; a failure is answered once every one of them has settled', async (t) => {
+test('at most 256 schedules are under way at once, over every cart event handled together; a failure is answered once every one of them has settled', async (t) => {
   const dir = await dataDir(t);
   const receiver = await startReceiver(t);
   const clock = manualClock(new Date());
@@ -231,7 +231,7 @@ test('at most 256 schedules of a cart event are under way at once; a failure is 
     ...tracker.covering(1, 'cart_status_updated', Number.MAX_SAFE_INTEGER)[0],
     webhook_id: randomUUID(),
   }));
-  const failing = many[300].webhook_id;
+  let failing: string | null = many[300].webhook_id;
   const seen = { underWay: 0, most: 0, settled: 0, requested: [] as ScheduleRequest[] };
   const scheduleOwed = createOwedDeliveries({
     store,
@@ -268,4 +268,10 @@ test('at most 256 schedules of a cart event are under way at once; a failure is 
     ]),
     'each subscription once, with its queue and its delivery id',
   );
+  // Two cart events handled at once (the group hands out up to 32) share the one bound.
+  failing = null;
+  seen.most = 0;
+  const written = await Promise.all([scheduleOwed(checkout), scheduleOwed(checkout)]);
+  t.deepEqual(written, [many.length, many.length]);
+  t.is(seen.most, FAN_OUT_PARALLEL, 'the bound is the fan-out’s, not each event’s');
 });
