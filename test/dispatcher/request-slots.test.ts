@@ -10,15 +10,21 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { toNewEvents } from '../../application/command-handler.ts';
 import { manualClock } from '../../domain/clock.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import * as delivery from '../../domain/webhook-delivery.ts';
+import type { EventStore } from '../../eventstore/port.ts';
 import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
+import { faultyStore } from '../support/faulty-store.ts';
 import { until } from '../support/probes.ts';
 import { startService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const SCHEDULED = 'WebhookDeliveryScheduled';
 const STARTED = 'WebhookDeliveryAttemptStarted';
+const ATTEMPTED = 'WebhookDeliveryAttempted';
 const ENV = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
 
 /** `count` subscriptions for store 1 to `receiver`, made by a service then stopped; a worker alone on its data. */
@@ -146,4 +152,111 @@ test('the first attempt starts in the scheduling append only while the dispatche
   t.deepEqual(appendsTo(one.stream)[0], [SCHEDULED, STARTED]);
   t.deepEqual(appendsTo(other.stream).slice(0, 2), [[SCHEDULED], [STARTED]]);
   t.true(receiver.open().max <= 1);
+});
+
+/**
+ * The store around the worker's refusing, as unavailable (test/support/faulty-store.ts), the first
+ * append of `types` alone; `refused` counts it.
+ */
+function refusingFirst(types: string[]) {
+  const counted = { refused: 0 };
+  const wrap = (inner: EventStore): EventStore => {
+    const faults = faultyStore(inner);
+    const store: EventStore = Object.create(faults);
+    store.append = (streamId, events, options) => {
+      if (counted.refused === 0 && events.map((e) => e.type).join() === types.join()) {
+        counted.refused += 1;
+        faults.failAppends(1);
+      }
+      return faults.append(streamId, events, options);
+    };
+    return store;
+  };
+  return { counted, wrap };
+}
+
+test('with a cap of 1, an attempt whose start the store refuses gives its slot back: every delivery arrives, no slot is left taken', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 200, delayMs: 20 });
+  const refusing = refusingFirst([STARTED]);
+  const { worker, store, hookIds, clock } = await workerWithSubscriptions(t, receiver, 2, {
+    maxInFlight: 1,
+    wrap: refusing.wrap,
+  });
+  let scheduled = 0;
+  for (const hookId of hookIds)
+    for (let i = 0; i < 3; i++) {
+      t.true(await worker.schedule(request(hookId, randomUUID(), 1, clock)));
+      scheduled += 1;
+    }
+
+  // The first went with its scheduling; the next one the pump starts is refused, its queue tried again
+  // later; the others are sent on the slot it gave back.
+  await receiver.waitFor(scheduled - 1, 10_000);
+  t.is(refusing.counted.refused, 1);
+  t.is(worker.stats().errors, 1);
+  await until('the other requests answered', () => worker.slots().inFlight === 0);
+  clock.advance(5_000);
+  await worker.tick();
+  await receiver.waitFor(scheduled, 10_000);
+  await attempts(store, scheduled);
+  t.is(new Set(receiver.received.map((r) => r.headers['x-service-webhook-id'])).size, scheduled);
+  t.true(receiver.open().max <= 1);
+  await until('every queue settled', () => worker.queues() === 0);
+  t.deepEqual(worker.slots(), { inFlight: 0, waiting: 0 });
+});
+
+test('a queue waiting for a slot that another dispatcher starts leaves the ready list: it is no longer due', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.script({ status: 200, delayMs: 1_000 });
+  const { worker, store, hookIds, clock } = await workerWithSubscriptions(t, receiver, 1, {
+    maxInFlight: 1,
+    leaseMs: 60_000,
+  });
+  const one = request(hookIds[0], randomUUID(), 1, clock);
+  const other = request(hookIds[0], randomUUID(), 1, clock);
+  await worker.schedule(one);
+  await receiver.waitFor(1);
+  await worker.schedule(other);
+  t.deepEqual(worker.slots(), { inFlight: 1, waiting: 1 });
+
+  // Another dispatcher starts it (docs/webhooks.md, "Order, isolation, durability"): in flight there
+  // until its lease runs out, so here it is due only then.
+  const state = (await store.readStream(other.stream))
+    .map(
+      (e) => eventRegistry.parse(e.type, e.data, e.metadata.schema_version) as delivery.WebhookDeliveryEvent,
+    )
+    .reduce(delivery.decider.evolve, delivery.decider.initialState);
+  const started = delivery.decider.decide(
+    {
+      type: 'StartAttempt',
+      delivery_id: other.command.delivery_id,
+      lease_ms: 60_000,
+      dispatcher_id: 'dispatcher-other',
+      at: clock.now().toISOString(),
+    },
+    state,
+  );
+  await store.append(other.stream, toNewEvents(eventRegistry, started, other.metadata), {
+    expectedRevision: 0,
+  });
+  await worker.settle();
+  t.deepEqual(
+    worker.slots(),
+    { inFlight: 1, waiting: 0 },
+    'not waiting for a slot while in flight elsewhere',
+  );
+
+  // The other dispatcher dies: once the lease runs out the attempt is recorded interrupted and sent here.
+  await attempts(store, 1, one.stream);
+  clock.advance(61_000);
+  await worker.tick();
+  await receiver.waitFor(2);
+  await attempts(store, 2, other.stream);
+  t.deepEqual(
+    (await store.readStream(other.stream)).map((e) => e.type),
+    [SCHEDULED, STARTED, ATTEMPTED, STARTED, ATTEMPTED],
+  );
+  await until('every queue settled', () => worker.queues() === 0);
+  t.deepEqual(worker.slots(), { inFlight: 0, waiting: 0 });
 });

@@ -96,17 +96,21 @@ export function observe(store: EventStore) {
   };
 }
 
-/** A delivery worker alone on a service's data (as the dispatcher process would run it). */
+/**
+ * A delivery worker alone on a service's data (as the dispatcher process would run it); `wrap` puts a
+ * store of the test's around the service's (one that fails some appends…), under the counting one.
+ */
 export async function workerOn(
   t: ExecutionContext,
   dataDir: string,
   clock: Clock,
   env: Record<string, string>,
-  options: Pick<
+  workerOptions: Pick<
     DeliveryWorkerOptions,
     'perSubscriptionConcurrency' | 'maxInFlight' | 'leaseMs' | 'openBody'
-  > = {},
+  > & { wrap?: (store: EventStore) => EventStore } = {},
 ) {
+  const { wrap = (store: EventStore) => store, ...options } = workerOptions;
   const config = await loadConfig({ PDS_DATA_DIR: dataDir, ...env });
   const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
   const readStore = openSqliteReadStore(path.join(dataDir, 'dispatcher.db'));
@@ -114,7 +118,7 @@ export async function workerOn(
     await readStore.close();
     await store.close();
   });
-  const o = observe(store);
+  const o = observe(wrap(store));
   const tracker = createSubscriptionTracker({ store });
   tracker.start();
   await tracker.caughtUp;
