@@ -60,6 +60,7 @@ const titles = [
   'the Overview gives the failing rule in words and a threshold under a minute in seconds, says when only the first subscriptions are judged, and while the health cannot be read says the count is unknown and marks no card',
   'a rebuild that ends without progress or failure says it ended, with the state, and a failed read shows beside it and blanks the state, the lag and the LAGGING marks',
   'a rebuild that ends between two polls, never seen rebuilding, says it ended, with the state',
+  'a read slower than its poll interval still fills its panel: the next poll waits for it instead of overtaking it',
 ];
 if (missing) {
   console.log(`console-reads-browser.test.ts: skipped: ${missing}`);
@@ -349,6 +350,24 @@ if (missing) {
     await status
       .filter({ hasText: 'The rebuild of partner_keys ended without finishing: its state is live.' })
       .waitFor();
+    t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
+  });
+
+  test.serial(titles[5], async (t) => {
+    t.timeout(60_000);
+    const svc = await startService(t);
+    const { page, problems, sign } = await consolePage(t, svc);
+    // Every answer of the projections, polled each second, takes 2.5 s: a loaded service's.
+    let reads = 0;
+    await page.route('**/admin/v1/projections', async (route: Route) => {
+      reads += 1;
+      const response = await route.fetch();
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      await route.fulfill({ response });
+    });
+    await sign('overview');
+    await page.getByRole('rowheader', { name: 'partner_keys' }).waitFor({ timeout: 20_000 });
+    t.true(reads >= 1);
     t.deepEqual(problems, [], 'no errors, CSP violations or requests to other origins');
   });
 }

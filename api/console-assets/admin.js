@@ -188,10 +188,12 @@ export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
   const [error, setError] = useState(null);
   const [readAt, setReadAt] = useState(null);
   const started = useRef(0);
+  const open = useRef(0);
   const refresh = useCallback(async () => {
     started.current += 1;
     const read = started.current;
     const at = Date.now();
+    open.current += 1;
     try {
       const answer = await admin(session, 'GET', path);
       if (read !== started.current) return;
@@ -201,12 +203,17 @@ export function useAdminRead(session, path, field, onUnauthorized, everyMs) {
     } catch (e) {
       if (e.status === 401) onUnauthorized();
       else if (read === started.current) setError(e.message);
+    } finally {
+      open.current -= 1;
     }
   }, [session, path, field, onUnauthorized]);
   useEffect(() => {
     refresh();
     changes.addEventListener('change', refresh);
-    const timer = everyMs ? setInterval(refresh, everyMs) : undefined;
+    // A poll waits while a read is on its way: a read slower than the interval would otherwise be
+    // overtaken by the next poll's, and its answer dropped, every time (a panel never filled).
+    const poll = () => open.current === 0 && refresh();
+    const timer = everyMs ? setInterval(poll, everyMs) : undefined;
     return () => {
       changes.removeEventListener('change', refresh);
       clearInterval(timer);
