@@ -297,7 +297,7 @@ const adminSpecs: readonly RouteSpec[] = [
   }),
   spec('GET', `${A}/operators`, 'operator', none, { query: ['limit', 'cursor', 'role'], apiBase: A }),
   spec('GET', `${A}/operators/:id`, 'operator', (w) => ({ id: [w.operator.id] }), { apiBase: A }),
-  spec('PATCH', `${A}/operators/:id`, 'operator', (w) => ({ id: [w.operator.id] }), {
+  spec('PATCH', `${A}/operators/:id`, 'operator', (w) => ({ id: [w.patchedOperator.id] }), {
     body: () => ({ role: 'operator', enabled: true }),
     apiBase: A,
   }),

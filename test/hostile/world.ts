@@ -62,6 +62,11 @@ export interface World {
   /** An auditor account with two tokens (for the token routes), and one whose tokens DELETE may revoke. */
   operator: { id: string; tokenIds: string[] };
   spareOperator: { id: string; tokenIds: string[] };
+  /**
+   * The account the PATCH route changes: a hostile body may disable it, which would refuse every
+   * token issued to `operator` afterwards.
+   */
+  patchedOperator: { id: string; tokenIds: string[] };
 }
 
 async function must(s: TestService, method: string, url: string, body?: unknown): Promise<Json> {
@@ -179,6 +184,7 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
   };
   const operator = await accountWithTokens('hostile target');
   const spareOperator = await accountWithTokens('spare account');
+  const patchedOperator = await accountWithTokens('patched account');
 
   const receiver = await startReceiver(t);
   const authToken = `hostile-receiver-token-${randomUUID()}`;
@@ -295,5 +301,6 @@ export async function buildWorld(t: ExecutionContext, s: TestService): Promise<W
     session,
     operator,
     spareOperator,
+    patchedOperator,
   };
 }
