@@ -100,17 +100,33 @@ export function createOwedDeliveries(
     // Each subscription's queue is a stream of its own, so nothing orders them: requested together,
     // the embedded store commits their appends together and EventStoreDB takes them over one channel
     // (docs/webhooks.md, "How a delivery flows"). The cart's next event waits for this one's handling
-    // (fan-out-handling.ts), so each queue still gets the cart's events in order. Every request is
-    // settled before the answer: a failure is thrown only once none is under way, and the retry finds
-    // the deliveries written (decided on the stream) and writes the rest.
+    // (fan-out-handling.ts), so each queue still gets the cart's events in order. Every request under
+    // way is settled before the answer: a failure is thrown only once none is, and the retry finds the
+    // deliveries written (decided on the stream) and writes the rest. Once one has failed, those still
+    // waiting for the gate are not started: the retry decides them anyway, and with the store out of
+    // reach each would only wait for a failure of its own.
+    let failed = false;
     const outcomes = await Promise.allSettled(
-      requests.map((request) => gate.run(() => deliveries.schedule(request))),
+      requests.map((request) =>
+        gate.run(async () => {
+          if (failed) return NOT_STARTED;
+          try {
+            return await deliveries.schedule(request);
+          } catch (err) {
+            failed = true;
+            throw err;
+          }
+        }),
+      ),
     );
-    const failed = outcomes.find((o) => o.status === 'rejected');
-    if (failed) throw failed.reason;
-    return outcomes.filter((o) => o.status === 'fulfilled' && o.value).length;
+    const failure = outcomes.find((o) => o.status === 'rejected');
+    if (failure) throw failure.reason;
+    return outcomes.filter((o) => o.status === 'fulfilled' && o.value === true).length;
   };
 }
+
+/** A schedule left for the retry: one before it in the same handling failed. */
+const NOT_STARTED = Symbol('not started');
 
 /** Runs the functions it is given with at most `limit` under way, the others waiting their turn in order. */
 function createGate(limit: number): { run<R>(task: () => Promise<R>): Promise<R> } {

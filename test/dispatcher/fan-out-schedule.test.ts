@@ -19,10 +19,10 @@ import {
   type ScheduleRequest,
 } from '../../dispatcher/fan-out-schedule.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
-import { manualClock } from '../../domain/clock.ts';
+import { type Clock, manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
-import type { EventStore } from '../../eventstore/port.ts';
+import { type EventStore, EventStoreUnavailableError } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import {
@@ -63,17 +63,21 @@ async function subscribed(
   return { s, hooks, clock };
 }
 
-test('a cart event owed to 50 subscriptions is scheduled in at most two commits of the embedded store, as the dispatcher thread opens it', async (t) => {
-  const dir = await dataDir(t);
-  const receiver = await startReceiver(t);
-  const { s, hooks, clock } = await subscribed(t, dir, receiver);
-  const cart = await checkedOut(s);
-  await s.service.stop();
-
-  const file = path.join(dir, 'events.db');
-  const store = await openSqliteEventStore(
-    file,
-    eventStoreOptionsOf({ role: 'all', thread: 'dispatcher' }, true),
+/**
+ * The embedded store of `dir` as the dispatcher thread opens it (wrapped by `wrap`), with a
+ * subscription tracker and a delivery worker on it, caught up; all stopped after the test.
+ */
+async function dispatcherOn<S extends EventStore>(
+  t: ExecutionContext,
+  dir: string,
+  clock: Clock,
+  wrap: (store: EventStore) => S = (store) => store as S,
+) {
+  const store = wrap(
+    await openSqliteEventStore(
+      path.join(dir, 'events.db'),
+      eventStoreOptionsOf({ role: 'all', thread: 'dispatcher' }, true),
+    ),
   );
   const readStore = openSqliteReadStore(':memory:');
   const config = await loadConfig({ PDS_DATA_DIR: dir });
@@ -98,6 +102,18 @@ test('a cart event owed to 50 subscriptions is scheduled in at most two commits 
   });
   worker.start();
   await worker.caughtUp;
+  return { store, tracker, worker };
+}
+
+test('a cart event owed to 50 subscriptions is scheduled in at most two commits of the embedded store, as the dispatcher thread opens it', async (t) => {
+  const dir = await dataDir(t);
+  const receiver = await startReceiver(t);
+  const { s, hooks, clock } = await subscribed(t, dir, receiver);
+  const cart = await checkedOut(s);
+  await s.service.stop();
+
+  const file = path.join(dir, 'events.db');
+  const { store, tracker, worker } = await dispatcherOn(t, dir, clock);
   const scheduleOwed = createOwedDeliveries({
     store,
     registry: eventRegistry,
@@ -213,7 +229,7 @@ test('an append refused in the middle of a fan-out: the cart event is tried agai
   }
 });
 
-test('at most 256 schedules are under way at once, over every cart event handled together; a failure is answered once every one of them has settled', async (t) => {
+test('at most 256 schedules are under way at once, over every cart event handled together; a failure is answered once every one started has settled', async (t) => {
   const dir = await dataDir(t);
   const receiver = await startReceiver(t);
   const clock = manualClock(new Date());
@@ -258,20 +274,70 @@ test('at most 256 schedules are under way at once, over every cart event handled
     (e) => e.type === 'CartStatusChanged',
   );
   await t.throwsAsync(scheduleOwed(checkout), { message: 'the store is out of reach' });
-  t.is(seen.settled, many.length, 'every request settled before the answer');
+  t.is(seen.underWay, 0, 'every request started settled before the answer');
+  t.is(seen.settled, seen.requested.length);
+  t.true(seen.requested.length > 300 && seen.requested.length < many.length, 'the rest not started');
   t.is(seen.most, FAN_OUT_PARALLEL);
   t.deepEqual(
     seen.requested.map((r) => [r.stream, r.command.delivery_id]),
-    many.map((sub) => [
-      delivery.streamId(sub.webhook_id, cart.uuid),
-      delivery.deliveryId(sub.webhook_id, checkout.id),
-    ]),
-    'each subscription once, with its queue and its delivery id',
+    many
+      .slice(0, seen.requested.length)
+      .map((sub) => [
+        delivery.streamId(sub.webhook_id, cart.uuid),
+        delivery.deliveryId(sub.webhook_id, checkout.id),
+      ]),
+    'each subscription once, in order, with its queue and its delivery id',
   );
   // Two cart events handled at once (the group hands out up to 32) share the one bound.
   failing = null;
   seen.most = 0;
+  seen.requested = [];
   const written = await Promise.all([scheduleOwed(checkout), scheduleOwed(checkout)]);
   t.deepEqual(written, [many.length, many.length]);
   t.is(seen.most, FAN_OUT_PARALLEL, 'the bound is the fan-out’s, not each event’s');
+  const each = many.map((sub) => [
+    delivery.streamId(sub.webhook_id, cart.uuid),
+    delivery.deliveryId(sub.webhook_id, checkout.id),
+  ]);
+  t.deepEqual(
+    seen.requested.map((r) => [r.stream, r.command.delivery_id]).sort(),
+    [...each, ...each].sort(),
+    'each subscription once per handling, with its queue and its delivery id',
+  );
+});
+
+test('once a schedule has failed, those of the cart event still waiting for a place are not started: with every append refused, at most 256 of 600 are tried; the retry writes all 600', async (t) => {
+  const dir = await dataDir(t);
+  const receiver = await startReceiver(t);
+  const { s, clock } = await subscribed(t, dir, receiver);
+  const cart = await checkedOut(s);
+  await s.service.stop();
+  const { store, tracker, worker } = await dispatcherOn(t, dir, clock, faultyStore);
+  // 600 subscriptions covering the cart's store, none of them known to the worker (no head start).
+  const many = Array.from({ length: 600 }, () => ({
+    ...tracker.covering(1, 'cart_status_updated', Number.MAX_SAFE_INTEGER)[0],
+    webhook_id: randomUUID(),
+  }));
+  const scheduleOwed = createOwedDeliveries({
+    store,
+    registry: eventRegistry,
+    clock,
+    tracker: { ...tracker, covering: () => many },
+    deliveries: worker,
+  });
+  const [checkout] = (await store.readStream(`cart-${cart.uuid}`)).filter(
+    (e) => e.type === 'CartStatusChanged',
+  );
+
+  // The store out of reach for appends: every one tried fails.
+  store.failAppends(Number.MAX_SAFE_INTEGER);
+  await t.throwsAsync(scheduleOwed(checkout), { instanceOf: EventStoreUnavailableError });
+  const tried = store.injected.failedAppends;
+  t.log(`${tried} of ${many.length} appends tried`);
+  t.true(tried >= 1 && tried <= FAN_OUT_PARALLEL, `${tried} appends tried`);
+
+  // Back: the retry writes every one, those never tried included, each once.
+  store.failAppends(0);
+  t.is(await scheduleOwed(checkout), many.length);
+  t.is(await scheduleOwed(checkout), 0, 'a repeat writes nothing');
 });
