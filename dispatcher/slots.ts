@@ -13,7 +13,10 @@
 export interface Slots {
   /** Takes a slot of `key` and of the total only if both are free now; answers whether it did. */
   tryAcquire(key: string): boolean;
-  /** Gives a slot of `key` back, and hands the freed slots to waiting queues. */
+  /**
+   * Gives a slot of `key` back, and hands the freed slots to waiting queues. A key holding no slot
+   * has none to give: nothing changes (the total is never lowered for a slot nobody took).
+   */
   release(key: string): void;
   /** `stream` of subscription `key` is due and found no slot: it waits in the ready list. */
   wait(key: string, stream: string): void;
@@ -31,7 +34,10 @@ export interface Slots {
 
 /**
  * `start` is handed each slot given to a waiting queue: it owns it from then on (and gives it back
- * with `release` once the request is answered, or at once when the queue has nothing to send).
+ * with `release` once the request is answered, or at once when the queue has nothing to send). A
+ * `start` that throws owns nothing: the slot comes back and its queue leaves the ready list, the
+ * other waiting queues are handed the slots free, and the error is thrown from the `release` or
+ * `wait` that handed it out.
  */
 export function createSlots(
   limits: { perKey: number; total: number },
@@ -55,15 +61,26 @@ export function createSlots(
     active.set(key, (active.get(key) ?? 0) + 1);
     taken += 1;
   };
+  /** Gives a slot `key` holds back; answers false, changing nothing, when it holds none. */
+  const giveBack = (key: string): boolean => {
+    const held = active.get(key);
+    if (held === undefined) return false;
+    if (held <= 1) active.delete(key);
+    else active.set(key, held - 1);
+    taken -= 1;
+    if (ready.has(key)) turns.add(key);
+    return true;
+  };
 
   /** Hands free slots to waiting queues, one subscription's turn after another. */
   function pump(): void {
     if (pumping) return; // a slot given back while a queue is started: the loop below goes on
     pumping = true;
+    let failure: { error: unknown } | undefined;
     try {
       while (!closed && taken < limits.total) {
         const key = turns.values().next().value;
-        if (key === undefined) return;
+        if (key === undefined) break;
         turns.delete(key);
         const list = ready.get(key) as Set<string>;
         const stream = list.values().next().value as string;
@@ -72,11 +89,18 @@ export function createSlots(
         if (list.size === 0) ready.delete(key);
         take(key);
         if (list.size > 0 && hasOwnSlot(key)) turns.add(key);
-        start(key, stream);
+        try {
+          start(key, stream);
+        } catch (error) {
+          // The slot just taken comes back, and the other queues still get theirs.
+          giveBack(key);
+          failure ??= { error };
+        }
       }
     } finally {
       pumping = false;
     }
+    if (failure) throw failure.error;
   }
 
   return {
@@ -87,12 +111,7 @@ export function createSlots(
       return true;
     },
     release(key) {
-      const n = (active.get(key) ?? 1) - 1;
-      if (n <= 0) active.delete(key);
-      else active.set(key, n);
-      taken = Math.max(0, taken - 1);
-      if (ready.has(key) && !turns.has(key)) turns.add(key);
-      pump();
+      if (giveBack(key)) pump();
     },
     wait(key, stream) {
       if (closed) return;

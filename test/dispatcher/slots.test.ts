@@ -107,3 +107,38 @@ test('once closed, nothing waits and nothing more is handed out', (t) => {
   t.deepEqual(started, []);
   t.false(slots.tryAcquire('a'));
 });
+
+test('a release for a subscription that holds no slot changes nothing: the total is not lowered for the others', (t) => {
+  const { slots, started } = slotsNoting({ perKey: 2, total: 2 });
+  t.true(slots.tryAcquire('a'));
+  t.true(slots.tryAcquire('b'));
+  slots.wait('c', 'q1');
+  slots.release('c'); // holds nothing
+  slots.release('d'); // never seen
+  t.is(slots.inFlight(), 2);
+  t.false(slots.tryAcquire('c'), 'the total of two is still taken');
+  t.deepEqual(started, [], 'no slot handed out that nobody gave back');
+  slots.release('a');
+  t.deepEqual(started, ['c:q1'], 'the slot a gave back');
+  slots.release('a'); // a second time: a holds nothing now
+  t.is(slots.inFlight(), 2, 'b’s and c’s slots still count');
+  t.false(slots.tryAcquire('d'));
+});
+
+test('a start that throws gives back the slot it was handed; the other waiting queues get theirs and the error reaches the caller', (t) => {
+  const started: string[] = [];
+  const slots = createSlots({ perKey: 2, total: 1 }, (key, stream) => {
+    if (stream === 'broken') throw new Error('cannot start');
+    started.push(`${key}:${stream}`);
+  });
+  t.true(slots.tryAcquire('a'));
+  slots.wait('a', 'broken');
+  slots.wait('b', 'q1');
+  t.throws(() => slots.release('a'), { message: 'cannot start' });
+  t.deepEqual(started, ['b:q1'], 'the slot given back went to the next queue waiting');
+  t.is(slots.inFlight(), 1, 'b’s slot only');
+  t.is(slots.waiting(), 0, 'the queue that failed to start waits no more');
+  slots.release('b');
+  t.is(slots.inFlight(), 0);
+  t.true(slots.tryAcquire('a'), 'a holds nothing');
+});
