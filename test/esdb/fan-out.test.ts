@@ -1,8 +1,9 @@
 /**
- * The concurrent fan-out on EventStoreDB (dispatcher/fan-out-schedule.ts; docs/webhooks.md, "How a
- * delivery flows" and "Order, isolation, durability"): a cart event owed to more subscriptions than
- * the fan-out has under way at once (`FAN_OUT_PARALLEL`) is scheduled with its appends sent together
- * over the client's one connection, and every guarantee holds when one append fails in the middle.
+ * The concurrent fan-out on EventStoreDB (dispatcher/fan-out-schedule.ts;
+ * docs/webhooks.md, "How a delivery flows"; docs/webhooks.md, "Order, isolation, durability"): a
+ * cart event owed to more subscriptions than the fan-out has under way at once (`FAN_OUT_PARALLEL`)
+ * is scheduled with its appends sent together over the client's one connection, and every guarantee
+ * holds when one append fails in the middle.
  * An api process and a dispatcher process run on the engine every engine suite finds the same way
  * (`test/support/engines.ts`); the dispatcher's store is wrapped in the fault-injecting store
  * (`test/support/faulty-store.ts`). Of each of a cart's two status changes, the 17th `Scheduled` append
