@@ -77,3 +77,35 @@ test('an append alone in its turn is committed at the end of its callback, not t
   t.deepEqual(order, ['first answered', 'the turn ended', 'second answered']);
   t.is(walCommits(file) - before, 2);
 });
+
+test('the commit at a turn’s end of its later callbacks’ appends is told to the other threads as it commits, not a turn later', async (t) => {
+  const { store, file } = await dispatcherStore(t);
+  // What this connection tells the other threads on the file's channel (eventstore/sqlite/log.ts).
+  const told: string[][] = [];
+  const post = BroadcastChannel.prototype.postMessage;
+  BroadcastChannel.prototype.postMessage = function (this: { name: string }, message: unknown) {
+    if (this.name === `pds:sqlite-log:${path.resolve(file)}`) {
+      told.push((message as Array<{ streamId: string }>).map((run) => run.streamId));
+    }
+    return post.call(this, message);
+  };
+  t.teardown(() => {
+    BroadcastChannel.prototype.postMessage = post;
+  });
+  // The setup's append is told at the end of its turn.
+  await new Promise((resolve) => setImmediate(resolve));
+  told.length = 0;
+  const toldWhenAnswered = await new Promise<string[][]>((resolve) => {
+    setImmediate(() => {
+      void store.append('first', [rawEvent('Appended')]);
+    });
+    setImmediate(() => {
+      void store.append('second', [rawEvent('Appended')]).then(() => resolve(told.map((m) => [...m])));
+    });
+  });
+  t.deepEqual(
+    toldWhenAnswered,
+    [['first'], ['second']],
+    'the turn’s first commit at the turn’s end; the later one’s as it commits there',
+  );
+});

@@ -233,11 +233,11 @@ function inGroup(ctx: AppendContext, work: AppendWork): Promise<AppendResult> {
     if (!ctx.group) {
       ctx.group = [];
       if (ctx.groupCommit === 'turn' || (ctx.groupCommit === 'adaptive' && ctx.committedThisTurn)) {
-        setImmediate(() => commitGroup(ctx));
+        setImmediate(() => commitGroup(ctx, true));
       } else {
         queueMicrotask(() => {
           if (ctx.groupCommit === 'adaptive') committedInCallback(ctx);
-          commitGroup(ctx);
+          commitGroup(ctx, false);
         });
       }
     }
@@ -255,7 +255,8 @@ function committedInCallback(ctx: AppendContext): void {
   });
 }
 
-function commitGroup(ctx: AppendContext): void {
+/** Commits this turn's group; `atTurnEnd` when it waited for the turn's end (see `Log.announceAppends`). */
+function commitGroup(ctx: AppendContext, atTurnEnd: boolean): void {
   const batch = ctx.group ?? [];
   ctx.group = undefined;
   const outcomes: Array<{ ok: true; value: ReturnType<AppendWork> } | { ok: false; error: unknown }> = [];
@@ -307,7 +308,7 @@ function commitGroup(ctx: AppendContext): void {
     }
     item.resolve(outcome.value.result);
   });
-  if (wrote) ctx.log.announceAppends(runs);
+  if (wrote) ctx.log.announceAppends(runs, atTurnEnd);
 }
 
 export function createAppends(

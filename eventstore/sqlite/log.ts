@@ -122,11 +122,12 @@ export interface Log {
   readonly appended: Signal;
   /**
    * After a commit that appended `runs` (already in this journal): wakes this connection's readers, and
-   * other threads' on the same file, whose journals take the runs too. Other threads hear of it at the
-   * end of this turn of the event loop, with the turn's other commits; at once where a turn's appends
-   * share one commit (`groupCommit: 'turn'`), which is then the turn's only one.
+   * other threads' on the same file, whose journals take the runs too. Other threads hear of a commit
+   * made in a callback at the end of this turn of the event loop, with the turn's other such commits;
+   * of a commit made at the turn's end (`atTurnEnd`: a group that waited for it), at once, with any
+   * not told yet.
    */
-  announceAppends(runs: readonly JournalRun[]): void;
+  announceAppends(runs: readonly JournalRun[], atTurnEnd?: boolean): void;
   /** This process's recent appends (this thread's and others'), for readers to skip wake-ups their filter does not want. */
   readonly journal: Journal;
   /**
@@ -231,17 +232,16 @@ export function openLog(path: string, options: SqliteEventStoreOptions = {}): Lo
       }
     },
     appended,
-    announceAppends(runs) {
+    announceAppends(runs, atTurnEnd = false) {
       appended.fireSoon();
       checkpointer?.moved();
       if (!channel) return;
       const pending = unannounced.length > 0;
       unannounced.push(...runs);
-      // At most one message per turn of the event loop: commits of many callbacks go out together.
-      // A turn's group commit is told at once: waiting for the turn's end made the dispatcher thread
-      // wait for a whole poll phase of partner requests under load
-      // (docs/benchmarks.md, "Loaded webhook latency, hop by hop").
-      if (options.groupCommit === 'turn') announce();
+      // Commits of many callbacks go out together at the turn's end. A commit at the turn's end is told
+      // at once: waiting for the next turn's end made the dispatcher thread wait for a whole poll phase
+      // of partner requests under load (docs/benchmarks.md, "Loaded webhook latency, hop by hop").
+      if (atTurnEnd) announce();
       else if (!pending) setImmediate(announce);
     },
     journal,
