@@ -43,6 +43,13 @@ const PAGE = 5_000;
 export interface DurableFollowerOptions<D extends Doc> {
   /** The checkpoint's name (and the logs'). */
   name: string;
+  /**
+   * `_id` of this follower's guard document: several followers keeping their parts of one working set
+   * in one collection (the delivery shards, `dispatcher/shards.ts`) each have their own. Default `GUARD`.
+   */
+  guard?: string;
+  /** Whether a stored document is this follower's part of the working set (default: every one). */
+  owns?(key: string): boolean;
   /** The collection of the working set: one document per item. */
   collection: string;
   /** The documents' shape: a working set stored by another version is discarded and rebuilt. */
@@ -92,10 +99,10 @@ export interface DurableFollower {
 }
 
 /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
-function guard(position: number): WriteOp {
+function guard(position: number, id = GUARD): WriteOp {
   return {
     updateOne: {
-      filter: { _id: GUARD, position: { $lte: position } },
+      filter: { _id: id, position: { $lte: position } },
       update: { $set: { position } },
       upsert: true,
     },
@@ -133,7 +140,7 @@ async function restoreWorkingSet<D extends Doc>(
         'working state of another version discarded: rebuilt from the events',
       );
     }
-    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
+    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0, options.guard)];
     const updated_at = options.clock.now().toISOString();
     try {
       await readStore.commit({
@@ -154,7 +161,9 @@ async function loadWorkingSet<D extends Doc>(options: DurableFollowerOptions<D>,
   for (let after: unknown[] | undefined; ; ) {
     const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
     for (const doc of page) {
-      if (doc._id === GUARD) continue;
+      // Guards and the like: an item's key never starts with `$`.
+      if (String(doc._id).startsWith('$')) continue;
+      if (options.owns && !options.owns(String(doc._id))) continue;
       options.restore(doc);
       documents += 1;
     }
@@ -175,7 +184,7 @@ async function storeChanges<D extends Doc>(
   at: { position: number; events: number },
 ): Promise<'stored' | 'ahead' | 'failed'> {
   const { name, readStore, logger } = options;
-  const ops: WriteOp[] = [guard(at.position)];
+  const ops: WriteOp[] = [guard(at.position, options.guard)];
   for (const key of keys) {
     const doc = options.save(key);
     ops.push(

@@ -8,6 +8,7 @@
  */
 import { type KeyObject, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import {
@@ -17,6 +18,7 @@ import {
   checkToken,
   dataDir,
   deliveryLogRetention,
+  deliveryThreads,
   dispatcherStoreUrl,
   type EventStoreSync,
   eventStoreSync,
@@ -105,6 +107,8 @@ export interface Config {
   webhookRetryScheduleMs: readonly number[];
   /** Webhook requests a delivery worker has open at once (docs/webhooks.md, "Scale"). */
   webhookMaxInFlight: number;
+  /** Role `all` with a dispatcher thread: delivery workers, one a thread (docs/webhooks.md, "Scale"). */
+  webhookDeliveryThreads: number;
   allowPrivateWebhookUrls: boolean;
   /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
   idempotencyTtlMs: number;
@@ -193,6 +197,7 @@ const envSchema = z.object({
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
   PDS_WEBHOOK_MAX_IN_FLIGHT: maxInFlight.optional(),
+  PDS_WEBHOOK_DELIVERY_THREADS: deliveryThreads.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
@@ -345,6 +350,8 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
     webhookMaxInFlight: v.PDS_WEBHOOK_MAX_IN_FLIGHT ?? DEFAULTS.webhookMaxInFlight,
+    // One core is left to the APIs and the fan-out (docs/webhooks.md, "Scale").
+    webhookDeliveryThreads: v.PDS_WEBHOOK_DELIVERY_THREADS ?? Math.max(1, availableParallelism() - 1),
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),

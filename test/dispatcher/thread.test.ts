@@ -5,7 +5,8 @@
  * meanwhile, and a stop ends it.
  */
 import test from 'ava';
-import { roleThread } from '../../cli/role-thread.ts';
+import { dispatcherThreads, roleThread } from '../../cli/role-thread.ts';
+import { shardOf } from '../../dispatcher/shards.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -117,4 +118,47 @@ test('a stop ends the thread after its components stopped', async (t) => {
   t.is(await code, 0, 'ended by itself, not terminated');
   t.falsy(thread.worker);
   t.is(thread.restarts, 0);
+});
+
+test('two delivery workers (PDS_WEBHOOK_DELIVERY_THREADS=2): a cart event reaches the subscriptions of both shards, each sent by its thread', async (t) => {
+  const { dispatcher, deliveries } = dispatcherThreads(2);
+  t.is(deliveries.length, 1);
+  const s = await startService(t, {
+    threads: { dispatcher, deliveries },
+    env: { PDS_WEBHOOK_DELIVERY_THREADS: '2' },
+  });
+  t.is(deliveries[0].worker?.threadId !== undefined, true, 'a delivery thread runs');
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  const hooks: string[] = [];
+  while (![0, 1].every((shard) => hooks.some((id) => shardOf(id, 2) === shard)))
+    hooks.push((await createWebhook(s, receiver.url, [1])).id);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  const received = await receiver.waitFor(hooks.length);
+  t.is(new Set(received.map((w) => w.headers['x-service-webhook-id'])).size, hooks.length, 'one each');
+  for (const w of received) t.is(w.body.cart.uuid, cart.uuid);
+  for (const hook of hooks) await until('delivered', () => allDelivered(s, hook, 1));
+
+  const ready = await readyz(s);
+  t.is(ready.code, 200);
+  t.like(ready.checks, {
+    dispatcher_thread: 'ok',
+    delivery_2_thread: 'ok',
+    'dispatcher:webhook_deliveries_restored': 'ok',
+    'delivery-2:webhook_deliveries_restored': 'ok',
+    'delivery-2:subscription:webhook_delivery_worker_2_of_2': 'ok',
+    'dispatcher:subscription:webhook_delivery_worker_1_of_2': 'ok',
+  });
+  await until('every attempt is counted', async () =>
+    new RegExp(`^pds_webhook_attempts_total\\{outcome="delivered"\\} ${hooks.length}$`, 'm').test(
+      await metrics(s),
+    ),
+  );
+  const text = await metrics(s);
+  // Summed over the threads; a subscription both follow is up once, not twice.
+  t.regex(text, /^pds_webhook_deliveries_pending 0$/m);
+  t.regex(text, /^pds_subscription_up\{subscription="webhook_subscription_tracker"\} 1$/m);
+  t.regex(text, /^pds_thread_restarts_total\{thread="delivery-2"\} 0$/m);
 });
