@@ -13,8 +13,9 @@ import { manualClock } from '../../domain/clock.ts';
 
 type ManualClock = ReturnType<typeof manualClock>;
 
-import { fnv1a, type Shard, shardOf } from '../../dispatcher/shards.ts';
+import { fnv1a, LAYOUT, type Shard, shardOf, takeLayout } from '../../dispatcher/shards.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
 import { startService } from '../support/service.ts';
@@ -197,4 +198,38 @@ test('1 → 2 → 3 → 1 workers across restarts: every pending delivery is del
   t.is(new Set(delivered.map((e) => e.data.delivery_id)).size, scheduled, 'each once');
   const afterOutage = receiver.received.slice(answered);
   for (const revisions of revisionsByQueue(afterOutage).values()) t.deepEqual(revisions, [1, 2, 3]);
+});
+
+test('a new layout resumes every shard from the lowest checkpoint of the previous one, changed once however many workers start at once', async (t) => {
+  const readStore = openSqliteReadStore(':memory:');
+  t.teardown(() => readStore.close());
+  const clock = manualClock(new Date());
+  const base = { name: 'webhook-delivery-worker', version: '1', updated_at: clock.now().toISOString() };
+  const layout = (count: number) =>
+    takeLayout({ readStore, collection: 'webhook_delivery_queues', ...base, count, clock });
+  // Two shards stored apart: the second is behind the first.
+  t.deepEqual(await layout(2), { changed: true, previous: 1, from: 0 }, 'a first start: nothing to resume');
+  await readStore.setCheckpoint('webhook-delivery-worker/1-of-2', { position: 40, events: 9, ...base });
+  await readStore.setCheckpoint('webhook-delivery-worker/2-of-2', { position: 25, events: 6, ...base });
+
+  const starts = await Promise.all([layout(3), layout(3), layout(3)]);
+  t.deepEqual(
+    starts.filter((s) => s.changed),
+    [{ changed: true, previous: 2, from: 25 }],
+    'one of the three workers changed it',
+  );
+  const queues = await readStore.collection('webhook_delivery_queues');
+  for (const part of ['1-of-3', '2-of-3', '3-of-3']) {
+    t.like(await readStore.getCheckpoint(`webhook-delivery-worker/${part}`), { position: 25, version: '1' });
+    t.like(await queues.findOne({ _id: `$checkpoint/${part}` }), { position: 25 });
+  }
+  t.like(await queues.findOne({ _id: LAYOUT }), { count: 3 });
+
+  // Back to one worker: the unsharded names, from the lowest of the three.
+  await readStore.setCheckpoint('webhook-delivery-worker/2-of-3', { position: 70, events: 1, ...base });
+  await readStore.setCheckpoint('webhook-delivery-worker/3-of-3', { position: 60, events: 1, ...base });
+  t.deepEqual(await layout(1), { changed: true, previous: 3, from: 25 });
+  t.like(await readStore.getCheckpoint('webhook-delivery-worker'), { position: 25 });
+  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: 25 });
+  t.deepEqual(await layout(1), { changed: false });
 });

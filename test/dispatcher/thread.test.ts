@@ -162,3 +162,32 @@ test('two delivery workers (PDS_WEBHOOK_DELIVERY_THREADS=2): a cart event reache
   t.regex(text, /^pds_subscription_up\{subscription="webhook_subscription_tracker"\} 1$/m);
   t.regex(text, /^pds_thread_restarts_total\{thread="delivery-2"\} 0$/m);
 });
+
+test('a delivery thread that dies is started again and sends its shard’s webhooks written while it was down', async (t) => {
+  const { dispatcher, deliveries } = dispatcherThreads(2);
+  const s = await startService(t, {
+    threads: { dispatcher, deliveries },
+    env: { PDS_WEBHOOK_DELIVERY_THREADS: '2' },
+  });
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  let hook = await createWebhook(s, receiver.url, [1]);
+  // A subscription of the delivery thread's shard (the second).
+  while (shardOf(hook.id, 2) !== 1) {
+    t.true((await s.call('DELETE', `/admin/v1/webhooks/${hook.id}`)).ok);
+    hook = await createWebhook(s, receiver.url, [1]);
+  }
+  const [thread] = deliveries;
+  const dead = await killThread(thread);
+  t.is((await readyz(s)).checks.delivery_2_thread, 'failing');
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+
+  await until('the thread is back', async () => thread.restarts === 1 && (await readyz(s)).code === 200);
+  t.not(thread.worker, dead);
+  const [received] = await receiver.waitFor(1);
+  t.is(received.body.cart.uuid, cart.uuid);
+  await until('delivered', () => allDelivered(s, hook.id, 1));
+  t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="delivery-2"\} 1$/m);
+});
