@@ -140,7 +140,7 @@ async function restoreWorkingSet<D extends Doc>(
         'working state of another version discarded: rebuilt from the events',
       );
     }
-    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0, options.guard)];
+    const ops: WriteOp[] = changed ? await discarded(options, c) : [guard(0, options.guard)];
     const updated_at = options.clock.now().toISOString();
     try {
       await readStore.commit({
@@ -155,21 +155,43 @@ async function restoreWorkingSet<D extends Doc>(
   }
 }
 
+/**
+ * The deletes of a working set of another version: every document, or (`owns`, several followers
+ * sharing the collection) only this follower's, so that one's rebuild never deletes another's.
+ */
+async function discarded<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
+  const { owns } = options;
+  if (!owns) return [{ deleteMany: { filter: {} } }];
+  // Its guard too: the rebuild commits from the first event again.
+  const ops: WriteOp[] = [{ deleteOne: { filter: { _id: options.guard ?? GUARD } } }];
+  await eachDocument(c, (doc) => {
+    const key = String(doc._id);
+    if (!key.startsWith('$') && owns(key)) ops.push({ deleteOne: { filter: { _id: doc._id } } });
+  });
+  return ops;
+}
+
+/** Calls `visit` with every stored document, page by page. */
+async function eachDocument<D extends Doc>(c: Collection<D>, visit: (doc: D) => void): Promise<void> {
+  for (let after: unknown[] | undefined; ; ) {
+    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
+    for (const doc of page) visit(doc);
+    if (page.length < PAGE) return;
+    after = [page[page.length - 1]._id];
+  }
+}
+
 /** Hands every stored document back to the owner, page by page; answers how many there were. */
 async function loadWorkingSet<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
   let documents = 0;
-  for (let after: unknown[] | undefined; ; ) {
-    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
-    for (const doc of page) {
-      // Guards and the like: an item's key never starts with `$`.
-      if (String(doc._id).startsWith('$')) continue;
-      if (options.owns && !options.owns(String(doc._id))) continue;
-      options.restore(doc);
-      documents += 1;
-    }
-    if (page.length < PAGE) return documents;
-    after = [page[page.length - 1]._id];
-  }
+  await eachDocument(c, (doc) => {
+    // Guards and the like: an item's key never starts with `$`.
+    const key = String(doc._id);
+    if (key.startsWith('$') || (options.owns && !options.owns(key))) return;
+    options.restore(doc);
+    documents += 1;
+  });
+  return documents;
 }
 
 /**

@@ -96,7 +96,10 @@ export async function takeLayout(options: LayoutOptions): Promise<LayoutTaken> {
     );
     // Nothing stored yet (a first start): each new shard starts from the first event on its own.
     const fresh = stored.every((checkpoint) => checkpoint === undefined);
-    const from = fresh ? 0 : Math.min(...stored.map((s) => (s && s.version === version ? s.position : 0)));
+    const from = fresh ? 0 : Math.min(...stored.map((s) => s?.position ?? 0));
+    // Documents of another shape: each new shard's checkpoint keeps that version, so that its worker
+    // discards its own share of them and rebuilds it from the first event (durable-follower.ts).
+    const stale = stored.find((s) => s !== undefined && s.version !== version);
     const updated_at = options.clock.now().toISOString();
     const ops: WriteOp[] = [
       {
@@ -120,7 +123,7 @@ export async function takeLayout(options: LayoutOptions): Promise<LayoutTaken> {
         });
         checkpoints.push({
           name: names.name,
-          checkpoint: { position: from, events: 0, updated_at, version },
+          checkpoint: { position: from, events: 0, updated_at, version: stale ? stale.version : version },
         });
       }
     }
