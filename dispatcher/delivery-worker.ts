@@ -171,11 +171,18 @@ function attemptContext(
   };
 }
 
-/** Takes the shards' layout over when it changed (dispatcher/shards.ts), then starts following. */
-async function startShard(options: DeliveryWorkerOptions, shard: Shard, follower: DurableFollower) {
+/**
+ * Takes the shards' layout over when it changed (dispatcher/shards.ts), then starts following; a
+ * worker stopped meanwhile says so through `caughtUp`, as its follower would.
+ */
+async function startShard(
+  options: DeliveryWorkerOptions,
+  parts: { shard: Shard; follower: DurableFollower; stopped(): boolean },
+) {
   const { readStore, clock, logger } = options;
-  await takeLayout({ ...DELIVERY_FOLLOWER, readStore, count: shard.count, clock, logger });
-  await follower.start();
+  await takeLayout({ ...DELIVERY_FOLLOWER, readStore, count: parts.shard.count, clock, logger });
+  if (parts.stopped()) throw new Error('the delivery worker stopped before it caught up');
+  await parts.follower.start();
 }
 
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
@@ -296,7 +303,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       if (started || stopped) return;
       started = true;
       // A failure rejects `caughtUp`, which the component reports.
-      startShard(options, shard, follower).then(layout.resolve, layout.reject);
+      startShard(options, { shard, follower, stopped: () => stopped }).then(layout.resolve, layout.reject);
     },
     async schedule(request) {
       if (!owns(request.stream)) return scheduleElsewhere(store, registry, request);
