@@ -140,6 +140,22 @@ test('two delivery workers (PDS_WEBHOOK_DELIVERY_THREADS=2): a cart event reache
   t.is(new Set(received.map((w) => w.headers['x-service-webhook-id'])).size, hooks.length, 'one each');
   for (const w of received) t.is(w.body.cart.uuid, cart.uuid);
   for (const hook of hooks) await until('delivered', () => allDelivered(s, hook, 1));
+  // Each shard's attempts were started by one worker, another than the other shard's.
+  const store = await s.openStore();
+  t.teardown(() => store.close());
+  const started = await store.readAll({ filter: { eventTypes: ['WebhookDeliveryAttemptStarted'] } });
+  t.is(started.length, hooks.length);
+  const senders = [0, 1].map(
+    (shard) =>
+      new Set(
+        started
+          .filter((e) => shardOf(e.streamId.slice('webhookdelivery-'.length).split('_')[0], 2) === shard)
+          .map((e) => (e.data as { dispatcher_id: string }).dispatcher_id),
+      ),
+  );
+  t.is(senders[0].size, 1);
+  t.is(senders[1].size, 1);
+  t.notDeepEqual([...senders[0]], [...senders[1]], 'the two shards were sent by two workers');
 
   const ready = await readyz(s);
   t.is(ready.code, 200);
