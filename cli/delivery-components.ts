@@ -4,13 +4,18 @@
  * the subscriptions, and no fan-out (docs/webhooks.md, "Scale"). Each thread reports its own gauges;
  * the parent's `/metrics` sums them (the oldest delivery's age: the largest).
  */
+import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
+import { createLeasedDeliveries } from '../dispatcher/leased-deliveries.ts';
 import type { Shard } from '../dispatcher/shards.ts';
 import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
+import { eventRegistry } from '../domain/index.ts';
+import type { ReadStore } from '../projections/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import { type DispatcherShared, dispatcherState, type Timers } from './dispatcher-state.ts';
+import { newLeaseOwner } from './lease-owner.ts';
 
 /** A gauge of the age, on the clock, of what `oldest` names (an ISO time), in seconds; 0 when nothing. */
 export function ageGauge(
@@ -33,23 +38,25 @@ export function ageGauge(
   });
 }
 
-/** The delivery worker of `shard` on the dispatcher state, with its metrics; not started yet. */
-export function deliveryWorkerOf(
-  ctx: ServiceContext,
-  parts: {
-    shared: DispatcherShared;
-    clock: Clock;
-    timers: Timers;
-    tracker: SubscriptionTracker;
-    shard?: Shard;
-  },
-): DeliveryWorker {
-  const { shared, clock, timers, tracker, shard } = parts;
-  if (!shared.dispatcherStore) throw new Error('the webhook dispatcher needs its state opened first');
-  const logger = ctx.logger.child({
-    component: 'webhook-dispatcher',
-    ...(shard && shard.count > 1 && { shard: `${shard.index + 1}-of-${shard.count}` }),
-  });
+/**
+ * How long a dispatcher's lease on a delivery shard holds unrenewed (split deployment): a dead
+ * dispatcher's shards are taken this long after its last renewal, renewed every third of it.
+ */
+const SHARD_LEASE_MS = 15_000;
+
+interface WorkerParts {
+  shared: DispatcherShared;
+  clock: Clock;
+  timers: Timers;
+  tracker: SubscriptionTracker;
+  shard?: Shard;
+}
+
+/** Makes the process's delivery workers, each counting its attempts in the process's metrics. */
+function workerFactory(ctx: ServiceContext, parts: WorkerParts) {
+  const { shared, clock, tracker } = parts;
+  const dispatcherStore = shared.dispatcherStore;
+  if (!dispatcherStore) throw new Error('the webhook dispatcher needs its state opened first');
   const attempts = new Counter({
     name: 'pds_webhook_attempts_total',
     help: 'webhook delivery attempts by outcome (delivered, gone, retry_after, failed, interrupted)',
@@ -63,25 +70,57 @@ export function deliveryWorkerOf(
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
     registers: [ctx.registry],
   });
-  const w = createDeliveryWorker({
-    store: ctx.eventStore,
-    readStore: shared.dispatcherStore,
-    clock,
-    tracker,
-    secretKey: ctx.config.secretKey,
-    openBody: ctx.customerData.openBody,
-    allowPrivate: ctx.config.allowPrivateWebhookUrls,
-    timeoutMs: ctx.config.webhookTimeoutMs,
-    scheduleMs: ctx.config.webhookRetryScheduleMs,
-    maxInFlight: ctx.config.webhookMaxInFlight,
-    shard,
-    logger,
-    supervisor: ctx.supervisor,
-    onAttempt({ outcome, durationMs }) {
-      attempts.inc({ outcome });
-      latency.observe({ outcome }, durationMs / 1000);
-    },
-  });
+  const dispatcherId = `dispatcher-${randomUUID()}`;
+  return (shard: Shard | undefined, maxInFlight: number) =>
+    createDeliveryWorker({
+      store: ctx.eventStore,
+      readStore: dispatcherStore,
+      clock,
+      tracker,
+      secretKey: ctx.config.secretKey,
+      openBody: ctx.customerData.openBody,
+      allowPrivate: ctx.config.allowPrivateWebhookUrls,
+      timeoutMs: ctx.config.webhookTimeoutMs,
+      scheduleMs: ctx.config.webhookRetryScheduleMs,
+      maxInFlight,
+      shard,
+      dispatcherId,
+      logger: ctx.logger.child({
+        component: 'webhook-dispatcher',
+        ...(shard && shard.count > 1 && { shard: `${shard.index + 1}-of-${shard.count}` }),
+      }),
+      supervisor: ctx.supervisor,
+      onAttempt({ outcome, durationMs }) {
+        attempts.inc({ outcome });
+        latency.observe({ outcome }, durationMs / 1000);
+      },
+    });
+}
+
+/**
+ * The dispatcher's deliveries, with their metrics; not started yet. A dispatcher process of the
+ * split deployment (role `dispatcher` on EventStoreDB) leases its share of `PDS_WEBHOOK_DELIVERY_SHARDS`
+ * and runs a worker for each shard it holds (`PDS_WEBHOOK_MAX_IN_FLIGHT` shared among them); otherwise
+ * one worker sends `shard`'s queues (all of them by default).
+ */
+export function deliveryWorkerOf(ctx: ServiceContext, parts: WorkerParts): DeliveryWorker {
+  const { clock, timers } = parts;
+  const make = workerFactory(ctx, parts);
+  const maxInFlight = ctx.config.webhookMaxInFlight;
+  const w =
+    ctx.role === 'dispatcher' && !ctx.config.embedded
+      ? createLeasedDeliveries({
+          store: ctx.eventStore,
+          registry: eventRegistry,
+          readStore: parts.shared.dispatcherStore as ReadStore,
+          owner: newLeaseOwner(),
+          shards: ctx.config.webhookDeliveryShards,
+          ttlMs: SHARD_LEASE_MS,
+          clock,
+          logger: ctx.logger.child({ component: 'webhook-dispatcher' }),
+          worker: (shard, share) => make(shard, Math.ceil(maxInFlight / share)),
+        })
+      : make(parts.shard, maxInFlight);
   timers.ticks.push(() => w.tick());
   new Gauge({
     name: 'pds_webhook_deliveries_pending',

@@ -101,6 +101,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     webhookMaxInFlight: 256,
     webhookDeliveryThreads: Math.max(1, availableParallelism() - 1),
+    webhookDeliveryShards: 16,
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
     deliveryLogRetentionMs: 30 * 24 * 3_600_000,
@@ -407,6 +408,11 @@ const valid: Record<string, Case[]> = {
     check: (c) => c.webhookDeliveryThreads,
     expected: threads,
   })),
+  PDS_WEBHOOK_DELIVERY_SHARDS: [1, 16, 1024].map((shards) => ({
+    env: { PDS_WEBHOOK_DELIVERY_SHARDS: String(shards) },
+    check: (c) => c.webhookDeliveryShards,
+    expected: shards,
+  })),
   PDS_BACKUP_KEEP: [1, 14, 1000].map((keep) => ({
     env: { PDS_BACKUP_KEEP: String(keep) },
     check: (c) => c.backupKeep,
@@ -468,6 +474,8 @@ const bad: [string, string, Env?][] = [
   ['PDS_WEBHOOK_DELIVERY_THREADS', '0'],
   ['PDS_WEBHOOK_DELIVERY_THREADS', '65'],
   ['PDS_WEBHOOK_DELIVERY_THREADS', 'all'],
+  ['PDS_WEBHOOK_DELIVERY_SHARDS', '0'],
+  ['PDS_WEBHOOK_DELIVERY_SHARDS', '1025'],
   ['PDS_BACKUP_KEEP', '0'],
   ['PDS_BACKUP_KEEP', '1001'],
   ['PDS_BACKUP_KEEP', 'all'],
