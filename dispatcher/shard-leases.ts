@@ -50,6 +50,8 @@ export interface ShardLeases {
   held(): number[];
   /** Resolves once the shards being given back are (their workers stopped, their leases released). */
   givenBack(): Promise<void>;
+  /** Resolves once the workers of the shards taken have caught up. */
+  taken(): Promise<void>;
   /** Gives every shard back and says this process is gone. */
   stop(): Promise<void>;
 }
@@ -59,6 +61,8 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
   const held = new Map<number, Fence>();
   /** Shards being given back: not taken again until their worker stopped. */
   const giving = new Map<number, Promise<void>>();
+  /** Workers of shards taken, until they caught up. */
+  const starting = new Set<Promise<void>>();
   /** Where this process starts looking for free shards: dispatchers spread over the shards. */
   const first = fnv1a(owner) % shards;
   let timer: NodeJS.Timeout | undefined;
@@ -90,21 +94,26 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
     giving.set(index, done);
   }
 
+  /**
+   * Takes free shards up to the fair share; their workers start in the background (a catch-up must not
+   * hold up the renewals of the shards held), and are in `starting` until they caught up.
+   */
   async function takeShards(fair: number): Promise<void> {
     for (let i = 0; i < shards && held.size < fair && !stopped; i++) {
       const index = (first + i) % shards;
       if (held.has(index) || giving.has(index)) continue;
       const attempt = await readStore.acquireLease(shardLease({ index, count: shards }), owner, ttlMs);
       if (!attempt.acquired) continue;
-      held.set(index, attempt.fence);
+      const { fence } = attempt;
+      held.set(index, fence);
       logger?.info({ shard: index + 1, of: shards }, 'delivery shard taken');
-      try {
-        await options.take(index, fair);
-      } catch (err) {
-        // Its worker could not start (the store is down): given back, for this or another dispatcher.
-        giveBack(index, attempt.fence, 'its worker did not start');
-        throw err;
-      }
+      const started = options.take(index, fair).catch((err: unknown) => {
+        logger?.error({ err, shard: index + 1 }, 'delivery shard worker did not start');
+        // Given back, for this or another dispatcher (unless it was given back meanwhile).
+        if (held.get(index) === fence) giveBack(index, fence, 'its worker did not start');
+      });
+      starting.add(started);
+      void started.finally(() => starting.delete(started));
     }
   }
 
@@ -131,6 +140,8 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
     round: runRound,
     async start() {
       await runRound();
+      // Ready once the shards of the first round are followed.
+      await Promise.all(starting);
       timer = setInterval(() => void runRound(), Math.max(1, Math.floor(ttlMs / 3)));
       timer.unref();
     },
@@ -138,10 +149,14 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
     givenBack: async () => {
       await Promise.all(giving.values());
     },
+    taken: async () => {
+      await Promise.all(starting);
+    },
     async stop() {
       stopped = true;
       clearInterval(timer);
       await running;
+      await Promise.all(starting);
       for (const [index, fence] of [...held]) giveBack(index, fence, 'stopping');
       await Promise.all(giving.values());
       const c = await readStore.collection(DISPATCHERS_COLLECTION);

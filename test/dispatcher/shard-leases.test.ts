@@ -100,6 +100,7 @@ test('two dispatchers share 16 shards 8/8; when one stops, the other takes all o
   await a.leases.givenBack();
   t.is(a.leases.held().length, 8, 'it gives back what is above its share');
   await b.leases.round();
+  await b.leases.taken();
   t.is(b.leases.held().length, 8);
   t.deepEqual(
     [...a.leases.held(), ...b.leases.held()].sort((x, y) => x - y),
@@ -108,6 +109,7 @@ test('two dispatchers share 16 shards 8/8; when one stops, the other takes all o
 
   await a.stop();
   await b.leases.round();
+  await b.leases.taken();
   t.is(b.leases.held().length, 16, 'a stopped dispatcher released its shards at once');
 });
 
@@ -123,6 +125,7 @@ test('a dispatcher that stops renewing: its shards are taken after the lease, it
   await a.leases.round();
   await a.leases.givenBack();
   await b.leases.round();
+  await b.leases.taken();
   const shard = shardOf(hookId, SHARDS);
   const [owner, other] = a.leases.held().includes(shard) ? [a, b] : [b, a];
 
@@ -134,6 +137,7 @@ test('a dispatcher that stops renewing: its shards are taken after the lease, it
   // The owner is gone (no more renewals); past its leases, the other takes every shard.
   clock.advance(Math.max(LEASE_MS, ATTEMPT_LEASE_MS) + 1_000);
   await other.leases.round();
+  await other.leases.taken();
   t.is(other.leases.held().length, 16);
   await until('sent again', async () => {
     await other.deliveries.tick();
