@@ -140,10 +140,10 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
     round: runRound,
     async start() {
       await runRound();
-      // Ready once the shards of the first round are followed.
-      await Promise.all(starting);
+      // Renewed while the first round's workers catch up; ready once they follow their shards.
       timer = setInterval(() => void runRound(), Math.max(1, Math.floor(ttlMs / 3)));
       timer.unref();
+      await Promise.all(starting);
     },
     held: () => [...held.keys()].sort((a, b) => a - b),
     givenBack: async () => {
