@@ -43,6 +43,13 @@ const PAGE = 5_000;
 export interface DurableFollowerOptions<D extends Doc> {
   /** The checkpoint's name (and the logs'). */
   name: string;
+  /**
+   * `_id` of this follower's guard document: several followers keeping their parts of one working set
+   * in one collection (the delivery shards, `dispatcher/shards.ts`) each have their own. Default `GUARD`.
+   */
+  guard?: string;
+  /** Whether a stored document is this follower's part of the working set (default: every one). */
+  owns?(key: string): boolean;
   /** The collection of the working set: one document per item. */
   collection: string;
   /** The documents' shape: a working set stored by another version is discarded and rebuilt. */
@@ -92,10 +99,10 @@ export interface DurableFollower {
 }
 
 /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
-function guard(position: number): WriteOp {
+function guard(position: number, id = GUARD): WriteOp {
   return {
     updateOne: {
-      filter: { _id: GUARD, position: { $lte: position } },
+      filter: { _id: id, position: { $lte: position } },
       update: { $set: { position } },
       upsert: true,
     },
@@ -133,7 +140,7 @@ async function restoreWorkingSet<D extends Doc>(
         'working state of another version discarded: rebuilt from the events',
       );
     }
-    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
+    const ops: WriteOp[] = changed ? await discarded(options, c) : [guard(0, options.guard)];
     const updated_at = options.clock.now().toISOString();
     try {
       await readStore.commit({
@@ -148,19 +155,43 @@ async function restoreWorkingSet<D extends Doc>(
   }
 }
 
+/**
+ * The deletes of a working set of another version: every document, or (`owns`, several followers
+ * sharing the collection) only this follower's, so that one's rebuild never deletes another's.
+ */
+async function discarded<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
+  const { owns } = options;
+  if (!owns) return [{ deleteMany: { filter: {} } }];
+  // Its guard too: the rebuild commits from the first event again.
+  const ops: WriteOp[] = [{ deleteOne: { filter: { _id: options.guard ?? GUARD } } }];
+  await eachDocument(c, (doc) => {
+    const key = String(doc._id);
+    if (!key.startsWith('$') && owns(key)) ops.push({ deleteOne: { filter: { _id: doc._id } } });
+  });
+  return ops;
+}
+
+/** Calls `visit` with every stored document, page by page. */
+async function eachDocument<D extends Doc>(c: Collection<D>, visit: (doc: D) => void): Promise<void> {
+  for (let after: unknown[] | undefined; ; ) {
+    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
+    for (const doc of page) visit(doc);
+    if (page.length < PAGE) return;
+    after = [page[page.length - 1]._id];
+  }
+}
+
 /** Hands every stored document back to the owner, page by page; answers how many there were. */
 async function loadWorkingSet<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
   let documents = 0;
-  for (let after: unknown[] | undefined; ; ) {
-    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
-    for (const doc of page) {
-      if (doc._id === GUARD) continue;
-      options.restore(doc);
-      documents += 1;
-    }
-    if (page.length < PAGE) return documents;
-    after = [page[page.length - 1]._id];
-  }
+  await eachDocument(c, (doc) => {
+    // Guards and the like: an item's key never starts with `$`.
+    const key = String(doc._id);
+    if (key.startsWith('$') || (options.owns && !options.owns(key))) return;
+    options.restore(doc);
+    documents += 1;
+  });
+  return documents;
 }
 
 /**
@@ -175,7 +206,7 @@ async function storeChanges<D extends Doc>(
   at: { position: number; events: number },
 ): Promise<'stored' | 'ahead' | 'failed'> {
   const { name, readStore, logger } = options;
-  const ops: WriteOp[] = [guard(at.position)];
+  const ops: WriteOp[] = [guard(at.position, options.guard)];
   for (const key of keys) {
     const doc = options.save(key);
     ops.push(

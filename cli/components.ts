@@ -285,9 +285,14 @@ export function defaultComponents(
   ];
 }
 
-/** The threads role `all` runs its dispatcher and projector on (`PDS_DISPATCHER_THREAD`, `PDS_PROJECTOR_THREAD`). */
+/**
+ * The threads role `all` runs its dispatcher and projector on (`PDS_DISPATCHER_THREAD`,
+ * `PDS_PROJECTOR_THREAD`), and the dispatcher's delivery threads (`PDS_WEBHOOK_DELIVERY_THREADS`,
+ * `role-thread.ts`, `dispatcherThreads`).
+ */
 export interface Threads {
   dispatcher?: RoleThread;
+  deliveries?: RoleThread[];
   projector?: RoleThread;
 }
 
@@ -304,7 +309,7 @@ export function threadedComponents(
   const shared: Shared = {};
   const { dispatcher, projector } = threads;
   return [
-    ...(dispatcher ? [dispatcher] : []),
+    ...(dispatcher ? [dispatcher, ...(threads.deliveries ?? [])] : []),
     ...(projector ? [projector] : []),
     readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
     consoleSessions(shared, clock),

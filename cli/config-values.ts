@@ -184,6 +184,24 @@ export const maxInFlight = parsed((raw) => {
     : problem(`expected a whole number of requests from 1 to ${MAX_IN_FLIGHT_LIMIT}, got ${quote(raw)}`);
 });
 
+/** `PDS_WEBHOOK_DELIVERY_THREADS`: delivery worker threads of role `all`, each a share of the subscriptions. */
+export const MAX_DELIVERY_THREADS = 64;
+export const deliveryThreads = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= MAX_DELIVERY_THREADS
+    ? n
+    : problem(`expected a whole number of threads from 1 to ${MAX_DELIVERY_THREADS}, got ${quote(raw)}`);
+});
+
+/** `PDS_WEBHOOK_DELIVERY_SHARDS`: the shards the split deployment's dispatcher processes lease. */
+export const MAX_DELIVERY_SHARDS = 1_024;
+export const deliveryShards = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= MAX_DELIVERY_SHARDS
+    ? n
+    : problem(`expected a whole number of shards from 1 to ${MAX_DELIVERY_SHARDS}, got ${quote(raw)}`);
+});
+
 export const backupKeep = parsed((raw) => {
   const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   return n >= 1 && n <= 1_000 ? n : problem(`expected a number of backups from 1 to 1000, got ${quote(raw)}`);

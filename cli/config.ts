@@ -8,6 +8,7 @@
  */
 import { type KeyObject, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import {
@@ -17,6 +18,8 @@ import {
   checkToken,
   dataDir,
   deliveryLogRetention,
+  deliveryShards,
+  deliveryThreads,
   dispatcherStoreUrl,
   type EventStoreSync,
   eventStoreSync,
@@ -105,6 +108,9 @@ export interface Config {
   webhookRetryScheduleMs: readonly number[];
   /** Webhook requests a delivery worker has open at once (docs/webhooks.md, "Scale"). */
   webhookMaxInFlight: number;
+  /** Delivery workers: role `all`'s threads, dispatchers' leased shards (docs/webhooks.md, "Scale"). */
+  webhookDeliveryThreads: number;
+  webhookDeliveryShards: number;
   allowPrivateWebhookUrls: boolean;
   /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
   idempotencyTtlMs: number;
@@ -138,9 +144,7 @@ export interface Config {
 }
 
 /** What the process's stdout is: a terminal (`process.stdout.isTTY`), or a pipe, a file, a container log. */
-export interface Terminal {
-  isTTY?: boolean;
-}
+export type Terminal = { isTTY?: boolean };
 
 /** Where a secret came from, so the start banner can say so without showing it. */
 export type SecretSource =
@@ -193,6 +197,8 @@ const envSchema = z.object({
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
   PDS_WEBHOOK_MAX_IN_FLIGHT: maxInFlight.optional(),
+  PDS_WEBHOOK_DELIVERY_THREADS: deliveryThreads.optional(),
+  PDS_WEBHOOK_DELIVERY_SHARDS: deliveryShards.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
@@ -228,6 +234,7 @@ export const DEFAULTS = {
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   webhookMaxInFlight: 256,
+  webhookDeliveryShards: 16,
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
   alertOldestQueued: '15m',
@@ -258,8 +265,7 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
   const dir = v.PDS_DATA_DIR ?? path.resolve(DEFAULTS.dataDir);
   const eventStore = v.PDS_EVENT_STORE ?? `sqlite:${path.join(dir, 'events.db')}`;
   const embedded = eventStore.startsWith('sqlite:');
-  // A split deployment runs several processes with their own data dirs: one generated value per
-  // process would not agree, so both secrets must be given.
+  // Several processes would each generate secrets of their own: a split deployment gives both.
   const missing = [];
   if (!embedded && !v.PDS_SECRET_KEY) {
     missing.push({
@@ -345,6 +351,8 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
     webhookMaxInFlight: v.PDS_WEBHOOK_MAX_IN_FLIGHT ?? DEFAULTS.webhookMaxInFlight,
+    webhookDeliveryThreads: v.PDS_WEBHOOK_DELIVERY_THREADS ?? Math.max(1, availableParallelism() - 1),
+    webhookDeliveryShards: v.PDS_WEBHOOK_DELIVERY_SHARDS ?? DEFAULTS.webhookDeliveryShards,
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),

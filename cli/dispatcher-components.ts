@@ -3,90 +3,27 @@
  * abandonment timer and the webhook dispatcher. Role `all` runs them beside the APIs, or on a thread
  * of their own (`role-thread.ts`), which loads this module and not the APIs'.
  */
-import type { Logger } from 'pino';
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { createRetention } from '../application/retention.ts';
 import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
-import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
+import type { DeliveryWorker } from '../dispatcher/delivery-worker.ts';
 import { createFanOut, type FanOut } from '../dispatcher/fan-out.ts';
+import type { Shard } from '../dispatcher/shards.ts';
 import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
-import type { ReadStore } from '../projections/read-store.ts';
-import type { SqliteReadStore } from '../projections/sqlite/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
+import { ageGauge, deliveryWorkerOf } from './delivery-components.ts';
+import { createTimers, type DispatcherShared, dispatcherState, type Timers } from './dispatcher-state.ts';
 
-/** What the dispatcher's components build for each other (and find of the read side's, in role `all`). */
-export interface DispatcherShared {
-  readStore?: ReadStore;
-  /** The dispatcher's working state (`PDS_DISPATCHER_STORE`): the read store itself, or a file of its own. */
-  dispatcherStore?: ReadStore;
-}
-
-/**
- * The timer queues of the running components (abandonment, webhook retries). Tests that move an
- * injected clock call `tick()` to run what fell due, instead of waiting for real timers.
- */
-export interface Timers {
-  ticks: Array<() => Promise<number>>;
-}
-
-export const createTimers = (): Timers => ({ ticks: [] });
-
-/** Runs every component's due timers; resolves with how many ran. */
-export async function tickTimers(timers: Timers): Promise<number> {
-  let ran = 0;
-  for (const tick of timers.ticks) ran += await tick();
-  return ran;
-}
-
-/** Says when a store starts empty and why (a new or replaced file): what it holds is rebuilt from the events. */
-export function logOpened(
-  readStore: ReadStore,
-  logger: Logger,
-  what: { store: 'read store' | 'dispatcher store'; holds: 'read models are' | 'its working state is' },
-): void {
-  if (!('opened' in readStore)) return;
-  const { state, reason } = (readStore as SqliteReadStore).opened;
-  if (state === 'replaced')
-    logger.warn({ reason }, `${what.store} replaced: ${what.holds} rebuilt from the events`);
-  else if (state === 'created')
-    logger.info({ reason }, `${what.store} created: ${what.holds} built from the events`);
-}
-
-/**
- * The dispatcher's working state (pending carts, delivery queues): the read store when
- * `PDS_DISPATCHER_STORE` names it and this process has it open, else a store of its own (by default
- * `dispatcher.db` beside a SQLite read store, docs/operations.md, "Threads").
- */
-export function dispatcherState(shared: DispatcherShared): Component {
-  let own: ReadStore | undefined;
-  return {
-    name: 'dispatcher-state',
-    roles: ['dispatcher'],
-    async start(ctx) {
-      const url = ctx.config.dispatcherStoreUrl;
-      if (url === ctx.config.readStoreUrl && shared.readStore) {
-        shared.dispatcherStore = shared.readStore;
-        return;
-      }
-      const store = await ctx.openReadStore(url, { cacheMiB: ctx.config.readStoreCacheMiB });
-      own = store;
-      shared.dispatcherStore = store;
-      // On a server (MongoDB), the dispatcher needs it reachable (docs/operations.md, "Health").
-      if (store.ping) {
-        ctx.readiness.add('dispatcher_store', async () => {
-          await store.ping?.();
-          return true;
-        });
-      }
-      logOpened(own, ctx.logger, { store: 'dispatcher store', holds: 'its working state is' });
-    },
-    async stop() {
-      await own?.close();
-    },
-  };
-}
+export {
+  createTimers,
+  type DispatcherShared,
+  dispatcherState,
+  logOpened,
+  type Timers,
+  tickTimers,
+} from './dispatcher-state.ts';
 
 /**
  * The abandonment timer (docs/write-side.md): restores the pending carts' deadlines from the read store and the
@@ -149,6 +86,7 @@ export function webhookDispatcher(
   shared: DispatcherShared,
   clock: Clock = systemClock,
   timers: Timers = createTimers(),
+  shard?: Shard,
 ): Component {
   let tracker: SubscriptionTracker | undefined;
   let fanOut: FanOut | undefined;
@@ -158,72 +96,9 @@ export function webhookDispatcher(
     roles: ['dispatcher'],
     async start(ctx) {
       const logger = ctx.logger.child({ component: 'webhook-dispatcher' });
-      const attempts = new Counter({
-        name: 'pds_webhook_attempts_total',
-        help: 'webhook delivery attempts by outcome (delivered, gone, retry_after, failed, interrupted)',
-        labelNames: ['outcome'],
-        registers: [ctx.registry],
-      });
-      const latency = new Histogram({
-        name: 'pds_webhook_attempt_duration_seconds',
-        help: 'duration of webhook delivery attempts, from the URL check to the answer',
-        labelNames: ['outcome'],
-        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
-        registers: [ctx.registry],
-      });
-      if (!shared.dispatcherStore) throw new Error('the webhook dispatcher needs its state opened first');
       tracker = createSubscriptionTracker({ store: ctx.eventStore, supervisor: ctx.supervisor });
-      const w = createDeliveryWorker({
-        store: ctx.eventStore,
-        readStore: shared.dispatcherStore,
-        clock,
-        tracker,
-        secretKey: ctx.config.secretKey,
-        openBody: ctx.customerData.openBody,
-        allowPrivate: ctx.config.allowPrivateWebhookUrls,
-        timeoutMs: ctx.config.webhookTimeoutMs,
-        scheduleMs: ctx.config.webhookRetryScheduleMs,
-        maxInFlight: ctx.config.webhookMaxInFlight,
-        logger,
-        supervisor: ctx.supervisor,
-        onAttempt({ outcome, durationMs }) {
-          attempts.inc({ outcome });
-          latency.observe({ outcome }, durationMs / 1000);
-        },
-      });
+      const w = deliveryWorkerOf(ctx, { shared, clock, timers, tracker, shard });
       worker = w;
-      timers.ticks.push(() => w.tick());
-      new Gauge({
-        name: 'pds_webhook_deliveries_pending',
-        help: 'webhook deliveries neither delivered nor parked (queue depth)',
-        registers: [ctx.registry],
-        collect() {
-          this.set(w.pending().depth);
-        },
-      });
-      new Gauge({
-        name: 'pds_webhook_requests_in_flight',
-        help: 'webhook requests open (at most PDS_WEBHOOK_MAX_IN_FLIGHT)',
-        registers: [ctx.registry],
-        collect() {
-          this.set(w.slots().inFlight);
-        },
-      });
-      new Gauge({
-        name: 'pds_webhook_queues_waiting_for_slot',
-        help: 'delivery queues due and waiting for a free request slot of their subscription or of the dispatcher',
-        registers: [ctx.registry],
-        collect() {
-          this.set(w.slots().waiting);
-        },
-      });
-      ageGauge(
-        ctx,
-        clock,
-        'pds_webhook_oldest_pending_seconds',
-        'age of the oldest webhook delivery neither delivered nor parked (0 when none)',
-        () => w.pending().oldestQueuedSince,
-      );
       const skipped = new Counter({
         name: 'pds_webhook_fan_out_skipped_total',
         help: 'cart events the webhook fan-out acknowledged unsent, older than PDS_DELIVERY_LOG_RETENTION',
@@ -264,25 +139,6 @@ export function webhookDispatcher(
   };
 }
 
-/** A gauge of the age, on the clock, of what `oldest` names (an ISO time), in seconds; 0 when nothing. */
-function ageGauge(
-  ctx: Pick<ServiceContext, 'registry'>,
-  clock: Clock,
-  name: string,
-  help: string,
-  oldest: () => string | null,
-): void {
-  new Gauge({
-    name,
-    help,
-    registers: [ctx.registry],
-    collect() {
-      const at = oldest();
-      this.set(at === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(at)) / 1000));
-    },
-  });
-}
-
 /**
  * What the fan-out is trying again: it never parks a cart event, so one that keeps failing shows here,
  * by its age (docs/operations.md, "The fan-out's group").
@@ -305,16 +161,20 @@ function fanOutGauges(fanOut: FanOut, clock: Clock, ctx: Pick<ServiceContext, 'r
   );
 }
 
-/** The dispatcher's components: its working state, the abandonment timer and the webhook dispatcher. */
+/**
+ * The dispatcher's components: its working state, the abandonment timer and the webhook dispatcher,
+ * whose delivery worker sends `shard`'s queues (by default all of them).
+ */
 export function dispatcherComponents(
   shared: DispatcherShared = {},
   clock: Clock = systemClock,
   timers: Timers = createTimers(),
+  shard?: Shard,
 ): Component[] {
   return [
     dispatcherState(shared),
     abandonmentTimer(shared, clock, timers),
-    webhookDispatcher(shared, clock, timers),
+    webhookDispatcher(shared, clock, timers, shard),
     retentionJob(shared, clock, timers),
   ];
 }

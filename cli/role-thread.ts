@@ -12,14 +12,18 @@ import { Worker } from 'node:worker_threads';
 import type { Counter } from 'prom-client';
 import type { MetricsSnapshot } from '../api/metrics-sources.ts';
 import type { GroupCheck } from '../api/readiness.ts';
+import type { Shard } from '../dispatcher/shards.ts';
 import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
 import type { ResolvedConfig } from './config.ts';
 import { newLeaseOwner } from './lease-owner.ts';
 import { eventStoreOptionsOf } from './store-options.ts';
 
-/** The roles that can run on a thread of their own. */
-export type ThreadRole = 'dispatcher' | 'projector';
+/**
+ * The roles that can run on a thread of their own: a delivery thread runs a shard of the webhook
+ * deliveries beside the dispatcher thread (docs/webhooks.md, "Scale").
+ */
+export type ThreadRole = 'dispatcher' | 'projector' | 'delivery';
 
 /** The answer to a call. */
 export type CallResult = { type: 'result'; id: number } & (
@@ -45,6 +49,8 @@ export interface ThreadData {
   eventStore: EventStoreOptions;
   /** Who the projector is in the read store's lease: the same for every thread this component starts. */
   leaseOwner: string;
+  /** The dispatcher's and delivery threads' shard of the delivery queues (`dispatcher/shards.ts`). */
+  shard: Shard;
 }
 
 /** A call the thread cannot answer: it is not running (starting, or started again after it died). */
@@ -71,7 +77,7 @@ const STOP_TIMEOUT_MS = 15_000;
  *   promoted the deliveries in flight, so the thread ran a full mark-compact every 1-3 s, and
  *   deliveries waited for it (docs/benchmarks.md, "The dispatcher thread's garbage collection").
  */
-const THREAD_YOUNG_GENERATION_MB: Record<ThreadRole, number> = { dispatcher: 12, projector: 3 };
+const THREAD_YOUNG_GENERATION_MB: Record<ThreadRole, number> = { dispatcher: 12, delivery: 12, projector: 3 };
 
 const ENTRY = new URL('./thread-main.ts', import.meta.url);
 
@@ -98,8 +104,10 @@ export interface RoleThread extends Component {
  */
 export function roleThread(
   role: ThreadRole,
-  options: { spawnNow?: ResolvedConfig; projectorThread?: boolean } = {},
+  options: { spawnNow?: ResolvedConfig; projectorThread?: boolean; shard?: Shard } = {},
 ): RoleThread {
+  const shard = options.shard ?? { index: 0, count: 1 };
+  const label = threadLabel(role, shard);
   const eventStore = eventStoreOptionsOf(
     { role: 'all', thread: role },
     options.projectorThread ?? role === 'projector',
@@ -118,18 +126,15 @@ export function roleThread(
   let restartTimer: NodeJS.Timeout | undefined;
   let restartCounter: Counter | undefined;
   const calls = new PendingCalls();
-  let settleFirst: () => void = () => {};
-  const firstSettled = new Promise<void>((resolve) => {
-    settleFirst = resolve;
-  });
+  const { promise: firstSettled, resolve: settleFirst } = Promise.withResolvers<void>();
   /** What happened before the component started (and had a logger): logged, and acted on, then. */
   const early: { errors: unknown[]; exitCode?: number } = { errors: [] };
 
   /** Starts the thread; resolves once its components started, rejects if it ended first. */
   function spawn(config: ResolvedConfig): Promise<void> {
     const w = new Worker(ENTRY, {
-      workerData: { role, config, eventStore, leaseOwner } satisfies ThreadData,
-      name: `pds-${role}`,
+      workerData: { role, config, eventStore, leaseOwner, shard } satisfies ThreadData,
+      name: `pds-${label}`,
       resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB[role] },
     });
     worker = w;
@@ -145,7 +150,7 @@ export function roleThread(
         else if (message.type === 'result') calls.settle(message);
       });
       w.on('error', (error) => {
-        if (ctx) ctx.logger.error({ err: error, thread: role }, `${role} thread failed`);
+        if (ctx) ctx.logger.error({ err: error, thread: label }, `${label} thread failed`);
         else early.errors.push(error);
       });
       w.on('exit', (code) => {
@@ -157,7 +162,7 @@ export function roleThread(
         calls.failAll(new ThreadUnavailableError(role, `exited (code ${code}) before it answered`));
         settleFirst();
         if (stopping) return;
-        if (!wasStarted) reject(new Error(`the ${role} thread exited with code ${code} before it started`));
+        if (!wasStarted) reject(new Error(`the ${label} thread exited with code ${code} before it started`));
         if (ctx) restartLater(ctx, code);
         else early.exitCode = code;
       });
@@ -169,21 +174,21 @@ export function roleThread(
     const delayMs = Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** failures);
     failures += 1;
     c.logger.error(
-      { thread: role, exit_code: code, restart_in_ms: delayMs },
-      `${role} thread exited: starting it again`,
+      { thread: label, exit_code: code, restart_in_ms: delayMs },
+      `${label} thread exited: starting it again`,
     );
     restartTimer = setTimeout(() => {
       restartTimer = undefined;
       if (stopping) return;
       restarts += 1;
-      restartCounter?.inc({ thread: role });
+      restartCounter?.inc({ thread: label });
       logStartFailure(c, spawn(c.config));
     }, delayMs);
   }
 
   function logStartFailure(c: ServiceContext, starting: Promise<void>): void {
     starting.catch((error: unknown) =>
-      c.logger.error({ err: error, thread: role }, `${role} thread failed to start`),
+      c.logger.error({ err: error, thread: label }, `${label} thread failed to start`),
     );
   }
 
@@ -205,8 +210,8 @@ export function roleThread(
   }
 
   return {
-    name: `${role}-thread`,
-    roles: [role],
+    name: `${label}-thread`,
+    roles: [role === 'delivery' ? 'dispatcher' : role],
     role,
     get worker() {
       return worker;
@@ -219,15 +224,15 @@ export function roleThread(
     async start(c) {
       ctx = c;
       restartCounter = await threadRestarts(c);
-      restartCounter.inc({ thread: role }, 0);
-      c.readiness.add(`${role}_thread`, () => started);
-      c.readiness.addEach(role, () => checks);
+      restartCounter.inc({ thread: label }, 0);
+      c.readiness.add(`${label.replace('-', '_')}_thread`, () => started);
+      c.readiness.addEach(label, () => checks);
       c.metricsSources.add(async () => latestMetrics);
       // Not awaited: the thread restores its state on the other core while this one starts the rest;
       // `/readyz` waits for it. One that fails to start is started again, as one that dies.
       logStartFailure(c, firstStart ?? spawn(c.config));
       for (const error of early.errors.splice(0))
-        c.logger.error({ err: error, thread: role }, `${role} thread failed`);
+        c.logger.error({ err: error, thread: label }, `${label} thread failed`);
       if (early.exitCode !== undefined) restartLater(c, early.exitCode);
     },
     async stop() {
@@ -238,12 +243,33 @@ export function roleThread(
       const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
       w.postMessage({ type: 'stop' } satisfies ToThread);
       const deadline = setTimeout(() => {
-        ctx?.logger.warn({ thread: role }, `${role} thread did not stop in time: terminating it`);
+        ctx?.logger.warn({ thread: label }, `${label} thread did not stop in time: terminating it`);
         void w.terminate();
       }, STOP_TIMEOUT_MS);
       await exited;
       clearTimeout(deadline);
     },
+  };
+}
+
+/** The thread's name in checks, metrics and logs: a delivery thread's names its shard. */
+export const threadLabel = (role: ThreadRole, shard: Shard): string =>
+  role === 'delivery' ? `delivery-${shard.index + 1}` : role;
+
+/**
+ * The dispatcher thread and its delivery threads (docs/webhooks.md, "Scale"): with `count` delivery
+ * workers, shard 1 is the dispatcher thread's, beside the fan-out, and shards 2 to `count` each have a
+ * delivery thread. One is the dispatcher thread alone, as it always was.
+ */
+export function dispatcherThreads(
+  count: number,
+  options: { spawnNow?: ResolvedConfig; projectorThread?: boolean } = {},
+): { dispatcher: RoleThread; deliveries: RoleThread[] } {
+  return {
+    dispatcher: roleThread('dispatcher', { ...options, shard: { index: 0, count } }),
+    deliveries: Array.from({ length: count - 1 }, (_, i) =>
+      roleThread('delivery', { ...options, shard: { index: i + 1, count } }),
+    ),
   };
 }
 

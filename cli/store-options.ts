@@ -7,7 +7,9 @@ import type { EventStoreOptions } from '../eventstore/index.ts';
 import type { Role } from './roles.ts';
 
 /** Where a connection is opened: a process's main thread, or one of role `all`'s threads. */
-export type StoreUser = { role: Role; thread?: never } | { role: 'all'; thread: 'dispatcher' | 'projector' };
+export type StoreUser =
+  | { role: Role; thread?: never }
+  | { role: 'all'; thread: 'dispatcher' | 'projector' | 'delivery' };
 
 /**
  * - Checkpoints: with a projector thread, that thread checkpoints `events.db` for the whole process

@@ -64,6 +64,8 @@ export function createSupervisor(
     help: 'whether a log subscription is up (1), or down and waiting to subscribe again (0)',
     labelNames: ['subscription'],
     registers: [registry],
+    // Each delivery thread follows the subscriptions: the series is up while every thread's is.
+    aggregator: 'min',
     collect() {
       each(this, (h) => (h.state === 'down' ? 0 : 1));
     },

@@ -8,10 +8,17 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { systemClock } from '../domain/clock.ts';
 import { type Component, createService } from './compose.ts';
 import { configuredLogger } from './logger.ts';
 import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack } from './memory.ts';
-import type { FromThread, ThreadData, ThreadRole, ToThread } from './role-thread.ts';
+import {
+  type FromThread,
+  type ThreadData,
+  type ThreadRole,
+  type ToThread,
+  threadLabel,
+} from './role-thread.ts';
 
 /** How often the readiness checks are run to see whether they changed. */
 const READINESS_EVERY_MS = 250;
@@ -35,8 +42,13 @@ interface ThreadProgram {
 /** Each role's modules are loaded only on its own thread. */
 const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
   async dispatcher() {
-    const { dispatcherComponents } = await import('./dispatcher-components.ts');
-    return { components: dispatcherComponents(), methods: {} };
+    const { dispatcherComponents, createTimers } = await import('./dispatcher-components.ts');
+    const { shard } = workerData as ThreadData;
+    return { components: dispatcherComponents({}, systemClock, createTimers(), shard), methods: {} };
+  },
+  async delivery() {
+    const { deliveryComponents } = await import('./delivery-components.ts');
+    return { components: deliveryComponents((workerData as ThreadData).shard), methods: {} };
   },
   async projector() {
     const { readSide } = await import('./read-side.ts');
@@ -76,10 +88,11 @@ const methods: ThreadProgram['methods'] = {
   },
 };
 const service = createService(config, {
-  role,
+  // A delivery thread runs a part of the dispatcher's components.
+  role: role === 'delivery' ? 'dispatcher' : role,
   components: program.components,
   eventStoreOptions: eventStore,
-  logger: configuredLogger(config).child({ thread: role }),
+  logger: configuredLogger(config).child({ thread: threadLabel(role, (workerData as ThreadData).shard) }),
   listen: false,
 });
 

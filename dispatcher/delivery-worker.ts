@@ -31,7 +31,7 @@ import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createCommandHandler } from '../application/command-handler.ts';
-import { createDurableFollower } from '../application/durable-follower.ts';
+import { createDurableFollower, type DurableFollower } from '../application/durable-follower.ts';
 import type { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventRegistry } from '../domain/events.ts';
@@ -47,7 +47,9 @@ import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue 
 import type { ScheduleRequest } from './fan-out-schedule.ts';
 import { createQueueRuns, subscriptionOf } from './queue-runs.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
+import { scheduleElsewhere } from './schedule-elsewhere.ts';
 import { createScheduler } from './scheduler.ts';
+import { ownsStream, type Shard, shardCheckpoint, takeLayout } from './shards.ts';
 import { createSlots, type Slots } from './slots.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
@@ -95,6 +97,11 @@ export interface DeliveryWorkerOptions {
   leaseMs?: number;
   /** Wait after an unexpected error (store unavailable…) before the queue is tried again. Default 5 s. */
   errorRetryMs?: number;
+  /**
+   * The worker's part of the queues when several workers share them (dispatcher/shards.ts): it follows,
+   * restores and sends only those, and schedules on the others for their owners. Default: all of them.
+   */
+  shard?: Shard;
   /** Called after every attempt (metrics). */
   onAttempt?(info: { webhookId: string; outcome: delivery.AttemptOutcome; durationMs: number }): void;
 }
@@ -164,6 +171,20 @@ function attemptContext(
   };
 }
 
+/**
+ * Takes the shards' layout over when it changed (dispatcher/shards.ts), then starts following; a
+ * worker stopped meanwhile says so through `caughtUp`, as its follower would.
+ */
+async function startShard(
+  options: DeliveryWorkerOptions,
+  parts: { shard: Shard; follower: DurableFollower; stopped(): boolean },
+) {
+  const { readStore, clock, logger } = options;
+  await takeLayout({ ...DELIVERY_FOLLOWER, readStore, count: parts.shard.count, clock, logger });
+  if (parts.stopped()) throw new Error('the delivery worker stopped before it caught up');
+  await parts.follower.start();
+}
+
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { store, clock, tracker, logger } = options;
   const registry = options.registry ?? eventRegistry;
@@ -179,9 +200,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let restored = false;
   let started = false;
   let stopped = false;
+  const shard = options.shard ?? { index: 0, count: 1 };
+  const owns = ownsStream(shard);
+  const layout = Promise.withResolvers<void>();
 
   const follower = createDurableFollower<DeliveryQueueDoc>({
     ...DELIVERY_FOLLOWER,
+    ...shardCheckpoint(DELIVERY_FOLLOWER.name, shard),
+    owns,
     store,
     readStore: options.readStore,
     clock,
@@ -189,7 +215,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     logger,
     supervisor: options.supervisor,
     restore: (doc) => reschedule(queues.restore(doc)),
-    async apply(events) {
+    async apply(batch) {
+      // Other shards' queues are skipped before they are folded.
+      const events = shard.count === 1 ? batch : batch.filter((event) => owns(event.streamId));
+      if (events.length === 0) return;
       applying = true;
       try {
         await queues.applyAll(events, reschedule);
@@ -235,7 +264,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
   /** Loads the HTTP client a second after the worker is ready, so the first webhook does not wait for it. */
   let warmUp: NodeJS.Timeout | undefined;
-  const caughtUp = follower.caughtUp.then(() => {
+  const caughtUp = Promise.all([layout.promise, follower.caughtUp]).then(() => {
     restored = true;
     startDue();
     warmUp = setTimeout(() => void loadHttpClient(), 1_000).unref();
@@ -274,9 +303,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       if (started || stopped) return;
       started = true;
       // A failure rejects `caughtUp`, which the component reports.
-      follower.start().catch(() => {});
+      startShard(options, { shard, follower, stopped: () => stopped }).then(layout.resolve, layout.reject);
     },
     async schedule(request) {
+      if (!owns(request.stream)) return scheduleElsewhere(store, registry, request);
       const outcome = await scheduleOnQueue(ctx, tracker, request, restored && !stopped);
       if (!outcome.written) return false;
       if (outcome.started) void work(request.stream, outcome.started);

@@ -57,6 +57,7 @@ test('the engine suites run the images of the compose file, named nowhere else',
     'test/contract/eventstore-esdb.test.ts',
     'test/contract/read-store-mongo.test.ts',
     'test/engine-restart.test.ts',
+    'test/engine-dispatchers.test.ts',
   ]) {
     const source = await readFile(`${ROOT}${file}`, 'utf8');
     t.notRegex(source, /eventstore(db-ee)?:\d|mongo:\d/, file);

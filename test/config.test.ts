@@ -1,5 +1,5 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import {
@@ -100,6 +100,8 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookTimeoutMs: 15_000,
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     webhookMaxInFlight: 256,
+    webhookDeliveryThreads: Math.max(1, availableParallelism() - 1),
+    webhookDeliveryShards: 16,
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
     deliveryLogRetentionMs: 30 * 24 * 3_600_000,
@@ -401,6 +403,16 @@ const valid: Record<string, Case[]> = {
     check: (c) => c.webhookMaxInFlight,
     expected: max,
   })),
+  PDS_WEBHOOK_DELIVERY_THREADS: [1, 3, 64].map((threads) => ({
+    env: { PDS_WEBHOOK_DELIVERY_THREADS: String(threads) },
+    check: (c) => c.webhookDeliveryThreads,
+    expected: threads,
+  })),
+  PDS_WEBHOOK_DELIVERY_SHARDS: [1, 16, 1024].map((shards) => ({
+    env: { PDS_WEBHOOK_DELIVERY_SHARDS: String(shards) },
+    check: (c) => c.webhookDeliveryShards,
+    expected: shards,
+  })),
   PDS_BACKUP_KEEP: [1, 14, 1000].map((keep) => ({
     env: { PDS_BACKUP_KEEP: String(keep) },
     check: (c) => c.backupKeep,
@@ -459,6 +471,11 @@ const bad: [string, string, Env?][] = [
   ['PDS_WEBHOOK_MAX_IN_FLIGHT', '65537'],
   ['PDS_WEBHOOK_MAX_IN_FLIGHT', '2.5'],
   ['PDS_WEBHOOK_MAX_IN_FLIGHT', 'unlimited'],
+  ['PDS_WEBHOOK_DELIVERY_THREADS', '0'],
+  ['PDS_WEBHOOK_DELIVERY_THREADS', '65'],
+  ['PDS_WEBHOOK_DELIVERY_THREADS', 'all'],
+  ['PDS_WEBHOOK_DELIVERY_SHARDS', '0'],
+  ['PDS_WEBHOOK_DELIVERY_SHARDS', '1025'],
   ['PDS_BACKUP_KEEP', '0'],
   ['PDS_BACKUP_KEEP', '1001'],
   ['PDS_BACKUP_KEEP', 'all'],

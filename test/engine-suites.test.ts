@@ -26,6 +26,7 @@ const ENGINE_SUITES = [
   'test/contract/read-store-mongo.test.ts',
   'test/contract/key-store-mongo.test.ts',
   'test/engine-restart.test.ts',
+  'test/engine-dispatchers.test.ts',
 ];
 const DEPLOYMENT_SUITE = 'test/e2e/deployment.test.ts';
 /** Each engine suite, and what it reports missing when it has no engine here. */
@@ -43,6 +44,10 @@ const MISSING = [
     'no MongoDB: PDS_TEST_MONGO_URL is not set and PDS_TEST_CONTAINERS=0 turns containers off',
   ],
   ['engines restarted under traffic', 'no containers to restart: PDS_TEST_CONTAINERS=0 turns containers off'],
+  [
+    'dispatchers sharing the delivery shards',
+    'no containers to run the split deployment: PDS_TEST_CONTAINERS=0 turns containers off',
+  ],
 ];
 
 /** Runs node with `args` in the repository, with only `env`; answers its exit code and output. */

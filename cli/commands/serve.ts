@@ -19,7 +19,7 @@ import type { Readiness } from '../../api/readiness.ts';
 import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, checkRole, loadConfig, type ResolvedConfig } from '../config.ts';
 import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack } from '../memory.ts';
-import { type RoleThread, roleThread, ThreadUnavailableError } from '../role-thread.ts';
+import { dispatcherThreads, type RoleThread, roleThread, ThreadUnavailableError } from '../role-thread.ts';
 import { ROLES, type Role } from '../roles.ts';
 import type { SeedResult } from '../sandbox/seed.ts';
 import { eventStoreOptionsOf } from '../store-options.ts';
@@ -71,13 +71,14 @@ async function serve(role: Role): Promise<void> {
   const sandbox = config.sandbox && role === 'all' ? sandboxSeeder() : undefined;
   // The threads start before the main thread loads its components' modules, so that each loads on a
   // core of its own (docs/operations.md, "Threads").
-  const spawn = (on: boolean, threadRole: 'dispatcher' | 'projector') =>
-    role === 'all' && on
-      ? roleThread(threadRole, { spawnNow: config, projectorThread: config.projectorThread })
+  const spawning = { spawnNow: config, projectorThread: config.projectorThread };
+  const dispatching =
+    role === 'all' && config.dispatcherThread
+      ? dispatcherThreads(config.webhookDeliveryThreads, spawning)
       : undefined;
   const threads = {
-    dispatcher: spawn(config.dispatcherThread, 'dispatcher'),
-    projector: spawn(config.projectorThread, 'projector'),
+    ...dispatching,
+    projector: role === 'all' && config.projectorThread ? roleThread('projector', spawning) : undefined,
   };
   const { defaultComponents, threadedComponents } = await import('../components.ts');
   const { createService } = await import('../compose.ts');
@@ -168,7 +169,11 @@ async function serve(role: Role): Promise<void> {
       )
     : untilReady(service.readiness, () => signalled);
   firstStart
-    .then(() => (signalled ? undefined : giveCatchUpMemoryBack(log, [threads.projector, threads.dispatcher])))
+    .then(() =>
+      signalled
+        ? undefined
+        : giveCatchUpMemoryBack(log, [threads.projector, threads.dispatcher, ...(threads.deliveries ?? [])]),
+    )
     .catch((error: unknown) => log.warn({ err: error }, 'the memory of the catch-up was not given back'));
 }
 

@@ -66,18 +66,32 @@ function addTables(db: DatabaseSync): void {
   db.exec(LEASES_TABLE);
 }
 
-function createSchema(db: DatabaseSync): void {
+/**
+ * Creates the schema; answers false when another connection created it since this one looked (threads
+ * opening a new file at once: role `all`'s dispatcher and delivery threads and `dispatcher.db`), which
+ * the write lock taken first makes it see.
+ */
+function createSchema(db: DatabaseSync): boolean {
   // Text compares by its bytes (BINARY): in UTF-8 that is code point order, MongoDB's string order
   // (docs/read-side.md, "Read stores"). Only a database without tables yet can take it.
-  db.exec(`PRAGMA encoding = 'UTF-8';
-    BEGIN IMMEDIATE;
-    CREATE TABLE pds_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+  db.exec(`PRAGMA encoding = 'UTF-8'; BEGIN IMMEDIATE;`);
+  try {
+    if (checkSchema(db) === 'ours') {
+      db.exec('COMMIT');
+      return false;
+    }
+  } catch (err) {
+    db.exec('ROLLBACK');
+    throw err;
+  }
+  db.exec(`CREATE TABLE pds_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
     INSERT INTO pds_meta (key, value) VALUES ('generation', 0), ('next_table', 1);
     CREATE TABLE pds_collections (physical TEXT PRIMARY KEY, name TEXT NOT NULL, live INTEGER NOT NULL, indexes TEXT NOT NULL);
     CREATE TABLE pds_checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL, events INTEGER NOT NULL, updated_at TEXT NOT NULL, version TEXT);
     PRAGMA application_id = ${APPLICATION_ID};
     PRAGMA user_version = ${SCHEMA_VERSION};
     COMMIT;`);
+  return true;
 }
 
 /** Moves an unreadable file (and its WAL) aside, keeping the last one for a look. */
@@ -104,9 +118,9 @@ export function openFile(path: string, options: FileOptions) {
   };
   try {
     const { db, schema } = open();
-    if (schema === 'empty') createSchema(db);
+    const created = schema === 'empty' && createSchema(db);
     addTables(db);
-    const state = schema === 'empty' ? ('created' as const) : ('opened' as const);
+    const state = created ? ('created' as const) : ('opened' as const);
     return { db, opened: { state, reason: missing ? 'no read store file yet' : null } };
   } catch (err) {
     if (!(err instanceof UnknownSchemaError) && !isUnreadable(err)) throw err;

@@ -5,7 +5,8 @@
  * meanwhile, and a stop ends it.
  */
 import test from 'ava';
-import { roleThread } from '../../cli/role-thread.ts';
+import { dispatcherThreads, roleThread } from '../../cli/role-thread.ts';
+import { shardOf } from '../../dispatcher/shards.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -117,4 +118,92 @@ test('a stop ends the thread after its components stopped', async (t) => {
   t.is(await code, 0, 'ended by itself, not terminated');
   t.falsy(thread.worker);
   t.is(thread.restarts, 0);
+});
+
+test('two delivery workers (PDS_WEBHOOK_DELIVERY_THREADS=2): a cart event reaches the subscriptions of both shards, each sent by its thread', async (t) => {
+  const { dispatcher, deliveries } = dispatcherThreads(2);
+  t.is(deliveries.length, 1);
+  const s = await startService(t, {
+    threads: { dispatcher, deliveries },
+    env: { PDS_WEBHOOK_DELIVERY_THREADS: '2' },
+  });
+  t.is(deliveries[0].worker?.threadId !== undefined, true, 'a delivery thread runs');
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  const hooks: string[] = [];
+  while (![0, 1].every((shard) => hooks.some((id) => shardOf(id, 2) === shard)))
+    hooks.push((await createWebhook(s, receiver.url, [1])).id);
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+  const received = await receiver.waitFor(hooks.length);
+  t.is(new Set(received.map((w) => w.headers['x-service-webhook-id'])).size, hooks.length, 'one each');
+  for (const w of received) t.is(w.body.cart.uuid, cart.uuid);
+  for (const hook of hooks) await until('delivered', () => allDelivered(s, hook, 1));
+  // Each shard's attempts were started by one worker, another than the other shard's.
+  const store = await s.openStore();
+  t.teardown(() => store.close());
+  const started = await store.readAll({ filter: { eventTypes: ['WebhookDeliveryAttemptStarted'] } });
+  t.is(started.length, hooks.length);
+  const senders = [0, 1].map(
+    (shard) =>
+      new Set(
+        started
+          .filter((e) => shardOf(e.streamId.slice('webhookdelivery-'.length).split('_')[0], 2) === shard)
+          .map((e) => (e.data as { dispatcher_id: string }).dispatcher_id),
+      ),
+  );
+  t.is(senders[0].size, 1);
+  t.is(senders[1].size, 1);
+  t.notDeepEqual([...senders[0]], [...senders[1]], 'the two shards were sent by two workers');
+
+  const ready = await readyz(s);
+  t.is(ready.code, 200);
+  t.like(ready.checks, {
+    dispatcher_thread: 'ok',
+    delivery_2_thread: 'ok',
+    'dispatcher:webhook_deliveries_restored': 'ok',
+    'delivery-2:webhook_deliveries_restored': 'ok',
+    'delivery-2:subscription:webhook_delivery_worker_2_of_2': 'ok',
+    'dispatcher:subscription:webhook_delivery_worker_1_of_2': 'ok',
+  });
+  await until('every attempt is counted', async () =>
+    new RegExp(`^pds_webhook_attempts_total\\{outcome="delivered"\\} ${hooks.length}$`, 'm').test(
+      await metrics(s),
+    ),
+  );
+  const text = await metrics(s);
+  // Summed over the threads; a subscription both follow is up once, not twice.
+  t.regex(text, /^pds_webhook_deliveries_pending 0$/m);
+  t.regex(text, /^pds_subscription_up\{subscription="webhook_subscription_tracker"\} 1$/m);
+  t.regex(text, /^pds_thread_restarts_total\{thread="delivery-2"\} 0$/m);
+});
+
+test('a delivery thread that dies is started again and sends its shard’s webhooks written while it was down', async (t) => {
+  const { dispatcher, deliveries } = dispatcherThreads(2);
+  const s = await startService(t, {
+    threads: { dispatcher, deliveries },
+    env: { PDS_WEBHOOK_DELIVERY_THREADS: '2' },
+  });
+  const receiver = await startReceiver(t);
+  await seedCatalog(s);
+  let hook = await createWebhook(s, receiver.url, [1]);
+  // A subscription of the delivery thread's shard (the second).
+  while (shardOf(hook.id, 2) !== 1) {
+    t.true((await s.call('DELETE', `/admin/v1/webhooks/${hook.id}`)).ok);
+    hook = await createWebhook(s, receiver.url, [1]);
+  }
+  const [thread] = deliveries;
+  const dead = await killThread(thread);
+  t.is((await readyz(s)).checks.delivery_2_thread, 'failing');
+  const cart = await createCart(s);
+  await addItem(s, cart);
+  await checkOut(s, cart);
+
+  await until('the thread is back', async () => thread.restarts === 1 && (await readyz(s)).code === 200);
+  t.not(thread.worker, dead);
+  const [received] = await receiver.waitFor(1);
+  t.is(received.body.cart.uuid, cart.uuid);
+  await until('delivered', () => allDelivered(s, hook.id, 1));
+  t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="delivery-2"\} 1$/m);
 });

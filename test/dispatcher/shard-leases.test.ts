@@ -1,0 +1,159 @@
+/**
+ * Delivery shards leased among dispatcher processes (dispatcher/shard-leases.ts; docs/webhooks.md,
+ * "Scale"), modelled on the embedded stores with a manual clock: two dispatchers share 16 shards 8/8,
+ * a dispatcher that stops renewing loses its shards to the other once their leases run out, and an
+ * attempt it had in flight is recorded interrupted by the new owner and sent again with the same
+ * webhook id, never two `AttemptStarted` for one attempt number.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { loadConfig } from '../../cli/config.ts';
+import { createDeliveryWorker } from '../../dispatcher/delivery-worker.ts';
+import { createLeasedDeliveries } from '../../dispatcher/leased-deliveries.ts';
+import { shardOf } from '../../dispatcher/shards.ts';
+import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
+import { manualClock } from '../../domain/clock.ts';
+import { eventRegistry } from '../../domain/index.ts';
+import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { createWebhook, seedCatalog } from '../support/cart-world.ts';
+import { scheduleRequest } from '../support/delivery-worker.ts';
+import { until } from '../support/probes.ts';
+import { startService } from '../support/service.ts';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+
+type ManualClock = ReturnType<typeof manualClock>;
+const SHARDS = 16;
+const LEASE_MS = 15_000;
+/** An attempt's lease: another dispatcher records it interrupted after this. */
+const ATTEMPT_LEASE_MS = 10_000;
+
+/** A data dir with one subscription for store 1 to `receiver`, made by a service then stopped. */
+async function dataWithSubscription(t: ExecutionContext, receiver: Receiver, clock: ManualClock) {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-shard-leases-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const s = await startService(t, { dataDir, clock });
+  await seedCatalog(s);
+  const hook = await createWebhook(s, receiver.url, [1]);
+  await s.service.stop();
+  return { dataDir, hookId: hook.id };
+}
+
+/** A dispatcher process's leased deliveries on the data dir: its own connections, named `owner`. */
+async function dispatcher(t: ExecutionContext, dataDir: string, clock: ManualClock, owner: string) {
+  const config = await loadConfig({ PDS_DATA_DIR: dataDir });
+  const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
+  const readStore = openSqliteReadStore(path.join(dataDir, 'dispatcher.db'), { clock });
+  const tracker = createSubscriptionTracker({ store });
+  tracker.start();
+  await tracker.caughtUp;
+  const deliveries = createLeasedDeliveries({
+    store,
+    registry: eventRegistry,
+    readStore,
+    owner,
+    shards: SHARDS,
+    ttlMs: LEASE_MS,
+    clock,
+    worker: (shard) =>
+      createDeliveryWorker({
+        store,
+        readStore,
+        clock,
+        tracker,
+        shard,
+        dispatcherId: owner,
+        secretKey: config.secretKey,
+        allowPrivate: true,
+        timeoutMs: 5_000,
+        leaseMs: ATTEMPT_LEASE_MS,
+        scheduleMs: [0, 3_600_000],
+      }),
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await deliveries.stop();
+    await tracker.stop();
+    await readStore.close();
+    await store.close();
+  };
+  t.teardown(stop);
+  return { deliveries, leases: deliveries.leases, store, stop };
+}
+
+test('two dispatchers share 16 shards 8/8; when one stops, the other takes all of them', async (t) => {
+  const receiver = await startReceiver(t);
+  const clock = manualClock(new Date());
+  const { dataDir } = await dataWithSubscription(t, receiver, clock);
+  const a = await dispatcher(t, dataDir, clock, 'dispatcher-a');
+  await a.leases.start();
+  t.is(a.leases.held().length, 16, 'alone, it holds every shard');
+
+  const b = await dispatcher(t, dataDir, clock, 'dispatcher-b');
+  await b.leases.start();
+  t.deepEqual(b.leases.held(), [], 'every shard is held');
+  await a.leases.round();
+  await a.leases.givenBack();
+  t.is(a.leases.held().length, 8, 'it gives back what is above its share');
+  await b.leases.round();
+  await b.leases.taken();
+  t.is(b.leases.held().length, 8);
+  t.deepEqual(
+    [...a.leases.held(), ...b.leases.held()].sort((x, y) => x - y),
+    [...Array(16).keys()],
+  );
+
+  await a.stop();
+  await b.leases.round();
+  await b.leases.taken();
+  t.is(b.leases.held().length, 16, 'a stopped dispatcher released its shards at once');
+});
+
+test('a dispatcher that stops renewing: its shards are taken after the lease, its attempt in flight recorded interrupted and sent again with the same webhook id', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.script({ hang: true });
+  const clock = manualClock(new Date());
+  const { dataDir, hookId } = await dataWithSubscription(t, receiver, clock);
+  const a = await dispatcher(t, dataDir, clock, 'dispatcher-a');
+  const b = await dispatcher(t, dataDir, clock, 'dispatcher-b');
+  await a.leases.start();
+  await b.leases.start();
+  await a.leases.round();
+  await a.leases.givenBack();
+  await b.leases.round();
+  await b.leases.taken();
+  const shard = shardOf(hookId, SHARDS);
+  const [owner, other] = a.leases.held().includes(shard) ? [a, b] : [b, a];
+
+  // The other dispatcher's fan-out schedules it: the owner picks it up and sends it; the receiver hangs.
+  const request = scheduleRequest(hookId, 'c8a4b3f2-9a57-4a1e-8c1d-3f2b4c5d6e7f', 1, clock);
+  t.true(await other.deliveries.schedule(request));
+  const [hung] = await receiver.waitFor(1);
+
+  // The owner is gone (no more renewals); past its leases, the other takes every shard.
+  clock.advance(Math.max(LEASE_MS, ATTEMPT_LEASE_MS) + 1_000);
+  await other.leases.round();
+  await other.leases.taken();
+  t.is(other.leases.held().length, 16);
+  await until('sent again', async () => {
+    await other.deliveries.tick();
+    return receiver.received.length >= 2;
+  });
+  t.is(receiver.received[1].headers['x-service-webhook-id'], hung.headers['x-service-webhook-id']);
+
+  const events = await other.store.readStream(request.stream);
+  const started = events.filter((e) => e.type === 'WebhookDeliveryAttemptStarted');
+  const numbers = started.map((e) => (e.data as { attempt: number }).attempt);
+  t.deepEqual(numbers, [1, 2], 'never two starts of one attempt');
+  const attempted = events.filter((e) => e.type === 'WebhookDeliveryAttempted');
+  t.like(attempted[0].data, { outcome: 'interrupted' });
+  t.is(
+    (started[1].data as { dispatcher_id: string }).dispatcher_id,
+    other === a ? 'dispatcher-a' : 'dispatcher-b',
+  );
+  t.is(owner.leases.held().length, 8, 'the gone dispatcher never learnt of it');
+});

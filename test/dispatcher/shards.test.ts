@@ -1,0 +1,235 @@
+/**
+ * Delivery workers sharing the queues by subscription (dispatcher/shards.ts; docs/webhooks.md,
+ * "Scale"): a stable hash spreads the subscriptions, each worker sends only its shard's queues (the
+ * others' it schedules for their owners), every delivery is delivered once and each cart's in order,
+ * and a restart with another number of workers loses no pending delivery and reads no history.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { manualClock } from '../../domain/clock.ts';
+
+type ManualClock = ReturnType<typeof manualClock>;
+
+import { fnv1a, LAYOUT, type Shard, shardOf, takeLayout } from '../../dispatcher/shards.ts';
+import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { createWebhook, seedCatalog } from '../support/cart-world.ts';
+import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
+import { startService } from '../support/service.ts';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+
+const STARTED = 'WebhookDeliveryAttemptStarted';
+const ATTEMPTED = 'WebhookDeliveryAttempted';
+/** A failed attempt is tried again an hour later, up to 6 attempts: the test moves the clock. */
+const ENV = { PDS_WEBHOOK_RETRY_SCHEDULE: '1h,1h,1h,1h,1h,1h' };
+/** Past the next attempt of every failed head: an hour, ±10 % of jitter (webhooks/deliver.ts). */
+const HOUR = 1.2 * 3_600_000;
+
+test('the shard of a subscription is stable, and 1,000 subscriptions spread over 4 shards 200-300 each', (t) => {
+  t.is(fnv1a(''), 0x811c9dc5);
+  t.is(fnv1a('a'), 0xe40c292c, 'the published FNV-1a test vector');
+  t.is(fnv1a('foobar'), 0xbf9cf968);
+  const id = randomUUID();
+  t.is(shardOf(id, 4), shardOf(id, 4));
+  const counts = [0, 0, 0, 0];
+  for (let i = 0; i < 1_000; i++) counts[shardOf(randomUUID(), 4)] += 1;
+  for (const count of counts) t.true(count >= 200 && count <= 300, `${counts.join(', ')}`);
+});
+
+/**
+ * Subscriptions for store 1 to `receiver`, made by a service then stopped, until each of `count`
+ * shards has at least `each` of them.
+ */
+async function subscriptionsInShards(t: ExecutionContext, receiver: Receiver, count: number, each: number) {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-shards-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const clock = manualClock(new Date());
+  const s = await startService(t, { dataDir, clock, env: ENV });
+  await seedCatalog(s);
+  const hookIds: string[] = [];
+  const inShard = (i: number) => hookIds.filter((id) => shardOf(id, count) === i).length;
+  while (Array.from({ length: count }, (_, i) => inShard(i)).some((n) => n < each))
+    hookIds.push((await createWebhook(s, receiver.url, [1])).id);
+  await s.service.stop();
+  return { dataDir, clock, hookIds };
+}
+
+/** A started worker of `shard` on the data dir, sending as `shard-<index>`. */
+async function shardWorker(t: ExecutionContext, dataDir: string, clock: ManualClock, shard: Shard) {
+  const on = await workerOn(t, dataDir, clock, ENV, {
+    shard,
+    dispatcherId: `shard-${shard.index}-of-${shard.count}`,
+  });
+  on.worker.start();
+  await on.worker.caughtUp;
+  return on;
+}
+
+/** The request of the delivery of `cart`'s revision to `hookId`, its body naming all three. */
+function request(hookId: string, cart: string, revision: number, clock: ManualClock) {
+  const r = scheduleRequest(hookId, cart, revision, clock);
+  r.command.body = JSON.stringify({ hook: hookId, cart, revision });
+  return r;
+}
+
+const deliveryEvents = (store: EventStore, type: string) =>
+  store.readAll({ filter: { eventTypes: [type] } }) as Promise<
+    Array<RecordedEvent & { data: Record<string, unknown> }>
+  >;
+
+/** The revisions `receiver` got for each (subscription, cart), in the order received. */
+function revisionsByQueue(received: Receiver['received']): Map<string, number[]> {
+  const byQueue = new Map<string, number[]>();
+  for (const r of received) {
+    const key = `${r.body.hook}/${r.body.cart}`;
+    byQueue.set(key, [...(byQueue.get(key) ?? []), r.body.revision as number]);
+  }
+  return byQueue;
+}
+
+test('two workers of two shards on one store: each sends only its subscriptions; every delivery once, each cart in order', async (t) => {
+  const receiver = await startReceiver(t);
+  const { dataDir, clock, hookIds } = await subscriptionsInShards(t, receiver, 2, 2);
+  const first = await shardWorker(t, dataDir, clock, { index: 0, count: 2 });
+  const second = await shardWorker(t, dataDir, clock, { index: 1, count: 2 });
+  const carts = [randomUUID(), randomUUID(), randomUUID()];
+  // The fan-out's worker (the first) schedules every delivery, interleaving the subscriptions.
+  let scheduled = 0;
+  for (const revision of [1, 2, 3])
+    for (const cart of carts)
+      for (const hookId of hookIds) {
+        t.true(await first.worker.schedule(request(hookId, cart, revision, clock)));
+        scheduled += 1;
+      }
+
+  await receiver.waitFor(scheduled, 30_000);
+  await attempts(first.store, scheduled);
+  const ids = receiver.received.map((r) => r.headers['x-service-webhook-id']);
+  t.is(new Set(ids).size, scheduled, 'every delivery sent once');
+  for (const revisions of revisionsByQueue(receiver.received).values()) t.deepEqual(revisions, [1, 2, 3]);
+  const started = await deliveryEvents(first.store, STARTED);
+  t.is(started.length, scheduled);
+  for (const event of started) {
+    const hookId = event.streamId.slice('webhookdelivery-'.length, 'webhookdelivery-'.length + 36);
+    t.is(event.data.dispatcher_id, `shard-${shardOf(hookId, 2)}-of-2`, 'sent by the worker of its shard');
+  }
+  t.true(
+    started.some((e) => e.data.dispatcher_id === 'shard-1-of-2'),
+    'the second worker sent what the first scheduled for it',
+  );
+  t.is(first.worker.pending().depth + second.worker.pending().depth, 0);
+});
+
+test('1 → 2 → 3 → 1 workers across restarts: every pending delivery is delivered once, in order, and no layout reads the history', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503 });
+  const { dataDir, clock, hookIds } = await subscriptionsInShards(t, receiver, 3, 1);
+  let revision = 0;
+  let scheduled = 0;
+  /** Schedules the next revision of `carts` for every subscription, through the layout's first worker. */
+  async function scheduleOn(worker: Awaited<ReturnType<typeof shardWorker>>['worker'], carts: string[]) {
+    revision += 1;
+    for (const cart of carts)
+      for (const hookId of hookIds) {
+        t.true(await worker.schedule(request(hookId, cart, revision, clock)));
+        scheduled += 1;
+      }
+  }
+  const carts = [randomUUID(), randomUUID()];
+  /** Where the previous layout's schedules ended, and how many delivery events the log held at its stop. */
+  let scheduledBy = 0;
+  let history = 0;
+  /**
+   * A new layout's worker resumed after the previous layout's checkpoints: past its schedules, reading
+   * at most the results its workers appended last (a worker's own appends need not be read back).
+   */
+  function fromTheCheckpoints(w: Awaited<ReturnType<typeof shardWorker>>) {
+    t.true(w.worker.resumed().position >= scheduledBy, 'resumed from a checkpoint, not the first event');
+    t.true(w.counted.events < history / 4, `read ${w.counted.events} of ${history} delivery events`);
+  }
+  /** Runs a layout of `count` workers: schedules a revision, lets an hour pass (every head fails again), stops. */
+  async function layout(count: number) {
+    const workers = [];
+    for (let index = 0; index < count; index++)
+      workers.push(await shardWorker(t, dataDir, clock, { index, count }));
+    if (revision > 0) {
+      const held = workers.reduce((sum, w) => sum + w.worker.pending().depth, 0);
+      t.is(held, scheduled, `the ${count} workers hold every pending delivery`);
+      for (const w of workers) fromTheCheckpoints(w);
+    }
+    const queues = carts.length * hookIds.length;
+    const before = (await deliveryEvents(workers[0].store, ATTEMPTED)).length;
+    await scheduleOn(workers[0].worker, carts);
+    const position = await workers[0].store.headPosition();
+    // The first revision is each queue's head, tried at once; later ones wait behind it.
+    const atOnce = revision === 1 ? queues : 0;
+    await attempts(workers[0].store, before + atOnce);
+    clock.advance(HOUR);
+    for (const w of workers) await w.worker.tick();
+    // Each queue's head failed once more (503): one attempt per queue.
+    await attempts(workers[0].store, before + atOnce + queues);
+    t.is((await deliveryEvents(workers[0].store, ATTEMPTED)).length, before + atOnce + queues);
+    for (const w of workers) await w.worker.stop();
+    scheduledBy = position;
+    history = (await workers[0].store.readAll({ filter: { streamPrefixes: ['webhookdelivery-'] } })).length;
+  }
+  await layout(1);
+  await layout(2);
+  await layout(3);
+
+  receiver.setDefault({ status: 200 });
+  const last = await shardWorker(t, dataDir, clock, { index: 0, count: 1 });
+  t.is(last.worker.pending().depth, scheduled, 'one worker holds every pending delivery again');
+  fromTheCheckpoints(last);
+  const answered = receiver.received.length;
+  for (let hours = 0; last.worker.pending().depth > 0 && hours < 10; hours++) {
+    clock.advance(HOUR);
+    await last.worker.tick();
+    await last.worker.settle();
+  }
+  t.is(last.worker.pending().depth, 0);
+  const delivered = (await deliveryEvents(last.store, ATTEMPTED)).filter(
+    (e) => e.data.outcome === 'delivered',
+  );
+  t.is(delivered.length, scheduled, 'every delivery delivered');
+  t.is(new Set(delivered.map((e) => e.data.delivery_id)).size, scheduled, 'each once');
+  const afterOutage = receiver.received.slice(answered);
+  for (const revisions of revisionsByQueue(afterOutage).values()) t.deepEqual(revisions, [1, 2, 3]);
+});
+
+test('a new layout resumes every shard from the lowest checkpoint of the previous one, changed once however many workers start at once', async (t) => {
+  const readStore = openSqliteReadStore(':memory:');
+  t.teardown(() => readStore.close());
+  const clock = manualClock(new Date());
+  const base = { name: 'webhook-delivery-worker', version: '1', updated_at: clock.now().toISOString() };
+  const layout = (count: number) =>
+    takeLayout({ readStore, collection: 'webhook_delivery_queues', ...base, count, clock });
+  // Two shards stored apart: the second is behind the first.
+  t.deepEqual(await layout(2), { changed: true, previous: 1, from: 0 }, 'a first start: nothing to resume');
+  await readStore.setCheckpoint('webhook-delivery-worker/1-of-2', { position: 40, events: 9, ...base });
+  await readStore.setCheckpoint('webhook-delivery-worker/2-of-2', { position: 25, events: 6, ...base });
+
+  const starts = await Promise.all([layout(3), layout(3), layout(3)]);
+  t.deepEqual(
+    starts.filter((s) => s.changed),
+    [{ changed: true, previous: 2, from: 25 }],
+    'one of the three workers changed it',
+  );
+  const queues = await readStore.collection('webhook_delivery_queues');
+  for (const part of ['1-of-3', '2-of-3', '3-of-3']) {
+    t.like(await readStore.getCheckpoint(`webhook-delivery-worker/${part}`), { position: 25, version: '1' });
+    t.like(await queues.findOne({ _id: `$checkpoint/${part}` }), { position: 25 });
+  }
+  t.like(await queues.findOne({ _id: LAYOUT }), { count: 3 });
+
+  // Back to one worker: the unsharded names, from the lowest of the three.
+  await readStore.setCheckpoint('webhook-delivery-worker/2-of-3', { position: 70, events: 1, ...base });
+  await readStore.setCheckpoint('webhook-delivery-worker/3-of-3', { position: 60, events: 1, ...base });
+  t.deepEqual(await layout(1), { changed: true, previous: 3, from: 25 });
+  t.like(await readStore.getCheckpoint('webhook-delivery-worker'), { position: 25 });
+  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: 25 });
+  t.deepEqual(await layout(1), { changed: false });
+});
