@@ -72,6 +72,14 @@ export interface LayoutOptions {
   logger?: Logger;
 }
 
+/** A fenced guard's position: past any checkpoint, so that every commit through it is refused. */
+export const FENCED = Number.MAX_SAFE_INTEGER;
+
+/** The guard document `_id` set to `position`, whatever it was. */
+const guardAt = (id: string, position: number): WriteOp => ({
+  replaceOne: { filter: { _id: id }, replacement: { _id: id, position }, upsert: true },
+});
+
 /** What a start found: the layout already `count`, or taken over from `previous`, resuming at `from`. */
 export type LayoutTaken = { changed: false } | { changed: true; previous: number; from: number };
 
@@ -79,8 +87,10 @@ export type LayoutTaken = { changed: false } | { changed: true; previous: number
  * Makes `count` the layout before a shard's worker starts (each of the new layout's workers may call
  * it; the first does the change). The change is one commit: the layout document moved from the
  * previous count to this one (a conditional upsert, refused whole when another worker changed it
- * first), and each new shard's checkpoint and guard set to the lowest checkpoint of the previous
- * layout (0, the first event, when one of its shards never stored one).
+ * first), each new shard's checkpoint and guard set to the lowest checkpoint of the previous layout
+ * (0, the first event, when one of its shards never stored one), and the previous layout's guards
+ * fenced: a worker of it still running has every commit refused from then on (it logs "working state
+ * not stored") and writes no document; it may still send, one sender per attempt as ever.
  */
 export async function takeLayout(options: LayoutOptions): Promise<LayoutTaken> {
   const { readStore, count, name, version } = options;
@@ -111,21 +121,20 @@ export async function takeLayout(options: LayoutOptions): Promise<LayoutTaken> {
       },
     ];
     const checkpoints: NamedCheckpoint[] = [];
-    if (!fresh) {
-      for (let index = 0; index < count; index++) {
-        const names = shardCheckpoint(name, { index, count });
-        ops.push({
-          replaceOne: {
-            filter: { _id: names.guard },
-            replacement: { _id: names.guard, position: from },
-            upsert: true,
-          },
-        });
-        checkpoints.push({
-          name: names.name,
-          checkpoint: { position: from, events: 0, updated_at, version: stale ? stale.version : version },
-        });
-      }
+    // The previous layout's workers may still run (a rolling deploy changing the count, dispatchers of
+    // a release before the shards): their guards are fenced, so each of their commits is refused whole
+    // and no document of this layout is ever moved back by a worker behind it.
+    for (let index = 0; index < previous; index++)
+      ops.push(guardAt(shardCheckpoint(name, { index, count: previous }).guard, FENCED));
+    for (let index = 0; index < count; index++) {
+      const names = shardCheckpoint(name, { index, count });
+      // A guard fenced by an earlier change away from this layout is reset with it.
+      ops.push(guardAt(names.guard, from));
+      if (fresh) continue;
+      checkpoints.push({
+        name: names.name,
+        checkpoint: { position: from, events: 0, updated_at, version: stale ? stale.version : version },
+      });
     }
     try {
       await readStore.commit({ writes: [{ collection: c, ops }], checkpoints });

@@ -13,11 +13,12 @@ import { manualClock } from '../../domain/clock.ts';
 
 type ManualClock = ReturnType<typeof manualClock>;
 
-import { fnv1a, LAYOUT, type Shard, shardOf, takeLayout } from '../../dispatcher/shards.ts';
+import { FENCED, fnv1a, LAYOUT, type Shard, shardOf, takeLayout } from '../../dispatcher/shards.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
+import { until } from '../support/probes.ts';
 import { startService } from '../support/service.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
@@ -224,12 +225,66 @@ test('a new layout resumes every shard from the lowest checkpoint of the previou
     t.like(await queues.findOne({ _id: `$checkpoint/${part}` }), { position: 25 });
   }
   t.like(await queues.findOne({ _id: LAYOUT }), { count: 3 });
+  for (const part of ['1-of-2', '2-of-2'])
+    t.like(
+      await queues.findOne({ _id: `$checkpoint/${part}` }),
+      { position: FENCED },
+      'the previous layout fenced',
+    );
 
   // Back to one worker: the unsharded names, from the lowest of the three.
   await readStore.setCheckpoint('webhook-delivery-worker/2-of-3', { position: 70, events: 1, ...base });
   await readStore.setCheckpoint('webhook-delivery-worker/3-of-3', { position: 60, events: 1, ...base });
   t.deepEqual(await layout(1), { changed: true, previous: 3, from: 25 });
   t.like(await readStore.getCheckpoint('webhook-delivery-worker'), { position: 25 });
-  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: 25 });
+  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: 25 }, 'fenced at 1 → 2, reset');
+  t.like(await queues.findOne({ _id: '$checkpoint/3-of-3' }), { position: FENCED });
   t.deepEqual(await layout(1), { changed: false });
+});
+
+test('two layouts at once: a worker of the previous layout still running when a new one takes over has its next commit refused, and the new layout loses no pending delivery', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503 });
+  const { dataDir, clock, hookIds } = await subscriptionsInShards(t, receiver, 2, 1);
+  const old = await shardWorker(t, dataDir, clock, { index: 0, count: 1 });
+  const hookId = hookIds[0];
+  const cart = randomUUID();
+  const r = request(hookId, cart, 1, clock);
+  t.true(await old.worker.schedule(r));
+  await attempts(old.store, 1);
+  const queues = await old.readStore.collection('webhook_delivery_queues');
+  const stored = await until('the failed delivery is stored', () => queues.findOne({ _id: r.stream }));
+  const checkpoint = await old.readStore.getCheckpoint('webhook-delivery-worker');
+
+  // The new layout's first worker takes it over while the old worker still runs.
+  const taken = await takeLayout({
+    readStore: old.readStore,
+    collection: 'webhook_delivery_queues',
+    name: 'webhook-delivery-worker',
+    version: '1',
+    count: 2,
+    clock,
+  });
+  t.like(taken, { changed: true, previous: 1 });
+  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: FENCED }, 'fenced');
+
+  // The old worker delivers the head and settles the queue, which would delete its document.
+  receiver.setDefault({ status: 200 });
+  clock.advance(HOUR);
+  await old.worker.tick();
+  await attempts(old.store, 2);
+  await old.worker.settle();
+  t.is(old.worker.pending().depth, 0);
+  await old.worker.stop(); // commits what it applied: refused
+  t.deepEqual(await queues.findOne({ _id: r.stream }), stored, 'its commit changed no document');
+  t.deepEqual(await old.readStore.getCheckpoint('webhook-delivery-worker'), checkpoint);
+
+  // The new layout resumes before the delivery and applies it: nothing pending, nothing sent again.
+  const workers = [
+    await shardWorker(t, dataDir, clock, { index: 0, count: 2 }),
+    await shardWorker(t, dataDir, clock, { index: 1, count: 2 }),
+  ];
+  for (const w of workers) await w.worker.settle();
+  t.is(workers[0].worker.pending().depth + workers[1].worker.pending().depth, 0);
+  t.is(receiver.received.length, 2);
 });
