@@ -12,6 +12,7 @@ import test, { type ExecutionContext } from 'ava';
 import { loadConfig } from '../../cli/config.ts';
 import { createDeliveryWorker } from '../../dispatcher/delivery-worker.ts';
 import { createLeasedDeliveries } from '../../dispatcher/leased-deliveries.ts';
+import { createShardLeases } from '../../dispatcher/shard-leases.ts';
 import { shardOf } from '../../dispatcher/shards.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
 import { manualClock } from '../../domain/clock.ts';
@@ -156,4 +157,47 @@ test('a dispatcher that stops renewing: its shards are taken after the lease, it
     other === a ? 'dispatcher-a' : 'dispatcher-b',
   );
   t.is(owner.leases.held().length, 8, 'the gone dispatcher never learnt of it');
+});
+
+test('a shard worker with a long catch-up holds up neither the round nor the renewals of the shards held', async (t) => {
+  const readStore = openSqliteReadStore(':memory:');
+  t.teardown(() => readStore.close());
+  const clock = manualClock(new Date());
+  const catchUp = Promise.withResolvers<void>();
+  const taken: number[] = [];
+  const leasesOf = (owner: string) =>
+    createShardLeases({
+      readStore,
+      owner,
+      shards: 2,
+      ttlMs: LEASE_MS,
+      clock,
+      async take(index) {
+        taken.push(index);
+        // The first shard's worker catches up until the test lets it.
+        if (owner === 'dispatcher-a' && taken.length === 1) await catchUp.promise;
+      },
+      async give() {},
+    });
+  const a = leasesOf('dispatcher-a');
+  await a.round();
+  t.deepEqual(a.held(), [0, 1], 'both taken, the second while the first still catches up');
+  let ready = false;
+  void a.taken().then(() => {
+    ready = true;
+  });
+
+  // Two thirds of the lease twice: held past its first term only if renewed meanwhile.
+  for (let i = 0; i < 2; i++) {
+    clock.advance((LEASE_MS * 2) / 3);
+    await a.round();
+  }
+  t.false(ready, 'the first worker still catches up');
+  const b = leasesOf('dispatcher-b');
+  await b.round();
+  t.deepEqual(b.held(), [], 'every lease renewed: none free for another dispatcher');
+  catchUp.resolve();
+  await a.taken();
+  await a.stop();
+  await b.stop();
 });

@@ -13,8 +13,10 @@ import { manualClock } from '../../domain/clock.ts';
 
 type ManualClock = ReturnType<typeof manualClock>;
 
+import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
 import { FENCED, fnv1a, LAYOUT, type Shard, shardOf, takeLayout } from '../../dispatcher/shards.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
+import type { Checkpoint } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
@@ -259,9 +261,7 @@ test('two layouts at once: a worker of the previous layout still running when a 
   // The new layout's first worker takes it over while the old worker still runs.
   const taken = await takeLayout({
     readStore: old.readStore,
-    collection: 'webhook_delivery_queues',
-    name: 'webhook-delivery-worker',
-    version: '1',
+    ...DELIVERY_FOLLOWER,
     count: 2,
     clock,
   });
@@ -287,4 +287,45 @@ test('two layouts at once: a worker of the previous layout still running when a 
   for (const w of workers) await w.worker.settle();
   t.is(workers[0].worker.pending().depth + workers[1].worker.pending().depth, 0);
   t.is(receiver.received.length, 2);
+});
+
+test('a layout change over documents of another version: each new shard discards its own share of them and rebuilds it from the first event', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503 });
+  const { dataDir, clock, hookIds } = await subscriptionsInShards(t, receiver, 2, 1);
+  const old = await shardWorker(t, dataDir, clock, { index: 0, count: 1 });
+  const cart = randomUUID();
+  for (const hookId of hookIds) t.true(await old.worker.schedule(request(hookId, cart, 1, clock)));
+  await attempts(old.store, hookIds.length);
+  await old.worker.stop();
+  // The working set as a release of another shape left it: its documents unreadable by this one.
+  const queues = await old.readStore.collection('webhook_delivery_queues');
+  const documents = (await queues.find({})).filter((d) => !String(d._id).startsWith('$'));
+  t.is(documents.length, hookIds.length);
+  await queues.bulkWrite(
+    documents.map((d) => ({ replaceOne: { filter: { _id: d._id }, replacement: { _id: d._id, shape: 0 } } })),
+  );
+  const stored = await old.readStore.getCheckpoint('webhook-delivery-worker');
+  await old.readStore.setCheckpoint('webhook-delivery-worker', { ...(stored as Checkpoint), version: '0' });
+
+  const workers = [
+    await shardWorker(t, dataDir, clock, { index: 0, count: 2 }),
+    await shardWorker(t, dataDir, clock, { index: 1, count: 2 }),
+  ];
+  for (const w of workers) {
+    t.is(w.worker.resumed().position, 0, 'rebuilt from the first event');
+    t.is(w.worker.resumed().documents, 0);
+  }
+  t.is(workers[0].worker.pending().depth + workers[1].worker.pending().depth, hookIds.length);
+  for (const w of workers) await w.worker.stop();
+  const rebuilt = (await queues.find({})).filter((d) => !String(d._id).startsWith('$'));
+  t.is(rebuilt.length, hookIds.length);
+  t.false(
+    rebuilt.some((d) => 'shape' in d),
+    'every document of the other version discarded',
+  );
+  for (const part of ['1-of-2', '2-of-2'])
+    t.like(await old.readStore.getCheckpoint(`webhook-delivery-worker/${part}`), {
+      version: DELIVERY_FOLLOWER.version,
+    });
 });
