@@ -9,6 +9,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
 import { createLeasedDeliveries } from '../dispatcher/leased-deliveries.ts';
 import type { Shard } from '../dispatcher/shards.ts';
+import type { InFlightBudget } from '../dispatcher/slots.ts';
 import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
@@ -71,7 +72,7 @@ function workerFactory(ctx: ServiceContext, parts: WorkerParts) {
     registers: [ctx.registry],
   });
   const dispatcherId = `dispatcher-${randomUUID()}`;
-  return (shard: Shard | undefined, maxInFlight: number) =>
+  return (shard: Shard | undefined, maxInFlight: number | InFlightBudget) =>
     createDeliveryWorker({
       store: ctx.eventStore,
       readStore: dispatcherStore,
@@ -100,7 +101,7 @@ function workerFactory(ctx: ServiceContext, parts: WorkerParts) {
 /**
  * The dispatcher's deliveries, with their metrics; not started yet. A dispatcher process of the
  * split deployment (role `dispatcher` on EventStoreDB) leases its share of `PDS_WEBHOOK_DELIVERY_SHARDS`
- * and runs a worker for each shard it holds (`PDS_WEBHOOK_MAX_IN_FLIGHT` shared among them); otherwise
+ * and runs a worker for each shard it holds (one budget of `PDS_WEBHOOK_MAX_IN_FLIGHT` for them all); otherwise
  * one worker sends `shard`'s queues (all of them by default).
  */
 export function deliveryWorkerOf(ctx: ServiceContext, parts: WorkerParts): DeliveryWorker {
@@ -118,7 +119,8 @@ export function deliveryWorkerOf(ctx: ServiceContext, parts: WorkerParts): Deliv
           ttlMs: SHARD_LEASE_MS,
           clock,
           logger: ctx.logger.child({ component: 'webhook-dispatcher' }),
-          worker: (shard, share) => make(shard, Math.ceil(maxInFlight / share)),
+          maxInFlight,
+          worker: make,
         })
       : make(parts.shard, maxInFlight);
   timers.ticks.push(() => w.tick());
@@ -132,7 +134,7 @@ export function deliveryWorkerOf(ctx: ServiceContext, parts: WorkerParts): Deliv
   });
   new Gauge({
     name: 'pds_webhook_requests_in_flight',
-    help: 'webhook requests open (at most PDS_WEBHOOK_MAX_IN_FLIGHT per delivery worker)',
+    help: 'webhook requests open (at most PDS_WEBHOOK_MAX_IN_FLIGHT per delivery worker, per process on the split deployment)',
     registers: [ctx.registry],
     collect() {
       this.set(w.slots().inFlight);

@@ -50,7 +50,7 @@ import { scheduleOnQueue } from './schedule-delivery.ts';
 import { scheduleElsewhere } from './schedule-elsewhere.ts';
 import { createScheduler } from './scheduler.ts';
 import { ownsStream, type Shard, shardCheckpoint, takeLayout } from './shards.ts';
-import { createSlots, type Slots } from './slots.ts';
+import { createSlots, type InFlightBudget, type Slots } from './slots.ts';
 import type { SubscriptionTracker } from './subscription-tracker.ts';
 
 export type { DeliveryWorkerStats } from './delivery-attempt.ts';
@@ -89,8 +89,11 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   /** Requests open at once per subscription. Default 8. */
   perSubscriptionConcurrency?: number;
-  /** `PDS_WEBHOOK_MAX_IN_FLIGHT`: requests open at once in the whole worker. Default 256. */
-  maxInFlight?: number;
+  /**
+   * `PDS_WEBHOOK_MAX_IN_FLIGHT`: requests open at once in the whole worker, or a budget it shares with
+   * the other workers of its process (`slots.ts`). Default 256.
+   */
+  maxInFlight?: number | InFlightBudget;
   /** Upper bound on a receiver's `Retry-After`. Default 24 h. */
   maxRetryAfterMs?: number;
   /** How long an attempt may be in flight before another dispatcher records it as interrupted. */

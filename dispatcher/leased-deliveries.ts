@@ -4,7 +4,9 @@
  * stopped when it is given back. Seen from the fan-out and the metrics it is one delivery worker: a
  * delivery of a held shard is scheduled by that shard's worker (its first attempt in the scheduling's
  * append), one of another shard is appended alone for its owner (`schedule-elsewhere.ts`), and the
- * counts are the sums of the workers'.
+ * counts are the sums of the workers'. Its workers share one budget of requests open
+ * (`PDS_WEBHOOK_MAX_IN_FLIGHT`, `slots.ts`), so however the shards held change, the process never has
+ * more open.
  */
 import type { EventRegistry } from '../domain/events.ts';
 import { parseStreamId } from '../domain/webhook-delivery/vocabulary.ts';
@@ -14,12 +16,15 @@ import type { DeliveryWorker } from './delivery-worker.ts';
 import { scheduleElsewhere } from './schedule-elsewhere.ts';
 import { createShardLeases, type ShardLeases, type ShardLeasesOptions } from './shard-leases.ts';
 import { type Shard, shardOf } from './shards.ts';
+import { createInFlightBudget, type InFlightBudget } from './slots.ts';
 
 export interface LeasedDeliveriesOptions extends Omit<ShardLeasesOptions, 'take' | 'give'> {
   store: EventStore;
   registry: EventRegistry;
-  /** A delivery worker for `shard`, not started; `share` is how many shards this process is to hold. */
-  worker(shard: Shard, share: number): DeliveryWorker;
+  /** `PDS_WEBHOOK_MAX_IN_FLIGHT`: requests open at once over every shard this process holds. */
+  maxInFlight: number;
+  /** A delivery worker for `shard`, not started, taking its request slots from `budget`. */
+  worker(shard: Shard, budget: InFlightBudget): DeliveryWorker;
 }
 
 export interface LeasedDeliveries extends DeliveryWorker {
@@ -29,10 +34,11 @@ export interface LeasedDeliveries extends DeliveryWorker {
 export function createLeasedDeliveries(options: LeasedDeliveriesOptions): LeasedDeliveries {
   const { shards } = options;
   const workers = new Map<number, DeliveryWorker>();
+  const budget = createInFlightBudget(options.maxInFlight);
   const leases = createShardLeases({
     ...options,
-    async take(index, share) {
-      const w = options.worker({ index, count: shards }, share);
+    async take(index) {
+      const w = options.worker({ index, count: shards }, budget);
       workers.set(index, w);
       w.start();
       await w.caughtUp;

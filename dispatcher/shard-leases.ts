@@ -35,8 +35,8 @@ export interface ShardLeasesOptions {
   ttlMs: number;
   clock: Clock;
   logger?: Logger;
-  /** Starts following a shard taken (`share`: the fair share now); resolves once its worker caught up. */
-  take(index: number, share: number): Promise<void>;
+  /** Starts following a shard taken; resolves once its worker caught up. */
+  take(index: number): Promise<void>;
   /** Stops following a shard given back or lost; resolves once its worker has stopped. */
   give(index: number): Promise<void>;
 }
@@ -107,7 +107,7 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
       const { fence } = attempt;
       held.set(index, fence);
       logger?.info({ shard: index + 1, of: shards }, 'delivery shard taken');
-      const started = options.take(index, fair).catch((err: unknown) => {
+      const started = options.take(index).catch((err: unknown) => {
         logger?.error({ err, shard: index + 1 }, 'delivery shard worker did not start');
         // Given back, for this or another dispatcher (unless it was given back meanwhile).
         if (held.get(index) === fence) giveBack(index, fence, 'its worker did not start');

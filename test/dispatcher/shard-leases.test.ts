@@ -5,6 +5,7 @@
  * attempt it had in flight is recorded interrupted by the new owner and sent again with the same
  * webhook id, never two `AttemptStarted` for one attempt number.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,19 +32,29 @@ const LEASE_MS = 15_000;
 /** An attempt's lease: another dispatcher records it interrupted after this. */
 const ATTEMPT_LEASE_MS = 10_000;
 
-/** A data dir with one subscription for store 1 to `receiver`, made by a service then stopped. */
-async function dataWithSubscription(t: ExecutionContext, receiver: Receiver, clock: ManualClock) {
+/** A data dir with `count` subscriptions for store 1 to `receiver`, made by a service then stopped. */
+async function dataWithSubscriptions(t: ExecutionContext, receiver: Receiver, clock: ManualClock, count = 1) {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pds-shard-leases-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const s = await startService(t, { dataDir, clock });
   await seedCatalog(s);
-  const hook = await createWebhook(s, receiver.url, [1]);
+  const hookIds: string[] = [];
+  for (let i = 0; i < count; i++) hookIds.push((await createWebhook(s, receiver.url, [1])).id);
   await s.service.stop();
-  return { dataDir, hookId: hook.id };
+  return { dataDir, hookId: hookIds[0], hookIds };
 }
 
-/** A dispatcher process's leased deliveries on the data dir: its own connections, named `owner`. */
-async function dispatcher(t: ExecutionContext, dataDir: string, clock: ManualClock, owner: string) {
+/**
+ * A dispatcher process's leased deliveries on the data dir: its own connections, named `owner`, at
+ * most `maxInFlight` requests open.
+ */
+async function dispatcher(
+  t: ExecutionContext,
+  dataDir: string,
+  clock: ManualClock,
+  owner: string,
+  maxInFlight = 256,
+) {
   const config = await loadConfig({ PDS_DATA_DIR: dataDir });
   const store = await openSqliteEventStore(path.join(dataDir, 'events.db'));
   const readStore = openSqliteReadStore(path.join(dataDir, 'dispatcher.db'), { clock });
@@ -58,13 +69,15 @@ async function dispatcher(t: ExecutionContext, dataDir: string, clock: ManualClo
     shards: SHARDS,
     ttlMs: LEASE_MS,
     clock,
-    worker: (shard) =>
+    maxInFlight,
+    worker: (shard, budget) =>
       createDeliveryWorker({
         store,
         readStore,
         clock,
         tracker,
         shard,
+        maxInFlight: budget,
         dispatcherId: owner,
         secretKey: config.secretKey,
         allowPrivate: true,
@@ -89,7 +102,7 @@ async function dispatcher(t: ExecutionContext, dataDir: string, clock: ManualClo
 test('two dispatchers share 16 shards 8/8; when one stops, the other takes all of them', async (t) => {
   const receiver = await startReceiver(t);
   const clock = manualClock(new Date());
-  const { dataDir } = await dataWithSubscription(t, receiver, clock);
+  const { dataDir } = await dataWithSubscriptions(t, receiver, clock);
   const a = await dispatcher(t, dataDir, clock, 'dispatcher-a');
   await a.leases.start();
   t.is(a.leases.held().length, 16, 'alone, it holds every shard');
@@ -118,7 +131,7 @@ test('a dispatcher that stops renewing: its shards are taken after the lease, it
   const receiver = await startReceiver(t);
   receiver.script({ hang: true });
   const clock = manualClock(new Date());
-  const { dataDir, hookId } = await dataWithSubscription(t, receiver, clock);
+  const { dataDir, hookId } = await dataWithSubscriptions(t, receiver, clock);
   const a = await dispatcher(t, dataDir, clock, 'dispatcher-a');
   const b = await dispatcher(t, dataDir, clock, 'dispatcher-b');
   await a.leases.start();
@@ -200,4 +213,37 @@ test('a shard worker with a long catch-up holds up neither the round nor the ren
   await a.taken();
   await a.stop();
   await b.stop();
+});
+
+test('after a hand-over, the shards a dispatcher holds together never have more than PDS_WEBHOOK_MAX_IN_FLIGHT requests open', async (t) => {
+  const MAX = 16;
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ hang: true });
+  const clock = manualClock(new Date());
+  const { dataDir, hookIds } = await dataWithSubscriptions(t, receiver, clock, 40);
+  const a = await dispatcher(t, dataDir, clock, 'dispatcher-a', MAX);
+  const b = await dispatcher(t, dataDir, clock, 'dispatcher-b', MAX);
+  await a.leases.start();
+  await b.leases.start();
+  await a.leases.round();
+  await a.leases.givenBack();
+  await b.leases.round();
+  await b.leases.taken();
+  t.is(b.leases.held().length, 8);
+  // A stops: B takes its 8 shards beside its own 8.
+  await a.stop();
+  await b.leases.round();
+  await b.leases.taken();
+  t.is(b.leases.held().length, 16);
+
+  // Three carts for each of the 40 subscriptions, every receiver hanging: far more due than MAX.
+  for (const cart of [randomUUID(), randomUUID(), randomUUID()])
+    for (const hookId of hookIds)
+      t.true(await b.deliveries.schedule(scheduleRequest(hookId, cart, 1, clock)));
+  await receiver.waitFor(MAX);
+  await b.deliveries.settle();
+  t.is(b.deliveries.slots().inFlight, MAX, 'the budget is used whole');
+  t.true(b.deliveries.slots().waiting > 0, 'the other due queues wait for a slot');
+  t.is(receiver.open().max, MAX, 'never more requests open than PDS_WEBHOOK_MAX_IN_FLIGHT');
+  await receiver.close();
 });

@@ -5,7 +5,7 @@
  * subscriptions with a waiting queue and a slot of their own.
  */
 import test from 'ava';
-import { createSlots } from '../../dispatcher/slots.ts';
+import { createInFlightBudget, createSlots } from '../../dispatcher/slots.ts';
 
 /** Slots whose handed-out slots are noted as `<key>:<stream>`, in order. */
 function slotsNoting(limits: { perKey: number; total: number }) {
@@ -141,4 +141,29 @@ test('a start that throws gives back the slot it was handed; the other waiting q
   slots.release('b');
   t.is(slots.inFlight(), 0);
   t.true(slots.tryAcquire('a'), 'a holds nothing');
+});
+
+test('workers sharing a budget have at most its total open together, and the slots freed go to the workers in turn', (t) => {
+  const budget = createInFlightBudget(3);
+  const started: string[] = [];
+  const worker = (name: string) =>
+    createSlots({ perKey: 8, total: budget }, (_key, stream) => started.push(`${name}:${stream}`));
+  const a = worker('a');
+  const b = worker('b');
+  for (let i = 0; i < 3; i++) t.true(a.tryAcquire('x'));
+  t.false(b.tryAcquire('y'), 'the total is taken, by the other worker');
+  for (const stream of ['x0', 'x1', 'x2']) a.wait('x', stream);
+  for (const stream of ['y0', 'y1']) b.wait('y', stream);
+  t.deepEqual(started, []);
+  for (let i = 0; i < 3; i++) a.release('x');
+  t.deepEqual(started, ['a:x0', 'b:y0', 'a:x1'], 'the worker that freed them does not keep them all');
+  t.is(budget.inFlight(), 3);
+  t.is(a.inFlight() + b.inFlight(), 3);
+  b.release('y');
+  t.deepEqual(started.slice(3), ['b:y1']);
+  // A worker that stops leaves the budget; the slots it still held come back to the others.
+  b.close();
+  b.release('y');
+  t.deepEqual(started.slice(4), ['a:x2']);
+  t.is(budget.inFlight(), 3);
 });
