@@ -3,6 +3,7 @@
  * whose transform reports a problem in words that name the expected form.
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseDuration, quote } from './durations.ts';
@@ -186,6 +187,12 @@ export const maxInFlight = parsed((raw) => {
 
 /** `PDS_WEBHOOK_DELIVERY_THREADS`: delivery worker threads of role `all`, each a share of the subscriptions. */
 export const MAX_DELIVERY_THREADS = 64;
+/**
+ * Its default: the cores less one, at least 1 and at most 4. Each thread costs memory whatever its
+ * share (docs/operations.md, "Threads"), so a machine with many cores does not pay for them unasked.
+ */
+export const defaultDeliveryThreads = (cores = availableParallelism()): number =>
+  Math.min(4, Math.max(1, cores - 1));
 export const deliveryThreads = parsed((raw) => {
   const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   return n >= 1 && n <= MAX_DELIVERY_THREADS

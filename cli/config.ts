@@ -8,7 +8,6 @@
  */
 import { type KeyObject, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import {
@@ -17,6 +16,7 @@ import {
   cacheMiB,
   checkToken,
   dataDir,
+  defaultDeliveryThreads,
   deliveryLogRetention,
   deliveryShards,
   deliveryThreads,
@@ -351,7 +351,7 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
     webhookMaxInFlight: v.PDS_WEBHOOK_MAX_IN_FLIGHT ?? DEFAULTS.webhookMaxInFlight,
-    webhookDeliveryThreads: v.PDS_WEBHOOK_DELIVERY_THREADS ?? Math.max(1, availableParallelism() - 1),
+    webhookDeliveryThreads: v.PDS_WEBHOOK_DELIVERY_THREADS ?? defaultDeliveryThreads(),
     webhookDeliveryShards: v.PDS_WEBHOOK_DELIVERY_SHARDS ?? DEFAULTS.webhookDeliveryShards,
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),

@@ -201,7 +201,14 @@ export function deliveryShard(
   };
 }
 
+/**
+ * `dispatcher.db`'s page cache on a delivery thread, in MiB: its worker reads the documents once at
+ * start and then writes its queues' (docs/operations.md, "Threads"), so the dispatcher thread's 32 MiB
+ * would only multiply by the threads.
+ */
+export const DELIVERY_THREAD_CACHE_MIB = 4;
+
 /** A delivery thread's components (role `all`): the dispatcher state and the delivery worker of `shard`. */
 export function deliveryComponents(shard: Shard, shared: DispatcherShared = {}): Component[] {
-  return [dispatcherState(shared), deliveryShard(shared, shard)];
+  return [dispatcherState(shared, { cacheMiB: DELIVERY_THREAD_CACHE_MIB }), deliveryShard(shared, shard)];
 }

@@ -48,9 +48,10 @@ export function logOpened(
 /**
  * The dispatcher's working state (pending carts, delivery queues): the read store when
  * `PDS_DISPATCHER_STORE` names it and this process has it open, else a store of its own (by default
- * `dispatcher.db` beside a SQLite read store, docs/operations.md, "Threads").
+ * `dispatcher.db` beside a SQLite read store, docs/operations.md, "Threads"), with a page cache of
+ * `cacheMiB` (default `PDS_READ_STORE_CACHE_MIB`).
  */
-export function dispatcherState(shared: DispatcherShared): Component {
+export function dispatcherState(shared: DispatcherShared, options: { cacheMiB?: number } = {}): Component {
   let own: ReadStore | undefined;
   return {
     name: 'dispatcher-state',
@@ -61,7 +62,9 @@ export function dispatcherState(shared: DispatcherShared): Component {
         shared.dispatcherStore = shared.readStore;
         return;
       }
-      const store = await ctx.openReadStore(url, { cacheMiB: ctx.config.readStoreCacheMiB });
+      const store = await ctx.openReadStore(url, {
+        cacheMiB: options.cacheMiB ?? ctx.config.readStoreCacheMiB,
+      });
       own = store;
       shared.dispatcherStore = store;
       // On a server (MongoDB), the dispatcher needs it reachable (docs/operations.md, "Health").

@@ -14,6 +14,7 @@ import {
   SECRET_KEY_FILE,
 } from '../cli/config.ts';
 import { describeConfig } from '../cli/config-describe.ts';
+import { defaultDeliveryThreads } from '../cli/config-values.ts';
 
 const KEY_BYTES = Buffer.alloc(32, 7);
 const KEY_B64 = KEY_BYTES.toString('base64');
@@ -100,7 +101,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookTimeoutMs: 15_000,
     webhookRetryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     webhookMaxInFlight: 256,
-    webhookDeliveryThreads: Math.max(1, availableParallelism() - 1),
+    webhookDeliveryThreads: Math.min(4, Math.max(1, availableParallelism() - 1)),
     webhookDeliveryShards: 16,
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
@@ -190,6 +191,14 @@ test('role all runs the dispatcher on a thread of its own on embedded files, unl
     },
   );
   t.regex(error?.message ?? '', /PDS_DISPATCHER_THREAD.*sqlite::memory:/);
+});
+
+test('the delivery threads default to the cores less one, at least 1 and at most 4 (each costs memory)', (t) => {
+  t.deepEqual(
+    [1, 2, 3, 5, 6, 16, 128].map((cores) => defaultDeliveryThreads(cores)),
+    [1, 1, 2, 4, 4, 4, 4],
+  );
+  t.is(parseConfig({}).webhookDeliveryThreads, defaultDeliveryThreads(availableParallelism()));
 });
 
 test('role all runs the projector on a thread of its own on embedded files, unless told not to', (t) => {

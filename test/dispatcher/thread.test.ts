@@ -5,8 +5,15 @@
  * meanwhile, and a stop ends it.
  */
 import test from 'ava';
+import { pino } from 'pino';
+import type { ServiceContext } from '../../cli/compose.ts';
+import { parseConfig } from '../../cli/config.ts';
+import { DELIVERY_THREAD_CACHE_MIB, deliveryComponents } from '../../cli/delivery-components.ts';
+import { dispatcherState } from '../../cli/dispatcher-state.ts';
 import { dispatcherThreads, roleThread } from '../../cli/role-thread.ts';
 import { shardOf } from '../../dispatcher/shards.ts';
+import type { OpenReadStoreOptions } from '../../projections/index.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
@@ -206,4 +213,30 @@ test('a delivery thread that dies is started again and sends its shard’s webho
   t.is(received.body.cart.uuid, cart.uuid);
   await until('delivered', () => allDelivered(s, hook.id, 1));
   t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="delivery-2"\} 1$/m);
+});
+
+test('a delivery thread opens dispatcher.db with a small page cache of its own; the dispatcher thread with PDS_READ_STORE_CACHE_MIB', async (t) => {
+  const config = parseConfig({ PDS_DATA_DIR: '/tmp/pds-unused' });
+  const opened: Array<{ url: string } & OpenReadStoreOptions> = [];
+  const ctx = {
+    config,
+    logger: pino({ level: 'silent' }),
+    readiness: { add() {} },
+    async openReadStore(url: string, options: OpenReadStoreOptions) {
+      opened.push({ url, ...options });
+      return openSqliteReadStore(':memory:', options);
+    },
+  } as unknown as ServiceContext;
+  const [state] = deliveryComponents({ index: 1, count: 2 });
+  await state.start(ctx);
+  t.teardown(() => state.stop());
+  const ofDispatcher = dispatcherState({});
+  await ofDispatcher.start(ctx);
+  t.teardown(() => ofDispatcher.stop());
+  t.deepEqual(opened, [
+    { url: config.dispatcherStoreUrl, cacheMiB: DELIVERY_THREAD_CACHE_MIB },
+    { url: config.dispatcherStoreUrl, cacheMiB: config.readStoreCacheMiB },
+  ]);
+  t.is(DELIVERY_THREAD_CACHE_MIB, 4);
+  t.is(config.readStoreCacheMiB, 32);
 });
