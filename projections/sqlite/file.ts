@@ -1,9 +1,10 @@
 /**
  * The file of the SQLite read store (docs/read-side.md): opened with its pragmas, created with its
  * schema, or, when it is unreadable or of another schema, moved aside and created anew (read models
- * are rebuilt from the events), saying why in `opened`.
+ * are rebuilt from the events), saying why in `opened`. Threads or processes opening it at once agree:
+ * one creates a new file, or replaces one, and the others open the file it made.
  */
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { preparePrivateSqliteFile } from '../../application/private-files.ts';
 import { LEASES_TABLE } from './leases.ts';
@@ -94,10 +95,17 @@ function createSchema(db: DatabaseSync): boolean {
   return true;
 }
 
-/** Moves an unreadable file (and its WAL) aside, keeping the last one for a look. */
+/**
+ * Moves an unreadable file (and its WAL) aside, keeping the last one for a look. The file itself goes
+ * last: a thread that finds it gone creates a new one, whose WAL must not be moved aside in its turn.
+ */
 function moveAside(path: string): void {
-  for (const suffix of ['', '-wal', '-shm']) {
-    if (existsSync(path + suffix)) renameSync(path + suffix, `${path}.unreadable${suffix}`);
+  for (const suffix of ['-wal', '-shm', '']) {
+    try {
+      renameSync(path + suffix, `${path}.unreadable${suffix}`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
   }
 }
 
@@ -116,21 +124,63 @@ export function openFile(path: string, options: FileOptions) {
       throw err;
     }
   };
-  try {
+  const openAsIs = () => {
     const { db, schema } = open();
     const created = schema === 'empty' && createSchema(db);
     addTables(db);
     const state = created ? ('created' as const) : ('opened' as const);
     return { db, opened: { state, reason: missing ? 'no read store file yet' : null } };
+  };
+  try {
+    return openAsIs();
   } catch (err) {
     if (!(err instanceof UnknownSchemaError) && !isUnreadable(err)) throw err;
     if (path === ':memory:') throw err;
-    rmSync(`${path}.unreadable`, { force: true });
-    moveAside(path);
-    const { db } = open();
-    createSchema(db);
-    addTables(db);
-    const reason = `${path} ${err instanceof UnknownSchemaError ? 'has an' : 'is unreadable:'} ${(err as Error).message}; moved to ${path}.unreadable`;
-    return { db, opened: { state: 'replaced' as const, reason } };
+    // Several threads (role `all`'s dispatcher and delivery threads and `dispatcher.db`) may find it
+    // so at once: one replaces it, under a lock file; the others then open the file it made.
+    return underReplaceLock(path, options.busyTimeoutMs ?? 5_000, () => {
+      try {
+        return openAsIs();
+      } catch (again) {
+        if (!(again instanceof UnknownSchemaError) && !isUnreadable(again)) throw again;
+      }
+      rmSync(`${path}.unreadable`, { force: true });
+      moveAside(path);
+      const { db } = open();
+      createSchema(db);
+      addTables(db);
+      const reason = `${path} ${err instanceof UnknownSchemaError ? 'has an' : 'is unreadable:'} ${(err as Error).message}; moved to ${path}.unreadable`;
+      return { db, opened: { state: 'replaced' as const, reason } };
+    });
+  }
+}
+
+/**
+ * Runs `replace` holding `<path>.replacing`, created exclusively (`wx`): one thread or process at a
+ * time moves the file aside and creates it anew, and the one after looks at what it made first. A
+ * lock older than `timeoutMs` is of a replacement that died (it takes milliseconds) and is taken over.
+ */
+function underReplaceLock<T>(path: string, timeoutMs: number, replace: () => T): T {
+  const lock = `${path}.replacing`;
+  const deadline = Date.now() + timeoutMs * 2;
+  for (;;) {
+    let fd: number;
+    try {
+      fd = openSync(lock, 'wx', 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const since = statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
+      if (since !== undefined && Date.now() - since > timeoutMs) rmSync(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock} held for longer than ${timeoutMs * 2} ms`);
+      // Opening is synchronous: the thread sleeps a moment while the other replaces the file.
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+      continue;
+    }
+    try {
+      return replace();
+    } finally {
+      closeSync(fd);
+      rmSync(lock, { force: true });
+    }
   }
 }
