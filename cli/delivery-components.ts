@@ -5,6 +5,7 @@
  * the parent's `/metrics` sums them (the oldest delivery's age: the largest).
  */
 import { randomUUID } from 'node:crypto';
+import { isMainThread } from 'node:worker_threads';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
 import { createLeasedDeliveries } from '../dispatcher/leased-deliveries.ts';
@@ -99,6 +100,18 @@ function workerFactory(ctx: ServiceContext, parts: WorkerParts) {
 }
 
 /**
+ * Whether this process leases delivery shards: a dispatcher process of the split deployment (role
+ * `dispatcher` on EventStoreDB). Role `all`'s dispatcher and delivery threads run as role `dispatcher`
+ * too, on worker threads: they keep their own shard, whatever the event store.
+ */
+export function leasesShards(
+  ctx: Pick<ServiceContext, 'role' | 'config'>,
+  onMainThread: boolean = isMainThread,
+): boolean {
+  return ctx.role === 'dispatcher' && !ctx.config.embedded && onMainThread;
+}
+
+/**
  * The dispatcher's deliveries, with their metrics; not started yet. A dispatcher process of the
  * split deployment (role `dispatcher` on EventStoreDB) leases its share of `PDS_WEBHOOK_DELIVERY_SHARDS`
  * and runs a worker for each shard it holds (one budget of `PDS_WEBHOOK_MAX_IN_FLIGHT` for them all); otherwise
@@ -108,21 +121,20 @@ export function deliveryWorkerOf(ctx: ServiceContext, parts: WorkerParts): Deliv
   const { clock, timers } = parts;
   const make = workerFactory(ctx, parts);
   const maxInFlight = ctx.config.webhookMaxInFlight;
-  const w =
-    ctx.role === 'dispatcher' && !ctx.config.embedded
-      ? createLeasedDeliveries({
-          store: ctx.eventStore,
-          registry: eventRegistry,
-          readStore: parts.shared.dispatcherStore as ReadStore,
-          owner: newLeaseOwner(),
-          shards: ctx.config.webhookDeliveryShards,
-          ttlMs: SHARD_LEASE_MS,
-          clock,
-          logger: ctx.logger.child({ component: 'webhook-dispatcher' }),
-          maxInFlight,
-          worker: make,
-        })
-      : make(parts.shard, maxInFlight);
+  const w = leasesShards(ctx)
+    ? createLeasedDeliveries({
+        store: ctx.eventStore,
+        registry: eventRegistry,
+        readStore: parts.shared.dispatcherStore as ReadStore,
+        owner: newLeaseOwner(),
+        shards: ctx.config.webhookDeliveryShards,
+        ttlMs: SHARD_LEASE_MS,
+        clock,
+        logger: ctx.logger.child({ component: 'webhook-dispatcher' }),
+        maxInFlight,
+        worker: make,
+      })
+    : make(parts.shard, maxInFlight);
   timers.ticks.push(() => w.tick());
   new Gauge({
     name: 'pds_webhook_deliveries_pending',

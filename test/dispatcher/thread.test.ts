@@ -8,7 +8,11 @@ import test from 'ava';
 import { pino } from 'pino';
 import type { ServiceContext } from '../../cli/compose.ts';
 import { parseConfig } from '../../cli/config.ts';
-import { DELIVERY_THREAD_CACHE_MIB, deliveryComponents } from '../../cli/delivery-components.ts';
+import {
+  DELIVERY_THREAD_CACHE_MIB,
+  deliveryComponents,
+  leasesShards,
+} from '../../cli/delivery-components.ts';
 import { dispatcherState } from '../../cli/dispatcher-state.ts';
 import { dispatcherThreads, roleThread } from '../../cli/role-thread.ts';
 import { shardOf } from '../../dispatcher/shards.ts';
@@ -239,4 +243,13 @@ test('a delivery thread opens dispatcher.db with a small page cache of its own; 
   ]);
   t.is(DELIVERY_THREAD_CACHE_MIB, 4);
   t.is(config.readStoreCacheMiB, 32);
+});
+
+test('only a dispatcher process of the split deployment leases delivery shards; role all’s dispatcher and delivery threads keep their own, on EventStoreDB too', (t) => {
+  const on = (role: 'dispatcher' | 'all', embedded: boolean) =>
+    ({ role, config: { embedded } }) as Parameters<typeof leasesShards>[0];
+  t.true(leasesShards(on('dispatcher', false), true), 'role dispatcher on EventStoreDB');
+  t.false(leasesShards(on('dispatcher', false), false), 'a thread of role all on EventStoreDB');
+  t.false(leasesShards(on('dispatcher', true), false), 'a thread of role all on the embedded files');
+  t.false(leasesShards(on('all', false), true), 'role all without threads: one worker');
 });
