@@ -69,7 +69,12 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
 
-  /** Says this process is there; answers how many dispatchers are (itself included). */
+  /**
+   * Says this process is there; answers how many dispatchers are (itself included). A dispatcher gone
+   * without saying so (killed, crashed) is deleted once its presence ran out, so that the
+   * collection holds the dispatchers there, not every one that ever ran; one only paused says it is
+   * there again at its next round.
+   */
   async function present(): Promise<number> {
     const c = await readStore.collection(DISPATCHERS_COLLECTION);
     const now = clock.now().getTime();
@@ -77,6 +82,7 @@ export function createShardLeases(options: ShardLeasesOptions): ShardLeases {
       {
         replaceOne: { filter: { _id: owner }, replacement: { _id: owner, until: now + ttlMs }, upsert: true },
       },
+      { deleteMany: { filter: { until: { $lte: now } } } },
     ]);
     const there = await c.find({ until: { $gt: now } });
     return Math.max(1, there.length);

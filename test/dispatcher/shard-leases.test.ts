@@ -13,7 +13,7 @@ import test, { type ExecutionContext } from 'ava';
 import { loadConfig } from '../../cli/config.ts';
 import { createDeliveryWorker } from '../../dispatcher/delivery-worker.ts';
 import { createLeasedDeliveries } from '../../dispatcher/leased-deliveries.ts';
-import { createShardLeases } from '../../dispatcher/shard-leases.ts';
+import { createShardLeases, DISPATCHERS_COLLECTION } from '../../dispatcher/shard-leases.ts';
 import { shardOf } from '../../dispatcher/shards.ts';
 import { createSubscriptionTracker } from '../../dispatcher/subscription-tracker.ts';
 import { manualClock } from '../../domain/clock.ts';
@@ -173,9 +173,9 @@ test('a dispatcher that stops renewing: its shards are taken after the lease, it
 });
 
 test('a shard worker with a long catch-up holds up neither the round nor the renewals of the shards held', async (t) => {
-  const readStore = openSqliteReadStore(':memory:');
-  t.teardown(() => readStore.close());
   const clock = manualClock(new Date());
+  const readStore = openSqliteReadStore(':memory:', { clock });
+  t.teardown(() => readStore.close());
   const catchUp = Promise.withResolvers<void>();
   const taken: number[] = [];
   const leasesOf = (owner: string) =>
@@ -246,4 +246,37 @@ test('after a hand-over, the shards a dispatcher holds together never have more 
   t.true(b.deliveries.slots().waiting > 0, 'the other due queues wait for a slot');
   t.is(receiver.open().max, MAX, 'never more requests open than PDS_WEBHOOK_MAX_IN_FLIGHT');
   await receiver.close();
+});
+
+test('a dispatcher gone without saying so is deleted from the dispatchers there once its presence ran out', async (t) => {
+  const clock = manualClock(new Date());
+  const readStore = openSqliteReadStore(':memory:', { clock });
+  t.teardown(() => readStore.close());
+  const leasesOf = (owner: string) =>
+    createShardLeases({
+      readStore,
+      owner,
+      shards: 2,
+      ttlMs: LEASE_MS,
+      clock,
+      async take() {},
+      async give() {},
+    });
+  const dispatchers = await readStore.collection(DISPATCHERS_COLLECTION);
+  const crashed = leasesOf('dispatcher-crashed');
+  await crashed.round(); // and never again, nor a stop
+  const a = leasesOf('dispatcher-a');
+  await a.round();
+  t.is((await dispatchers.find({})).length, 2);
+  clock.advance(LEASE_MS / 3);
+  await a.round();
+  t.is((await dispatchers.find({})).length, 2, 'still there within its presence');
+  clock.advance(LEASE_MS);
+  await a.round();
+  t.deepEqual(
+    (await dispatchers.find({})).map((d) => d._id),
+    ['dispatcher-a'],
+  );
+  t.deepEqual(a.held(), [0, 1], 'it took the shards of the one gone');
+  await a.stop();
 });
