@@ -221,7 +221,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     async apply(batch) {
       // Other shards' queues are skipped before they are folded.
       const events = shard.count === 1 ? batch : batch.filter((event) => owns(event.streamId));
-      if (events.length === 0) return;
+      // Only other shards' events: the log is followed past them all the same.
+      if (events.length === 0) return queues.followedTo(batch[batch.length - 1].position);
       applying = true;
       try {
         await queues.applyAll(events, reschedule);
