@@ -30,7 +30,14 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
 import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
-import type { Collection, Doc, ReadStore, WriteOp } from '../projections/read-store.ts';
+import type {
+  Checkpoint,
+  Collection,
+  Doc,
+  IndexSpec,
+  ReadStore,
+  WriteOp,
+} from '../projections/read-store.ts';
 import { createFollower, type Follower } from './follower.ts';
 import type { Supervisor } from './supervisor.ts';
 
@@ -69,8 +76,35 @@ export interface DurableFollowerOptions<D extends Doc> {
   known?(streamId: string, position: number): boolean;
   /** The log was read through `position` with nothing handed to `apply` since the last batch. */
   passed?(position: number): void;
-  /** The document to store for a changed item, or null when it left the working set. */
-  save(key: string): D | null;
+  /**
+   * The document to store for a changed item, null when it left the working set (its document is
+   * deleted), or undefined when its stored document stays as it is.
+   */
+  save(key: string): D | null | undefined;
+  /** The collection's indexes (created with it, or with an upgrade's copy). */
+  indexes?: readonly IndexSpec[];
+  /**
+   * Takes back the working set at start instead of every document (`restore`): an owner that holds
+   * part of it reads what it holds itself. Answers how many documents it took back.
+   */
+  restoreFrom?(collection: Collection<D>): Promise<number>;
+  /** Fields the guard document carries with each checkpoint (a summary of the working set). */
+  guardFields?(): Record<string, unknown>;
+  /**
+   * The documents a commit stored (null: deleted), as `save` answered them, once the store holds them
+   * (or reflects more: another follower stored further).
+   */
+  committed?(saved: ReadonlyMap<string, D | null>): void;
+  /**
+   * Documents of version `from` are upgraded in place of a rebuild: copied through `document` into a
+   * new collection with `indexes`, which replaces the old one with the checkpoint of this version
+   * (docs/read-side.md, "Durable working sets"). `summary` folds the documents into the guard's fields.
+   */
+  upgrade?: {
+    from: string;
+    document(old: Doc): D;
+    summary(docs: readonly D[], fields: Record<string, unknown>): Record<string, unknown>;
+  };
   /** Paces resubscriptions after a drop and reports this follower's health. */
   supervisor?: Supervisor;
 }
@@ -92,11 +126,11 @@ export interface DurableFollower {
 }
 
 /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
-function guard(position: number): WriteOp {
+function guard(position: number, fields: Record<string, unknown> = {}): WriteOp {
   return {
     updateOne: {
       filter: { _id: GUARD, position: { $lte: position } },
-      update: { $set: { position } },
+      update: { $set: { ...fields, position } },
       upsert: true,
     },
   };
@@ -122,8 +156,12 @@ async function restoreWorkingSet<D extends Doc>(
   const { name, readStore, logger } = options;
   for (;;) {
     const checkpoint = await readStore.getCheckpoint(name);
+    if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.upgrade?.from) {
+      await upgradeWorkingSet(options, c, checkpoint);
+      continue;
+    }
     if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
-      const documents = await loadWorkingSet(options, c);
+      const documents = options.restoreFrom ? await options.restoreFrom(c) : await loadWorkingSet(options, c);
       return { position: checkpoint.position, events: checkpoint.events, documents };
     }
     const changed = checkpoint !== undefined && checkpoint.version !== options.version;
@@ -146,6 +184,47 @@ async function restoreWorkingSet<D extends Doc>(
       if (changed || !stored || stored.position === 0) throw err;
     }
   }
+}
+
+/**
+ * Copies the documents of the version `upgrade.from` through `upgrade.document` into a new collection
+ * with the declared indexes (an index is never built over a live collection's documents), which
+ * replaces the old one together with the checkpoint of this version: the working set is upgraded at
+ * the cost of its documents, not rebuilt from the first event.
+ */
+async function upgradeWorkingSet<D extends Doc>(
+  options: DurableFollowerOptions<D>,
+  c: Collection<D>,
+  checkpoint: Checkpoint,
+): Promise<void> {
+  const { readStore, upgrade, logger } = options;
+  if (!upgrade) return;
+  const shadow = await readStore.createShadow<D>(options.collection, options.indexes);
+  let fields: Record<string, unknown> = {};
+  let documents = 0;
+  for (let after: unknown[] | undefined; ; ) {
+    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
+    const upgraded = page.filter((doc) => doc._id !== GUARD).map((doc) => upgrade.document(doc));
+    fields = upgrade.summary(upgraded, fields);
+    documents += upgraded.length;
+    if (upgraded.length > 0) {
+      await shadow.bulkWrite(
+        upgraded.map((doc) => ({ replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } })),
+      );
+    }
+    if (page.length < PAGE) break;
+    after = [page[page.length - 1]._id];
+  }
+  await shadow.bulkWrite([guard(checkpoint.position, fields) as WriteOp<D>]);
+  const updated_at = options.clock.now().toISOString();
+  await readStore.promote(
+    [shadow as Collection],
+    [{ name: options.name, checkpoint: { ...checkpoint, updated_at, version: options.version } }],
+  );
+  logger?.info(
+    { follower: options.name, from: upgrade.from, version: options.version, documents },
+    'working state upgraded in place',
+  );
 }
 
 /** Hands every stored document back to the owner, page by page; answers how many there were. */
@@ -175,21 +254,27 @@ async function storeChanges<D extends Doc>(
   at: { position: number; events: number },
 ): Promise<'stored' | 'ahead' | 'failed'> {
   const { name, readStore, logger } = options;
-  const ops: WriteOp[] = [guard(at.position)];
+  const saved = new Map<string, D | null>();
+  const ops: WriteOp[] = [];
   for (const key of keys) {
     const doc = options.save(key);
+    if (doc === undefined) continue;
+    saved.set(key, doc);
     ops.push(
       doc
         ? { replaceOne: { filter: { _id: key }, replacement: doc, upsert: true } }
         : { deleteOne: { filter: { _id: key } } },
     );
   }
+  // Taken with the documents: the summary and the documents it sums are of one moment.
+  ops.unshift(guard(at.position, options.guardFields?.()));
   const updated_at = options.clock.now().toISOString();
   try {
     await readStore.commit({
       writes: [{ collection: c as Collection, ops }],
       checkpoints: [{ name, checkpoint: { ...at, updated_at, version: options.version } }],
     });
+    options.committed?.(saved);
     return 'stored';
   } catch (err) {
     const stored = await readStore.getCheckpoint(name).catch(() => undefined);
@@ -198,6 +283,7 @@ async function storeChanges<D extends Doc>(
         { follower: name, position: at.position, stored: stored.position },
         'another follower is ahead',
       );
+      options.committed?.(saved);
       return 'ahead';
     }
     logger?.error(
@@ -320,7 +406,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
       if (started || stopped) return;
       started = true;
       try {
-        const c = await readStore.collection<D>(options.collection);
+        const c = await readStore.collection<D>(options.collection, options.indexes);
         const from = await restoreWorkingSet(options, c);
         events = from.events;
         resumed = { position: from.position, documents: from.documents };

@@ -42,10 +42,12 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
+import { ColdQueues, countedIn, PENDING_FIELD, QUEUE_INDEXES, upgradedDocument } from './cold-queues.ts';
 import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
 import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
 import { createQueueRuns, subscriptionOf } from './queue-runs.ts';
+import { createQueueWindow } from './queue-window.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';
 import { createSlots, type Slots } from './slots.ts';
@@ -54,11 +56,14 @@ import type { SubscriptionTracker } from './subscription-tracker.ts';
 export type { DeliveryWorkerStats } from './delivery-attempt.ts';
 export type { DeliveryQueueDoc, PendingSummary } from './delivery-queues.ts';
 
-/** The worker's durable working set: its checkpoint name, collection, and the documents' shape. */
+/**
+ * The worker's durable working set: its checkpoint name, collection, and the documents' shape
+ * (version 2: `due_at` and `queued_since`, indexed; the documents of version 1 are upgraded in place).
+ */
 export const DELIVERY_FOLLOWER = {
   name: 'webhook-delivery-worker',
   collection: 'webhook_delivery_queues',
-  version: '1',
+  version: '2',
 } as const;
 
 export interface DeliveryWorkerOptions {
@@ -89,6 +94,8 @@ export interface DeliveryWorkerOptions {
   perSubscriptionConcurrency?: number;
   /** `PDS_WEBHOOK_MAX_IN_FLIGHT`: requests open at once in the whole worker. Default 256. */
   maxInFlight?: number;
+  /** `PDS_WEBHOOK_QUEUE_WINDOW`: queues held in memory; the others wait in the store. Default 10,000. */
+  queueWindow?: number;
   /** Upper bound on a receiver's `Retry-After`. Default 24 h. */
   maxRetryAfterMs?: number;
   /** How long an attempt may be in flight before another dispatcher records it as interrupted. */
@@ -109,7 +116,7 @@ export interface DeliveryWorker {
   schedule(request: ScheduleRequest): Promise<boolean>;
   /** Resolves when every delivery event that existed at start is applied (timers restored). */
   readonly caughtUp: Promise<void>;
-  /** Queues held (the working set: queues with a delivery neither delivered nor parked). */
+  /** Queues held in memory (at most the window; the other queues with a pending delivery are cold). */
   queues(): number;
   /** Where the last start resumed: the checkpoint (0: the first event) and the queues restored. */
   resumed(): { position: number; documents: number };
@@ -189,6 +196,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     logger,
     supervisor: options.supervisor,
     restore: (doc) => reschedule(queues.restore(doc)),
+    indexes: QUEUE_INDEXES,
+    restoreFrom: (collection) => window.restore(collection),
+    guardFields: () => ({ [PENDING_FIELD]: queues.pending().depth }),
+    committed(saved) {
+      cold.committed(saved);
+      window.freed();
+    },
+    upgrade: { from: '1', document: upgradedDocument, summary: countedIn },
     async apply(events) {
       applying = true;
       try {
@@ -203,15 +218,30 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     known: (stream, position) => queues.knows(stream, position),
     passed: (position) => queues.followedTo(position),
   });
+  const cold = new ColdQueues();
   const queues = new DeliveryQueues({
     store,
     registry,
+    cold,
+    window: options.queueWindow ?? 10_000,
     onChanged: (stream) => follower.changed(stream),
     onDropped: (stream) => {
       scheduler.cancel(stream);
       const key = subscriptionOf(stream);
       if (key) slots.forget(key, stream);
+      window.freed();
     },
+    onCold: (dueAt) => window.cooled(dueAt),
+  });
+  const window = createQueueWindow({
+    queues,
+    cold,
+    scheduler,
+    now,
+    reschedule,
+    stopped: () => stopped,
+    errorRetryMs: options.errorRetryMs ?? 5_000,
+    logger,
   });
   const slots = createSlots(
     { perKey: options.perSubscriptionConcurrency ?? 8, total: options.maxInFlight ?? 256 },
@@ -238,13 +268,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const caughtUp = follower.caughtUp.then(() => {
     restored = true;
     startDue();
+    window.ready();
     warmUp = setTimeout(() => void loadHttpClient(), 1_000).unref();
   });
   // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
 
   function reschedule(queue: Queue): void {
-    if (stopped || queue.busy) return;
+    // A cold queue has no timer of its own (dispatcher/queue-window.ts).
+    if (stopped || queue.busy || queues.held.get(queue.stream) !== queue) return;
     const due = delivery.headDueAt(queue.state);
     const key = subscriptionOf(queue.stream);
     const waiting = key !== undefined && slots.has(key, queue.stream);
@@ -265,6 +297,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       else void work(queue.stream);
       return;
     }
+    // Waiting for a later time: its room goes to cold queues due sooner, if any.
+    if (window.yieldsTo(queue, at)) return;
     if (scheduler.dueAt(queue.stream)?.getTime() === at.getTime()) return;
     scheduler.schedule(queue.stream, at, () => work(queue.stream));
   }
@@ -298,6 +332,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       scheduler.stop();
       // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
       await settled();
+      await window.idle();
       await follower.stop();
     },
   };
