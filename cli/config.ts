@@ -29,6 +29,7 @@ import {
   logFormat,
   logLevel,
   maxInFlight,
+  queueWindow,
   operatorToken,
   parseSecretKey,
   port,
@@ -105,6 +106,8 @@ export interface Config {
   webhookRetryScheduleMs: readonly number[];
   /** Webhook requests a delivery worker has open at once (docs/webhooks.md, "Scale"). */
   webhookMaxInFlight: number;
+  /** `PDS_WEBHOOK_QUEUE_WINDOW`: delivery queues the worker holds in memory (docs/webhooks.md, "Scale"). */
+  webhookQueueWindow: number;
   allowPrivateWebhookUrls: boolean;
   /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
   idempotencyTtlMs: number;
@@ -193,6 +196,7 @@ const envSchema = z.object({
   PDS_WEBHOOK_TIMEOUT: positiveDuration.optional(),
   PDS_WEBHOOK_RETRY_SCHEDULE: retrySchedule.optional(),
   PDS_WEBHOOK_MAX_IN_FLIGHT: maxInFlight.optional(),
+  PDS_WEBHOOK_QUEUE_WINDOW: queueWindow.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
@@ -228,6 +232,7 @@ export const DEFAULTS = {
   webhookTimeout: '15s',
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   webhookMaxInFlight: 256,
+  webhookQueueWindow: 10_000,
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
   alertOldestQueued: '15m',
@@ -345,6 +350,7 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
       v.PDS_WEBHOOK_RETRY_SCHEDULE ?? DEFAULTS.webhookRetrySchedule.split(',').map(parseDuration),
     ),
     webhookMaxInFlight: v.PDS_WEBHOOK_MAX_IN_FLIGHT ?? DEFAULTS.webhookMaxInFlight,
+    webhookQueueWindow: v.PDS_WEBHOOK_QUEUE_WINDOW ?? DEFAULTS.webhookQueueWindow,
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),

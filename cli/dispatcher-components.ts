@@ -184,6 +184,7 @@ export function webhookDispatcher(
         timeoutMs: ctx.config.webhookTimeoutMs,
         scheduleMs: ctx.config.webhookRetryScheduleMs,
         maxInFlight: ctx.config.webhookMaxInFlight,
+        queueWindow: ctx.config.webhookQueueWindow,
         logger,
         supervisor: ctx.supervisor,
         onAttempt({ outcome, durationMs }) {

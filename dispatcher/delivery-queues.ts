@@ -284,7 +284,8 @@ export class DeliveryQueues {
       return;
     }
     if (held === queue) this.held.delete(queue.stream);
-    else if (held === undefined) this.cold.settle(queue.stream, queue.cold);
+    // Its document, stored as held or cold, is deleted with the next commit.
+    if (held === queue || held === undefined) this.cold.settle(queue.stream, queue.cold);
     queue.cold = 0;
     this.dropped(queue);
   }

@@ -97,7 +97,10 @@ export function createQueueWindow(parts: {
       again = true;
       return filling;
     }
-    filling = (async () => {
+    // Set before the first step runs: what that step frees asks again rather than starting another.
+    const { promise, resolve } = Promise.withResolvers<void>();
+    filling = promise;
+    void (async () => {
       try {
         do {
           again = false;
@@ -114,9 +117,10 @@ export function createQueueWindow(parts: {
         arm(new Date(now().getTime() + parts.errorRetryMs).toISOString());
       } finally {
         filling = undefined;
+        resolve();
       }
     })();
-    return filling;
+    return promise;
   }
 
   function freed(): void {

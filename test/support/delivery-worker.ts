@@ -107,7 +107,7 @@ export async function workerOn(
   env: Record<string, string>,
   workerOptions: Pick<
     DeliveryWorkerOptions,
-    'perSubscriptionConcurrency' | 'maxInFlight' | 'leaseMs' | 'openBody'
+    'perSubscriptionConcurrency' | 'maxInFlight' | 'leaseMs' | 'openBody' | 'queueWindow' | 'random'
   > & { wrap?: (store: EventStore) => EventStore } = {},
 ) {
   const { wrap = (store: EventStore) => store, ...options } = workerOptions;
