@@ -54,6 +54,8 @@ export function createQueueWindow(parts: {
   let ready = false;
   let filling: Promise<void> | undefined;
   let again = false;
+  /** The earliest due time of the queues that went cold while a fill walked the index (it may miss them). */
+  let cooledDuringFill: string | null = null;
   /** The last look for held queues to make room found none: none until one waits for a later time. */
   let nothingToYield = false;
 
@@ -104,13 +106,14 @@ export function createQueueWindow(parts: {
       try {
         do {
           again = false;
+          cooledDuringFill = null;
           if (room() <= 0 && dueNow(coldDueAt) && !nothingToYield) makeRoom(batch);
           const { docs, next } = await cold.due(now(), Math.max(0, room()), (s) => queues.held.has(s));
           for (const doc of docs) {
             if (queues.held.has(doc._id) || room() <= 0 || stopped()) continue;
             reschedule(queues.restore(doc));
           }
-          arm(next);
+          arm(earliest(next, cooledDuringFill));
         } while (again && !stopped() && room() > 0);
       } catch (err) {
         logger?.error({ err }, 'due delivery queues not read from the dispatcher store; tried again later');
@@ -142,6 +145,7 @@ export function createQueueWindow(parts: {
     cooled(dueAt) {
       if (dueAt === null) return;
       if (dueNow(dueAt)) nothingToYield = false;
+      if (filling) cooledDuringFill = earliest(cooledDuringFill, dueAt);
       arm(earliest(coldDueAt, dueAt));
     },
     freed,
