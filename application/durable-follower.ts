@@ -16,7 +16,8 @@
  *
  * At start it reads the checkpoint and every document (`restore`), then subscribes after the
  * checkpoint. Without a checkpoint, or with one of another `version` (the documents' shape changed),
- * the collection is emptied and the working set rebuilt from the first event.
+ * the collection is emptied and the working set rebuilt from the first event, unless the owner
+ * upgrades documents of that version in place (`upgrade`).
  *
  * Several processes may follow into one shared read store (dispatchers on one MongoDB). Each folds the
  * same log, and a store that is ahead of the events is safe for both owners (they skip what an item
@@ -98,7 +99,7 @@ export interface DurableFollowerOptions<D extends Doc> {
   /**
    * Documents of version `from` are upgraded in place of a rebuild: copied through `document` into a
    * new collection with `indexes`, which replaces the old one with the checkpoint of this version
-   * (docs/read-side.md, "Durable working sets"). `summary` folds the documents into the guard's fields.
+   * (docs/read-side.md, "Start-up and restart"). `summary` folds the documents into the guard's fields.
    */
   upgrade?: {
     from: string;

@@ -13,7 +13,30 @@
 import { GUARD } from '../application/durable-follower.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { Collection, Doc, IndexSpec } from '../projections/read-store.ts';
-import type { DeliveryQueueDoc, Queue } from './delivery-queues.ts';
+
+/** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
+export interface DeliveryQueueDoc extends Doc {
+  _id: string;
+  revision: number;
+  /** Global position of the queue's event at `revision`. */
+  position: number;
+  deliveries: delivery.Delivery[];
+  /** Correlation id of each delivery, by delivery id. */
+  correlation: Record<string, string>;
+  /** When the head next needs the worker: its next attempt, or its lease's end; null when never. */
+  due_at: string | null;
+  /** When the delivery waiting longest started waiting (`queued_since`), null when none waits. */
+  queued_since: string | null;
+}
+
+/** What a queue going cold is stored from (`dispatcher/delivery-queues.ts`, `Queue`). */
+interface QueueState {
+  stream: string;
+  revision: number;
+  position: number;
+  state: delivery.DeliveryQueueState;
+  correlation: Map<string, string>;
+}
 
 /** Indexes of `webhook_delivery_queues`: the due queues in due order, the oldest delivery waiting. */
 export const QUEUE_INDEXES: readonly IndexSpec[] = [
@@ -157,7 +180,7 @@ export class ColdQueues {
   }
 
   /** The queue of `stream` goes cold (or stays so) as `queue` holds it; its deliveries counted here. */
-  put(queue: Queue, previous: number): void {
+  put(queue: QueueState, previous: number): void {
     const deliveries = queue.state.exists ? queue.state.deliveries : [];
     const doc = queueDocument(
       queue.stream,

@@ -12,8 +12,7 @@ import { domainEventOf, readState, type StreamState } from '../application/read-
 import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
-import type { Doc } from '../projections/read-store.ts';
-import { ColdQueues, earliest, queueDocument, waitingSince } from './cold-queues.ts';
+import { ColdQueues, type DeliveryQueueDoc, earliest, queueDocument, waitingSince } from './cold-queues.ts';
 
 /** A queue's whole stream as read and folded (`readState`). */
 export type StoredQueue = StreamState<delivery.DeliveryQueueState>;
@@ -33,20 +32,7 @@ export interface Queue {
   cold: number;
 }
 
-/** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
-export interface DeliveryQueueDoc extends Doc {
-  _id: string;
-  revision: number;
-  /** Global position of the queue's event at `revision`. */
-  position: number;
-  deliveries: delivery.Delivery[];
-  /** Correlation id of each delivery, by delivery id. */
-  correlation: Record<string, string>;
-  /** When the head next needs the worker: its next attempt, or its lease's end; null when never. */
-  due_at: string | null;
-  /** When the delivery waiting longest started waiting (`queued_since`), null when none waits. */
-  queued_since: string | null;
-}
+export type { DeliveryQueueDoc } from './cold-queues.ts';
 
 export interface PendingSummary {
   /** Deliveries neither delivered nor parked. */

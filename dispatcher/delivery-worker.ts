@@ -42,12 +42,11 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
-import { ColdQueues, countedIn, PENDING_FIELD, QUEUE_INDEXES, upgradedDocument } from './cold-queues.ts';
 import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
-import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
+import type { DeliveryQueueDoc, DeliveryQueues, PendingSummary, Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
 import { createQueueRuns, subscriptionOf } from './queue-runs.ts';
-import { createQueueWindow } from './queue-window.ts';
+import { createWindowedQueues } from './queue-window.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
 import { createScheduler } from './scheduler.ts';
 import { createSlots, type Slots } from './slots.ts';
@@ -187,8 +186,26 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let started = false;
   let stopped = false;
 
+  const { queues, window, stored } = createWindowedQueues({
+    store,
+    registry,
+    window: options.queueWindow ?? 10_000,
+    scheduler,
+    now,
+    reschedule,
+    stopped: () => stopped,
+    errorRetryMs: options.errorRetryMs ?? 5_000,
+    logger,
+    changed: (stream) => follower.changed(stream),
+    dropped(stream) {
+      scheduler.cancel(stream);
+      const key = subscriptionOf(stream);
+      if (key) slots.forget(key, stream);
+    },
+  });
   const follower = createDurableFollower<DeliveryQueueDoc>({
     ...DELIVERY_FOLLOWER,
+    ...stored,
     store,
     readStore: options.readStore,
     clock,
@@ -196,14 +213,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     logger,
     supervisor: options.supervisor,
     restore: (doc) => reschedule(queues.restore(doc)),
-    indexes: QUEUE_INDEXES,
-    restoreFrom: (collection) => window.restore(collection),
-    guardFields: () => ({ [PENDING_FIELD]: queues.pending().depth }),
-    committed(saved) {
-      cold.committed(saved);
-      window.freed();
-    },
-    upgrade: { from: '1', document: upgradedDocument, summary: countedIn },
     async apply(events) {
       applying = true;
       try {
@@ -214,34 +223,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       // While restoring, a queue's later events may be in a later batch: start once caught up.
       if (restored) startDue();
     },
-    save: (stream) => queues.save(stream),
-    known: (stream, position) => queues.knows(stream, position),
-    passed: (position) => queues.followedTo(position),
-  });
-  const cold = new ColdQueues();
-  const queues = new DeliveryQueues({
-    store,
-    registry,
-    cold,
-    window: options.queueWindow ?? 10_000,
-    onChanged: (stream) => follower.changed(stream),
-    onDropped: (stream) => {
-      scheduler.cancel(stream);
-      const key = subscriptionOf(stream);
-      if (key) slots.forget(key, stream);
-      window.freed();
-    },
-    onCold: (dueAt) => window.cooled(dueAt),
-  });
-  const window = createQueueWindow({
-    queues,
-    cold,
-    scheduler,
-    now,
-    reschedule,
-    stopped: () => stopped,
-    errorRetryMs: options.errorRetryMs ?? 5_000,
-    logger,
   });
   const slots = createSlots(
     { perKey: options.perSubscriptionConcurrency ?? 8, total: options.maxInFlight ?? 256 },

@@ -12,10 +12,21 @@
  *   others' due deliveries out.
  */
 import type { Logger } from 'pino';
+import type { DurableFollowerOptions } from '../application/durable-follower.ts';
+import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
+import type { EventStore } from '../eventstore/port.ts';
 import type { Collection } from '../projections/read-store.ts';
-import { ColdQueues, earliest } from './cold-queues.ts';
-import type { DeliveryQueueDoc, DeliveryQueues, Queue } from './delivery-queues.ts';
+import {
+  ColdQueues,
+  countedIn,
+  type DeliveryQueueDoc,
+  earliest,
+  PENDING_FIELD,
+  QUEUE_INDEXES,
+  upgradedDocument,
+} from './cold-queues.ts';
+import { DeliveryQueues, type Queue } from './delivery-queues.ts';
 import type { Scheduler } from './scheduler.ts';
 
 /** The scheduler's key of the window's one timer (a stream id never starts with `$`). */
@@ -161,4 +172,51 @@ export function createQueueWindow(parts: {
       await filling;
     },
   };
+}
+
+/** The working set, its window, and what its durable follower stores of it. */
+export function createWindowedQueues(parts: {
+  store: EventStore;
+  registry: EventRegistry;
+  /** `PDS_WEBHOOK_QUEUE_WINDOW`. */
+  window: number;
+  scheduler: Scheduler;
+  now(): Date;
+  reschedule(queue: Queue): void;
+  stopped(): boolean;
+  errorRetryMs: number;
+  logger?: Logger;
+  /** A queue changed: its document is written with the next checkpoint. */
+  changed(stream: string): void;
+  /** A queue left the window: nothing of it is due in this worker any more. */
+  dropped(stream: string): void;
+}) {
+  const cold = new ColdQueues();
+  const queues = new DeliveryQueues({
+    store: parts.store,
+    registry: parts.registry,
+    cold,
+    window: parts.window,
+    onChanged: parts.changed,
+    onDropped: (stream) => {
+      parts.dropped(stream);
+      window.freed();
+    },
+    onCold: (dueAt) => window.cooled(dueAt),
+  });
+  const window = createQueueWindow({ ...parts, queues, cold });
+  const stored = {
+    indexes: QUEUE_INDEXES,
+    restoreFrom: (collection) => window.restore(collection),
+    guardFields: () => ({ [PENDING_FIELD]: queues.pending().depth }),
+    committed(saved) {
+      cold.committed(saved);
+      window.freed();
+    },
+    upgrade: { from: '1', document: upgradedDocument, summary: countedIn },
+    save: (stream) => queues.save(stream),
+    known: (stream, position) => queues.knows(stream, position),
+    passed: (position) => queues.followedTo(position),
+  } satisfies Partial<DurableFollowerOptions<DeliveryQueueDoc>>;
+  return { queues, window, stored };
 }

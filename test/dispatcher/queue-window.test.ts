@@ -211,7 +211,11 @@ test('a crash with cold queues: another worker on the same files loses nothing, 
     ),
   ]);
   t.is(ids.size, 14);
-  t.deepEqual([...new Set(delivered)].sort(), [...ids].sort(), 'each delivery delivered with its one webhook id');
+  t.deepEqual(
+    [...new Set(delivered)].sort(),
+    [...ids].sort(),
+    'each delivery delivered with its one webhook id',
+  );
   for (const r of more) {
     const sent = answered.filter((x) => x.body.cart === r.command.cart_uuid);
     t.deepEqual(
