@@ -225,3 +225,149 @@ test('a crash with cold queues: another worker on the same files loses nothing, 
     );
   }
 });
+
+test('a delivery scheduled for a cold queue whose head is in retry waits behind it; a redelivery of a settled queue reloads it through the window', async (t) => {
+  t.timeout(120_000);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503 });
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '1m,1m,1h,1h' };
+  const { dataDir, clock, hookIds } = await subscribedData(t, receiver, 1, env);
+  const { worker, store, readStore } = await workerOn(t, dataDir, clock, env, {
+    queueWindow: 1,
+    random: () => 0.5,
+  });
+  worker.start();
+  await worker.caughtUp;
+  const [hook] = hookIds;
+  const held = { max: 0 };
+  const cartA = randomUUID();
+  const a1 = request(hook, cartA, 1, clock);
+  await worker.schedule(a1);
+  await pump(worker, () => receiver.received.length >= 1 && worker.slots().inFlight === 0, held);
+  // B falls due while A waits for its retry: A leaves the window for it.
+  await worker.schedule(request(hook, randomUUID(), 1, clock));
+  await pump(worker, () => receiver.received.length >= 2 && worker.slots().inFlight === 0, held);
+  await worker.settle();
+
+  // The fan-out's next delivery for A, cold: appended behind its head, not due.
+  const a2 = request(hook, cartA, 2, clock);
+  t.true(await worker.schedule(a2));
+  t.is(worker.queues(), 1);
+  t.is(worker.pending().depth, 3, 'the cold deliveries counted');
+  await worker.tick();
+  await new Promise((r) => setTimeout(r, 50));
+  await worker.tick();
+  t.is(receiver.received.length, 2, 'nothing sent before the head is due');
+  const stored = await until('A stored with both deliveries', async () => {
+    const docs = await storedQueues(readStore);
+    const doc = docs.find((d) => d._id === a1.stream);
+    return doc?.deliveries.length === 2 ? doc : undefined;
+  });
+  t.deepEqual(
+    stored.deliveries.map((d) => d.source_revision),
+    [1, 2],
+  );
+  t.is(stored.due_at, stored.deliveries[0].next_attempt_at, 'due when its head is');
+
+  receiver.setDefault({ status: 200 });
+  clock.advance(2 * MINUTE);
+  await pump(worker, () => worker.pending().depth === 0, held);
+  const toA = receiver.received.slice(2).filter((r) => r.body.cart === cartA);
+  t.deepEqual(
+    toA.map((r) => r.body.revision),
+    [1, 2],
+    'A in cart order',
+  );
+
+  // C fills the window, waiting for its retry; an operator redelivers A's first delivery.
+  receiver.setDefault({ status: 503 });
+  const before = receiver.received.length;
+  await worker.schedule(request(hook, randomUUID(), 1, clock));
+  await pump(worker, () => receiver.received.length > before && worker.slots().inFlight === 0, held);
+  receiver.setDefault({ status: 200 });
+  const at = clock.now().toISOString();
+  await createCommandHandler(store, eventRegistry).handle(
+    a1.stream,
+    delivery.decider,
+    { type: 'RequestRedelivery', delivery_id: a1.command.delivery_id, reason: 'redeliver', at },
+    { correlationId: randomUUID(), causationId: null, actor: { type: 'operator', id: 'test' }, at },
+  );
+  await pump(
+    worker,
+    () =>
+      receiver.received.some(
+        (r, i) => i > before && r.headers['x-service-webhook-id'] === a1.command.delivery_id,
+      ),
+    held,
+  );
+  const again = receiver.received.slice(before + 1).find((r) => r.body.cart === cartA);
+  t.is(again?.body.revision, 1);
+  t.is(again?.headers['x-service-delivery-attempt'], '3');
+  t.true(held.max <= 1, `at most one queue held, not ${held.max}`);
+});
+
+test('queues stored by version 1 (no due_at, no index) are upgraded in place: nothing lost, only the window read back', async (t) => {
+  t.timeout(120_000);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503 });
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '1m,1m,1h,1h' };
+  const { dataDir, clock, hookIds } = await subscribedData(t, receiver, 1, env);
+  const first = await workerOn(t, dataDir, clock, env);
+  first.worker.start();
+  await first.worker.caughtUp;
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = request(hookIds[0], randomUUID(), 1, clock);
+    ids.push(r.command.delivery_id);
+    await first.worker.schedule(r);
+  }
+  await pump(first.worker, () => receiver.received.length >= 5 && first.worker.slots().inFlight === 0, {
+    max: 0,
+  });
+  await first.worker.settle();
+  await first.worker.stop();
+
+  // The same queues as version 1 stored them: a collection without the new fields or indexes.
+  const docs = await storedQueues(first.readStore);
+  const checkpoint = await first.readStore.getCheckpoint(DELIVERY_FOLLOWER.name);
+  if (!checkpoint) throw new Error('the worker stored a checkpoint');
+  await first.readStore.close();
+  const file = path.join(dataDir, 'dispatcher.db');
+  await Promise.all(['', '-wal', '-shm'].map((suffix) => rm(`${file}${suffix}`, { force: true })));
+  const old = openSqliteReadStore(file);
+  const c = await old.collection(DELIVERY_FOLLOWER.collection);
+  await c.bulkWrite([
+    {
+      replaceOne: {
+        filter: { _id: GUARD },
+        replacement: { _id: GUARD, position: checkpoint.position },
+        upsert: true,
+      },
+    },
+    ...docs.map(({ due_at: _due, queued_since: _since, ...doc }) => ({
+      replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true },
+    })),
+  ]);
+  await old.setCheckpoint(DELIVERY_FOLLOWER.name, { ...checkpoint, version: '1' });
+  await old.close();
+
+  const second = await workerOn(t, dataDir, clock, env, { queueWindow: 2 });
+  second.worker.start();
+  await second.worker.caughtUp;
+  t.true(second.worker.resumed().documents <= 2, 'only the window read back');
+  t.is(second.worker.pending().depth, 5, 'every pending delivery counted');
+  t.is((await second.readStore.getCheckpoint(DELIVERY_FOLLOWER.name))?.version, DELIVERY_FOLLOWER.version);
+  const upgraded = await storedQueues(second.readStore);
+  t.is(upgraded.length, 5);
+  t.true(upgraded.every((d) => d.due_at === d.deliveries[0].next_attempt_at && d.queued_since !== null));
+
+  receiver.setDefault({ status: 200 });
+  clock.advance(2 * MINUTE);
+  const held = { max: 0 };
+  await pump(second.worker, () => second.worker.pending().depth === 0, held);
+  t.true(held.max <= 2);
+  t.deepEqual(
+    [...new Set(receiver.received.slice(5).map((r) => r.headers['x-service-webhook-id']))].sort(),
+    [...ids].sort(),
+  );
+});
