@@ -179,6 +179,8 @@ async function restoreWorkingSet<D extends Doc>(
         writes: [{ collection: c as Collection, ops }],
         checkpoints: [{ name, checkpoint: { position: 0, events: 0, updated_at, version: options.version } }],
       });
+      // An owner that reads its documents itself gets the collection it will read them from.
+      await options.restoreFrom?.(c);
       return { position: 0, events: 0, documents: 0 };
     } catch (err) {
       const stored = await readStore.getCheckpoint(name);

@@ -371,3 +371,28 @@ test('queues stored by version 1 (no due_at, no index) are upgraded in place: no
     [...ids].sort(),
   );
 });
+
+test('a worker on a dispatcher store of its own first start keeps queues beyond its window in that store and delivers them all', async (t) => {
+  t.timeout(60_000);
+  const receiver = await startReceiver(t);
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '0s,1h' };
+  const { dataDir, clock, hookIds } = await subscribedData(t, receiver, 1, env);
+  const file = path.join(dataDir, 'dispatcher.db');
+  await Promise.all(['', '-wal', '-shm'].map((suffix) => rm(`${file}${suffix}`, { force: true })));
+  const { worker, readStore } = await workerOn(t, dataDir, clock, env, { queueWindow: 2 });
+  worker.start();
+  await worker.caughtUp;
+  t.deepEqual(worker.resumed(), { position: 0, documents: 0 });
+  // The first two answers take long enough for the cold queues to be committed and forgotten from
+  // memory: the store is then their only copy.
+  receiver.script({ status: 200, delayMs: 800 }, { status: 200, delayMs: 800 });
+  const held = { max: 0 };
+  for (let i = 0; i < 20; i++) {
+    await worker.schedule(request(hookIds[0], randomUUID(), 1, clock));
+    held.max = Math.max(held.max, worker.queues());
+  }
+  await until('the cold queues stored', async () => (await storedQueues(readStore)).length >= 18);
+  await pump(worker, () => receiver.received.length >= 20 && worker.pending().depth === 0, held);
+  t.true(held.max <= 2, `at most 2 queues held, not ${held.max}`);
+  t.is(new Set(receiver.received.map((r) => r.headers['x-service-webhook-id'])).size, 20);
+});
