@@ -16,7 +16,8 @@
  *
  * At start it reads the checkpoint and every document (`restore`), then subscribes after the
  * checkpoint. Without a checkpoint, or with one of another `version` (the documents' shape changed),
- * the collection is emptied and the working set rebuilt from the first event.
+ * the collection is emptied and the working set rebuilt from the first event, unless the owner
+ * upgrades documents of that version in place (`upgrade`).
  *
  * Several processes may follow into one shared read store (dispatchers on one MongoDB). Each folds the
  * same log, and a store that is ahead of the events is safe for both owners (they skip what an item
@@ -30,7 +31,14 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
 import type { EventFilter, EventStore, RecordedEvent } from '../eventstore/port.ts';
-import type { Collection, Doc, ReadStore, WriteOp } from '../projections/read-store.ts';
+import type {
+  Checkpoint,
+  Collection,
+  Doc,
+  IndexSpec,
+  ReadStore,
+  WriteOp,
+} from '../projections/read-store.ts';
 import { createFollower, type Follower } from './follower.ts';
 import type { Supervisor } from './supervisor.ts';
 
@@ -43,13 +51,6 @@ const PAGE = 5_000;
 export interface DurableFollowerOptions<D extends Doc> {
   /** The checkpoint's name (and the logs'). */
   name: string;
-  /**
-   * `_id` of this follower's guard document: several followers keeping their parts of one working set
-   * in one collection (the delivery shards, `dispatcher/shards.ts`) each have their own. Default `GUARD`.
-   */
-  guard?: string;
-  /** Whether a stored document is this follower's part of the working set (default: every one). */
-  owns?(key: string): boolean;
   /** The collection of the working set: one document per item. */
   collection: string;
   /** The documents' shape: a working set stored by another version is discarded and rebuilt. */
@@ -76,8 +77,35 @@ export interface DurableFollowerOptions<D extends Doc> {
   known?(streamId: string, position: number): boolean;
   /** The log was read through `position` with nothing handed to `apply` since the last batch. */
   passed?(position: number): void;
-  /** The document to store for a changed item, or null when it left the working set. */
-  save(key: string): D | null;
+  /**
+   * The document to store for a changed item, null when it left the working set (its document is
+   * deleted), or undefined when its stored document stays as it is.
+   */
+  save(key: string): D | null | undefined;
+  /** The collection's indexes (created with it, or with an upgrade's copy). */
+  indexes?: readonly IndexSpec[];
+  /**
+   * Takes back the working set at start instead of every document (`restore`): an owner that holds
+   * part of it reads what it holds itself. Answers how many documents it took back.
+   */
+  restoreFrom?(collection: Collection<D>): Promise<number>;
+  /** Fields the guard document carries with each checkpoint (a summary of the working set). */
+  guardFields?(): Record<string, unknown>;
+  /**
+   * The documents a commit stored (null: deleted), as `save` answered them, once the store holds them
+   * (or reflects more: another follower stored further).
+   */
+  committed?(saved: ReadonlyMap<string, D | null>): void;
+  /**
+   * Documents of version `from` are upgraded in place of a rebuild: copied through `document` into a
+   * new collection with `indexes`, which replaces the old one with the checkpoint of this version
+   * (docs/read-side.md, "Start-up and restart"). `summary` folds the documents into the guard's fields.
+   */
+  upgrade?: {
+    from: string;
+    document(old: Doc): D;
+    summary(docs: readonly D[], fields: Record<string, unknown>): Record<string, unknown>;
+  };
   /** Paces resubscriptions after a drop and reports this follower's health. */
   supervisor?: Supervisor;
 }
@@ -99,11 +127,11 @@ export interface DurableFollower {
 }
 
 /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
-function guard(position: number, id = GUARD): WriteOp {
+function guard(position: number, fields: Record<string, unknown> = {}): WriteOp {
   return {
     updateOne: {
-      filter: { _id: id, position: { $lte: position } },
-      update: { $set: { position } },
+      filter: { _id: GUARD, position: { $lte: position } },
+      update: { $set: { ...fields, position } },
       upsert: true,
     },
   };
@@ -129,8 +157,12 @@ async function restoreWorkingSet<D extends Doc>(
   const { name, readStore, logger } = options;
   for (;;) {
     const checkpoint = await readStore.getCheckpoint(name);
+    if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.upgrade?.from) {
+      await upgradeWorkingSet(options, c, checkpoint);
+      continue;
+    }
     if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
-      const documents = await loadWorkingSet(options, c);
+      const documents = options.restoreFrom ? await options.restoreFrom(c) : await loadWorkingSet(options, c);
       return { position: checkpoint.position, events: checkpoint.events, documents };
     }
     const changed = checkpoint !== undefined && checkpoint.version !== options.version;
@@ -140,13 +172,15 @@ async function restoreWorkingSet<D extends Doc>(
         'working state of another version discarded: rebuilt from the events',
       );
     }
-    const ops: WriteOp[] = changed ? await discarded(options, c) : [guard(0, options.guard)];
+    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
     const updated_at = options.clock.now().toISOString();
     try {
       await readStore.commit({
         writes: [{ collection: c as Collection, ops }],
         checkpoints: [{ name, checkpoint: { position: 0, events: 0, updated_at, version: options.version } }],
       });
+      // An owner that reads its documents itself gets the collection it will read them from.
+      await options.restoreFrom?.(c);
       return { position: 0, events: 0, documents: 0 };
     } catch (err) {
       const stored = await readStore.getCheckpoint(name);
@@ -156,42 +190,62 @@ async function restoreWorkingSet<D extends Doc>(
 }
 
 /**
- * The deletes of a working set of another version: every document, or (`owns`, several followers
- * sharing the collection) only this follower's, so that one's rebuild never deletes another's.
+ * Copies the documents of the version `upgrade.from` through `upgrade.document` into a new collection
+ * with the declared indexes (an index is never built over a live collection's documents), which
+ * replaces the old one together with the checkpoint of this version: the working set is upgraded at
+ * the cost of its documents, not rebuilt from the first event.
  */
-async function discarded<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
-  const { owns } = options;
-  if (!owns) return [{ deleteMany: { filter: {} } }];
-  // Its guard too: the rebuild commits from the first event again.
-  const ops: WriteOp[] = [{ deleteOne: { filter: { _id: options.guard ?? GUARD } } }];
-  await eachDocument(c, (doc) => {
-    const key = String(doc._id);
-    if (!key.startsWith('$') && owns(key)) ops.push({ deleteOne: { filter: { _id: doc._id } } });
-  });
-  return ops;
-}
-
-/** Calls `visit` with every stored document, page by page. */
-async function eachDocument<D extends Doc>(c: Collection<D>, visit: (doc: D) => void): Promise<void> {
+async function upgradeWorkingSet<D extends Doc>(
+  options: DurableFollowerOptions<D>,
+  c: Collection<D>,
+  checkpoint: Checkpoint,
+): Promise<void> {
+  const { readStore, upgrade, logger } = options;
+  if (!upgrade) return;
+  const shadow = await readStore.createShadow<D>(options.collection, options.indexes);
+  let fields: Record<string, unknown> = {};
+  let documents = 0;
   for (let after: unknown[] | undefined; ; ) {
     const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
-    for (const doc of page) visit(doc);
-    if (page.length < PAGE) return;
+    const upgraded = page
+      .filter((doc) => !String(doc._id).startsWith('$'))
+      .map((doc) => upgrade.document(doc));
+    fields = upgrade.summary(upgraded, fields);
+    documents += upgraded.length;
+    if (upgraded.length > 0) {
+      await shadow.bulkWrite(
+        upgraded.map((doc) => ({ replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } })),
+      );
+    }
+    if (page.length < PAGE) break;
     after = [page[page.length - 1]._id];
   }
+  await shadow.bulkWrite([guard(checkpoint.position, fields) as WriteOp<D>]);
+  const updated_at = options.clock.now().toISOString();
+  await readStore.promote(
+    [shadow as Collection],
+    [{ name: options.name, checkpoint: { ...checkpoint, updated_at, version: options.version } }],
+  );
+  logger?.info(
+    { follower: options.name, from: upgrade.from, version: options.version, documents },
+    'working state upgraded in place',
+  );
 }
 
 /** Hands every stored document back to the owner, page by page; answers how many there were. */
 async function loadWorkingSet<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
   let documents = 0;
-  await eachDocument(c, (doc) => {
-    // Guards and the like: an item's key never starts with `$`.
-    const key = String(doc._id);
-    if (key.startsWith('$') || (options.owns && !options.owns(key))) return;
-    options.restore(doc);
-    documents += 1;
-  });
-  return documents;
+  for (let after: unknown[] | undefined; ; ) {
+    const page = await c.find({}, { sort: [['_id', 1]], limit: PAGE, after });
+    for (const doc of page) {
+      // Guards and the like: an item's key never starts with `$`.
+      if (String(doc._id).startsWith('$')) continue;
+      options.restore(doc);
+      documents += 1;
+    }
+    if (page.length < PAGE) return documents;
+    after = [page[page.length - 1]._id];
+  }
 }
 
 /**
@@ -206,21 +260,27 @@ async function storeChanges<D extends Doc>(
   at: { position: number; events: number },
 ): Promise<'stored' | 'ahead' | 'failed'> {
   const { name, readStore, logger } = options;
-  const ops: WriteOp[] = [guard(at.position, options.guard)];
+  const saved = new Map<string, D | null>();
+  const ops: WriteOp[] = [];
   for (const key of keys) {
     const doc = options.save(key);
+    if (doc === undefined) continue;
+    saved.set(key, doc);
     ops.push(
       doc
         ? { replaceOne: { filter: { _id: key }, replacement: doc, upsert: true } }
         : { deleteOne: { filter: { _id: key } } },
     );
   }
+  // Taken with the documents: the summary and the documents it sums are of one moment.
+  ops.unshift(guard(at.position, options.guardFields?.()));
   const updated_at = options.clock.now().toISOString();
   try {
     await readStore.commit({
       writes: [{ collection: c as Collection, ops }],
       checkpoints: [{ name, checkpoint: { ...at, updated_at, version: options.version } }],
     });
+    options.committed?.(saved);
     return 'stored';
   } catch (err) {
     const stored = await readStore.getCheckpoint(name).catch(() => undefined);
@@ -229,6 +289,7 @@ async function storeChanges<D extends Doc>(
         { follower: name, position: at.position, stored: stored.position },
         'another follower is ahead',
       );
+      options.committed?.(saved);
       return 'ahead';
     }
     logger?.error(
@@ -351,7 +412,7 @@ export function createDurableFollower<D extends Doc>(options: DurableFollowerOpt
       if (started || stopped) return;
       started = true;
       try {
-        const c = await readStore.collection<D>(options.collection);
+        const c = await readStore.collection<D>(options.collection, options.indexes);
         const from = await restoreWorkingSet(options, c);
         events = from.events;
         resumed = { position: from.position, documents: from.documents };

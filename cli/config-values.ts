@@ -176,6 +176,15 @@ export const sandboxSize = parsed((raw) => {
     : problem(`expected a number of stores from 1 to ${MAX_SANDBOX_SIZE}, got ${quote(raw)}`);
 });
 
+/** `PDS_WEBHOOK_QUEUE_WINDOW`: at least one queue held, or no webhook would ever leave. */
+export const QUEUE_WINDOW_LIMIT = 10_000_000;
+export const queueWindow = parsed((raw) => {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return n >= 1 && n <= QUEUE_WINDOW_LIMIT
+    ? n
+    : problem(`expected a whole number of queues from 1 to ${QUEUE_WINDOW_LIMIT}, got ${quote(raw)}`);
+});
+
 /** `PDS_WEBHOOK_MAX_IN_FLIGHT`: at least one request, or no webhook would ever leave. */
 export const MAX_IN_FLIGHT_LIMIT = 65_536;
 export const maxInFlight = parsed((raw) => {

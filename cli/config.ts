@@ -10,6 +10,7 @@ import { type KeyObject, randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { storesOutsideDataDir } from './config-stores.ts';
 import {
   backupKeep,
   ConfigError,
@@ -36,6 +37,7 @@ import {
   parseSecretKey,
   port,
   positiveDuration,
+  queueWindow,
   readStoreUrl,
   retrySchedule,
   sandboxSize,
@@ -111,6 +113,8 @@ export interface Config {
   /** Delivery workers: role `all`'s threads, dispatchers' leased shards (docs/webhooks.md, "Scale"). */
   webhookDeliveryThreads: number;
   webhookDeliveryShards: number;
+  /** `PDS_WEBHOOK_QUEUE_WINDOW`: delivery queues the worker holds in memory (docs/webhooks.md, "Scale"). */
+  webhookQueueWindow: number;
   allowPrivateWebhookUrls: boolean;
   /** How long an `Idempotency-Key` binds its request and answer (docs/operations.md, "Retention"). */
   idempotencyTtlMs: number;
@@ -199,6 +203,7 @@ const envSchema = z.object({
   PDS_WEBHOOK_MAX_IN_FLIGHT: maxInFlight.optional(),
   PDS_WEBHOOK_DELIVERY_THREADS: deliveryThreads.optional(),
   PDS_WEBHOOK_DELIVERY_SHARDS: deliveryShards.optional(),
+  PDS_WEBHOOK_QUEUE_WINDOW: queueWindow.optional(),
   PDS_ALLOW_PRIVATE_WEBHOOK_URLS: flag.optional(),
   PDS_IDEMPOTENCY_TTL: positiveDuration.optional(),
   PDS_DELIVERY_LOG_RETENTION: deliveryLogRetention.optional(),
@@ -235,6 +240,7 @@ export const DEFAULTS = {
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   webhookMaxInFlight: 256,
   webhookDeliveryShards: 16,
+  webhookQueueWindow: 10_000,
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
   alertOldestQueued: '15m',
@@ -353,6 +359,7 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
     webhookMaxInFlight: v.PDS_WEBHOOK_MAX_IN_FLIGHT ?? DEFAULTS.webhookMaxInFlight,
     webhookDeliveryThreads: v.PDS_WEBHOOK_DELIVERY_THREADS ?? defaultDeliveryThreads(),
     webhookDeliveryShards: v.PDS_WEBHOOK_DELIVERY_SHARDS ?? DEFAULTS.webhookDeliveryShards,
+    webhookQueueWindow: v.PDS_WEBHOOK_QUEUE_WINDOW ?? DEFAULTS.webhookQueueWindow,
     allowPrivateWebhookUrls: v.PDS_ALLOW_PRIVATE_WEBHOOK_URLS ?? embedded,
     idempotencyTtlMs: v.PDS_IDEMPOTENCY_TTL ?? parseDuration(DEFAULTS.idempotencyTtl),
     deliveryLogRetentionMs: v.PDS_DELIVERY_LOG_RETENTION ?? parseDuration(DEFAULTS.deliveryLogRetention),
@@ -378,26 +385,6 @@ export function parseConfig(env: Env, terminal: Terminal = {}): Config {
     ]);
   }
   return config;
-}
-
-/**
- * The variables naming a store of the embedded deployment that is not a file in the data dir: a
- * backup copies the data dir, and such a store would be left out of it (docs/operations.md,
- * "Backups"). A read store in memory is rebuilt from the log and needs no copy; a key store that is
- * not a file of the data dir (a file elsewhere, a MongoDB collection) holds keys a backup would lack.
- */
-export function storesOutsideDataDir(
-  config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'readStoreUrl' | 'dispatcherStoreUrl' | 'keyStoreUrl'>,
-): string[] {
-  const elsewhere = (url: string) =>
-    url.startsWith('sqlite:') && path.dirname(path.resolve(url.slice('sqlite:'.length))) !== config.dataDir;
-  const stores: [string, boolean][] = [
-    ['PDS_EVENT_STORE', elsewhere(config.eventStoreUrl)],
-    ['PDS_READ_STORE', elsewhere(config.readStoreUrl)],
-    ['PDS_DISPATCHER_STORE', elsewhere(config.dispatcherStoreUrl)],
-    ['PDS_KEY_STORE', elsewhere(config.keyStoreUrl) || !config.keyStoreUrl.startsWith('sqlite:')],
-  ];
-  return stores.filter(([, outside]) => outside).map(([name]) => name);
 }
 
 /**

@@ -9,7 +9,7 @@ import { isMainThread } from 'node:worker_threads';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { createDeliveryWorker, type DeliveryWorker } from '../dispatcher/delivery-worker.ts';
 import { createLeasedDeliveries } from '../dispatcher/leased-deliveries.ts';
-import type { Shard } from '../dispatcher/shards.ts';
+import { type Shard, shardWindow } from '../dispatcher/shards.ts';
 import type { InFlightBudget } from '../dispatcher/slots.ts';
 import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatcher/subscription-tracker.ts';
 import { type Clock, systemClock } from '../domain/clock.ts';
@@ -85,6 +85,8 @@ function workerFactory(ctx: ServiceContext, parts: WorkerParts) {
       timeoutMs: ctx.config.webhookTimeoutMs,
       scheduleMs: ctx.config.webhookRetryScheduleMs,
       maxInFlight,
+      // PDS_WEBHOOK_QUEUE_WINDOW is the process's: each of the layout's shard workers holds its part.
+      queueWindow: shardWindow(ctx.config.webhookQueueWindow, shard?.count ?? 1),
       shard,
       dispatcherId,
       logger: ctx.logger.child({

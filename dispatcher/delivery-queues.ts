@@ -3,12 +3,16 @@
  * holding a delivery neither delivered nor parked, each folded from its stream
  * (`webhookdelivery-<webhook_id>_<cart_uuid>`) with the delivery queue's decider. A queue whose
  * deliveries are all settled leaves the set; a redelivery of one of them reads its stream again.
+ *
+ * At most `window` queues are held (docs/webhooks.md, "Scale"); the others are cold, their documents
+ * the only copy (`dispatcher/cold-queues.ts`): an event of a cold queue is applied to its document,
+ * and a queue that does not fit the window goes cold.
  */
 import { domainEventOf, readState, type StreamState } from '../application/read-state.ts';
 import type { EventRegistry } from '../domain/events.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
-import type { Doc } from '../projections/read-store.ts';
+import { ColdQueues, type DeliveryQueueDoc, earliest, queueDocument, waitingSince } from './cold-queues.ts';
 
 /** A queue's whole stream as read and folded (`readState`). */
 export type StoredQueue = StreamState<delivery.DeliveryQueueState>;
@@ -24,18 +28,11 @@ export interface Queue {
   correlation: Map<string, string>;
   /** An attempt of the queue is under way. */
   busy: boolean;
+  /** Deliveries of it counted with the cold queues: those of the cold document it was read from. */
+  cold: number;
 }
 
-/** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
-export interface DeliveryQueueDoc extends Doc {
-  _id: string;
-  revision: number;
-  /** Global position of the queue's event at `revision`. */
-  position: number;
-  deliveries: delivery.Delivery[];
-  /** Correlation id of each delivery, by delivery id. */
-  correlation: Record<string, string>;
-}
+export type { DeliveryQueueDoc } from './cold-queues.ts';
 
 export interface PendingSummary {
   /** Deliveries neither delivered nor parked. */
@@ -63,44 +60,61 @@ export class DeliveryQueues {
   private readonly onChanged: (stream: string) => void;
   /** Told of a queue that left the working set: nothing of it is due any more. */
   private readonly onDropped: (stream: string) => void;
+  /** Told of a queue that went cold, and when it is due (null: never). */
+  private readonly onCold: (dueAt: string | null) => void;
+  /** Most queues held. */
+  readonly window: number;
+  readonly cold: ColdQueues;
 
   constructor(options: {
     store: EventStore;
     registry: EventRegistry;
+    /** The cold queues' documents (none by default: every queue held). */
+    cold?: ColdQueues;
+    /** Most queues held. Default: no bound. */
+    window?: number;
     onChanged: (stream: string) => void;
     onDropped: (stream: string) => void;
+    onCold?: (dueAt: string | null) => void;
   }) {
     this.store = options.store;
     this.registry = options.registry;
+    this.cold = options.cold ?? new ColdQueues();
+    this.window = options.window ?? Number.POSITIVE_INFINITY;
     this.onChanged = options.onChanged;
     this.onDropped = options.onDropped;
+    this.onCold = options.onCold ?? (() => {});
   }
 
-  /** Takes back a stored queue at start. */
+  /** Takes a stored queue into the window (at start, or when it falls due): counted as held now. */
   restore(doc: DeliveryQueueDoc): Queue {
-    const queue: Queue = {
-      stream: doc._id,
-      revision: doc.revision,
-      position: doc.position,
-      state: { exists: true, deliveries: doc.deliveries },
-      correlation: new Map(Object.entries(doc.correlation)),
-      busy: false,
-    };
+    const queue = fromDocument(doc);
+    this.cold.take(doc._id, doc.deliveries.length, true);
+    queue.cold = 0;
     this.held.set(queue.stream, queue);
     return queue;
   }
 
-  /** The document to store for a queue, or null when it left the working set. */
-  save(stream: string): DeliveryQueueDoc | null {
+  /** Whether the window has room for another queue. */
+  hasRoom(): boolean {
+    return this.held.size < this.window;
+  }
+
+  /**
+   * The document to store for a queue: null when it left the working set, undefined when the stored
+   * one stands (a cold queue not changed here).
+   */
+  save(stream: string): DeliveryQueueDoc | null | undefined {
     const queue = this.held.get(stream);
-    if (!queue?.state.exists) return null;
-    return {
-      _id: stream,
-      revision: queue.revision,
-      position: queue.position,
-      deliveries: queue.state.deliveries,
-      correlation: Object.fromEntries(queue.correlation),
-    };
+    if (!queue) return this.cold.save(stream);
+    if (!queue.state.exists) return null;
+    return queueDocument(
+      stream,
+      queue.revision,
+      queue.position,
+      queue.state.deliveries,
+      Object.fromEntries(queue.correlation),
+    );
   }
 
   /**
@@ -110,7 +124,10 @@ export class DeliveryQueues {
    * (docs/read-side.md, "Own appends").
    */
   knows(stream: string, position: number): boolean {
-    const reflected = this.held.get(stream)?.position ?? this.droppedAhead.get(stream)?.position;
+    const reflected =
+      this.held.get(stream)?.position ??
+      this.droppedAhead.get(stream)?.position ??
+      this.cold.position(stream);
     return reflected !== undefined && reflected >= position;
   }
 
@@ -139,11 +156,16 @@ export class DeliveryQueues {
       // Written by this worker (or read) before the queue left the working set: known already.
       if (gone && event.revision <= gone.revision) return undefined;
       this.droppedAhead.delete(event.streamId);
-      // Events of deliveries all settled change nothing; a new delivery or a redelivery does.
-      if (event.type !== 'WebhookDeliveryScheduled' && event.type !== 'WebhookRedeliveryRequested') {
-        return undefined;
+      const doc = await this.cold.get(event.streamId);
+      // Taken into the window while its document was read.
+      queue = this.held.get(event.streamId) ?? (doc ? fromDocument(doc) : undefined);
+      if (!queue) {
+        // Events of deliveries all settled change nothing; a new delivery or a redelivery does.
+        if (event.type !== 'WebhookDeliveryScheduled' && event.type !== 'WebhookRedeliveryRequested') {
+          return undefined;
+        }
+        queue = emptyQueue(event.streamId, event.revision);
       }
-      queue = emptyQueue(event.streamId, event.revision);
     }
     if (event.revision <= queue.revision) return undefined; // written by this worker, applied already
     const data = event.data as { delivery_id?: string };
@@ -158,7 +180,8 @@ export class DeliveryQueues {
       this.evolve(queue, event);
     }
     this.keepOrDrop(queue);
-    return queue;
+    // A cold queue has no timer of its own: the window's fill finds it when it is due.
+    return this.held.get(queue.stream) === queue ? queue : undefined;
   }
 
   /** Applies the events this worker appended to a queue (at revisions from `first`). */
@@ -181,12 +204,18 @@ export class DeliveryQueues {
     this.onChanged(queue.stream);
   }
 
-  /** The queue held for `stream`, or one as its whole stream was read and folded (not held yet). */
-  heldOr(stream: string, stored: StoredQueue): Queue {
+  /**
+   * The queue held for `stream`, or one as its whole stream was read and folded (not held yet), its
+   * cold document's deliveries (when it has one) counted as cold still.
+   */
+  async heldOr(stream: string, stored: StoredQueue): Promise<Queue> {
     const held = this.held.get(stream);
     if (held) return held;
-    const queue = emptyQueue(stream, 0);
-    this.adopt(queue, stored);
+    const doc = await this.cold.get(stream);
+    const heldNow = this.held.get(stream);
+    if (heldNow) return heldNow;
+    const queue = doc ? fromDocument(doc) : emptyQueue(stream, 0);
+    if (queue.revision < stored.revision) this.adopt(queue, stored);
     return queue;
   }
 
@@ -223,30 +252,64 @@ export class DeliveryQueues {
     this.prune(queue);
   }
 
-  /** Keeps the queue in the working set while it holds an unsettled delivery (and while it is worked). */
+  /**
+   * Keeps the queue in the working set while it holds an unsettled delivery (and while it is worked),
+   * or cold when the window is full and the queue is not worked; a settled one leaves both.
+   */
   keepOrDrop(queue: Queue): void {
     this.onChanged(queue.stream);
+    const held = this.held.get(queue.stream);
     if (queue.busy || delivery.head(queue.state)) {
+      if (held === undefined && !queue.busy && !this.hasRoom()) {
+        this.cool(queue);
+        return;
+      }
+      if (held !== queue) this.cold.take(queue.stream, queue.cold, false);
+      queue.cold = 0;
       this.held.set(queue.stream, queue);
       return;
     }
-    if (this.held.get(queue.stream) === queue) this.held.delete(queue.stream);
+    if (held === queue) this.held.delete(queue.stream);
+    // Its document, stored as held or cold, is deleted with the next commit.
+    if (held === queue || held === undefined) this.cold.settle(queue.stream, queue.cold);
+    queue.cold = 0;
+    this.dropped(queue);
+  }
+
+  /** A held queue waiting for a later time leaves the window for a due one: its document is its copy. */
+  evict(queue: Queue): void {
+    if (queue.busy || this.held.get(queue.stream) !== queue) return;
+    this.held.delete(queue.stream);
+    this.onChanged(queue.stream);
+    this.cool(queue);
+  }
+
+  /** The queue goes cold: written with the next commit, no timer or ready-list entry of its own. */
+  private cool(queue: Queue): void {
+    this.cold.put(queue, queue.cold);
+    queue.cold = 0;
+    this.dropped(queue);
+    this.onCold(delivery.headDueAt(queue.state));
+  }
+
+  /** The queue is held no more: the log's events of it up to its position are known already. */
+  private dropped(queue: Queue): void {
     this.onDropped(queue.stream);
     if (queue.position > this.followed) {
       this.droppedAhead.set(queue.stream, { revision: queue.revision, position: queue.position });
     }
   }
 
+  /** Deliveries neither delivered nor parked, held and cold. */
   pending(): PendingSummary {
-    let depth = 0;
-    let oldest: string | null = null;
+    let depth = this.cold.coldDepth();
+    let oldest: string | null = this.cold.oldest();
     for (const queue of this.held.values()) {
       if (!queue.state.exists) continue;
       for (const d of queue.state.deliveries) {
         depth += 1;
         // Aged from its last redelivery as the admin API ages it (docs/operations.md, "Health").
-        const since = d.queued_since ?? d.scheduled_at;
-        if (oldest === null || Date.parse(since) < Date.parse(oldest)) oldest = since;
+        oldest = earliest(oldest, waitingSince(d));
       }
     }
     return { depth, oldestQueuedSince: oldest };
@@ -276,9 +339,22 @@ function noteCorrelation(queue: Queue, event: RecordedEvent): void {
   queue.correlation.set((event.data as { delivery_id: string }).delivery_id, event.metadata.correlation_id);
 }
 
+/** A cold queue as its document stores it (not held). */
+function fromDocument(doc: DeliveryQueueDoc): Queue {
+  return {
+    stream: doc._id,
+    revision: doc.revision,
+    position: doc.position,
+    state: { exists: true, deliveries: doc.deliveries },
+    correlation: new Map(Object.entries(doc.correlation)),
+    busy: false,
+    cold: doc.deliveries.length,
+  };
+}
+
 /**
- * A queue the worker does not hold, as of the event before `revision`: no unsettled delivery (it
- * would be held), so an empty one. Not yet in the working set.
+ * A queue the worker does not hold, as of the event before `revision`: no document (it would be held
+ * or cold), so no unsettled delivery: an empty one. Not yet in the working set.
  */
 function emptyQueue(stream: string, revision: number): Queue {
   return {
@@ -288,5 +364,6 @@ function emptyQueue(stream: string, revision: number): Queue {
     state: revision === 0 ? delivery.decider.initialState : { exists: true, deliveries: [] },
     correlation: new Map(),
     busy: false,
+    cold: 0,
   };
 }

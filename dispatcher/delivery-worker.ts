@@ -42,10 +42,12 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
+import { UPGRADED_FROM } from './cold-queues.ts';
 import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
-import { type DeliveryQueueDoc, DeliveryQueues, type PendingSummary, type Queue } from './delivery-queues.ts';
+import type { DeliveryQueueDoc, DeliveryQueues, PendingSummary, Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
 import { createQueueRuns, subscriptionOf } from './queue-runs.ts';
+import { createWindowedQueues } from './queue-window.ts';
 import { scheduleOnQueue } from './schedule-delivery.ts';
 import { scheduleElsewhere } from './schedule-elsewhere.ts';
 import { createScheduler } from './scheduler.ts';
@@ -56,11 +58,14 @@ import type { SubscriptionTracker } from './subscription-tracker.ts';
 export type { DeliveryWorkerStats } from './delivery-attempt.ts';
 export type { DeliveryQueueDoc, PendingSummary } from './delivery-queues.ts';
 
-/** The worker's durable working set: its checkpoint name, collection, and the documents' shape. */
+/**
+ * The worker's durable working set: its checkpoint name, collection, and the documents' shape
+ * (version 2: `due_at` and `queued_since`, indexed; the documents of version 1 are upgraded in place).
+ */
 export const DELIVERY_FOLLOWER = {
   name: 'webhook-delivery-worker',
   collection: 'webhook_delivery_queues',
-  version: '1',
+  version: '2',
 } as const;
 
 export interface DeliveryWorkerOptions {
@@ -94,6 +99,11 @@ export interface DeliveryWorkerOptions {
    * the other workers of its process (`slots.ts`). Default 256.
    */
   maxInFlight?: number | InFlightBudget;
+  /**
+   * Queues held in memory; the others wait in the store. Default 10,000. A shard's worker gets its part
+   * of `PDS_WEBHOOK_QUEUE_WINDOW` (`shardWindow`, dispatcher/shards.ts).
+   */
+  queueWindow?: number;
   /** Upper bound on a receiver's `Retry-After`. Default 24 h. */
   maxRetryAfterMs?: number;
   /** How long an attempt may be in flight before another dispatcher records it as interrupted. */
@@ -119,7 +129,7 @@ export interface DeliveryWorker {
   schedule(request: ScheduleRequest): Promise<boolean>;
   /** Resolves when every delivery event that existed at start is applied (timers restored). */
   readonly caughtUp: Promise<void>;
-  /** Queues held (the working set: queues with a delivery neither delivered nor parked). */
+  /** Queues held in memory (at most the window; the other queues with a pending delivery are cold). */
   queues(): number;
   /** Where the last start resumed: the checkpoint (0: the first event) and the queues restored. */
   resumed(): { position: number; documents: number };
@@ -183,9 +193,27 @@ async function startShard(
   parts: { shard: Shard; follower: DurableFollower; stopped(): boolean },
 ) {
   const { readStore, clock, logger } = options;
-  await takeLayout({ ...DELIVERY_FOLLOWER, readStore, count: parts.shard.count, clock, logger });
+  await takeLayout({
+    ...DELIVERY_FOLLOWER,
+    upgrade: { from: UPGRADED_FROM },
+    readStore,
+    count: parts.shard.count,
+    clock,
+    logger,
+  });
   if (parts.stopped()) throw new Error('the delivery worker stopped before it caught up');
   await parts.follower.start();
+}
+
+/** What a shard's worker follows, and where it keeps its working set and checkpoint. */
+function followed(options: DeliveryWorkerOptions, shard: Shard) {
+  const { store, readStore, clock, logger, supervisor } = options;
+  return {
+    ...DELIVERY_FOLLOWER,
+    ...shardCheckpoint(DELIVERY_FOLLOWER, shard),
+    ...{ store, readStore, clock, logger, supervisor },
+    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+  };
 }
 
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
@@ -207,16 +235,26 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const owns = ownsStream(shard);
   const layout = Promise.withResolvers<void>();
 
-  const follower = createDurableFollower<DeliveryQueueDoc>({
-    ...DELIVERY_FOLLOWER,
-    ...shardCheckpoint(DELIVERY_FOLLOWER.name, shard),
-    owns,
+  const { queues, window, stored } = createWindowedQueues({
     store,
-    readStore: options.readStore,
-    clock,
-    filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
+    registry,
+    window: options.queueWindow ?? 10_000,
+    scheduler,
+    now,
+    reschedule,
+    stopped: () => stopped,
+    errorRetryMs: options.errorRetryMs ?? 5_000,
     logger,
-    supervisor: options.supervisor,
+    changed: (stream) => follower.changed(stream),
+    dropped(stream) {
+      scheduler.cancel(stream);
+      const key = subscriptionOf(stream);
+      if (key) slots.forget(key, stream);
+    },
+  });
+  const follower = createDurableFollower<DeliveryQueueDoc>({
+    ...followed(options, shard),
+    ...stored,
     restore: (doc) => reschedule(queues.restore(doc)),
     async apply(batch) {
       // Other shards' queues are skipped before they are folded.
@@ -231,19 +269,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       }
       // While restoring, a queue's later events may be in a later batch: start once caught up.
       if (restored) startDue();
-    },
-    save: (stream) => queues.save(stream),
-    known: (stream, position) => queues.knows(stream, position),
-    passed: (position) => queues.followedTo(position),
-  });
-  const queues = new DeliveryQueues({
-    store,
-    registry,
-    onChanged: (stream) => follower.changed(stream),
-    onDropped: (stream) => {
-      scheduler.cancel(stream);
-      const key = subscriptionOf(stream);
-      if (key) slots.forget(key, stream);
     },
   });
   const slots = createSlots(
@@ -271,13 +296,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const caughtUp = Promise.all([layout.promise, follower.caughtUp]).then(() => {
     restored = true;
     startDue();
+    window.ready();
     warmUp = setTimeout(() => void loadHttpClient(), 1_000).unref();
   });
   // A rejection nobody awaits must not crash the process; the component reports it.
   caughtUp.catch(() => {});
 
   function reschedule(queue: Queue): void {
-    if (stopped || queue.busy) return;
+    // A cold queue has no timer of its own (dispatcher/queue-window.ts).
+    if (stopped || queue.busy || queues.held.get(queue.stream) !== queue) return;
     const due = delivery.headDueAt(queue.state);
     const key = subscriptionOf(queue.stream);
     const waiting = key !== undefined && slots.has(key, queue.stream);
@@ -298,6 +325,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       else void work(queue.stream);
       return;
     }
+    // Waiting for a later time: its room goes to cold queues due sooner, if any.
+    if (window.yieldsTo(queue, at)) return;
     if (scheduler.dueAt(queue.stream)?.getTime() === at.getTime()) return;
     scheduler.schedule(queue.stream, at, () => work(queue.stream));
   }
@@ -332,6 +361,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       scheduler.stop();
       // Attempts under way are sent and recorded (bounded by the webhook timeout); no new one starts.
       await settled();
+      await window.idle();
       await follower.stop();
     },
   };

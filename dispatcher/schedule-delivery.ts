@@ -45,9 +45,11 @@ export async function scheduleOnQueue(
     const stored = await readState(ctx.store, ctx.registry, stream, delivery.decider);
     const scheduled = delivery.decider.decide(command, stored.state);
     if (scheduled.length === 0) return { written: false };
-    const queue = ctx.queues.heldOr(stream, stored);
+    const queue = await ctx.queues.heldOr(stream, stored);
+    // A queue that would not fit the window goes cold: its first attempt waits for a fill.
+    const fits = ctx.queues.held.get(stream) === queue || ctx.queues.hasRoom();
     const start =
-      mayStart && !queue.busy
+      mayStart && fits && !queue.busy
         ? headStart(ctx, subscriptions, scheduled.reduce(delivery.decider.evolve, stored.state), command.at)
         : undefined;
     if (start) {

@@ -12,6 +12,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import { ColdQueues, type DeliveryQueueDoc, QUEUE_INDEXES } from '../dispatcher/cold-queues.ts';
+import { DELIVERY_FOLLOWER } from '../dispatcher/delivery-worker.ts';
 import {
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
@@ -216,3 +218,40 @@ test("the queued deliveries of a page's queues and a subscription's delivery que
     );
   }
 });
+
+// Serial: the statements are observed process-wide, and the other tests' checks are of their own.
+test.serial(
+  "the delivery worker's cold queues are found by indexes: the due ones in due order, the oldest waiting, one by id",
+  async (t) => {
+    const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
+    const unobserve = observeQueries((sql, _params, bounded, explain) => {
+      plans.push({ sql, plan: explain(), bounded });
+    });
+    t.teardown(unobserve);
+    const store = openSqliteReadStore(':memory:');
+    t.teardown(() => store.close());
+    const queues = await store.collection<DeliveryQueueDoc>(DELIVERY_FOLLOWER.collection, QUEUE_INDEXES);
+    const cold = new ColdQueues();
+    cold.attach(queues, await ColdQueues.storedPending(queues));
+    plans.length = 0;
+    await cold.due(new Date(), 10, () => false);
+    await cold.refreshOldest();
+    await cold.get(
+      'webhookdelivery-aaaaaaaa-0000-4000-8000-000000000001_cccccccc-0000-4000-8000-000000000001',
+    );
+    t.true(plans.length >= 3, `${plans.length} statements`);
+    const failures = plans.flatMap(({ sql, plan, bounded }) => {
+      const bad = problems(plan, bounded, sql);
+      return bad.length > 0 ? [`${sql}\n  ${bad.join('\n  ')}`] : [];
+    });
+    t.deepEqual(failures, [], failures.join('\n\n'));
+    // The walks are of the indexes on due_at and queued_since, not the collection in _id order.
+    const walks = plans.filter(({ sql }) => /ORDER BY/.test(sql));
+    t.is(walks.length, 2);
+    for (const { sql, plan } of walks)
+      t.true(
+        plan.some((line) => /USING INDEX|USING COVERING INDEX|_i[01]/.test(line)),
+        `${sql}\n${plan.join('\n')}`,
+      );
+  },
+);

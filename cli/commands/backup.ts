@@ -18,7 +18,7 @@ import { ledgerBeside, RestoreRefused, restoreBackup } from '../backup/restore.t
 import { takeBackup } from '../backup/take.ts';
 import { BackupNotFound, verifyBackup } from '../backup/verify.ts';
 import { CliError, EXIT, table } from '../client.ts';
-import { storesOutsideDataDir } from '../config.ts';
+import { storesOutsideDataDir } from '../config-stores.ts';
 import { commandConfig, printJson } from '../options.ts';
 import { plural } from '../terminal.ts';
 import { runClientCommand } from './run.ts';

@@ -1,7 +1,7 @@
 /**
  * The pending webhook bodies the embedded dispatcher store (`dispatcher.db`) keeps in its working
- * state (`webhook_delivery_queues`), for `pds customers protect` (`application/customer-data-protection.ts`;
- * docs/operations.md, "Customer data"): a delivery scheduled before sealing keeps its body there in
+ * state (`webhook_delivery_queues`, or `webhook_delivery_queues_<i>_of_<K>` for delivery shards), for
+ * `pds customers protect` (`application/customer-data-protection.ts`; docs/operations.md, "Customer data"): a delivery scheduled before sealing keeps its body there in
  * plain text, and a retry would send it as it is, also after an erasure. Only a delivery's `body`
  * changes, each document in one short transaction with `secure_delete`, and a document the
  * dispatcher changed meanwhile is left for the next run. The dispatcher of a running service keeps its
@@ -14,6 +14,8 @@ import { rebuildAndTruncate } from './rebuild.ts';
 import { q } from './sql.ts';
 
 const QUEUES = 'webhook_delivery_queues';
+/** The collection of shard i of K (`dispatcher/shards.ts`, `shardCheckpoint`). */
+const SHARD_QUEUES = `${QUEUES}_[0-9]*_of_[0-9]*`;
 
 interface QueueDoc {
   deliveries?: Array<{ delivery_id: string; body: string }>;
@@ -28,7 +30,9 @@ export function openDeliveryBodies(file: string): DeliveryBodies | null {
     .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pds_collections'")
     .get();
   const tables = known
-    ? (db.prepare('SELECT physical FROM pds_collections WHERE name = ?').all(QUEUES) as Array<{
+    ? (db
+        .prepare('SELECT physical FROM pds_collections WHERE name = ? OR name GLOB ?')
+        .all(QUEUES, SHARD_QUEUES) as Array<{
         physical: string;
       }>)
     : [];

@@ -14,7 +14,16 @@ import { manualClock } from '../../domain/clock.ts';
 type ManualClock = ReturnType<typeof manualClock>;
 
 import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
-import { FENCED, fnv1a, LAYOUT, type Shard, shardOf, takeLayout } from '../../dispatcher/shards.ts';
+import {
+  FENCED,
+  fnv1a,
+  LAYOUT,
+  LAYOUT_COLLECTION,
+  type Shard,
+  shardCheckpoint,
+  shardOf,
+  takeLayout,
+} from '../../dispatcher/shards.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
 import type { Checkpoint } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
@@ -203,13 +212,15 @@ test('1 → 2 → 3 → 1 workers across restarts: every pending delivery is del
   for (const revisions of revisionsByQueue(afterOutage).values()) t.deepEqual(revisions, [1, 2, 3]);
 });
 
-test('a new layout resumes every shard from the lowest checkpoint of the previous one, changed once however many workers start at once', async (t) => {
+test('a new layout resumes every shard from the lowest checkpoint of the previous one, in a collection of its own, changed once however many workers start at once', async (t) => {
   const readStore = openSqliteReadStore(':memory:');
   t.teardown(() => readStore.close());
   const clock = manualClock(new Date());
   const base = { name: 'webhook-delivery-worker', version: '1', updated_at: clock.now().toISOString() };
   const layout = (count: number) =>
     takeLayout({ readStore, collection: 'webhook_delivery_queues', ...base, count, clock });
+  const guardOf = async (collection: string) =>
+    (await readStore.collection(collection)).findOne({ _id: '$checkpoint' });
   // Two shards stored apart: the second is behind the first.
   t.deepEqual(await layout(2), { changed: true, previous: 1, from: 0 }, 'a first start: nothing to resume');
   await readStore.setCheckpoint('webhook-delivery-worker/1-of-2', { position: 40, events: 9, ...base });
@@ -221,15 +232,23 @@ test('a new layout resumes every shard from the lowest checkpoint of the previou
     [{ changed: true, previous: 2, from: 25 }],
     'one of the three workers changed it',
   );
-  const queues = await readStore.collection('webhook_delivery_queues');
-  for (const part of ['1-of-3', '2-of-3', '3-of-3']) {
-    t.like(await readStore.getCheckpoint(`webhook-delivery-worker/${part}`), { position: 25, version: '1' });
-    t.like(await queues.findOne({ _id: `$checkpoint/${part}` }), { position: 25 });
+  for (const part of ['1_of_3', '2_of_3', '3_of_3']) {
+    t.like(await readStore.getCheckpoint(`webhook-delivery-worker/${part.replaceAll('_', '-')}`), {
+      position: 25,
+      version: '1',
+    });
+    t.like(await guardOf(`webhook_delivery_queues_${part}`), { position: 25, pending_deliveries: 0 });
   }
-  t.like(await queues.findOne({ _id: LAYOUT }), { count: 3 });
-  for (const part of ['1-of-2', '2-of-2'])
+  const layouts = await readStore.collection(LAYOUT_COLLECTION);
+  t.like(await layouts.findOne({ _id: LAYOUT }), { count: 3, draining: null });
+  t.is(
+    await (await readStore.collection('webhook_delivery_queues')).count(),
+    1,
+    'no layout among the queues',
+  );
+  for (const part of ['1_of_2', '2_of_2'])
     t.like(
-      await queues.findOne({ _id: `$checkpoint/${part}` }),
+      await guardOf(`webhook_delivery_queues_${part}`),
       { position: FENCED },
       'the previous layout fenced',
     );
@@ -239,8 +258,8 @@ test('a new layout resumes every shard from the lowest checkpoint of the previou
   await readStore.setCheckpoint('webhook-delivery-worker/3-of-3', { position: 60, events: 1, ...base });
   t.deepEqual(await layout(1), { changed: true, previous: 3, from: 25 });
   t.like(await readStore.getCheckpoint('webhook-delivery-worker'), { position: 25 });
-  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: 25 }, 'fenced at 1 → 2, reset');
-  t.like(await queues.findOne({ _id: '$checkpoint/3-of-3' }), { position: FENCED });
+  t.like(await guardOf('webhook_delivery_queues'), { position: 25 }, 'fenced at 1 → 2, reset');
+  t.like(await guardOf('webhook_delivery_queues_3_of_3'), { position: FENCED });
   t.deepEqual(await layout(1), { changed: false });
 });
 
@@ -257,6 +276,8 @@ test('two layouts at once: a worker of the previous layout still running when a 
   const queues = await old.readStore.collection('webhook_delivery_queues');
   const stored = await until('the failed delivery is stored', () => queues.findOne({ _id: r.stream }));
   const checkpoint = await old.readStore.getCheckpoint('webhook-delivery-worker');
+  const shard = { index: shardOf(hookId, 2), count: 2 };
+  const moved = await old.readStore.collection(shardCheckpoint(DELIVERY_FOLLOWER, shard).collection);
 
   // The new layout's first worker takes it over while the old worker still runs.
   const taken = await takeLayout({
@@ -266,7 +287,12 @@ test('two layouts at once: a worker of the previous layout still running when a 
     clock,
   });
   t.like(taken, { changed: true, previous: 1 });
-  t.like(await queues.findOne({ _id: '$checkpoint' }), { position: FENCED }, 'fenced');
+  t.deepEqual(
+    await queues.find({}),
+    [{ _id: '$checkpoint', position: FENCED }],
+    'only its fenced guard left',
+  );
+  t.deepEqual(await moved.findOne({ _id: r.stream }), stored, 'the document moved to its shard');
 
   // The old worker delivers the head and settles the queue, which would delete its document.
   receiver.setDefault({ status: 200 });
@@ -276,7 +302,8 @@ test('two layouts at once: a worker of the previous layout still running when a 
   await old.worker.settle();
   t.is(old.worker.pending().depth, 0);
   await old.worker.stop(); // commits what it applied: refused
-  t.deepEqual(await queues.findOne({ _id: r.stream }), stored, 'its commit changed no document');
+  t.deepEqual(await queues.find({}), [{ _id: '$checkpoint', position: FENCED }], 'its commit wrote nothing');
+  t.deepEqual(await moved.findOne({ _id: r.stream }), stored, 'nor moved the new layout’s document back');
   t.deepEqual(await old.readStore.getCheckpoint('webhook-delivery-worker'), checkpoint);
 
   // The new layout resumes before the delivery and applies it: nothing pending, nothing sent again.
@@ -318,7 +345,22 @@ test('a layout change over documents of another version: each new shard discards
   }
   t.is(workers[0].worker.pending().depth + workers[1].worker.pending().depth, hookIds.length);
   for (const w of workers) await w.worker.stop();
-  const rebuilt = (await queues.find({})).filter((d) => !String(d._id).startsWith('$'));
+  t.deepEqual(
+    (await queues.find({})).map((d) => d._id),
+    ['$checkpoint'],
+    'the old documents deleted',
+  );
+  const rebuilt = [];
+  for (const index of [0, 1]) {
+    const names = shardCheckpoint(DELIVERY_FOLLOWER, { index, count: 2 });
+    const docs = await (await old.readStore.collection(names.collection)).find({});
+    const own = docs.filter((d) => !String(d._id).startsWith('$'));
+    t.true(
+      own.every((d) => shardOf(String(d._id).slice(16, 52), 2) === index),
+      'only its shard’s',
+    );
+    rebuilt.push(...own);
+  }
   t.is(rebuilt.length, hookIds.length);
   t.false(
     rebuilt.some((d) => 'shape' in d),

@@ -107,7 +107,14 @@ export async function workerOn(
   env: Record<string, string>,
   workerOptions: Pick<
     DeliveryWorkerOptions,
-    'perSubscriptionConcurrency' | 'maxInFlight' | 'leaseMs' | 'openBody' | 'shard' | 'dispatcherId'
+    | 'perSubscriptionConcurrency'
+    | 'maxInFlight'
+    | 'leaseMs'
+    | 'openBody'
+    | 'shard'
+    | 'dispatcherId'
+    | 'queueWindow'
+    | 'random'
   > & { wrap?: (store: EventStore) => EventStore } = {},
 ) {
   const { wrap = (store: EventStore) => store, ...options } = workerOptions;

@@ -74,7 +74,9 @@ async function unsealDispatcher(file: string, open: (body: string) => Promise<st
   const db = new DatabaseSync(file);
   try {
     const tables = db
-      .prepare("SELECT physical FROM pds_collections WHERE name = 'webhook_delivery_queues'")
+      .prepare(
+        "SELECT physical FROM pds_collections WHERE name = 'webhook_delivery_queues' OR name GLOB 'webhook_delivery_queues_[0-9]*_of_[0-9]*'",
+      )
       .all() as Array<{ physical: string }>;
     for (const { physical } of tables) {
       const docs = db.prepare(`SELECT _id, doc FROM "${physical}"`).all() as Array<{
