@@ -1,7 +1,7 @@
 /**
  * The delivery queues the worker does not hold (docs/webhooks.md, "Scale"): beyond its window
  * (`PDS_WEBHOOK_QUEUE_WINDOW`), a queue with an unsettled delivery is *cold*, its document in
- * `webhook_delivery_queues` the only copy. Each document carries when its head next needs the worker
+ * `webhook_delivery_queues` (or its shard's collection, `dispatcher/shards.ts`) the only copy. Each document carries when its head next needs the worker
  * (`due_at`) and since when its oldest delivery waits (`queued_since`), both indexed, so the due ones
  * are found in due order, and the oldest, without a scan.
  *
