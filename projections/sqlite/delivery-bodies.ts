@@ -1,9 +1,9 @@
 /**
  * The pending webhook bodies the embedded dispatcher store (`dispatcher.db`) keeps in its working
  * state (`webhook_delivery_queues`, or `webhook_delivery_queues_<i>_of_<K>` for delivery shards), for
- * `pds customers protect` (`application/customer-data-protection.ts`; docs/operations.md, "Customer
- * data"): a delivery scheduled before sealing keeps its body there in plain text, and a retry would
- * send it as it is, also after an erasure. Only a delivery's `body` changes, each document in one
+ * `pds customers protect` (`application/customer-data-protection.ts`;
+ * docs/operations.md, "Customer data"): a delivery scheduled before sealing keeps its body there in
+ * plain text, and a retry would send it as it is, also after an erasure. Only a delivery's `body` changes, each document in one
  * short transaction with `secure_delete`, and a document the dispatcher changed meanwhile is left for
  * the next run. The dispatcher of a running service keeps its
  * queues in memory and writes them back: run this with the service stopped.
