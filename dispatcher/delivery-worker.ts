@@ -42,7 +42,7 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
-import { UPGRADED_FROM } from './cold-queues.ts';
+import { QUEUE_INDEXES, UPGRADED_FROM } from './cold-queues.ts';
 import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
 import type { DeliveryQueueDoc, DeliveryQueues, PendingSummary, Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
@@ -196,6 +196,7 @@ async function startShard(
   await takeLayout({
     ...DELIVERY_FOLLOWER,
     upgrade: { from: UPGRADED_FROM },
+    indexes: QUEUE_INDEXES,
     readStore,
     count: parts.shard.count,
     clock,

@@ -21,6 +21,7 @@ import type {
   Collection,
   Doc,
   Fence,
+  IndexSpec,
   NamedCheckpoint,
   ReadStore,
   WriteOp,
@@ -88,6 +89,8 @@ export interface LayoutOptions extends ShardNames {
   readStore: ReadStore;
   /** The documents' shape (a checkpoint of another is not resumed from, see durable-follower.ts). */
   version: string;
+  /** The indexes of a queue collection: a new shard's is created with them, before its documents. */
+  indexes?: readonly IndexSpec[];
   /** Documents of version `from` are copied as they are: the new shards' followers upgrade them. */
   upgrade?: { from: string };
   count: number;
@@ -193,7 +196,8 @@ async function moveDocuments(
   const oldNames = layoutNames(options, previous);
   const newNames = layoutNames(options, count);
   const olds = await Promise.all(oldNames.map((n) => readStore.collection(n.collection)));
-  const news = await Promise.all(newNames.map((n) => readStore.collection(n.collection)));
+  // Opened with their indexes while empty: a collection's indexes are built before its documents.
+  const news = await Promise.all(newNames.map((n) => readStore.collection(n.collection, options.indexes)));
   const { fresh, from, target, copy } = await previousCheckpoints(options, previous);
   // (a) What an earlier attempt copied goes: the previous layout's documents are copied again.
   for (const c of news)

@@ -12,14 +12,22 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { ColdQueues, type DeliveryQueueDoc, QUEUE_INDEXES } from '../dispatcher/cold-queues.ts';
+import {
+  ColdQueues,
+  type DeliveryQueueDoc,
+  QUEUE_INDEXES,
+  queueDocument,
+} from '../dispatcher/cold-queues.ts';
 import { DELIVERY_FOLLOWER } from '../dispatcher/delivery-worker.ts';
+import { shardCheckpoint, takeLayout } from '../dispatcher/shards.ts';
+import { manualClock } from '../domain/clock.ts';
 import {
   WEBHOOK_DELIVERIES,
   type WebhookDeliveryDoc,
   webhookDeliveryIndexes,
 } from '../projections/read-models/webhook-deliveries.ts';
 import { oldestQueued, queuedInQueues } from '../projections/read-models/webhook-delivery-queues.ts';
+import type { ReadStore } from '../projections/read-store.ts';
 import { observeQueries } from '../projections/sqlite/documents-table.ts';
 import { openSqliteReadStore } from '../projections/sqlite/read-store.ts';
 import { send } from './hostile/harness.ts';
@@ -220,38 +228,67 @@ test("the queued deliveries of a page's queues and a subscription's delivery que
 });
 
 // Serial: the statements are observed process-wide, and the other tests' checks are of their own.
-test.serial(
-  "the delivery worker's cold queues are found by indexes: the due ones in due order, the oldest waiting, one by id",
-  async (t) => {
-    const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
-    const unobserve = observeQueries((sql, _params, bounded, explain) => {
-      plans.push({ sql, plan: explain(), bounded });
-    });
-    t.teardown(unobserve);
-    const store = openSqliteReadStore(':memory:');
-    t.teardown(() => store.close());
-    const queues = await store.collection<DeliveryQueueDoc>(DELIVERY_FOLLOWER.collection, QUEUE_INDEXES);
-    const cold = new ColdQueues();
-    cold.attach(queues, await ColdQueues.storedPending(queues));
-    plans.length = 0;
-    await cold.due(new Date(), 10, () => false);
-    await cold.refreshOldest();
-    await cold.get(
-      'webhookdelivery-aaaaaaaa-0000-4000-8000-000000000001_cccccccc-0000-4000-8000-000000000001',
-    );
-    t.true(plans.length >= 3, `${plans.length} statements`);
-    const failures = plans.flatMap(({ sql, plan, bounded }) => {
-      const bad = problems(plan, bounded, sql);
-      return bad.length > 0 ? [`${sql}\n  ${bad.join('\n  ')}`] : [];
-    });
-    t.deepEqual(failures, [], failures.join('\n\n'));
-    // The walks are of the indexes on due_at and queued_since, not the collection in _id order.
-    const walks = plans.filter(({ sql }) => /ORDER BY/.test(sql));
-    t.is(walks.length, 2);
-    for (const { sql, plan } of walks)
-      t.true(
-        plan.some((line) => /USING INDEX|USING COVERING INDEX|_i[01]/.test(line)),
-        `${sql}\n${plan.join('\n')}`,
+/** Opens the queue collection a worker of `count` shards reads, as a start would (`layout`: after a change). */
+async function queuesOf(store: ReadStore, count: number) {
+  if (count === 1) return store.collection<DeliveryQueueDoc>(DELIVERY_FOLLOWER.collection, QUEUE_INDEXES);
+  // Queues of shard 1 of `count` stored by one worker, then the layout changed to `count` shards.
+  const one = await store.collection<DeliveryQueueDoc>(DELIVERY_FOLLOWER.collection, QUEUE_INDEXES);
+  const at = '2026-03-01T10:00:00.000Z';
+  const docs = Array.from({ length: 20 }, (_, i) => {
+    const hook = `aaaaaaaa-0000-4000-8000-${String(i).padStart(12, '0')}`;
+    const stream = `webhookdelivery-${hook}_cccccccc-0000-4000-8000-000000000001`;
+    return queueDocument(stream, 0, 1, [], {});
+  });
+  await one.bulkWrite(
+    docs.map((doc) => ({ replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } })),
+  );
+  await store.setCheckpoint(DELIVERY_FOLLOWER.name, { position: 1, events: 1, updated_at: at, version: '2' });
+  await takeLayout({
+    ...DELIVERY_FOLLOWER,
+    indexes: QUEUE_INDEXES,
+    readStore: store,
+    count,
+    clock: manualClock(at),
+  });
+  const names = shardCheckpoint(DELIVERY_FOLLOWER, { index: 0, count });
+  const queues = await store.collection<DeliveryQueueDoc>(names.collection, QUEUE_INDEXES);
+  if ((await queues.count()) < 2) throw new Error('the layout change copied the queues');
+  return queues;
+}
+
+for (const count of [1, 2])
+  test.serial(
+    `the delivery worker's cold queues are found by indexes: the due ones in due order, the oldest waiting, one by id (${count === 1 ? 'one worker' : 'a shard’s collection after a layout change'})`,
+    async (t) => {
+      const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
+      const unobserve = observeQueries((sql, _params, bounded, explain) => {
+        plans.push({ sql, plan: explain(), bounded });
+      });
+      t.teardown(unobserve);
+      const store = openSqliteReadStore(':memory:');
+      t.teardown(() => store.close());
+      const queues = await queuesOf(store, count);
+      const cold = new ColdQueues();
+      cold.attach(queues, await ColdQueues.storedPending(queues));
+      plans.length = 0;
+      await cold.due(new Date(), 10, () => false);
+      await cold.refreshOldest();
+      await cold.get(
+        'webhookdelivery-aaaaaaaa-0000-4000-8000-000000000001_cccccccc-0000-4000-8000-000000000001',
       );
-  },
-);
+      t.true(plans.length >= 3, `${plans.length} statements`);
+      const failures = plans.flatMap(({ sql, plan, bounded }) => {
+        const bad = problems(plan, bounded, sql);
+        return bad.length > 0 ? [`${sql}\n  ${bad.join('\n  ')}`] : [];
+      });
+      t.deepEqual(failures, [], failures.join('\n\n'));
+      // The walks are of the indexes on due_at and queued_since, not the collection in _id order.
+      const walks = plans.filter(({ sql }) => /ORDER BY/.test(sql));
+      t.is(walks.length, 2);
+      for (const { sql, plan } of walks)
+        t.true(
+          plan.some((line) => /USING INDEX|USING COVERING INDEX|_i[01]/.test(line)),
+          `${sql}\n${plan.join('\n')}`,
+        );
+    },
+  );
