@@ -232,3 +232,58 @@ test('1 → 2 shards with more queues pending than the window: each new collecti
   );
   t.is(delivered.length, scheduled, 'each once');
 });
+
+test('1 → 2 shards over queues stored by version 1: each new shard upgrades its copy in place, every pending delivery kept and delivered', async (t) => {
+  t.timeout(120_000);
+  const receiver = await startReceiver(t);
+  receiver.setDefault({ status: 503 });
+  const env = { PDS_WEBHOOK_RETRY_SCHEDULE: '1h,1h,1h' };
+  const { dataDir, clock, hookIds } = await subscriptionsInTwoShards(t, receiver, 2, env);
+  const on = { dataDir, clock, env };
+  const old = await shardWorker(t, on, { index: 0, count: 1 }, 3);
+  let scheduled = 0;
+  for (const hook of hookIds)
+    for (let i = 0; i < 3; i++) {
+      t.true(await old.worker.schedule(request(hook, randomUUID(), 1, clock)));
+      scheduled += 1;
+    }
+  await old.worker.stop();
+  // The queues as version 1 stored them: without `due_at` and `queued_since`.
+  const c = await old.readStore.collection(DELIVERY_FOLLOWER.collection);
+  const docs = (await c.find({})).filter((d) => !String(d._id).startsWith('$'));
+  t.is(docs.length, scheduled);
+  await c.bulkWrite(
+    docs.map(({ due_at: _due, queued_since: _since, ...doc }) => ({
+      replaceOne: { filter: { _id: doc._id }, replacement: doc },
+    })),
+  );
+  const stored = await old.readStore.getCheckpoint(DELIVERY_FOLLOWER.name);
+  if (!stored) throw new Error('the worker stored a checkpoint');
+  await old.readStore.setCheckpoint(DELIVERY_FOLLOWER.name, { ...stored, version: '1' });
+
+  const workers = [await shardWorker(t, on, { index: 0, count: 2 }, 3)];
+  workers.push(await shardWorker(t, on, { index: 1, count: 2 }, 3));
+  t.is(workers[0].worker.pending().depth + workers[1].worker.pending().depth, scheduled, 'nothing lost');
+  for (const index of [0, 1]) {
+    const names = shardCheckpoint(DELIVERY_FOLLOWER, { index, count: 2 });
+    t.like(await old.readStore.getCheckpoint(names.name), { version: DELIVERY_FOLLOWER.version });
+    t.true(workers[index].worker.resumed().position > 0, 'upgraded, not rebuilt from the first event');
+    const own = (await shardDocuments(old.readStore, { index, count: 2 })).filter(
+      (d) => !String(d._id).startsWith('$'),
+    );
+    t.true(own.length > 0);
+    t.true(
+      own.every((d) => typeof d.due_at === 'string' && typeof d.queued_since === 'string'),
+      'upgraded to version 2',
+    );
+  }
+
+  receiver.setDefault({ status: 200 });
+  const answered = receiver.received.length;
+  await pump(workers.map((w) => w.worker), () => {
+    clock.advance(60_000);
+    return workers.every((w) => w.worker.pending().depth === 0);
+  }, [0, 0]);
+  const delivered = receiver.received.slice(answered);
+  t.is(new Set(delivered.map((r) => r.headers['x-service-webhook-id'])).size, scheduled);
+});
