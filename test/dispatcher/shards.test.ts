@@ -371,3 +371,80 @@ test('a layout change over documents of another version: each new shard discards
       version: DELIVERY_FOLLOWER.version,
     });
 });
+
+test('a layout change that fails before its commit leaves the previous layout as it was, and the next start does it again from the documents then', async (t) => {
+  const readStore = openSqliteReadStore(':memory:');
+  t.teardown(() => readStore.close());
+  const clock = manualClock(new Date());
+  const at = clock.now().toISOString();
+  const one = await readStore.collection(DELIVERY_FOLLOWER.collection);
+  const streams = Array.from(
+    { length: 12 },
+    (_, i) => `webhookdelivery-${randomUUID()}_cccccccc-0000-4000-8000-${String(i).padStart(12, '0')}`,
+  );
+  const doc = (stream: string) => ({
+    _id: stream,
+    revision: 0,
+    position: 5,
+    deliveries: [{}, {}],
+    correlation: {},
+  });
+  await one.bulkWrite([
+    {
+      replaceOne: {
+        filter: { _id: '$checkpoint' },
+        replacement: { _id: '$checkpoint', position: 9 },
+        upsert: true,
+      },
+    },
+    ...streams.map((s) => ({ replaceOne: { filter: { _id: s }, replacement: doc(s), upsert: true } })),
+  ]);
+  await readStore.setCheckpoint(DELIVERY_FOLLOWER.name, {
+    position: 9,
+    events: 3,
+    updated_at: at,
+    version: '2',
+  });
+  // The store refuses the change's last commit (the one moving the layout) once.
+  let refuse = true;
+  const failing = {
+    ...readStore,
+    async commit(commit: Parameters<typeof readStore.commit>[0]) {
+      if (refuse && commit.writes.some((w) => w.collection.name === LAYOUT_COLLECTION)) {
+        refuse = false;
+        throw new Error('store unavailable');
+      }
+      return readStore.commit(commit);
+    },
+  };
+  const layout = () => takeLayout({ ...DELIVERY_FOLLOWER, readStore: failing, count: 2, clock, pageSize: 5 });
+  await t.throwsAsync(layout(), { message: 'store unavailable' });
+  t.is(
+    await (await readStore.collection(LAYOUT_COLLECTION)).findOne({ _id: LAYOUT }),
+    null,
+    'still one shard',
+  );
+  t.like(await one.findOne({ _id: '$checkpoint' }), { position: 9 }, 'not fenced');
+  t.is(await one.count(), streams.length + 1, 'every document still there');
+  t.is(await readStore.getCheckpoint('webhook-delivery-worker/1-of-2'), undefined);
+
+  // Meanwhile the one worker settles a queue: its document goes.
+  await one.bulkWrite([{ deleteOne: { filter: { _id: streams[0] } } }]);
+  t.like(await layout(), { changed: true, previous: 1, from: 9 });
+  const moved: string[] = [];
+  for (const index of [0, 1]) {
+    const names = shardCheckpoint(DELIVERY_FOLLOWER, { index, count: 2 });
+    const docs = await (await readStore.collection(names.collection)).find({});
+    const own = docs.filter((d) => !String(d._id).startsWith('$'));
+    t.true(own.every((d) => shardOf(String(d._id).slice(16, 52), 2) === index));
+    t.like(
+      docs.find((d) => d._id === '$checkpoint'),
+      { position: 9, pending_deliveries: own.length * 2 },
+      'its guard at the previous checkpoint, with its count',
+    );
+    t.like(await readStore.getCheckpoint(names.name), { position: 9, version: '2' });
+    moved.push(...own.map((d) => String(d._id)));
+  }
+  t.deepEqual(moved.sort(), streams.slice(1).sort(), 'the settled queue not copied back');
+  t.deepEqual(await one.find({}), [{ _id: '$checkpoint', position: FENCED }]);
+});
