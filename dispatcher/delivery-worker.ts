@@ -42,7 +42,7 @@ import type { ReadStore } from '../projections/read-store.ts';
 import { loadHttpClient } from '../webhooks/deliver.ts';
 import { createWebhookSender } from '../webhooks/send.ts';
 import type { Resolver } from '../webhooks/url-guard.ts';
-import { QUEUE_INDEXES, UPGRADED_FROM } from './cold-queues.ts';
+import { QUEUE_INDEXES, UPGRADED_FROM, upgradedDocument } from './cold-queues.ts';
 import { type AttemptContext, type DeliveryWorkerStats, emptyStats } from './delivery-attempt.ts';
 import type { DeliveryQueueDoc, DeliveryQueues, PendingSummary, Queue } from './delivery-queues.ts';
 import type { ScheduleRequest } from './fan-out-schedule.ts';
@@ -195,7 +195,7 @@ async function startShard(
   const { readStore, clock, logger } = options;
   await takeLayout({
     ...DELIVERY_FOLLOWER,
-    upgrade: { from: UPGRADED_FROM },
+    upgrade: { from: UPGRADED_FROM, document: upgradedDocument },
     indexes: QUEUE_INDEXES,
     readStore,
     count: parts.shard.count,

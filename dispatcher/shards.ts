@@ -91,8 +91,11 @@ export interface LayoutOptions extends ShardNames {
   version: string;
   /** The indexes of a queue collection: a new shard's is created with them, before its documents. */
   indexes?: readonly IndexSpec[];
-  /** Documents of version `from` are copied as they are: the new shards' followers upgrade them. */
-  upgrade?: { from: string };
+  /**
+   * Documents of version `from`: copied as they are when all are of it (the new shards' followers
+   * upgrade them in place), else copied through `document` beside those of `version`.
+   */
+  upgrade?: { from: string; document(old: Doc): Doc };
   count: number;
   clock: Clock;
   /** Who takes the layout (the lease's holder). Default: a new id. */
@@ -181,7 +184,12 @@ async function previousCheckpoints(options: LayoutOptions, previous: number) {
   const upgradable =
     options.upgrade !== undefined && versions.size === 1 && versions.has(options.upgrade.from);
   const target = unknown ?? (upgradable ? (options.upgrade?.from as string) : version);
-  return { fresh, from, target, copy: unknown === undefined };
+  // Mixed with documents of this version: those of the upgraded one are upgraded as they are copied.
+  const upgradeOf = (index: number) =>
+    target === version && stored[index]?.version === options.upgrade?.from
+      ? options.upgrade?.document
+      : undefined;
+  return { fresh, from, target, copy: unknown === undefined, upgradeOf };
 }
 
 /** Steps (a) to (c) of `takeLayout`, under the layout lease (`fence`: refused once it is lost). */
@@ -198,14 +206,15 @@ async function moveDocuments(
   const olds = await Promise.all(oldNames.map((n) => readStore.collection(n.collection)));
   // Opened with their indexes while empty: a collection's indexes are built before its documents.
   const news = await Promise.all(newNames.map((n) => readStore.collection(n.collection, options.indexes)));
-  const { fresh, from, target, copy } = await previousCheckpoints(options, previous);
+  const { fresh, from, target, copy, upgradeOf } = await previousCheckpoints(options, previous);
   // (a) What an earlier attempt copied goes: the previous layout's documents are copied again.
   for (const c of news)
     await eachPage(c, page, (docs) => commitPage(options, [{ collection: c, ops: deletes(docs) }], fence));
   // (b) Every queue document to the collection of its subscription's shard.
   const pending = new Array<number>(count).fill(0);
   if (copy) {
-    for (const c of olds) {
+    for (const [i, c] of olds.entries()) {
+      const upgrade = upgradeOf(i) ?? ((doc: Doc) => doc);
       await eachPage(c, page, async (docs) => {
         const ops: WriteOp[][] = news.map(() => []);
         for (const doc of docs) {
@@ -213,7 +222,7 @@ async function moveDocuments(
           const parsed = parseStreamId(id);
           if (id.startsWith('$') || !parsed) continue;
           const index = shardOf(parsed.webhook_id, count);
-          ops[index].push({ replaceOne: { filter: { _id: id }, replacement: doc, upsert: true } });
+          ops[index].push({ replaceOne: { filter: { _id: id }, replacement: upgrade(doc), upsert: true } });
           pending[index] += Array.isArray(doc.deliveries) ? doc.deliveries.length : 0;
         }
         await commitPage(

@@ -13,6 +13,7 @@ import { manualClock } from '../../domain/clock.ts';
 
 type ManualClock = ReturnType<typeof manualClock>;
 
+import { upgradedDocument } from '../../dispatcher/cold-queues.ts';
 import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
 import {
   FENCED,
@@ -447,4 +448,50 @@ test('a layout change that fails before its commit leaves the previous layout as
   }
   t.deepEqual(moved.sort(), streams.slice(1).sort(), 'the settled queue not copied back');
   t.deepEqual(await one.find({}), [{ _id: '$checkpoint', position: FENCED }]);
+});
+
+test('a layout change over shards of both versions upgrades the documents of version 1 as it copies them, and the new layout is of this version', async (t) => {
+  const readStore = openSqliteReadStore(':memory:');
+  t.teardown(() => readStore.close());
+  const clock = manualClock(new Date());
+  const updated_at = clock.now().toISOString();
+  const stream = (i: number) =>
+    `webhookdelivery-${randomUUID()}_cccccccc-0000-4000-8000-${String(i).padStart(12, '0')}`;
+  const v1 = { revision: 0, position: 3, deliveries: [], correlation: {} };
+  for (const index of [0, 1]) {
+    const names = shardCheckpoint(DELIVERY_FOLLOWER, { index, count: 2 });
+    const c = await readStore.collection(names.collection);
+    const docs = [0, 1, 2].map((i) => ({
+      _id: stream(index * 10 + i),
+      ...v1,
+      ...(index === 0 && { due_at: null, queued_since: null }),
+    }));
+    await c.bulkWrite(
+      docs.map((d) => ({ replaceOne: { filter: { _id: d._id }, replacement: d, upsert: true } })),
+    );
+    const version = index === 0 ? DELIVERY_FOLLOWER.version : '1';
+    await readStore.setCheckpoint(names.name, { position: 5, events: 1, updated_at, version });
+  }
+  await (await readStore.collection(LAYOUT_COLLECTION)).bulkWrite([
+    { replaceOne: { filter: { _id: LAYOUT }, replacement: { _id: LAYOUT, count: 2 }, upsert: true } },
+  ]);
+  t.like(
+    await takeLayout({
+      ...DELIVERY_FOLLOWER,
+      upgrade: { from: '1', document: upgradedDocument },
+      readStore,
+      count: 1,
+      clock,
+    }),
+    { changed: true, previous: 2, from: 5 },
+  );
+  t.like(await readStore.getCheckpoint(DELIVERY_FOLLOWER.name), { version: DELIVERY_FOLLOWER.version });
+  const docs = (await (await readStore.collection(DELIVERY_FOLLOWER.collection)).find({})).filter(
+    (d) => !String(d._id).startsWith('$'),
+  );
+  t.is(docs.length, 6);
+  t.true(
+    docs.every((d) => 'due_at' in d && 'queued_since' in d),
+    'every document of this version',
+  );
 });
