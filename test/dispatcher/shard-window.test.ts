@@ -70,7 +70,11 @@ async function shardWorker(
 /** Runs what falls due in every worker until `done`, noting the most queues each held meanwhile. */
 async function pump(workers: DeliveryWorker[], done: () => boolean, held: number[], timeoutMs = 150_000) {
   const deadline = Date.now() + timeoutMs;
-  const note = () => workers.forEach((w, i) => (held[i] = Math.max(held[i], w.queues())));
+  const note = () => {
+    workers.forEach((w, i) => {
+      held[i] = Math.max(held[i], w.queues());
+    });
+  };
   for (;;) {
     note();
     if (done()) return;
@@ -116,10 +120,11 @@ test('two shards, window 10 each, 400 queues pending over 8 subscriptions: each 
   const workers = [await shardWorker(t, on, { index: 0, count: 2 }, 10)];
   workers.push(await shardWorker(t, on, { index: 1, count: 2 }, 10));
   const held = [0, 0];
-  const sampler = setInterval(
-    () => workers.forEach((w, i) => (held[i] = Math.max(held[i], w.worker.queues()))),
-    1,
-  );
+  const sampler = setInterval(() => {
+    workers.forEach((w, i) => {
+      held[i] = Math.max(held[i], w.worker.queues());
+    });
+  }, 1);
   t.teardown(() => clearInterval(sampler));
 
   const queues: { hook: string; cart: string }[] = [];
