@@ -182,8 +182,11 @@ export class ColdQueues {
     }
   }
 
-  /** The queue of `stream` goes cold (or stays so) as `queue` holds it; its deliveries counted here. */
-  put(queue: QueueState, previous: number): void {
+  /**
+   * The queue of `stream` goes cold (or stays so) as `queue` holds it, `previous` of its deliveries
+   * counted here already; answers how many of the stream's deliveries are counted here now.
+   */
+  put(queue: QueueState, previous: number): number {
     const deliveries = queue.state.exists ? queue.state.deliveries : [];
     const doc = queueDocument(
       queue.stream,
@@ -192,11 +195,19 @@ export class ColdQueues {
       deliveries,
       Object.fromEntries(queue.correlation),
     );
-    const current = this.docs.get(queue.stream)?.doc;
-    // A later state written here already (an event applied while this one's append returned) stands.
-    if (current && current.revision > doc.revision) return;
+    const entry = this.docs.get(queue.stream);
+    const current = entry?.doc;
+    // A later state written here already (an event applied while this one's append returned) stands,
+    // and so does the same state written (and counted) by another copy of the queue.
+    if (
+      current &&
+      (current.revision > doc.revision || (entry.changed && current.revision === doc.revision))
+    ) {
+      return current.deliveries.length;
+    }
     this.depth += deliveries.length - previous;
     this.write(queue.stream, doc);
+    return deliveries.length;
   }
 
   /** The cold queue of `stream` settled: its document is deleted with the next commit. */

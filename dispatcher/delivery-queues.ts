@@ -286,8 +286,9 @@ export class DeliveryQueues {
 
   /** The queue goes cold: written with the next commit, no timer or ready-list entry of its own. */
   private cool(queue: Queue): void {
-    this.cold.put(queue, queue.cold);
-    queue.cold = 0;
+    // Counted as cold now: a copy of it taken back into the window (`keepOrDrop`) or cooled again
+    // counts only what it adds.
+    queue.cold = this.cold.put(queue, queue.cold);
     this.dropped(queue);
     this.onCold(delivery.headDueAt(queue.state));
   }
