@@ -26,7 +26,9 @@
  * position }` filtered on `position <= this batch's`, which collides with the stored guard (a
  * duplicate key: the whole commit is refused, nothing of it applied) when another follower has
  * committed further. The refused follower then forgets what it had changed (the store reflects all
- * of it and more) and commits again later, with what changes after it.
+ * of it and more) and commits again later, with what changes after it. An owner whose guard `_id`
+ * changed between releases (`guard`) keeps the earlier ones fenced in its collection, so that a
+ * follower of such a release still running has every commit refused the same way.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.ts';
@@ -44,6 +46,19 @@ import type { Supervisor } from './supervisor.ts';
 
 /** `_id` of the guard document in the follower's collection (a stream id never starts with `$`). */
 export const GUARD = '$checkpoint';
+
+/** A fenced guard's position: past any checkpoint, so that every commit through it is refused. */
+export const FENCED = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The guard of a follower (`_id`), and those of its earlier releases (`retired`): each collection it
+ * writes holds these fenced, so that a writer of such a release still running (a rolling update) has
+ * each of its commits refused whole rather than writing documents of the earlier shape.
+ */
+export interface GuardIds {
+  id: string;
+  retired: readonly string[];
+}
 
 /** Documents read at a time at start. */
 const PAGE = 5_000;
@@ -91,6 +106,8 @@ export interface DurableFollowerOptions<D extends Doc> {
   restoreFrom?(collection: Collection<D>): Promise<number>;
   /** Fields the guard document carries with each checkpoint (a summary of the working set). */
   guardFields?(): Record<string, unknown>;
+  /** The guard's `_id` and those of earlier releases, fenced. Default: `GUARD`, none retired. */
+  guard?: GuardIds;
   /**
    * The documents a commit stored (null: deleted), as `save` answered them, once the store holds them
    * (or reflects more: another follower stored further).
@@ -127,14 +144,38 @@ export interface DurableFollower {
 }
 
 /** The guard: refuses the whole commit when the stored checkpoint is past `position`. */
-function guard(position: number, fields: Record<string, unknown> = {}): WriteOp {
+function guard(id: string, position: number, fields: Record<string, unknown> = {}): WriteOp {
   return {
     updateOne: {
-      filter: { _id: GUARD, position: { $lte: position } },
+      filter: { _id: id, position: { $lte: position } },
       update: { $set: { ...fields, position } },
       upsert: true,
     },
   };
+}
+
+const guardId = (options: DurableFollowerOptions<Doc>) => options.guard?.id ?? GUARD;
+
+/** The guard document `id` at `position`, whatever it was (fencing it, or setting it after a move). */
+export const guardAt = (id: string, position: number, fields: Record<string, unknown> = {}): WriteOp => ({
+  replaceOne: { filter: { _id: id }, replacement: { _id: id, ...fields, position }, upsert: true },
+});
+
+/** The earlier releases' guards, fenced. */
+const fences = (options: DurableFollowerOptions<Doc>): WriteOp[] =>
+  (options.guard?.retired ?? []).map((id) => guardAt(id, FENCED));
+
+/** Fences the earlier releases' guards in a collection resumed from that does not hold them fenced. */
+async function fenceRetired<D extends Doc>(options: DurableFollowerOptions<D>, c: Collection<D>) {
+  const open: string[] = [];
+  for (const id of options.guard?.retired ?? []) {
+    const stored = (await c.findOne({ _id: id })) as { position?: unknown } | null;
+    if (stored?.position !== FENCED) open.push(id);
+  }
+  if (open.length === 0) return;
+  await options.readStore.commit({
+    writes: [{ collection: c as Collection, ops: open.map((id) => guardAt(id, FENCED)) }],
+  });
 }
 
 /** Where a start resumes: after `position` (0: the first event), `events` applied before it. */
@@ -162,6 +203,7 @@ async function restoreWorkingSet<D extends Doc>(
       continue;
     }
     if (checkpoint && checkpoint.position > 0 && checkpoint.version === options.version) {
+      await fenceRetired(options, c);
       const documents = options.restoreFrom ? await options.restoreFrom(c) : await loadWorkingSet(options, c);
       return { position: checkpoint.position, events: checkpoint.events, documents };
     }
@@ -172,7 +214,10 @@ async function restoreWorkingSet<D extends Doc>(
         'working state of another version discarded: rebuilt from the events',
       );
     }
-    const ops: WriteOp[] = changed ? [{ deleteMany: { filter: {} } }] : [guard(0)];
+    const ops: WriteOp[] = [
+      ...(changed ? [{ deleteMany: { filter: {} } }] : [guard(guardId(options), 0)]),
+      ...fences(options),
+    ];
     const updated_at = options.clock.now().toISOString();
     try {
       await readStore.commit({
@@ -220,7 +265,12 @@ async function upgradeWorkingSet<D extends Doc>(
     if (page.length < PAGE) break;
     after = [page[page.length - 1]._id];
   }
-  await shadow.bulkWrite([guard(checkpoint.position, fields) as WriteOp<D>]);
+  // The guard of this release, and the earlier ones' fenced: a writer of the release upgraded from
+  // has its commits refused from the promote on (its guard's upsert collides with the fenced one).
+  await shadow.bulkWrite([
+    guard(guardId(options), checkpoint.position, fields),
+    ...fences(options),
+  ] as WriteOp<D>[]);
   const updated_at = options.clock.now().toISOString();
   await readStore.promote(
     [shadow as Collection],
@@ -273,7 +323,7 @@ async function storeChanges<D extends Doc>(
     );
   }
   // Taken with the documents: the summary and the documents it sums are of one moment.
-  ops.unshift(guard(at.position, options.guardFields?.()));
+  ops.unshift(guard(guardId(options), at.position, options.guardFields?.()));
   const updated_at = options.clock.now().toISOString();
   try {
     await readStore.commit({

@@ -10,7 +10,7 @@
  * and what an event, a fill or a scheduling of the queue reads. Documents only read are forgotten two
  * commits later. Both are bounded by the events applied between commits (`commitEveryEvents`).
  */
-import { GUARD } from '../application/durable-follower.ts';
+import { GUARD, type GuardIds } from '../application/durable-follower.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
 import type { Collection, Doc, IndexSpec } from '../projections/read-store.ts';
 
@@ -43,6 +43,12 @@ export const QUEUE_INDEXES: readonly IndexSpec[] = [
   { keys: [['due_at', 1]] },
   { keys: [['queued_since', 1]] },
 ];
+
+/**
+ * The guard of the queue collections: not the one of version 1's release (`GUARD`), which each of
+ * them holds fenced, so that a worker of that release still running writes nothing into them.
+ */
+export const QUEUE_GUARD: GuardIds = { id: '$guard', retired: [GUARD] };
 
 /** Field of the guard document (`durable-follower.ts`) counting the deliveries of every document. */
 export const PENDING_FIELD = 'pending_deliveries';
@@ -126,7 +132,7 @@ export class ColdQueues {
 
   /** The guard's count of deliveries stored at start (0 before the first commit). */
   static async storedPending(collection: Collection<DeliveryQueueDoc>): Promise<number> {
-    const guard = (await collection.findOne({ _id: GUARD })) as Record<string, unknown> | null;
+    const guard = (await collection.findOne({ _id: QUEUE_GUARD.id })) as Record<string, unknown> | null;
     const n = guard?.[PENDING_FIELD];
     return typeof n === 'number' ? n : 0;
   }

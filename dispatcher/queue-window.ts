@@ -23,6 +23,7 @@ import {
   type DeliveryQueueDoc,
   earliest,
   PENDING_FIELD,
+  QUEUE_GUARD,
   QUEUE_INDEXES,
   UPGRADED_FROM,
   upgradedDocument,
@@ -209,6 +210,7 @@ export function createWindowedQueues(parts: {
   const stored = {
     indexes: QUEUE_INDEXES,
     restoreFrom: (collection) => window.restore(collection),
+    guard: QUEUE_GUARD,
     guardFields: () => ({ [PENDING_FIELD]: queues.pending().depth }),
     committed(saved) {
       cold.committed(saved);

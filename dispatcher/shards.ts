@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { GUARD } from '../application/durable-follower.ts';
+import { FENCED, guardAt } from '../application/durable-follower.ts';
 import type { Clock } from '../domain/clock.ts';
 import { parseStreamId } from '../domain/webhook-delivery/vocabulary.ts';
 import type {
@@ -26,7 +26,7 @@ import type {
   ReadStore,
   WriteOp,
 } from '../projections/read-store.ts';
-import { PENDING_FIELD } from './cold-queues.ts';
+import { PENDING_FIELD, QUEUE_GUARD } from './cold-queues.ts';
 
 /** One worker's part of the delivery queues: shard `index` of `count`. */
 export interface Shard {
@@ -107,8 +107,13 @@ export interface LayoutOptions extends ShardNames {
   logger?: Logger;
 }
 
-/** A fenced guard's position: past any checkpoint, so that every commit through it is refused. */
-export const FENCED = Number.MAX_SAFE_INTEGER;
+export { FENCED } from '../application/durable-follower.ts';
+
+/** Every guard of a queue collection, this release's and the earlier ones', fenced. */
+const fenced = (): WriteOp[] => [QUEUE_GUARD.id, ...QUEUE_GUARD.retired].map((id) => guardAt(id, FENCED));
+
+/** Guards and the like: a queue's `_id` (its stream) never starts with `$`. */
+const queueDocs = (docs: readonly Doc[]) => docs.filter((doc) => !String(doc._id).startsWith('$'));
 
 /** What a start found: the layout already `count`, or taken over from `previous`, resuming at `from`. */
 export type LayoutTaken = { changed: false } | { changed: true; previous: number; from: number };
@@ -209,7 +214,9 @@ async function moveDocuments(
   const { fresh, from, target, copy, upgradeOf } = await previousCheckpoints(options, previous);
   // (a) What an earlier attempt copied goes: the previous layout's documents are copied again.
   for (const c of news)
-    await eachPage(c, page, (docs) => commitPage(options, [{ collection: c, ops: deletes(docs) }], fence));
+    await eachPage(c, page, (docs) =>
+      commitPage(options, [{ collection: c, ops: deletes(queueDocs(docs)) }], fence),
+    );
   // (b) Every queue document to the collection of its subscription's shard.
   const pending = new Array<number>(count).fill(0);
   if (copy) {
@@ -257,9 +264,16 @@ async function moveDocuments(
       },
       // The previous layout's workers may still run (a rolling deploy changing the count): each of
       // their commits is refused whole, and no document of this layout is moved back by one behind it.
-      ...olds.map((c) => ({ collection: c, ops: [guardAt(FENCED)] })),
-      // A guard fenced by an earlier change away from this layout is reset with it.
-      ...news.map((c, i) => ({ collection: c, ops: [guardAt(from, { [PENDING_FIELD]: pending[i] })] })),
+      ...olds.map((c) => ({ collection: c, ops: fenced() })),
+      // A guard fenced by an earlier change away from this layout is reset with it; those of the
+      // earlier releases are fenced in each.
+      ...news.map((c, i) => ({
+        collection: c,
+        ops: [
+          guardAt(QUEUE_GUARD.id, from, { [PENDING_FIELD]: pending[i] }),
+          ...QUEUE_GUARD.retired.map((id) => guardAt(id, FENCED)),
+        ],
+      })),
     ],
     checkpoints,
     fence,
@@ -283,7 +297,7 @@ async function drain(
   for (const names of layoutNames(options, previous)) {
     const c = await readStore.collection(names.collection);
     await eachPage(c, page, (docs) =>
-      commitPage(options, [{ collection: c, ops: deletes(docs.filter((doc) => doc._id !== GUARD)) }], fence),
+      commitPage(options, [{ collection: c, ops: deletes(queueDocs(docs)) }], fence),
     );
   }
   await readStore.commit({
@@ -300,11 +314,6 @@ async function drain(
     fence,
   });
 }
-
-/** The guard document at `position`, whatever it was. */
-const guardAt = (position: number, fields: Record<string, unknown> = {}): WriteOp => ({
-  replaceOne: { filter: { _id: GUARD }, replacement: { _id: GUARD, ...fields, position }, upsert: true },
-});
 
 const deletes = (docs: readonly Doc[]): WriteOp[] =>
   docs.map((doc) => ({ deleteOne: { filter: { _id: doc._id } } }));

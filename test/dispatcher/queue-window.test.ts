@@ -19,6 +19,7 @@ import {
 import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
 import * as delivery from '../../domain/webhook-delivery.ts';
+import type { ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { scheduleRequest, workerOn } from '../support/delivery-worker.ts';
@@ -70,12 +71,50 @@ async function pump(worker: DeliveryWorker, done: () => boolean, held: { max: nu
   }
 }
 
-/** The stored queue documents (the guard left out). */
+/** The stored queue documents (the guards left out: a stream id never starts with `$`). */
 async function storedQueues(readStore: { collection: (name: string) => Promise<unknown> }) {
   const c = (await readStore.collection(DELIVERY_FOLLOWER.collection)) as {
     find(filter: object): Promise<DeliveryQueueDoc[]>;
   };
-  return c.find({ _id: { $ne: GUARD } });
+  return (await c.find({})).filter((doc) => !doc._id.startsWith('$'));
+}
+
+/**
+ * A commit as version 1's release makes it (its follower's guard on `GUARD`, at its checkpoint): a
+ * queue document without `due_at` and the checkpoint of version 1.
+ */
+async function commitOfVersion1(readStore: ReadStore, position: number, doc: DeliveryQueueDoc) {
+  const { due_at: _due, queued_since: _since, ...old } = doc;
+  const c = await readStore.collection(DELIVERY_FOLLOWER.collection);
+  await readStore.commit({
+    writes: [
+      {
+        collection: c,
+        ops: [
+          {
+            updateOne: {
+              filter: { _id: GUARD, position: { $lte: position } },
+              update: { $set: { position } },
+              upsert: true,
+            },
+          },
+          {
+            replaceOne: {
+              filter: { _id: old._id },
+              replacement: { ...old, revision: old.revision + 1 },
+              upsert: true,
+            },
+          },
+        ],
+      },
+    ],
+    checkpoints: [
+      {
+        name: DELIVERY_FOLLOWER.name,
+        checkpoint: { position, events: 0, updated_at: new Date().toISOString(), version: '1' },
+      },
+    ],
+  });
 }
 
 test('window 10, 1,000 queues pending over 5 subscriptions: at most 10 held, each delivery delivered once, each queue in cart order', async (t) => {
@@ -364,6 +403,12 @@ test('queues stored by version 1 (no due_at, no index) are upgraded in place: no
   const upgraded = await storedQueues(second.readStore);
   t.is(upgraded.length, 5);
   t.true(upgraded.every((d) => d.due_at === d.deliveries[0].next_attempt_at && d.queued_since !== null));
+
+  // A worker of version 1's release still running (a rolling update) commits after the upgrade: refused.
+  const upgradedAt = await second.readStore.getCheckpoint(DELIVERY_FOLLOWER.name);
+  await t.throwsAsync(commitOfVersion1(second.readStore, checkpoint.position + 1, upgraded[0]));
+  t.deepEqual(await storedQueues(second.readStore), upgraded, 'its commit wrote no document');
+  t.deepEqual(await second.readStore.getCheckpoint(DELIVERY_FOLLOWER.name), upgradedAt, 'nor its checkpoint');
 
   receiver.setDefault({ status: 200 });
   clock.advance(2 * MINUTE);

@@ -194,8 +194,11 @@ test('1 → 2 shards with more queues pending than the window: each new collecti
   workers.push(await shardWorker(t, on, { index: 1, count: 2 }, 5));
   t.deepEqual(
     await shardDocuments(old.readStore, { index: 0, count: 1 }),
-    [{ _id: '$checkpoint', position: FENCED }],
-    'the old collection holds only its fenced guard',
+    [
+      { _id: '$checkpoint', position: FENCED },
+      { _id: '$guard', position: FENCED },
+    ],
+    'the old collection holds only its fenced guards',
   );
   let moved = 0;
   for (const index of [0, 1]) {

@@ -13,7 +13,7 @@ import { manualClock } from '../../domain/clock.ts';
 
 type ManualClock = ReturnType<typeof manualClock>;
 
-import { upgradedDocument } from '../../dispatcher/cold-queues.ts';
+import { QUEUE_GUARD, upgradedDocument } from '../../dispatcher/cold-queues.ts';
 import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
 import {
   FENCED,
@@ -87,6 +87,12 @@ function request(hookId: string, cart: string, revision: number, clock: ManualCl
   r.command.body = JSON.stringify({ hook: hookId, cart, revision });
   return r;
 }
+
+/** A queue collection of a previous layout: its guard and version 1's, both fenced. */
+const bothFenced = [
+  { _id: '$checkpoint', position: FENCED },
+  { _id: '$guard', position: FENCED },
+];
 
 const deliveryEvents = (store: EventStore, type: string) =>
   store.readAll({ filter: { eventTypes: [type] } }) as Promise<
@@ -221,6 +227,8 @@ test('a new layout resumes every shard from the lowest checkpoint of the previou
   const layout = (count: number) =>
     takeLayout({ readStore, collection: 'webhook_delivery_queues', ...base, count, clock });
   const guardOf = async (collection: string) =>
+    (await readStore.collection(collection)).findOne({ _id: QUEUE_GUARD.id });
+  const retiredOf = async (collection: string) =>
     (await readStore.collection(collection)).findOne({ _id: '$checkpoint' });
   // Two shards stored apart: the second is behind the first.
   t.deepEqual(await layout(2), { changed: true, previous: 1, from: 0 }, 'a first start: nothing to resume');
@@ -239,20 +247,27 @@ test('a new layout resumes every shard from the lowest checkpoint of the previou
       version: '1',
     });
     t.like(await guardOf(`webhook_delivery_queues_${part}`), { position: 25, pending_deliveries: 0 });
+    t.like(
+      await retiredOf(`webhook_delivery_queues_${part}`),
+      { position: FENCED },
+      'version 1’s guard fenced',
+    );
   }
   const layouts = await readStore.collection(LAYOUT_COLLECTION);
   t.like(await layouts.findOne({ _id: LAYOUT }), { count: 3, draining: null });
   t.is(
     await (await readStore.collection('webhook_delivery_queues')).count(),
-    1,
-    'no layout among the queues',
+    2,
+    'no layout among the queues: only the guards',
   );
-  for (const part of ['1_of_2', '2_of_2'])
+  for (const part of ['1_of_2', '2_of_2']) {
     t.like(
       await guardOf(`webhook_delivery_queues_${part}`),
       { position: FENCED },
       'the previous layout fenced',
     );
+    t.like(await retiredOf(`webhook_delivery_queues_${part}`), { position: FENCED });
+  }
 
   // Back to one worker: the unsharded names, from the lowest of the three.
   await readStore.setCheckpoint('webhook-delivery-worker/2-of-3', { position: 70, events: 1, ...base });
@@ -261,6 +276,7 @@ test('a new layout resumes every shard from the lowest checkpoint of the previou
   t.like(await readStore.getCheckpoint('webhook-delivery-worker'), { position: 25 });
   t.like(await guardOf('webhook_delivery_queues'), { position: 25 }, 'fenced at 1 → 2, reset');
   t.like(await guardOf('webhook_delivery_queues_3_of_3'), { position: FENCED });
+  t.like(await retiredOf('webhook_delivery_queues'), { position: FENCED }, 'version 1’s guard stays fenced');
   t.deepEqual(await layout(1), { changed: false });
 });
 
@@ -288,11 +304,7 @@ test('two layouts at once: a worker of the previous layout still running when a 
     clock,
   });
   t.like(taken, { changed: true, previous: 1 });
-  t.deepEqual(
-    await queues.find({}),
-    [{ _id: '$checkpoint', position: FENCED }],
-    'only its fenced guard left',
-  );
+  t.deepEqual(await queues.find({}), bothFenced, 'only its fenced guards left');
   t.deepEqual(await moved.findOne({ _id: r.stream }), stored, 'the document moved to its shard');
 
   // The old worker delivers the head and settles the queue, which would delete its document.
@@ -303,7 +315,7 @@ test('two layouts at once: a worker of the previous layout still running when a 
   await old.worker.settle();
   t.is(old.worker.pending().depth, 0);
   await old.worker.stop(); // commits what it applied: refused
-  t.deepEqual(await queues.find({}), [{ _id: '$checkpoint', position: FENCED }], 'its commit wrote nothing');
+  t.deepEqual(await queues.find({}), bothFenced, 'its commit wrote nothing');
   t.deepEqual(await moved.findOne({ _id: r.stream }), stored, 'nor moved the new layout’s document back');
   t.deepEqual(await old.readStore.getCheckpoint('webhook-delivery-worker'), checkpoint);
 
@@ -348,7 +360,7 @@ test('a layout change over documents of another version: each new shard discards
   for (const w of workers) await w.worker.stop();
   t.deepEqual(
     (await queues.find({})).map((d) => d._id),
-    ['$checkpoint'],
+    ['$checkpoint', '$guard'],
     'the old documents deleted',
   );
   const rebuilt = [];
@@ -393,8 +405,8 @@ test('a layout change that fails before its commit leaves the previous layout as
   await one.bulkWrite([
     {
       replaceOne: {
-        filter: { _id: '$checkpoint' },
-        replacement: { _id: '$checkpoint', position: 9 },
+        filter: { _id: QUEUE_GUARD.id },
+        replacement: { _id: QUEUE_GUARD.id, position: 9 },
         upsert: true,
       },
     },
@@ -425,7 +437,7 @@ test('a layout change that fails before its commit leaves the previous layout as
     null,
     'still one shard',
   );
-  t.like(await one.findOne({ _id: '$checkpoint' }), { position: 9 }, 'not fenced');
+  t.like(await one.findOne({ _id: QUEUE_GUARD.id }), { position: 9 }, 'not fenced');
   t.is(await one.count(), streams.length + 1, 'every document still there');
   t.is(await readStore.getCheckpoint('webhook-delivery-worker/1-of-2'), undefined);
 
@@ -439,7 +451,7 @@ test('a layout change that fails before its commit leaves the previous layout as
     const own = docs.filter((d) => !String(d._id).startsWith('$'));
     t.true(own.every((d) => shardOf(String(d._id).slice(16, 52), 2) === index));
     t.like(
-      docs.find((d) => d._id === '$checkpoint'),
+      docs.find((d) => d._id === QUEUE_GUARD.id),
       { position: 9, pending_deliveries: own.length * 2 },
       'its guard at the previous checkpoint, with its count',
     );
@@ -447,7 +459,7 @@ test('a layout change that fails before its commit leaves the previous layout as
     moved.push(...own.map((d) => String(d._id)));
   }
   t.deepEqual(moved.sort(), streams.slice(1).sort(), 'the settled queue not copied back');
-  t.deepEqual(await one.find({}), [{ _id: '$checkpoint', position: FENCED }]);
+  t.deepEqual(await one.find({}), bothFenced);
 });
 
 test('a layout change over shards of both versions upgrades the documents of version 1 as it copies them, and the new layout is of this version', async (t) => {

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { createCommandHandler } from '../../application/command-handler.ts';
-import { GUARD } from '../../application/durable-follower.ts';
 import { DELIVERY_FOLLOWER } from '../../dispatcher/delivery-worker.ts';
 import { manualClock } from '../../domain/clock.ts';
 import { eventRegistry } from '../../domain/index.ts';
@@ -116,7 +115,8 @@ test('a restarted delivery worker reads only the events after its checkpoint, ho
   await worker.stop();
   t.is(worker.queues(), 0);
   const queues = await readStore.collection(DELIVERY_FOLLOWER.collection);
-  t.is(await queues.count({ _id: { $ne: GUARD } }), 0, 'no queue left in the read store');
+  const left = (await queues.find({})).filter((doc) => !String(doc._id).startsWith('$'));
+  t.is(left.length, 0, 'no queue left in the read store');
 });
 
 test('a queue that left the working set ahead of the log (a reload found the next delivery and sent it) is not worked again when the log catches up', async (t) => {
