@@ -12,7 +12,7 @@
  */
 import { GUARD, type GuardIds } from '../application/durable-follower.ts';
 import * as delivery from '../domain/webhook-delivery.ts';
-import type { Collection, Doc, IndexSpec } from '../projections/read-store.ts';
+import { type Collection, compareStrings, type Doc, type IndexSpec } from '../projections/read-store.ts';
 
 /** A queue as stored (`webhook_delivery_queues`): its unsettled deliveries and what attempts need. */
 export interface DeliveryQueueDoc extends Doc {
@@ -103,6 +103,13 @@ export function countedIn(docs: readonly DeliveryQueueDoc[], fields: Record<stri
   return { [PENDING_FIELD]: before + docs.reduce((n, doc) => n + doc.deliveries.length, 0) };
 }
 
+/** A document's place in the `due_at` index: its `due_at`, then its `_id`. */
+type IndexKey = readonly [string, string];
+
+const compareKeys = (a: IndexKey, b: IndexKey) => compareStrings(a[0], b[0]) || compareStrings(a[1], b[1]);
+
+const lower = (a: IndexKey | undefined, b: IndexKey) => (a === undefined || compareKeys(b, a) < 0 ? b : a);
+
 interface InMemory {
   /** The document as last read or changed; null once its queue settled (to delete). */
   doc: DeliveryQueueDoc | null;
@@ -123,11 +130,25 @@ export class ColdQueues {
   private depth = 0;
   /** The oldest `queued_since` stored, as of the last commit. */
   private storedOldest: string | null = null;
+  /**
+   * Where the next fill's walk of the `due_at` index starts (undefined: at its start). Every document
+   * stored at or before it is held (or one a fill handed over to be held, `rewind` else), or written
+   * here since with a later `due_at`: the held queues due first are not read again by each fill.
+   */
+  private heldUpTo: IndexKey | undefined;
+  /** The lowest key written here during each walk under way: the cursor it ends with is before it. */
+  private readonly walks = new Set<{ low: IndexKey | undefined }>();
 
   /** The collection, once the follower opened it; `pending` is the guard's count of every delivery. */
   attach(collection: Collection<DeliveryQueueDoc>, pending: number): void {
     this.collection = collection;
     this.depth = pending;
+    this.heldUpTo = undefined;
+  }
+
+  /** A document `due` handed over was not taken into the window: the next walk starts from the start. */
+  rewind(): void {
+    this.heldUpTo = undefined;
   }
 
   /** The guard's count of deliveries stored at start (0 before the first commit). */
@@ -209,6 +230,8 @@ export class ColdQueues {
       current &&
       (current.revision > doc.revision || (entry.changed && current.revision === doc.revision))
     ) {
+      // The queue leaves the window all the same: its document is a cold one from now on.
+      this.reconsider(queue.stream, current);
       return current.deliveries.length;
     }
     this.depth += deliveries.length - previous;
@@ -236,7 +259,9 @@ export class ColdQueues {
   /**
    * The cold documents due at `now`, in due order, up to `room` of them, skipping those `held`;
    * and when the next one not held falls due after those (null: none). The stored ones are one walk
-   * of the `due_at` index; those changed here and not stored yet are among them.
+   * of the `due_at` index from `heldUpTo`, a page at a time of at most the room left and one more (to
+   * find the next due time); those changed here and not stored yet are among them. Each document
+   * handed over is to be held (restored) by the caller, else it calls `rewind`.
    */
   async due(
     now: Date,
@@ -254,17 +279,28 @@ export class ColdQueues {
     }
     const touched = new Set<string>();
     this.watchers.add(touched);
+    const walk = { low: undefined as IndexKey | undefined };
+    this.walks.add(walk);
+    // The walk's first documents, up to the first neither held nor handed over: the cursor's next place.
+    const prefix: { key: IndexKey; found: DeliveryQueueDoc | undefined }[] = [];
+    let inPrefix = true;
     try {
       let stored = 0;
       let walked = false;
-      for (let after: unknown[] | undefined; collection && !walked; ) {
-        const page = await collection.find(
-          { due_at: { $gte: '' } },
-          { sort: [['due_at', 1]], limit: PAGE, after },
-        );
+      for (let after: unknown[] | undefined = this.heldUpTo && [...this.heldUpTo]; collection && !walked; ) {
+        const limit = Math.min(PAGE, Math.max(0, room - stored) + 1);
+        const page = await collection.find({ due_at: { $gte: '' } }, { sort: [['due_at', 1]], limit, after });
         for (const doc of page) {
-          // One held, or changed here (its copy here is the current one), is not the store's to give.
-          if (held(doc._id) || touched.has(doc._id) || this.docs.get(doc._id)?.changed) continue;
+          const key: IndexKey = [doc.due_at as string, doc._id];
+          if (held(doc._id)) {
+            if (inPrefix) prefix.push({ key, found: undefined });
+            continue;
+          }
+          // Changed here (its copy here is the current one) is not the store's to give.
+          if (touched.has(doc._id) || this.docs.get(doc._id)?.changed) {
+            inPrefix = false;
+            continue;
+          }
           if (stored >= room || !isDue(doc)) {
             next = earliest(next, doc.due_at);
             walked = true;
@@ -272,25 +308,47 @@ export class ColdQueues {
           }
           found.push(doc);
           stored += 1;
+          if (inPrefix) prefix.push({ key, found: doc });
         }
-        if (page.length < PAGE) break;
+        if (page.length < limit) break;
         const last = page[page.length - 1];
         after = [last.due_at, last._id];
       }
     } finally {
       this.watchers.delete(touched);
+      this.walks.delete(walk);
     }
     found.sort((a, b) => Date.parse(a.due_at as string) - Date.parse(b.due_at as string));
     // Those beyond the room are due already: the next fill takes them.
     for (const doc of found.slice(room)) next = earliest(next, doc.due_at);
     // The current copy of each: the one here when written meanwhile (none when it settled meanwhile).
+    const handed = new Set(found.slice(0, room));
     const docs: DeliveryQueueDoc[] = [];
-    for (const doc of found.slice(0, room)) {
+    for (const doc of handed) {
       const entry = this.docs.get(doc._id);
       const current = entry ? entry.doc : touched.has(doc._id) ? null : doc;
       if (current) docs.push(current);
     }
+    this.moveCursor(prefix, handed, walk.low);
     return { docs, next };
+  }
+
+  /**
+   * Moves `heldUpTo` over the walk's first documents held or handed over (`handed`), unless a document
+   * was written here meanwhile at or before where it would go (`low`).
+   */
+  private moveCursor(
+    prefix: readonly { key: IndexKey; found: DeliveryQueueDoc | undefined }[],
+    handed: ReadonlySet<DeliveryQueueDoc>,
+    low: IndexKey | undefined,
+  ): void {
+    let upTo = this.heldUpTo;
+    for (const { key, found } of prefix) {
+      if (found && !handed.has(found)) break;
+      upTo = key;
+    }
+    if (upTo === this.heldUpTo || (low && upTo && compareKeys(low, upTo) <= 0)) return;
+    this.heldUpTo = upTo;
   }
 
   /** The earliest `due_at` of the documents changed here and not stored yet. */
@@ -332,6 +390,15 @@ export class ColdQueues {
   private write(stream: string, doc: DeliveryQueueDoc | null): void {
     this.docs.set(stream, { doc, changed: true, commit: this.commits });
     this.touch(stream);
+    if (doc) this.reconsider(stream, doc);
+  }
+
+  /** `doc` is a cold document now: a walk from the cursor must not pass it by. */
+  private reconsider(stream: string, doc: DeliveryQueueDoc): void {
+    if (doc.due_at === null) return;
+    const key: IndexKey = [doc.due_at, stream];
+    if (this.heldUpTo && compareKeys(key, this.heldUpTo) <= 0) this.heldUpTo = undefined;
+    for (const walk of this.walks) walk.low = lower(walk.low, key);
   }
 
   private touch(stream: string): void {

@@ -3,7 +3,8 @@
  * queues held, the others cold in `webhook_delivery_queues` (`dispatcher/cold-queues.ts`).
  *
  * - *Filling*: when the window has room (a queue settled or left it) and a cold queue is due, the due
- *   cold documents are loaded in due order, as many as the room (one walk of the `due_at` index).
+ *   cold documents are loaded in due order, as many as the room (one walk of the `due_at` index,
+ *   resumed after the held queues due first: `ColdQueues.due`).
  *   Room freed one queue at a time is gathered to a sixteenth of the window first, so a full window
  *   draining a backlog walks the index once per batch, not once per delivery.
  * - *One timer* for the earliest cold queue due later, not one per cold queue.
@@ -123,8 +124,10 @@ export function createQueueWindow(parts: {
           if (room() <= 0 && dueNow(coldDueAt) && !nothingToYield) makeRoom(batch);
           const { docs, next } = await cold.due(now(), Math.max(0, room()), (s) => queues.held.has(s));
           for (const doc of docs) {
-            if (queues.held.has(doc._id) || room() <= 0 || stopped()) continue;
-            reschedule(queues.restore(doc));
+            if (queues.held.has(doc._id)) continue;
+            // Not taken: the next walk of the index must find it again.
+            if (room() <= 0 || stopped()) cold.rewind();
+            else reschedule(queues.restore(doc));
           }
           arm(earliest(next, cooledDuringFill));
         } while (again && !stopped() && room() > 0);
