@@ -110,6 +110,14 @@ const compareKeys = (a: IndexKey, b: IndexKey) => compareStrings(a[0], b[0]) || 
 
 const lower = (a: IndexKey | undefined, b: IndexKey) => (a === undefined || compareKeys(b, a) < 0 ? b : a);
 
+/** What happens here during a walk of the `due_at` index. */
+interface Walk {
+  /** The lowest key written here: the cursor the walk ends with is before it. */
+  low: IndexKey | undefined;
+  /** Streams whose change here a commit stored: a page read before it holds their previous copy. */
+  committed: Set<string>;
+}
+
 interface InMemory {
   /** The document as last read or changed; null once its queue settled (to delete). */
   doc: DeliveryQueueDoc | null;
@@ -136,8 +144,8 @@ export class ColdQueues {
    * here since with a later `due_at`: the held queues due first are not read again by each fill.
    */
   private heldUpTo: IndexKey | undefined;
-  /** The lowest key written here during each walk under way: the cursor it ends with is before it. */
-  private readonly walks = new Set<{ low: IndexKey | undefined }>();
+  /** The walks of the index under way (`Walk`). */
+  private readonly walks = new Set<Walk>();
 
   /** The collection, once the follower opened it; `pending` is the guard's count of every delivery. */
   attach(collection: Collection<DeliveryQueueDoc>, pending: number): void {
@@ -279,7 +287,7 @@ export class ColdQueues {
     }
     const touched = new Set<string>();
     this.watchers.add(touched);
-    const walk = { low: undefined as IndexKey | undefined };
+    const walk: Walk = { low: undefined, committed: new Set() };
     this.walks.add(walk);
     // The walk's first documents, up to the first neither held nor handed over: the cursor's next place.
     const prefix: { key: IndexKey; found: DeliveryQueueDoc | undefined }[] = [];
@@ -296,8 +304,9 @@ export class ColdQueues {
             if (inPrefix) prefix.push({ key, found: undefined });
             continue;
           }
-          // Changed here (its copy here is the current one) is not the store's to give.
-          if (touched.has(doc._id) || this.docs.get(doc._id)?.changed) {
+          // Changed here (its copy here is the current one, or the one a commit stored meanwhile) is
+          // not the store's to give.
+          if (touched.has(doc._id) || walk.committed.has(doc._id) || this.docs.get(doc._id)?.changed) {
             inPrefix = false;
             continue;
           }
@@ -367,6 +376,7 @@ export class ColdQueues {
         entry.changed ? saved.has(stream) && saved.get(stream) === entry.doc : entry.commit < this.commits - 1
       ) {
         this.docs.delete(stream);
+        if (entry.changed) for (const walk of this.walks) walk.committed.add(stream);
       }
     }
     void this.refreshOldest();
