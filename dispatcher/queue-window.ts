@@ -6,7 +6,8 @@
  *   cold documents are loaded in due order, as many as the room (one walk of the `due_at` index,
  *   resumed after the held queues due first: `ColdQueues.due`).
  *   Room freed one queue at a time is gathered to a sixteenth of the window first, so a full window
- *   draining a backlog walks the index once per batch, not once per delivery.
+ *   draining a backlog walks the index once per batch, not once per delivery; but when cold queues
+ *   are due and every held queue is due too (none to make room with), the first queue to leave fills.
  * - *One timer* for the earliest cold queue due later, not one per cold queue.
  * - *Making room*: while cold queues are due, a held queue that waits for a later time (a retry, a
  *   lease) leaves the window for them, so queues in retry behind a dead receiver do not keep the
@@ -72,6 +73,8 @@ export function createQueueWindow(parts: {
   let cooledDuringFill: string | null = null;
   /** The last look for held queues to make room found none: none until one waits for a later time. */
   let nothingToYield = false;
+  /** Cold queues are due and the window is full of queues due too: the first queue to leave fills. */
+  let waitingForRoom = false;
 
   const room = () => queues.window - queues.held.size;
   const dueNow = (at: string | null) => at !== null && Date.parse(at) <= now().getTime();
@@ -79,6 +82,7 @@ export function createQueueWindow(parts: {
   /** The one timer, at the earliest cold due time: now, when one is due and nothing else will fill. */
   function arm(at: string | null): void {
     coldDueAt = at;
+    waitingForRoom = false;
     if (at === null || stopped()) {
       scheduler.cancel(COLD_TIMER);
       return;
@@ -86,6 +90,7 @@ export function createQueueWindow(parts: {
     // Due already, and no room nor a held queue to make room with: the next queue to leave fills.
     if (dueNow(at) && room() <= 0 && nothingToYield) {
       scheduler.cancel(COLD_TIMER);
+      waitingForRoom = true;
       return;
     }
     const when = new Date(Math.max(Date.parse(at), now().getTime()));
@@ -143,7 +148,8 @@ export function createQueueWindow(parts: {
   }
 
   function freed(): void {
-    if (dueNow(coldDueAt) && room() >= batch) void fill();
+    // Room is gathered to a batch while the timer will fill; without it, the due cold queues would wait.
+    if (dueNow(coldDueAt) && (room() >= batch || (waitingForRoom && room() > 0))) void fill();
   }
 
   return {
