@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createDurableFollower, GUARD } from '../../application/durable-follower.ts';
+import { createDurableFollower, FENCED, GUARD, type GuardIds } from '../../application/durable-follower.ts';
 import { manualClock } from '../../domain/clock.ts';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
@@ -92,7 +92,13 @@ function counter(
   t: ExecutionContext,
   store: EventStore,
   readStore: ReadStore,
-  options: { version?: string; name?: string; commitEveryMs?: number; commitEveryEvents?: number } = {},
+  options: {
+    version?: string;
+    name?: string;
+    commitEveryMs?: number;
+    commitEveryEvents?: number;
+    guard?: GuardIds;
+  } = {},
 ) {
   const items = new Map<string, number>();
   const follower = createDurableFollower<ItemDoc>({
@@ -107,6 +113,7 @@ function counter(
     commitEveryMs: options.commitEveryMs ?? 0,
     commitEveryEvents: options.commitEveryEvents,
     maxBatchSize: 10,
+    guard: options.guard,
     restore: (doc) => items.set(doc._id, doc.count),
     apply(events: RecordedEvent[]) {
       for (const e of events) {
@@ -123,7 +130,7 @@ function counter(
 
 async function stored(readStore: ReadStore): Promise<Record<string, number>> {
   const docs = await (await readStore.collection<ItemDoc>(COLLECTION)).find({});
-  return Object.fromEntries(docs.filter((d) => d._id !== GUARD).map((d) => [d._id, d.count]));
+  return Object.fromEntries(docs.filter((d) => !d._id.startsWith('$')).map((d) => [d._id, d.count]));
 }
 
 test('a restart restores the documents and reads only the events after the checkpoint', async (t) => {
@@ -372,4 +379,45 @@ test('a follower stopped while it restores never subscribes, and says so through
   await starting;
   await t.throwsAsync(follower.caughtUp, { message: /stopped before it caught up/ });
   t.is(o.seen.events, 0);
+});
+
+test('a guard of a new _id keeps the earlier release’s fenced: a follower of that release still running has each commit refused', async (t) => {
+  const store = await tempStore(t);
+  const readStore = openSqliteReadStore(':memory:');
+  const guard = { id: '$guard', retired: [GUARD] };
+  await tick(store, 'a', 2);
+  const old = counter(t, store, readStore);
+  await old.follower.start();
+  await old.follower.caughtUp;
+  const c = await readStore.collection<Doc>(COLLECTION);
+
+  const next = counter(t, store, readStore, { guard });
+  await next.follower.start();
+  await next.follower.caughtUp;
+  t.deepEqual(await c.findOne({ _id: GUARD }), { _id: GUARD, position: FENCED }, 'the earlier guard fenced');
+  await tick(store, 'b');
+  await next.follower.settle();
+  await next.follower.flush();
+  const checkpoint = await readStore.getCheckpoint('test-counter');
+  t.deepEqual(await stored(readStore), { 'item-a': 2, 'item-b': 1 });
+
+  await next.follower.stop();
+
+  // The earlier release's follower applies the next event and commits: refused, nothing written.
+  await done(store, 'a');
+  await old.follower.settle();
+  await old.follower.flush();
+  t.deepEqual(await stored(readStore), { 'item-a': 2, 'item-b': 1 }, 'its commit wrote nothing');
+  t.deepEqual(await readStore.getCheckpoint('test-counter'), checkpoint);
+  t.like(await c.findOne({ _id: '$guard' }), { position: checkpoint?.position });
+
+  // A first start with the new guard fences the earlier one from its first commit.
+  const fresh = openSqliteReadStore(':memory:');
+  const first = counter(t, store, fresh, { guard });
+  await first.follower.start();
+  await first.follower.caughtUp;
+  t.deepEqual(await (await fresh.collection<Doc>(COLLECTION)).findOne({ _id: GUARD }), {
+    _id: GUARD,
+    position: FENCED,
+  });
 });
