@@ -144,6 +144,8 @@ export class ColdQueues {
    * here since with a later `due_at`: the held queues due first are not read again by each fill.
    */
   private heldUpTo: IndexKey | undefined;
+  /** Streams taken into the window (`take`) and not written here since: their deliveries are held. */
+  private readonly taken = new Set<string>();
   /** The walks of the index under way (`Walk`). */
   private readonly walks = new Set<Walk>();
 
@@ -152,6 +154,7 @@ export class ColdQueues {
     this.collection = collection;
     this.depth = pending;
     this.heldUpTo = undefined;
+    this.taken.clear();
   }
 
   /** A document `due` handed over was not taken into the window: the next walk starts from the start. */
@@ -239,6 +242,7 @@ export class ColdQueues {
       (current.revision > doc.revision || (entry.changed && current.revision === doc.revision))
     ) {
       // The queue leaves the window all the same: its document is a cold one from now on.
+      this.taken.delete(queue.stream);
       this.reconsider(queue.stream, current);
       return current.deliveries.length;
     }
@@ -255,11 +259,12 @@ export class ColdQueues {
 
   /**
    * The cold queue of `stream` enters the window: its deliveries (`previous`, read from its document:
-   * `stored` when read from the store itself, else through `get`) are counted with the held queues. A
-   * copy read through `get` once taken already (by another reader of it) counts nothing more.
+   * `stored` when read from the store itself, else through `get` or as it went cold) are counted with
+   * the held queues. A copy taken once already (by another reader of it) counts nothing more.
    */
   take(stream: string, previous: number, stored: boolean): void {
-    if (stored || this.docs.has(stream)) this.depth -= previous;
+    if (stored || !this.taken.has(stream)) this.depth -= previous;
+    this.taken.add(stream);
     this.docs.delete(stream);
     this.touch(stream);
   }
@@ -399,6 +404,7 @@ export class ColdQueues {
 
   private write(stream: string, doc: DeliveryQueueDoc | null): void {
     this.docs.set(stream, { doc, changed: true, commit: this.commits });
+    this.taken.delete(stream);
     this.touch(stream);
     if (doc) this.reconsider(stream, doc);
   }

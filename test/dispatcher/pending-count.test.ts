@@ -120,3 +120,19 @@ test('a cold queue written twice at the same revision (the log and the own appen
   cold.put(stateOf(), 1);
   t.is(cold.coldDepth(), 2);
 });
+
+test('a held queue evicted, its document stored by a commit, then back in the window with a scheduling: each delivery counted once', (t) => {
+  const clock = manualClock(new Date('2026-01-01T00:00:00Z'));
+  const { hook, cart, doc } = queueInRetry(clock);
+  const { cold, queues } = queuesOf(1, 1);
+  const queue = queues.restore(doc);
+  queues.evict(queue);
+  // The follower's commit stores its cold document while the scheduling's append is under way.
+  const saved = cold.save(doc._id);
+  if (!saved) throw new Error('a change to store');
+  cold.committed(new Map([[doc._id, saved]]));
+  scheduleSecond(queues, queue, hook, cart, clock);
+  queues.keepOrDrop(queue);
+  t.is(queues.held.get(doc._id), queue);
+  t.is(queues.pending().depth, 2);
+});
