@@ -118,19 +118,32 @@ export function openFile(path: string, options: FileOptions) {
     const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5_000 });
     try {
       configure(db, options.cacheMiB ?? 32);
-      return { db, schema: checkSchema(db) };
+      // One snapshot: a file another connection is creating reads as empty or as ours, never half made.
+      db.exec('BEGIN');
+      try {
+        return { db, schema: checkSchema(db) };
+      } finally {
+        db.exec('COMMIT');
+      }
     } catch (err) {
       db.close();
       throw err;
     }
   };
-  const openAsIs = () => {
-    const { db, schema } = open();
-    const created = schema === 'empty' && createSchema(db);
-    addTables(db);
-    const state = created ? ('created' as const) : ('opened' as const);
-    return { db, opened: { state, reason: missing ? 'no read store file yet' : null } };
-  };
+  const timeoutMs = options.busyTimeoutMs ?? 5_000;
+  const openAsIs = () =>
+    whileBusy(timeoutMs, () => {
+      const { db, schema } = open();
+      try {
+        const created = schema === 'empty' && createSchema(db);
+        addTables(db);
+        const state = created ? ('created' as const) : ('opened' as const);
+        return { db, opened: { state, reason: missing ? 'no read store file yet' : null } };
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+    });
   try {
     return openAsIs();
   } catch (err) {
@@ -138,7 +151,7 @@ export function openFile(path: string, options: FileOptions) {
     if (path === ':memory:') throw err;
     // Several threads (role `all`'s dispatcher and delivery threads and `dispatcher.db`) may find it
     // so at once: one replaces it, under a lock file; the others then open the file it made.
-    return underReplaceLock(path, options.busyTimeoutMs ?? 5_000, () => {
+    return underReplaceLock(path, timeoutMs, () => {
       try {
         return openAsIs();
       } catch (again) {
@@ -152,6 +165,26 @@ export function openFile(path: string, options: FileOptions) {
       const reason = `${path} ${err instanceof UnknownSchemaError ? 'has an' : 'is unreadable:'} ${(err as Error).message}; moved to ${path}.unreadable`;
       return { db, opened: { state: 'replaced' as const, reason } };
     });
+  }
+}
+
+/** SQLITE_BUSY: a lock SQLite would not wait for (its busy handler is skipped where it could deadlock). */
+const isBusy = (err: unknown) => ((err as { errcode?: number }).errcode ?? 0) % 256 === 5;
+
+/**
+ * Runs `open` again while it meets SQLITE_BUSY, up to `timeoutMs`: connections opening a new file at
+ * once (role `all`'s dispatcher and delivery threads and `dispatcher.db`) can find its first
+ * transaction, or its switch to WAL, taken by another, which SQLite answers at once rather than wait.
+ */
+function whileBusy<T>(timeoutMs: number, open: () => T): T {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return open();
+    } catch (err) {
+      if (!isBusy(err) || Date.now() > deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
   }
 }
 
