@@ -19,6 +19,23 @@ import type { Component, ServiceContext } from './compose.ts';
 import { type DispatcherShared, dispatcherState, type Timers } from './dispatcher-state.ts';
 import { newLeaseOwner } from './lease-owner.ts';
 
+/** A gauge read from `read` at each scrape. */
+export function readGauge(
+  ctx: Pick<ServiceContext, 'registry'>,
+  name: string,
+  help: string,
+  read: () => number,
+): void {
+  new Gauge({
+    name,
+    help,
+    registers: [ctx.registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
 /** A gauge of the age, on the clock, of what `oldest` names (an ISO time), in seconds; 0 when nothing. */
 export function ageGauge(
   ctx: Pick<ServiceContext, 'registry'>,
@@ -138,30 +155,24 @@ export function deliveryWorkerOf(ctx: ServiceContext, parts: WorkerParts): Deliv
       })
     : make(parts.shard, maxInFlight);
   timers.ticks.push(() => w.tick());
-  new Gauge({
-    name: 'pds_webhook_deliveries_pending',
-    help: 'webhook deliveries neither delivered nor parked (queue depth)',
-    registers: [ctx.registry],
-    collect() {
-      this.set(w.pending().depth);
-    },
-  });
-  new Gauge({
-    name: 'pds_webhook_requests_in_flight',
-    help: 'webhook requests open (at most PDS_WEBHOOK_MAX_IN_FLIGHT per delivery worker, per process on the split deployment)',
-    registers: [ctx.registry],
-    collect() {
-      this.set(w.slots().inFlight);
-    },
-  });
-  new Gauge({
-    name: 'pds_webhook_queues_waiting_for_slot',
-    help: 'delivery queues due and waiting for a free request slot of their subscription or of the dispatcher',
-    registers: [ctx.registry],
-    collect() {
-      this.set(w.slots().waiting);
-    },
-  });
+  readGauge(
+    ctx,
+    'pds_webhook_deliveries_pending',
+    'webhook deliveries neither delivered nor parked (queue depth)',
+    () => w.pending().depth,
+  );
+  readGauge(
+    ctx,
+    'pds_webhook_requests_in_flight',
+    'webhook requests open (at most PDS_WEBHOOK_MAX_IN_FLIGHT per delivery worker, per process on the split deployment)',
+    () => w.slots().inFlight,
+  );
+  readGauge(
+    ctx,
+    'pds_webhook_queues_waiting_for_slot',
+    'delivery queues due and waiting for a free request slot of their subscription or of the dispatcher',
+    () => w.slots().waiting,
+  );
   ageGauge(
     ctx,
     clock,

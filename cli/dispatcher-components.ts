@@ -3,7 +3,7 @@
  * abandonment timer and the webhook dispatcher. Role `all` runs them beside the APIs, or on a thread
  * of their own (`role-thread.ts`), which loads this module and not the APIs'.
  */
-import { Counter, Gauge } from 'prom-client';
+import { Counter } from 'prom-client';
 import { createRetention } from '../application/retention.ts';
 import { type AbandonmentTimer, createAbandonmentTimer } from '../dispatcher/abandonment.ts';
 import type { DeliveryWorker } from '../dispatcher/delivery-worker.ts';
@@ -13,7 +13,7 @@ import { createSubscriptionTracker, type SubscriptionTracker } from '../dispatch
 import { type Clock, systemClock } from '../domain/clock.ts';
 import { eventRegistry } from '../domain/index.ts';
 import type { Component, ServiceContext } from './compose.ts';
-import { ageGauge, deliveryWorkerOf } from './delivery-components.ts';
+import { ageGauge, deliveryWorkerOf, readGauge } from './delivery-components.ts';
 import { createTimers, type DispatcherShared, dispatcherState, type Timers } from './dispatcher-state.ts';
 
 export {
@@ -53,14 +53,9 @@ export function abandonmentTimer(
       timers.ticks.push(() => t.tick());
       let restored = false;
       ctx.readiness.add('abandonment_timers_restored', () => restored);
-      new Gauge({
-        name: 'pds_abandonment_timers_pending',
-        help: 'carts with a pending abandonment deadline',
-        registers: [ctx.registry],
-        collect() {
-          this.set(t.pending());
-        },
-      });
+      readGauge(ctx, 'pds_abandonment_timers_pending', 'carts with a pending abandonment deadline', () =>
+        t.pending(),
+      );
       const started = Date.now();
       t.start();
       await t.caughtUp;
@@ -144,14 +139,12 @@ export function webhookDispatcher(
  * by its age (docs/operations.md, "The fan-out's group").
  */
 function fanOutGauges(fanOut: FanOut, clock: Clock, ctx: Pick<ServiceContext, 'registry'>): void {
-  new Gauge({
-    name: 'pds_webhook_fan_out_retrying',
-    help: 'cart events whose webhook fan-out failed and is being tried again (never parked)',
-    registers: [ctx.registry],
-    collect() {
-      this.set(fanOut.retrying().events);
-    },
-  });
+  readGauge(
+    ctx,
+    'pds_webhook_fan_out_retrying',
+    'cart events whose webhook fan-out failed and is being tried again (never parked)',
+    () => fanOut.retrying().events,
+  );
   ageGauge(
     ctx,
     clock,
