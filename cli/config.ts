@@ -240,7 +240,7 @@ export const DEFAULTS = {
   webhookRetrySchedule: '0s,5s,5m,30m,2h,5h,10h,10h',
   webhookMaxInFlight: 256,
   webhookDeliveryShards: 16,
-  webhookQueueWindow: 10_000,
+  webhookQueueWindow: 2_000,
   idempotencyTtl: '24h',
   deliveryLogRetention: '720h',
   alertOldestQueued: '15m',

@@ -46,10 +46,18 @@ export function logOpened(
 }
 
 /**
+ * `dispatcher.db`'s page cache, in MiB, on the dispatcher thread or process: its working set is on its
+ * heap (the queues in the window, the pending carts), and the store is written at each checkpoint and
+ * read along the due index when the window has room. The read store's 32 MiB filled in
+ * `webhook.fanout` for no more deliveries a second (docs/operations.md, "Threads").
+ */
+export const DISPATCHER_STORE_CACHE_MIB = 8;
+
+/**
  * The dispatcher's working state (pending carts, delivery queues): the read store when
  * `PDS_DISPATCHER_STORE` names it and this process has it open, else a store of its own (by default
  * `dispatcher.db` beside a SQLite read store, docs/operations.md, "Threads"), with a page cache of
- * `cacheMiB` (default `PDS_READ_STORE_CACHE_MIB`).
+ * `cacheMiB` (default `DISPATCHER_STORE_CACHE_MIB`).
  */
 export function dispatcherState(shared: DispatcherShared, options: { cacheMiB?: number } = {}): Component {
   let own: ReadStore | undefined;
@@ -63,7 +71,7 @@ export function dispatcherState(shared: DispatcherShared, options: { cacheMiB?: 
         return;
       }
       const store = await ctx.openReadStore(url, {
-        cacheMiB: options.cacheMiB ?? ctx.config.readStoreCacheMiB,
+        cacheMiB: options.cacheMiB ?? DISPATCHER_STORE_CACHE_MIB,
       });
       own = store;
       shared.dispatcherStore = store;

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --scavenger-max-new-space-capacity-mb=8 --v8-pool-size=0
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --scavenger-max-new-space-capacity-mb=8 --v8-pool-size=0 --heap-growing-percent=25
 /**
  * `pds`: turns on Node's on-disk compile cache, then runs the program (`cli/program.ts`). The cache
  * keeps every module's type-stripped source and V8 code, so a restart does not strip and compile them
@@ -10,6 +10,11 @@
  * process's memory; 16 MB semi-spaces (8 MB doubled, without pointer compression) cost no throughput.
  * Unlike `--max-semi-space-size`, which overrides every isolate's limit, it is a default the role
  * threads lower (`cli/role-thread.ts`; docs/read-side.md, "Memory"). `NODE_OPTIONS` cannot carry it.
+ *
+ * `--heap-growing-percent=25`: each isolate collects its old generation once it has grown by a quarter
+ * of what survived the last full collection; V8 otherwise lets it grow up to four times that on a
+ * machine with gigabytes, which in `webhook.fanout` held most of the process's memory as garbage
+ * (docs/read-side.md, "Memory").
  */
 import { enableCompileCache } from 'node:module';
 

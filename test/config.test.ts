@@ -103,7 +103,7 @@ test('defaults: embedded mode with everything from README, "Configuration"', (t)
     webhookMaxInFlight: 256,
     webhookDeliveryThreads: Math.min(4, Math.max(1, availableParallelism() - 1)),
     webhookDeliveryShards: 16,
-    webhookQueueWindow: 10_000,
+    webhookQueueWindow: 2_000,
     allowPrivateWebhookUrls: true,
     idempotencyTtlMs: 24 * 3_600_000,
     deliveryLogRetentionMs: 30 * 24 * 3_600_000,

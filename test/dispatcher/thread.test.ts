@@ -13,7 +13,7 @@ import {
   deliveryComponents,
   leasesShards,
 } from '../../cli/delivery-components.ts';
-import { dispatcherState } from '../../cli/dispatcher-state.ts';
+import { DISPATCHER_STORE_CACHE_MIB, dispatcherState } from '../../cli/dispatcher-state.ts';
 import { dispatcherThreads, roleThread } from '../../cli/role-thread.ts';
 import { shardOf } from '../../dispatcher/shards.ts';
 import type { OpenReadStoreOptions } from '../../projections/index.ts';
@@ -219,7 +219,7 @@ test('a delivery thread that dies is started again and sends its shard’s webho
   t.regex(await metrics(s), /^pds_thread_restarts_total\{thread="delivery-2"\} 1$/m);
 });
 
-test('a delivery thread opens dispatcher.db with a small page cache of its own; the dispatcher thread with PDS_READ_STORE_CACHE_MIB', async (t) => {
+test('a delivery thread opens dispatcher.db with a small page cache of its own; the dispatcher thread with its own 8 MiB, not the read store’s', async (t) => {
   const config = parseConfig({ PDS_DATA_DIR: '/tmp/pds-unused' });
   const opened: Array<{ url: string } & OpenReadStoreOptions> = [];
   const ctx = {
@@ -239,10 +239,10 @@ test('a delivery thread opens dispatcher.db with a small page cache of its own; 
   t.teardown(() => ofDispatcher.stop());
   t.deepEqual(opened, [
     { url: config.dispatcherStoreUrl, cacheMiB: DELIVERY_THREAD_CACHE_MIB },
-    { url: config.dispatcherStoreUrl, cacheMiB: config.readStoreCacheMiB },
+    { url: config.dispatcherStoreUrl, cacheMiB: DISPATCHER_STORE_CACHE_MIB },
   ]);
   t.is(DELIVERY_THREAD_CACHE_MIB, 4);
-  t.is(config.readStoreCacheMiB, 32);
+  t.is(DISPATCHER_STORE_CACHE_MIB, 8);
 });
 
 test('only a dispatcher process of the split deployment leases delivery shards; role all’s dispatcher and delivery threads keep their own, on EventStoreDB too', (t) => {
