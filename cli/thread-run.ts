@@ -51,15 +51,15 @@ const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
     return { components: deliveryComponents((workerData as ThreadData).shard), methods: {} };
   },
   async projector() {
-    const { readSide } = await import('./read-side.ts');
-    const shared: Parameters<typeof readSide>[0] = {};
+    const { projectorThreadSide } = await import('./read-side.ts');
+    const shared: Parameters<typeof projectorThreadSide>[0] = {};
     const { leaseOwner } = workerData as ThreadData;
     const projector = () => {
       if (!shared.projector) throw new Error('the projector has not started');
       return shared.projector;
     };
     return {
-      components: [readSide(shared, { leaseOwner })],
+      components: [projectorThreadSide(shared, leaseOwner)],
       niceIncrement: PROJECTOR_NICE_INCREMENT,
       methods: {
         status: () => projector().status(),
