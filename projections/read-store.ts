@@ -53,6 +53,12 @@ export interface FindOptions {
 }
 
 export type WriteOp<T extends Doc = Doc> =
+  /**
+   * A document the writer knows is not stored (a unit of work looked it up and found nothing): stored
+   * without looking for an old version to replace. As MongoDB's insert, an `_id` already stored is
+   * refused as a duplicate key, and the collection is left as it was.
+   */
+  | { insertOne: { document: T } }
   | { replaceOne: { filter: Filter; replacement: T; upsert?: boolean } }
   | { updateOne: { filter: Filter; update: Update; upsert?: boolean } }
   | { updateMany: { filter: Filter; update: Update } }

@@ -75,6 +75,13 @@ class UnitOfWork {
   /** Documents as the batch sees them: fetched (or known absent) and changed so far. */
   private readonly cache = new Map<string, Map<DocId, Doc | null>>();
   /**
+   * Ids the store holds no document of, once the writes handed to it so far are applied: a lookup
+   * found none, or a delete was handed. Such a document is written as an insert, which spares the
+   * store a lookup of the version it would replace (its old index entries). Writing one makes it
+   * stored: any later write of it replaces (docs/read-side.md, "Projections and checkpoints").
+   */
+  private readonly absent = new Map<string, Set<DocId>>();
+  /**
    * Writes waiting for the flush: the latest version of each changed document (null: deleted), so a
    * document changed by many events of the batch is written once. An `updateMany` first turns the
    * documents changed so far into operations, so every write keeps its place relative to it.
@@ -91,6 +98,7 @@ class UnitOfWork {
     this.commitWork = commitWork;
     for (const name of Object.keys(collections)) {
       this.cache.set(name, new Map());
+      this.absent.set(name, new Set());
       this.pending.set(name, { ops: [], docs: new Map() });
       this.found.set(name, new Map());
     }
@@ -211,12 +219,22 @@ class UnitOfWork {
     return this.projection.finalize ? this.projection.finalize(name, doc) : doc;
   }
 
+  /** The writes of the changed documents, in the order the store applies them (see `absent`). */
   private docOps(name: string, docs: Map<DocId, Doc | null>): WriteOp[] {
-    return [...docs].map(([id, doc]) =>
-      doc
-        ? { replaceOne: { filter: { _id: id }, replacement: this.held(name, doc), upsert: true } }
-        : { deleteOne: { filter: { _id: id } } },
-    );
+    const absent = this.absentIn(name);
+    return [...docs].map(([id, doc]): WriteOp => {
+      if (!doc) {
+        absent.add(id);
+        return { deleteOne: { filter: { _id: id } } };
+      }
+      const held = this.held(name, doc);
+      if (absent.delete(id)) return { insertOne: { document: held } };
+      return { replaceOne: { filter: { _id: id }, replacement: held, upsert: true } };
+    });
+  }
+
+  private absentIn(name: string): Set<DocId> {
+    return this.absent.get(name) ?? new Set();
   }
 
   private async fetch(keys: Array<[string, DocId]>): Promise<void> {
@@ -232,8 +250,18 @@ class UnitOfWork {
         const unique = [...new Set(ids)];
         const found = await this.collections[name].findByIds(unique);
         const c = this.coll(name);
-        for (const id of unique) c.set(id, null);
-        for (const doc of found) c.set(doc._id, doc);
+        const absent = this.absentIn(name);
+        // The store's answer tells only of what no write waiting for the commit changes.
+        const p = this.pending.get(name);
+        const settled = (id: DocId) => p !== undefined && p.ops.length === 0 && !p.docs.has(id);
+        for (const id of unique) {
+          c.set(id, null);
+          if (settled(id)) absent.add(id);
+        }
+        for (const doc of found) {
+          c.set(doc._id, doc);
+          absent.delete(doc._id);
+        }
       }),
     );
   }
@@ -278,6 +306,7 @@ class UnitOfWork {
     const c = this.coll(name);
     const docs: Doc[] = [];
     for (const d of stored) {
+      this.absentIn(name).delete(d._id);
       if (overlay?.has(d._id)) continue; // the pending version decides
       c.set(d._id, d);
       docs.push(d);

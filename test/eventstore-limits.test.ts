@@ -1,14 +1,83 @@
 /**
  * The embedded store's row limits (eventstore/sqlite/rows.ts): written into the SQL, rounded up to a
  * power of two, never bound (SQLite prepares a statement with a bound `LIMIT ?` again at every
- * execution), and the rows read trimmed to the count asked.
+ * execution), and no row fetched past the count asked (docs/operations.md, "Threads"): the rows each
+ * statement hands to JavaScript are counted here.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import test from 'ava';
-import { limitSql, withinLimit } from '../eventstore/sqlite/rows.ts';
+import type { RecordedEvent } from '../eventstore/port.ts';
+import { subscribeToAll } from '../eventstore/sqlite/catch-up.ts';
+import { type Log, openLog } from '../eventstore/sqlite/log.ts';
+import { createReads } from '../eventstore/sqlite/reads.ts';
+import { firstRows, limitSql } from '../eventstore/sqlite/rows.ts';
 import { createSqliteEventStore } from '../eventstore/sqlite.ts';
 import { rawEvent } from './support/raw-events.ts';
+
+/**
+ * The log, its statements wrapped to count the events' rows they hand to JavaScript (from `all`,
+ * `get` and `iterate`): what SQLite read and node:sqlite converted for a read.
+ */
+function countingLog(log: Log): { log: Log; fetched: () => number; reset: () => void } {
+  let fetched = 0;
+  const wrap = (stmt: StatementSync, sql: string): StatementSync => {
+    if (!/\bdata\b/.test(sql)) return stmt; // heads, counts, revisions: not an event's row
+    return new Proxy(stmt, {
+      get(target, prop) {
+        if (prop === 'all')
+          return (...params: never[]) => {
+            const rows = target.all(...params);
+            fetched += rows.length;
+            return rows;
+          };
+        if (prop === 'get')
+          return (...params: never[]) => {
+            const row = target.get(...params);
+            if (row !== undefined) fetched++;
+            return row;
+          };
+        if (prop === 'iterate')
+          return (...params: never[]) => {
+            const it = target.iterate(...params);
+            return {
+              next() {
+                const r = it.next();
+                if (!r.done) fetched++;
+                return r;
+              },
+              return: () => it.return?.(),
+              [Symbol.iterator]() {
+                return this;
+              },
+            };
+          };
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  };
+  return {
+    log: { ...log, stmt: (sql, arrays) => wrap(log.stmt(sql, arrays), sql) },
+    fetched: () => fetched,
+    reset: () => {
+      fetched = 0;
+    },
+  };
+}
+
+/** `count` events written straight into the log's table, in streams named by `streamOf(i)`. */
+function fill(log: Log, count: number, streamOf: (i: number) => string): void {
+  const insert = log.db.prepare(
+    `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at)
+     VALUES (?, (SELECT count(*) FROM events WHERE stream_id = ?1), ?, 'CartItemAdded', '{}', '{}', '2026-01-01T00:00:00.000Z')`,
+  );
+  log.transaction(() => {
+    for (let i = 0; i < count; i++) insert.run(streamOf(i), `e-${i}`);
+  });
+}
 
 test('a limit is SQL text, rounded up to a power of two; none when missing or negative', (t) => {
   t.is(limitSql(undefined), '');
@@ -23,12 +92,104 @@ test('a limit is SQL text, rounded up to a power of two; none when missing or ne
   t.is(new Set(Array.from({ length: 1_000 }, (_, i) => limitSql(i + 1))).size, 11);
 });
 
-test('the rows read are trimmed to the count asked', (t) => {
-  t.deepEqual(withinLimit([1, 2, 3, 4], 3), [1, 2, 3]);
-  t.deepEqual(withinLimit([1, 2], 3), [1, 2]);
-  t.deepEqual(withinLimit([1, 2], undefined), [1, 2]);
-  t.deepEqual(withinLimit([1, 2], -1), [1, 2]);
-  t.deepEqual(withinLimit([1, 2], 0), []);
+test('a batch of 5,000 events fetches 5,000 rows, not the 8,192 of its rounded limit', (t) => {
+  const counting = countingLog(openLog(':memory:'));
+  t.teardown(() => counting.log.close());
+  fill(counting.log, 8_200, (i) => `cart-${i % 50}`);
+  const reads = createReads(counting.log);
+
+  const batch = reads.nextChunk(0, undefined, 5_000);
+  t.is(batch.rows.length, 5_000);
+  t.deepEqual([batch.rows[0][0], batch.rows[4_999][0], batch.reached], [1, 5_000, 5_000]);
+  t.is(counting.fetched(), 5_000);
+
+  // Filtered by type: the scan of a window of positions, the same count.
+  counting.reset();
+  const typed = reads.nextChunk(100, { eventTypes: ['CartItemAdded'] }, 5_000);
+  t.deepEqual([typed.rows.length, typed.rows[0][0], typed.reached], [5_000, 101, 5_100]);
+  t.is(counting.fetched(), 5_000);
+
+  // The rest of the log: fewer rows than asked, all of them, and the read reaches the head.
+  counting.reset();
+  const rest = reads.nextChunk(5_000, undefined, 5_000);
+  t.deepEqual([rest.rows.length, rest.reached], [3_200, 8_200]);
+  t.is(counting.fetched(), 3_200);
+});
+
+test('a prefix read through the stream index fetches exactly its batch too', (t) => {
+  const counting = countingLog(openLog(':memory:'));
+  t.teardown(() => counting.log.close());
+  // 6,000 partner events among 30,000: far behind, a prefix this small is read through the index.
+  fill(counting.log, 30_000, (i) => (i % 5 === 0 ? `partner-${i % 7}` : `cart-${i % 50}`));
+  const reads = createReads(counting.log);
+  const route = {};
+  const batch = reads.nextChunk(0, { streamPrefixes: ['partner-'] }, 5_000, route);
+  t.deepEqual(route, { indexed: true });
+  t.is(batch.rows.length, 5_000);
+  t.true(
+    batch.rows.every((row, i) => row[1].startsWith('partner-') && (i === 0 || row[0] > batch.rows[i - 1][0])),
+  );
+  t.is(batch.reached, batch.rows[4_999][0]);
+  t.is(counting.fetched(), 5_000);
+});
+
+test('a catch-up in batches of 5,000 fetches each event of the log once', async (t) => {
+  const counting = countingLog(openLog(':memory:'));
+  t.teardown(() => counting.log.close());
+  fill(counting.log, 12_345, (i) => `cart-${i % 50}`);
+  const seen: RecordedEvent[] = [];
+  const batches: number[] = [];
+  const sub = subscribeToAll(
+    counting.log,
+    createReads(counting.log),
+    { from: 'start', maxBatchSize: 5_000 },
+    {
+      onEvents: async (events) => {
+        batches.push(events.length);
+        seen.push(...events);
+      },
+    },
+  );
+  await sub.caughtUp;
+  await sub.stop();
+  t.deepEqual(batches, [5_000, 5_000, 2_345]);
+  t.true(seen.every((e, i) => e.position === i + 1));
+  t.is(counting.fetched(), 12_345);
+});
+
+test('a read whose limit is not a power of two stops at it, and leaves no read open behind it', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-limits-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'events.db');
+  const counting = countingLog(openLog(file));
+  const other = new DatabaseSync(file);
+  t.teardown(() => {
+    other.close();
+    counting.log.close();
+  });
+  fill(counting.log, 40, (i) => `cart-${i % 2}`);
+  const reads = createReads(counting.log);
+
+  t.deepEqual(
+    (await reads.readStream('cart-0', { maxCount: 5 })).map((e) => e.revision),
+    [0, 1, 2, 3, 4],
+  );
+  t.deepEqual(
+    reads.readAllSync({ direction: 'backwards', maxCount: 3 }).map((row) => row[0]),
+    [40, 39, 38],
+  );
+  t.is(counting.fetched(), 8);
+  // Another connection's checkpoint copies the whole WAL: no statement of the reads still holds a snapshot.
+  const checkpoint = other.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number };
+  t.is(checkpoint.busy, 0);
+
+  // Rows of any shape, a limit of zero, and none.
+  const stmt = (max: number | undefined) =>
+    counting.log.db.prepare(`SELECT position FROM events ORDER BY position${limitSql(max)}`);
+  t.deepEqual(firstRows(stmt(3), 3, []), [{ position: 1 }, { position: 2 }, { position: 3 }]);
+  t.deepEqual(firstRows(stmt(0), 0, []), []);
+  t.is(firstRows(stmt(undefined), undefined, []).length, 40);
+  t.is(firstRows(stmt(-1), -1, []).length, 40);
 });
 
 test('reads of every kind answer exactly the count asked when it is not a power of two', async (t) => {

@@ -10,7 +10,16 @@ import {
   type SubscriptionStart,
 } from '../port.ts';
 import type { Log } from './log.ts';
-import { COLUMNS, filterSql, limitedRows, limitSql, prefixUpperBound, type Row, toRecorded } from './rows.ts';
+import {
+  COLUMNS,
+  filterSql,
+  limitedRows,
+  limitSql,
+  prefixUpperBound,
+  type Row,
+  rowsAfter,
+  toRecorded,
+} from './rows.ts';
 
 /** Rows scanned per query by a filtered subscription, so one sparse filter never blocks the loop for long. */
 const SCAN_WINDOW = 20_000;
@@ -63,11 +72,12 @@ function readAllSync(log: Log, opts: ReadAllOptions & { upTo?: number }): Row[] 
         opts.maxCount,
         [opts.before ?? Number.MAX_SAFE_INTEGER, ...f.params],
       )
-    : limitedRows<Row>(
+    : rowsAfter<Row>(
         log,
         `SELECT ${COLUMNS} FROM events WHERE position > ? AND position <= ?${f.sql} ORDER BY position`,
+        opts.after ?? 0,
         opts.maxCount,
-        [opts.after ?? 0, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params],
+        (after) => [after, opts.upTo ?? Number.MAX_SAFE_INTEGER, ...f.params],
       );
 }
 
@@ -162,6 +172,8 @@ function readPrefixesIndexed(
   const one = `SELECT ${COLUMNS} FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ? AND position <= ?`;
   const sql = `SELECT * FROM (${prefixes.map(() => one).join(' UNION ')}) ORDER BY position`;
   const params = prefixes.flatMap((p) => [p, prefixUpperBound(p), after, upTo]);
+  // One statement, its rows stepped to `max`: each execution gathers and sorts the prefixes' events
+  // after `after`, so a read in pieces (`rowsAfter`) would gather them once per piece.
   return limitedRows<Row>(log, sql, max, params);
 }
 

@@ -25,7 +25,7 @@ import type {
   RecordedErasure,
   StoredEventData,
 } from '../../application/customer-data-protection.ts';
-import { limitSql, withinLimit } from './rows.ts';
+import { firstRows, limitSql } from './rows.ts';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS event_rewrites (
@@ -107,14 +107,12 @@ export function openEventDataRewrite(file: string, name: string): EventDataRewri
     },
     async read(after, through, types, limit) {
       // The limit written, not bound, as every statement of the store (rows.ts, `limitSql`).
-      const rows = db
-        .prepare(
-          `SELECT position, stream_id, event_id, type, data, metadata FROM events
+      const read = db.prepare(
+        `SELECT position, stream_id, event_id, type, data, metadata FROM events
            WHERE position > ? AND position <= ? AND type IN (${types.map(() => '?').join(', ')})
            ORDER BY position${limitSql(limit)}`,
-        )
-        .all(after, through, ...types) as unknown as StoredEventData[];
-      return withinLimit(rows, limit);
+      );
+      return firstRows<StoredEventData>(read, limit, [after, through, ...types]);
     },
     async erasures(after = 0) {
       const found = new Map<string, RecordedErasure[]>();

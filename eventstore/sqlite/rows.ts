@@ -92,17 +92,44 @@ export function filterSql(filter: EventFilter | undefined): { sql: string; param
  * value of a bound `LIMIT ?`, so such a statement is prepared again at every execution (a third of a
  * short stream read's cost; docs/benchmarks.md, "Statements prepared again, and malloc arenas").
  * The limit is rounded up to a power of two, so a query keeps a few statements whatever its callers
- * ask, and `withinLimit` trims the rows to the count asked. A negative or missing limit is none, as
- * SQLite takes `LIMIT -1`.
+ * ask; `firstRows` and `rowsAfter` fetch no row past the count asked. A negative or missing limit is
+ * none, as SQLite takes `LIMIT -1`.
  */
 export function limitSql(max: number | undefined): string {
-  if (max === undefined || !(max >= 0) || max > 2 ** 31) return '';
+  if (!isLimit(max)) return '';
   return max === 0 ? ' LIMIT 0' : ` LIMIT ${2 ** Math.ceil(Math.log2(max))}`;
 }
 
-/** The first `max` rows of a read made with `limitSql(max)`. */
-export function withinLimit<T>(rows: T[], max: number | undefined): T[] {
-  return max !== undefined && max >= 0 && rows.length > max ? rows.slice(0, max) : rows;
+function isLimit(max: number | undefined): max is number {
+  return max !== undefined && max >= 0 && max <= 2 ** 31;
+}
+
+/** Whether `limitSql(max)` writes `max` itself: no limit, zero, or a power of two. */
+function exactLimit(max: number | undefined): boolean {
+  return !isLimit(max) || max === 0 || 2 ** Math.floor(Math.log2(max)) === max;
+}
+
+/**
+ * The first `max` rows of `stmt`, whose SQL ends in `limitSql(max)`, and no more: when the limit
+ * written is larger than the count asked, the rows are stepped one at a time and the read stops at
+ * `max`, so the rows past it are neither read by SQLite nor converted to JavaScript; otherwise they
+ * are fetched in one call, which costs less per row. The statement is reset after a read stopped
+ * early: a statement left open would hold its read snapshot, and the WAL's checkpoints behind it.
+ */
+export function firstRows<T>(stmt: StatementSync, max: number | undefined, params: SQLInputValue[]): T[] {
+  if (exactLimit(max)) return stmt.all(...params) as unknown as T[];
+  const rows: T[] = [];
+  const it = stmt.iterate(...params) as Iterator<T>;
+  try {
+    while (rows.length < (max as number)) {
+      const next = it.next();
+      if (next.done) break;
+      rows.push(next.value);
+    }
+  } finally {
+    it.return?.();
+  }
+  return rows;
 }
 
 /** The first `max` rows (as arrays) that `sql`, with `limitSql(max)` written after it, reads. */
@@ -112,7 +139,36 @@ export function limitedRows<T extends unknown[]>(
   max: number | undefined,
   params: SQLInputValue[],
 ): T[] {
-  return withinLimit(log.stmt(`${sql}${limitSql(max)}`, true).all(...params) as unknown as T[], max);
+  return firstRows<T>(log.stmt(`${sql}${limitSql(max)}`, true), max, params);
+}
+
+/**
+ * The first `max` rows (as arrays, the position first) of `sql`, a read in position order of the
+ * events after the position given to `paramsAfter`: read in pieces whose limits are powers of two
+ * (5,000 rows: 4,096, 512, 256, 128 and 8), each piece after the last position of the one before and
+ * fetched whole. So the read fetches exactly the rows it returns, with the statements `limitSql` keeps,
+ * at the per-row cost of fetching whole pieces, for the catch-ups' batches (projectors and followers)
+ * (docs/operations.md, "Threads"). Each piece seeks to its first position, so `sql` must read by a
+ * range of positions (an index walk, not a gathering of rows sorted afterwards).
+ */
+export function rowsAfter<T extends [number, ...unknown[]]>(
+  log: { stmt(sql: string, arrays: boolean): StatementSync },
+  sql: string,
+  after: number,
+  max: number | undefined,
+  paramsAfter: (after: number) => SQLInputValue[],
+): T[] {
+  if (!isLimit(max)) return log.stmt(sql, true).all(...paramsAfter(after)) as unknown as T[];
+  const rows: T[] = [];
+  let from = after;
+  while (rows.length < max) {
+    const piece = 2 ** Math.floor(Math.log2(max - rows.length));
+    const got = log.stmt(`${sql}${limitSql(piece)}`, true).all(...paramsAfter(from)) as unknown as T[];
+    for (const row of got) rows.push(row);
+    if (got.length < piece) break;
+    from = got[got.length - 1][0];
+  }
+  return rows;
 }
 
 /**

@@ -49,6 +49,14 @@ function assertOperators(update: Update): void {
 
 /** The port's write operation as the driver's, refusing what the SQLite adapter refuses too. */
 export function toModel(op: WriteOp): AnyBulkWriteOperation<Doc> {
+  if ('insertOne' in op) {
+    // A duplicate `_id` fails the insert with E11000 (passed as it is, as every duplicate key).
+    const { document } = op.insertOne;
+    if (typeof document._id !== 'string' && typeof document._id !== 'number') {
+      throw new Error('an insert needs _id'); // MongoDB would otherwise invent an ObjectId
+    }
+    return { insertOne: { document } };
+  }
   if ('replaceOne' in op) {
     const { filter, replacement, upsert } = op.replaceOne;
     return { replaceOne: { filter: filter as MongoFilter<Doc>, replacement, upsert: upsert ?? false } };
@@ -76,9 +84,10 @@ export function toModel(op: WriteOp): AnyBulkWriteOperation<Doc> {
 const SIZE_OPTIONS = { ignoreUndefined: true } as const;
 
 /**
- * The first replacement MongoDB would refuse for its size, as DocumentTooLargeError with its index, so
- * it is refused before it is sent, naming it: a document over the limit, or one whose write statement
- * (`{ q: filter, u: document, upsert }`, what the driver measures) reaches it, a few bytes more.
+ * The first replacement or insert MongoDB would refuse for its size, as DocumentTooLargeError with its
+ * index, so it is refused before it is sent, naming it: a document over the limit, or one whose write
+ * statement (`{ q: filter, u: document, upsert }`, or an insert's document, what the driver measures)
+ * reaches it, a few bytes more.
  */
 export function firstTooLarge(
   collection: string,
@@ -86,6 +95,14 @@ export function firstTooLarge(
 ): { index: number; error: DocumentTooLargeError } | undefined {
   for (let index = 0; index < ops.length; index++) {
     const op = ops[index];
+    if ('insertOne' in op) {
+      // An insert's statement is the document itself, which the driver refuses at the limit.
+      const { document } = op.insertOne;
+      const bytes = BSON.calculateObjectSize(document, SIZE_OPTIONS);
+      if (bytes >= MAX_DOCUMENT_BYTES)
+        return { index, error: new DocumentTooLargeError(collection, document._id, bytes) };
+      continue;
+    }
     if (!('replaceOne' in op)) continue;
     const { filter, replacement, upsert } = op.replaceOne;
     const bytes = BSON.calculateObjectSize(replacement, SIZE_OPTIONS);
@@ -108,9 +125,10 @@ export function firstTooLarge(
  */
 const TOO_LARGE_CODES = new Set([10334, 17419, 17420, 7655103]);
 
-/** The `_id` an operation's filter names, when it names one plainly. */
+/** The `_id` an operation's filter (or an insert's document) names, when it names one plainly. */
 function idOf(op: WriteOp | undefined): DocId | undefined {
   if (!op) return undefined;
+  if ('insertOne' in op) return op.insertOne.document._id;
   const filter =
     'replaceOne' in op ? op.replaceOne.filter : 'updateOne' in op ? op.updateOne.filter : undefined;
   const id = filter?._id;
@@ -126,8 +144,14 @@ export function writeFailure(err: unknown, collection: string, ops: readonly Wri
   if (err instanceof MongoInvalidArgumentError && /larger than the maximum size/.test(err.message)) {
     let largest = { index: -1, bytes: 0 };
     ops.forEach((op, index) => {
-      if (!('replaceOne' in op)) return;
-      const bytes = BSON.calculateObjectSize(op.replaceOne.replacement, SIZE_OPTIONS);
+      const document =
+        'insertOne' in op
+          ? op.insertOne.document
+          : 'replaceOne' in op
+            ? op.replaceOne.replacement
+            : undefined;
+      if (!document) return;
+      const bytes = BSON.calculateObjectSize(document, SIZE_OPTIONS);
       if (bytes > largest.bytes) largest = { index, bytes };
     });
     const bytes = largest.index < 0 ? undefined : largest.bytes;

@@ -180,13 +180,16 @@ export class DocumentsTable implements PlanTable {
    * errors (a document over the size limit).
    */
   write(op: WriteOp, collection = this.table): void {
-    if ('replaceOne' in op) {
+    if ('insertOne' in op) {
+      this.insert(op.insertOne.document, collection);
+    } else if ('replaceOne' in op) {
       const { filter, replacement, upsert } = op.replaceOne;
       const id = onlyId(filter);
       const existing = id !== undefined ? this.keysOf(id) : this.firstMatch(filter);
       if (!existing && !upsert) return;
       if (existing && replacement._id !== existing.id) throw new Error('a replacement cannot change _id');
-      if (!existing) this.assertNewId(replacement._id);
+      // An `_id` just looked up needs no second lookup.
+      if (!existing && (id === undefined || replacement._id !== id)) this.assertNewId(replacement._id);
       this.store(replacement, existing?.keys, collection);
     } else if ('updateOne' in op) {
       const { filter, update, upsert } = op.updateOne;
@@ -227,9 +230,9 @@ export class DocumentsTable implements PlanTable {
 
   /** The stored index entries of a document (what a rewrite must remove), without parsing it. */
   private keysOf(id: DocId): { id: DocId; keys: string } | undefined {
-    const row = this.statements.get(`SELECT _id, keys FROM ${q(this.table)} WHERE _id = ?`).get(id) as
-      | unknown[]
-      | undefined;
+    const sql = `SELECT _id, keys FROM ${q(this.table)} WHERE _id = ?`;
+    observed(this.statements, sql, [id], false);
+    const row = this.statements.get(sql).get(id) as unknown[] | undefined;
     return row ? { id: row[0] as DocId, keys: row[1] as string } : undefined;
   }
 
@@ -276,6 +279,35 @@ export class DocumentsTable implements PlanTable {
         `INSERT INTO ${q(this.table)} (_id, doc, keys) VALUES (?, ?, ?) ON CONFLICT (_id) DO UPDATE SET doc = excluded.doc, keys = excluded.keys`,
       )
       .run(doc._id, json, JSON.stringify(keys));
+    this.statements.cache.delete(this.table, doc._id);
+  }
+
+  /**
+   * Writes a document its writer knows is new (`insertOne`), without looking up a stored version: the
+   * row first, so an `_id` already stored is refused (by the table's key) before any index entry is
+   * written, then every index's entries.
+   */
+  private insert(doc: Doc, collection: string): void {
+    if (typeof doc._id !== 'string' && typeof doc._id !== 'number') throw new Error('an insert needs _id');
+    const json = JSON.stringify(doc);
+    assertDocumentSize(collection, doc, json);
+    const keys: StoredKeys = {};
+    const entries = this.indexes.map((index) => {
+      const found = entriesOf(walkFields(index), doc);
+      keys[index.table] = `[${found.map(entryText).join(',')}]`;
+      return found;
+    });
+    try {
+      this.statements
+        .get(`INSERT INTO ${q(this.table)} (_id, doc, keys) VALUES (?, ?, ?)`)
+        .run(doc._id, json, JSON.stringify(keys));
+    } catch (err) {
+      if ((err as { errcode?: unknown }).errcode !== SQLITE_CONSTRAINT_PRIMARYKEY) throw err;
+      throw new Error(`duplicate key ${JSON.stringify(doc._id)} in the _id index`, { cause: err });
+    }
+    this.indexes.forEach((index, i) => {
+      this.insertEntries(index, doc, entries[i]);
+    });
     this.statements.cache.delete(this.table, doc._id);
   }
 
@@ -335,6 +367,9 @@ export class DocumentsTable implements PlanTable {
     for (const entry of entries) remove.run(...entry, id);
   }
 }
+
+/** SQLite's extended result code for a row whose primary key is taken. */
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
 /** The statements that add, remove and find one entry of an index: `k0 … kn-1` (and `_id`). */
 interface EntrySql {

@@ -86,6 +86,34 @@ test('the MongoDB adapter refuses a replacement too large to send before sending
   t.true((sliver?.error.bytes ?? 0) >= MAX_DOCUMENT_BYTES);
 });
 
+test('the MongoDB adapter refuses an insert the driver would refuse for its size before sending it, naming it', (t) => {
+  const insert = (id: string, bytes: number): WriteOp => ({
+    insertOne: { document: { _id: id, text: 'x'.repeat(bytes - 27) } },
+  });
+  const size = (op: WriteOp) =>
+    BSON.calculateObjectSize('insertOne' in op ? op.insertOne.document : {}, { ignoreUndefined: true });
+  t.is(size(insert('a', 1000)), 1000);
+  // The driver refuses an insert's document at the limit itself (its statement is the document).
+  t.is(firstTooLarge('menu', [insert('a', 1000), insert('b', MAX_DOCUMENT_BYTES - 1)]), undefined);
+  const at = firstTooLarge('menu', [insert('a', 1000), insert('b', MAX_DOCUMENT_BYTES)]);
+  t.is(at?.index, 1);
+  t.like(at?.error, {
+    name: 'DocumentTooLargeError',
+    collection: 'menu',
+    id: 'b',
+    bytes: MAX_DOCUMENT_BYTES,
+  });
+  // The driver's refusal, should it come, names the largest document of the write.
+  const driver = new MongoInvalidArgumentError('Document is larger than the maximum size 16777216');
+  t.like(writeFailure(driver, 'menu', [insert('a', 1000), insert('b', 5000)]), {
+    name: 'DocumentTooLargeError',
+    id: 'b',
+    bytes: 5000,
+  });
+  const duplicate = new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key' });
+  t.is(writeFailure(duplicate, 'menu', [insert('a', 1000)]), duplicate);
+});
+
 test('the MongoDB adapter names the server’s and the driver’s size refusals; other failures pass as they are', (t) => {
   const ops: WriteOp[] = [
     { deleteOne: { filter: { _id: 'x' } } },

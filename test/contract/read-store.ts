@@ -335,6 +335,87 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
       }),
   );
 
+  test(
+    name(
+      'insertOne stores a new document; an _id already stored is a duplicate key, refused with nothing of it kept',
+    ),
+    (t) =>
+      withStore(t, async (store, p) => {
+        const c = await store.collection(`${p}_items`, [
+          { keys: [['sku', 1]], unique: true },
+          { keys: [['tags', 1]] },
+        ]);
+        await seed(c, [{ _id: 'a', sku: 'A', tags: ['x'] }]);
+        await c.bulkWrite([{ insertOne: { document: { _id: 'b', sku: 'B', tags: ['x', 'y'] } } }]);
+        // Ordered, as every bulkWrite: the insert before the duplicate stays, the one after does not run.
+        await t.throwsAsync(
+          c.bulkWrite([
+            { insertOne: { document: { _id: 'c', sku: 'C', tags: [] } } },
+            { insertOne: { document: { _id: 'a', sku: 'Z', tags: ['z'] } } },
+            { insertOne: { document: { _id: 'd', sku: 'D' } } },
+          ]),
+          { message: /duplicate key/i },
+        );
+        // A new _id whose key a unique index holds already: refused too.
+        await t.throwsAsync(c.bulkWrite([{ insertOne: { document: { _id: 'e', sku: 'B' } } }]), {
+          message: /duplicate key/i,
+        });
+        t.deepEqual(await c.find({}), [
+          { _id: 'a', sku: 'A', tags: ['x'] },
+          { _id: 'b', sku: 'B', tags: ['x', 'y'] },
+          { _id: 'c', sku: 'C', tags: [] },
+        ]);
+        // The refused documents left no index entry behind; the stored ones keep theirs.
+        t.deepEqual(ids(await c.find({ sku: { $in: ['Z', 'D'] } })), []);
+        t.deepEqual(ids(await c.find({ tags: 'z' })), []);
+        t.deepEqual(ids(await c.find({ tags: 'x' }, { sort: [['tags', 1]] })), ['a', 'b']);
+        t.deepEqual(ids(await c.find({ sku: 'B' })), ['b']);
+        // The collection takes writes after it: an insert after a delete of the same _id included.
+        await c.bulkWrite([
+          { deleteOne: { filter: { _id: 'a' } } },
+          { insertOne: { document: { _id: 'a', sku: 'A2' } } },
+          { insertOne: { document: { _id: 'd', sku: 'D' } } },
+        ]);
+        t.deepEqual(ids(await c.find({ sku: { $in: ['A', 'A2', 'D'] } })), ['a', 'd']);
+        t.is(await c.count(), 4);
+      }),
+  );
+
+  test(
+    name('a commit holding an insert of an _id already stored applies nothing, and the next commit applies'),
+    (t) =>
+      withStore(t, async (store, p) => {
+        const c = await store.collection(`${p}_items`, [{ keys: [['v', 1]] }]);
+        await seed(c, [{ _id: 'a', v: 1 }]);
+        const before = { position: 3, events: 3, updated_at: '2026-05-01T10:00:00.000Z' };
+        await store.setCheckpoint(`${p}-proj`, before);
+        await t.throwsAsync(
+          store.commit({
+            writes: [
+              {
+                collection: c,
+                ops: [
+                  { insertOne: { document: { _id: 'b', v: 2 } } },
+                  { insertOne: { document: { _id: 'a', v: 3 } } },
+                ],
+              },
+            ],
+            checkpoints: [{ name: `${p}-proj`, checkpoint: { ...before, position: 9 } }],
+          }),
+          { message: /duplicate key/i },
+        );
+        t.deepEqual(await c.find({}), [{ _id: 'a', v: 1 }]);
+        t.deepEqual(ids(await c.find({ v: { $gte: 1 } })), ['a']);
+        t.is((await store.getCheckpoint(`${p}-proj`))?.position, 3);
+        await store.commit({
+          writes: [{ collection: c, ops: [{ insertOne: { document: { _id: 'b', v: 2 } } }] }],
+          checkpoints: [{ name: `${p}-proj`, checkpoint: { ...before, position: 9 } }],
+        });
+        t.deepEqual(ids(await c.find({ v: { $gte: 1 } })), ['a', 'b']);
+        t.is((await store.getCheckpoint(`${p}-proj`))?.position, 9);
+      }),
+  );
+
   test(name('an update document without operators is refused'), (t) =>
     withStore(t, async (store, p) => {
       const c = await store.collection(`${p}_items`);
