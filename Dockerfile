@@ -27,4 +27,4 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PDS_OPS_PORT || process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # A young generation of 2 x 16 MB instead of up to 128 MB under load, and V8 helper threads one per
 # core beyond the first instead of four (docs/read-side.md, "Memory"; docs/operations.md, "Threads").
-CMD ["node", "--scavenger-max-new-space-capacity-mb=8", "--v8-pool-size=0", "--heap-growing-percent=25", "cli/pds.ts", "serve", "--role", "all"]
+CMD ["node", "--scavenger-max-new-space-capacity-mb=8", "--v8-pool-size=0", "--heap-growing-percent=50", "cli/pds.ts", "serve", "--role", "all"]

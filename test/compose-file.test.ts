@@ -162,12 +162,12 @@ test("npm start, the pds bin, the image's command and each compose role run Node
   // lower (docs/read-side.md, "Memory"). NODE_OPTIONS cannot carry it, nor may it override theirs.
   // V8's helper threads (concurrent GC, compilation): Node's default is four whatever the machine; `0`
   // sizes them to the cores beyond the first, so a busy thread's GC does not take the API's core
-  // (docs/operations.md, "Threads"). Each isolate's old generation grows by a quarter of what
+  // (docs/operations.md, "Threads"). Each isolate's old generation grows by half of what
   // survived its last full collection, not up to four times it (docs/read-side.md, "Memory").
   t.deepEqual(startFlags, [
     '--scavenger-max-new-space-capacity-mb=8',
     '--v8-pool-size=0',
-    '--heap-growing-percent=25',
+    '--heap-growing-percent=50',
   ]);
   // glibc gives each thread that allocates an arena of its own, up to eight per core, which a process
   // of four threads under load holds resident; two suffice on the cores the service uses (docs/read-side.md).
