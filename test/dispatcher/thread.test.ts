@@ -5,8 +5,6 @@
  * meanwhile, and a stop ends it.
  */
 import test from 'ava';
-import { pino } from 'pino';
-import type { ServiceContext } from '../../cli/compose.ts';
 import { parseConfig } from '../../cli/config.ts';
 import {
   DELIVERY_THREAD_CACHE_MIB,
@@ -16,11 +14,10 @@ import {
 import { DISPATCHER_STORE_CACHE_MIB, dispatcherState } from '../../cli/dispatcher-state.ts';
 import { dispatcherThreads, roleThread } from '../../cli/role-thread.ts';
 import { shardOf } from '../../dispatcher/shards.ts';
-import type { OpenReadStoreOptions } from '../../projections/index.ts';
-import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { addItem, checkOut, createCart, createWebhook, move, seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { recordingOpenings } from '../support/store-openings.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
 test('the dispatcher thread sends the webhooks; its checks and metrics show through the parent', async (t) => {
@@ -221,16 +218,7 @@ test('a delivery thread that dies is started again and sends its shard’s webho
 
 test('a delivery thread opens dispatcher.db with a small page cache of its own; the dispatcher thread with its own 8 MiB, not the read store’s', async (t) => {
   const config = parseConfig({ PDS_DATA_DIR: '/tmp/pds-unused' });
-  const opened: Array<{ url: string } & OpenReadStoreOptions> = [];
-  const ctx = {
-    config,
-    logger: pino({ level: 'silent' }),
-    readiness: { add() {} },
-    async openReadStore(url: string, options: OpenReadStoreOptions) {
-      opened.push({ url, ...options });
-      return openSqliteReadStore(':memory:', options);
-    },
-  } as unknown as ServiceContext;
+  const { ctx, opened } = recordingOpenings(config);
   const [state] = deliveryComponents({ index: 1, count: 2 });
   await state.start(ctx);
   t.teardown(() => state.stop());

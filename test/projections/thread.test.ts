@@ -7,18 +7,15 @@
 import { createSecretKey } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
-import { pino } from 'pino';
-import type { ServiceContext } from '../../cli/compose.ts';
 import { parseConfig } from '../../cli/config.ts';
 import { PROJECTOR_THREAD_CACHE_MIB, projectorThreadSide, readSide } from '../../cli/read-side.ts';
 import { roleThread, ThreadUnavailableError } from '../../cli/role-thread.ts';
 import { seedSandbox } from '../../cli/sandbox/seed.ts';
-import type { OpenReadStoreOptions } from '../../projections/index.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
-import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
+import { recordingOpenings } from '../support/store-openings.ts';
 
 async function projections(s: TestService): Promise<ProjectionStatus[]> {
   const res = await s.call('GET', '/admin/v1/projections');
@@ -192,17 +189,8 @@ const linux = existsSync('/proc/thread-self');
 
 test('the projector thread opens read.db with a page cache of its own, 8 MiB; the APIs’ connection with PDS_READ_STORE_CACHE_MIB', async (t) => {
   const config = parseConfig({ PDS_DATA_DIR: '/tmp/pds-unused', PDS_READ_STORE_CACHE_MIB: '48' });
-  const opened: Array<{ url: string } & OpenReadStoreOptions> = [];
   // No role: neither side starts a projector here, each only opens its connection.
-  const ctx = {
-    config,
-    logger: pino({ level: 'silent' }),
-    readiness: { add() {} },
-    async openReadStore(url: string, options: OpenReadStoreOptions) {
-      opened.push({ url, ...options });
-      return openSqliteReadStore(':memory:', options);
-    },
-  } as unknown as ServiceContext;
+  const { ctx, opened } = recordingOpenings(config);
   for (const side of [projectorThreadSide({}, 'owner-1'), readSide({}, { project: false })]) {
     await side.start(ctx);
     t.teardown(() => side.stop());
