@@ -4,9 +4,11 @@
  * they reflect; progress past other streams' events stored at most once a second
  * (docs/read-side.md, "Projections and checkpoints").
  */
+
 import type { Logger } from 'pino';
 import { createFollower, type FollowerOptions } from '../application/follower.ts';
 import type { Supervisor } from '../application/supervisor.ts';
+import type { Clock } from '../domain/clock.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import type { Projection } from './projection.ts';
 import {
@@ -36,6 +38,8 @@ export interface ProjectorContext {
   signal?: AbortSignal;
   /** A write was refused under `fence` (LeaseLostError): another projector holds the lease. */
   onLeaseLost?(): void;
+  /** Times builds' progress (`build-progress.ts`); tests inject theirs. */
+  clock?: Clock;
 }
 
 /** Rejects once `signal` is aborted (never without one): for races with what a lease started. */

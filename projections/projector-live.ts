@@ -3,6 +3,7 @@
  * following the log into the live collections, and how far behind the log it is.
  */
 import { createHash } from 'node:crypto';
+import { trackProgress } from './build-progress.ts';
 import type { Lag } from './lag.ts';
 import type { Projection, ProjectionStatus, RebuildFailure, RebuildProgress } from './projection.ts';
 import { follow, type ProjectorContext } from './projector-follow.ts';
@@ -63,6 +64,14 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
   r.events = saved?.events ?? 0;
   r.storedVersion = saved ? (saved.version ?? null) : r.definition;
   const version = r.storedVersion ?? r.definition;
+  // A start that catches up (a first start builds every read model) shows its progress as a rebuild
+  // does, until it has caught up (docs/operations.md, "Projections").
+  const start =
+    r.state === 'starting'
+      ? trackProgress(r.checkpoint, await ctx.store.headPosition(), ctx.clock)
+      : undefined;
+  if (start) r.progress = start.progress;
+  const catchingUp = () => start !== undefined && r.progress === start.progress;
   const dropped = Promise.withResolvers<void>();
   const subscription = follow(
     ctx,
@@ -75,6 +84,7 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
       r.checkpoint = position;
       r.events += applied;
       if (lastRecordedAt) r.lastRecordedAt = lastRecordedAt;
+      if (catchingUp()) start?.advance(position, applied);
     },
     {
       supervisor: ctx.supervisor,
@@ -93,6 +103,7 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
       onCaughtUp() {
         if (r.state === 'starting' || r.state === 'failed') r.state = 'live';
         r.error = null;
+        if (catchingUp()) r.progress = null;
       },
     },
   );

@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Follower } from '../application/follower.ts';
 import { Supervisor } from '../application/supervisor.ts';
-import type { RebuildProgress } from './projection.ts';
+import { trackProgress } from './build-progress.ts';
 import { endOnDrop, follow, type ProjectorContext, whenAborted } from './projector-follow.ts';
 import { type Running, startLive } from './projector-live.ts';
 import type { Collections } from './unit-of-work.ts';
@@ -41,10 +41,11 @@ export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void
       await ctx.readStore.setCheckpoint(key, started, fence);
       // The log's head, one event read: the copy's checkpoint follows the log's progress up to it, and
       // a search back for the filter's last event could walk the whole log.
-      const progress = newProgress(await ctx.store.headPosition());
+      const tracker = trackProgress(0, await ctx.store.headPosition(), ctx.clock);
+      const { progress } = tracker;
       r.progress = progress;
       r.state = 'rebuilding';
-      const onBatch = (reached: number, applied: number) => advance(progress, reached, applied);
+      const onBatch = (reached: number, applied: number) => tracker.advance(reached, applied);
       const copyDrop = endOnDrop();
       const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
       copies.push(copy);
@@ -143,30 +144,4 @@ export async function upgrade(
   } finally {
     health.stopped();
   }
-}
-
-/** A rebuild's progress at its start, towards the head of its filter's events. */
-function newProgress(target: number): RebuildProgress {
-  return {
-    started_at: new Date().toISOString(),
-    events_done: 0,
-    target_position: target,
-    position: 0,
-    percent: target === 0 ? 100 : 0,
-    rate_per_second: 0,
-    eta_seconds: null,
-  };
-}
-
-/** The copy stored `applied` more events, up to position `reached`. */
-function advance(progress: RebuildProgress, reached: number, applied: number): void {
-  progress.events_done += applied;
-  progress.position = reached;
-  progress.target_position = Math.max(progress.target_position, reached);
-  progress.percent = Math.min(100, Math.round((reached / Math.max(1, progress.target_position)) * 1000) / 10);
-  const seconds = (Date.now() - Date.parse(progress.started_at)) / 1000;
-  progress.rate_per_second = Math.round(progress.events_done / Math.max(seconds, 0.001));
-  const remaining = progress.target_position - reached;
-  progress.eta_seconds =
-    progress.rate_per_second > 0 ? Math.round((remaining / progress.rate_per_second) * 10) / 10 : null;
 }

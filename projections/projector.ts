@@ -129,6 +129,7 @@ export function createProjector(options: ProjectorOptions): Projector {
     logger: options.logger,
     onError: options.onError,
     supervisor: options.supervisor,
+    clock: options.clock,
   };
   const { readStore, logger } = base;
   const running = new Map<string, Running>(

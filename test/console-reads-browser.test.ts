@@ -20,6 +20,17 @@ import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
 /** The answer the admin API gives while its read store fails. */
+/** A rebuild a fifth done, with 240 s left at its rate. */
+const BUILDING = {
+  started_at: '2026-03-01T10:00:00.000Z',
+  events_done: 2_000,
+  target_position: 10_000,
+  position: 2_000,
+  percent: 20,
+  rate_per_second: 33,
+  eta_seconds: 240,
+};
+
 const UNAVAILABLE = {
   status: 503,
   contentType: 'application/problem+json',
@@ -262,7 +273,10 @@ if (missing) {
       const lagging = phase === 'lagging';
       for (const p of answer.projections) {
         if (p.name !== 'partner_keys') continue;
-        Object.assign(p, { state: lagging ? 'standby' : phase, progress: null });
+        Object.assign(p, {
+          state: lagging ? 'standby' : phase,
+          progress: phase === 'rebuilding' ? BUILDING : null,
+        });
         if (lagging) {
           Object.assign(p, {
             status: 'lagging',
@@ -285,6 +299,10 @@ if (missing) {
     await page.getByRole('button', { name: 'Rebuild partner_keys' }).click();
     await status.filter({ hasText: 'Rebuilding partner_keys' }).waitFor();
     await page.locator('tr[data-projection="partner_keys"] .state-rebuilding').waitFor();
+    // Its progress, with the time left at the rate of the last 30 s.
+    const building = page.locator('tr[data-projection="partner_keys"]');
+    await building.locator('.percent', { hasText: '20%' }).waitFor();
+    t.is(await building.locator('.left').innerText(), 'about 4 min left');
     phase = 'standby';
     await status
       .filter({ hasText: 'The rebuild of partner_keys ended without finishing: its state is standby.' })

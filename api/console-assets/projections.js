@@ -8,6 +8,9 @@ import { admin, announceChange, can, html, number, Trouble, time } from './admin
 
 export const POLL_MS = 1000;
 
+/** A build's time left, roughly (`eta_seconds`, docs/operations.md, "Projections"): none at the end or before a rate. */
+const left = (s) => (!s ? '' : s < 90 ? `${Math.ceil(s)} s left` : `about ${Math.round(s / 60)} min left`);
+
 /**
  * One projection's row. While the projections cannot be read (`stale`), its state and lag are blank
  * and it is not marked LAGGING: the last ones read may no longer hold (docs/operations.md, "The console").
@@ -40,7 +43,7 @@ function ProjectionRow({ projection, stale, onRebuild }) {
           percent === null
             ? failure || html`<span class="muted">none</span>`
             : html`<progress max="100" value=${percent} aria-label=${`${p.name} rebuild progress`}></progress>
-              <span class="percent">${percent}%</span> ${failure}`
+              <span class="percent">${percent}%</span> <span class="left">${left(p.progress.eta_seconds)}</span> ${failure}`
         }
       </td>
       ${
