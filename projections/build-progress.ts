@@ -18,6 +18,8 @@ export interface ProgressTracker {
   advance(reached: number, applied: number): void;
   /** The build is done: 100%, nothing left. */
   finish(): void;
+  /** The build stopped (its subscription dropped) and will resume: no rate, no time left meanwhile. */
+  stall(): void;
 }
 
 interface Sample {
@@ -40,12 +42,21 @@ export function trackProgress(from: number, target: number, clock: Clock = syste
   };
   // The samples of the window, and the last one before it (the rate's starting point).
   const samples: Sample[] = [{ at: began, events: 0, position: from }];
+  let stalled = false;
   return {
     progress,
     advance(reached, applied) {
       const at = clock.now().getTime();
       progress.events_done += applied;
+      // A subscription that resumes from its stored checkpoint may tell a position again.
+      if (reached < progress.position) return;
       progress.position = reached;
+      if (stalled) {
+        // The first batch after a pause: the rate starts from here, not from before the pause.
+        stalled = false;
+        samples.splice(0, samples.length, { at, events: progress.events_done, position: reached });
+        return;
+      }
       // New events arrive meanwhile: the head it must reach follows them.
       progress.target_position = Math.max(progress.target_position, reached);
       const span = Math.max(1, progress.target_position - from);
@@ -63,6 +74,11 @@ export function trackProgress(from: number, target: number, clock: Clock = syste
     finish() {
       progress.percent = 100;
       progress.eta_seconds = 0;
+    },
+    stall() {
+      progress.rate_per_second = 0;
+      progress.eta_seconds = null;
+      stalled = true;
     },
   };
 }

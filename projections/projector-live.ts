@@ -65,11 +65,10 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
   r.storedVersion = saved ? (saved.version ?? null) : r.definition;
   const version = r.storedVersion ?? r.definition;
   // A start that catches up (a first start builds every read model) shows its progress as a rebuild
-  // does, until it has caught up (docs/operations.md, "Projections").
-  const start =
-    r.state === 'starting'
-      ? trackProgress(r.checkpoint, await ctx.store.headPosition(), ctx.clock)
-      : undefined;
+  // does, until it has caught up (docs/operations.md, "Projections"). An event store out of reach is
+  // the subscription's to retry: the start goes on, without progress.
+  const head = r.state === 'starting' ? await ctx.store.headPosition().catch(() => undefined) : undefined;
+  const start = head === undefined ? undefined : trackProgress(r.checkpoint, head, ctx.clock);
   if (start) r.progress = start.progress;
   const catchingUp = () => start !== undefined && r.progress === start.progress;
   const dropped = Promise.withResolvers<void>();
@@ -97,6 +96,8 @@ export async function startLive(ctx: ProjectorContext, r: Running): Promise<void
         }
         r.state = 'failed';
         r.error = err instanceof Error ? err.message : String(err);
+        // No rate and no time left while it does not run; they come back with its next batch.
+        if (catchingUp()) start?.stall();
         ctx.onError?.(r.projection.name, err instanceof Error ? err : new Error(r.error));
         dropped.resolve();
       },

@@ -73,14 +73,13 @@ export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void
         [{ name, checkpoint: { ...final, version: r.definition } }],
         fence,
       );
-      progress.percent = 100;
-      progress.eta_seconds = 0;
+      tracker.finish();
       r.rebuildFailure = null;
       ctx.logger?.info(
         {
           projection: name,
           events: progress.events_done,
-          ms: Date.now() - Date.parse(progress.started_at),
+          ms: (ctx.clock?.now().getTime() ?? Date.now()) - Date.parse(progress.started_at),
           version: r.definition,
         },
         'projection rebuilt: the new copy is live',

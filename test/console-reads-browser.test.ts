@@ -19,7 +19,6 @@ import { SLOW_POLLS } from './support/console-polls.ts';
 import { startService, type TestService } from './support/service.ts';
 import { startReceiver } from './support/webhook-receiver.ts';
 
-/** The answer the admin API gives while its read store fails. */
 /** A rebuild a fifth done, with 240 s left at its rate. */
 const BUILDING = {
   started_at: '2026-03-01T10:00:00.000Z',
@@ -31,6 +30,7 @@ const BUILDING = {
   eta_seconds: 240,
 };
 
+/** The answer the admin API gives while its read store fails. */
 const UNAVAILABLE = {
   status: 503,
   contentType: 'application/problem+json',

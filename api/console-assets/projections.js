@@ -42,7 +42,7 @@ function ProjectionRow({ projection, stale, onRebuild }) {
         ${
           percent === null
             ? failure || html`<span class="muted">none</span>`
-            : html`<progress max="100" value=${percent} aria-label=${`${p.name} rebuild progress`}></progress>
+            : html`<progress max="100" value=${percent} aria-label=${`${p.name} ${p.state === 'starting' ? 'build' : 'rebuild'} progress`}></progress>
               <span class="percent">${percent}%</span> <span class="left">${left(p.progress.eta_seconds)}</span> ${failure}`
         }
       </td>

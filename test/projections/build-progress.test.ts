@@ -85,3 +85,54 @@ test('a first start shows its progress towards the head while it builds, and non
   const [live] = await p.status();
   t.like(live, { state: 'live', events_applied: 300, progress: null });
 });
+
+test('a build whose subscription dropped shows no rate and no time left until it runs again, and a position told again does not move it back', (t) => {
+  const clock = manualClock();
+  const { progress, advance, stall } = trackProgress(0, 10_000, clock);
+  clock.advance(1_000);
+  advance(1_000, 1_000);
+  t.like(progress, { rate_per_second: 1_000, eta_seconds: 9 });
+  stall();
+  t.like(progress, { position: 1_000, rate_per_second: 0, eta_seconds: null });
+  // Resumed from its stored checkpoint after a pause of a minute: the rate is of what followed it.
+  clock.advance(60_000);
+  advance(500, 0);
+  t.like(progress, { position: 1_000, rate_per_second: 0, eta_seconds: null });
+  clock.advance(1_000);
+  advance(2_000, 1_000);
+  t.like(progress, { position: 2_000, rate_per_second: 0, eta_seconds: null });
+  clock.advance(1_000);
+  advance(3_000, 1_000);
+  t.like(progress, { position: 3_000, rate_per_second: 1_000, eta_seconds: 7 });
+});
+
+test('a start whose head cannot be read goes on without progress: the subscription retries the event store, not the projector', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 50);
+  // The head is out of reach once, when the projection starts.
+  let refusals = 1;
+  const unreachableHead = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'headPosition' && refusals > 0) {
+        refusals -= 1;
+        return () => Promise.reject(new Error('the event store is out of reach'));
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const errors: string[] = [];
+  const logger = { info() {}, warn() {}, error: (_: unknown, message: string) => errors.push(message) };
+  const p = createProjector({
+    store: unreachableHead,
+    readStore: openSqliteReadStore(':memory:'),
+    projections: [tallies],
+    logger: logger as never,
+  });
+  await p.start();
+  t.teardown(() => p.stop());
+  await p.caughtUp;
+  const [live] = await p.status();
+  t.like(live, { state: 'live', events_applied: 50, progress: null });
+  t.deepEqual(errors, [], 'the projector kept its lease and started once');
+});
