@@ -31,35 +31,13 @@ import {
   recording,
   resetCheckpoint,
   snapshot,
+  storeUpserted,
   withoutPosition,
 } from './support.ts';
 
 const CART_A = '3f6c2a1e-8b4d-4c9a-9e2f-1a2b3c4d5e6f';
 const CART_B = '7d1e9b20-4f3a-4e8b-a1c2-d3e4f5a6b7c8';
 const STOREFRONT = 'b2a7c9e4-1d3f-4a5b-8c6d-7e8f9a0b1c2d';
-
-const storeUpserted = (store_id: number, name: string, upserted_at: string) =>
-  store.events.StoreUpserted({
-    store_id,
-    name,
-    display_name: null,
-    store_url: null,
-    address: '100 Main St',
-    city: 'Denver',
-    state: 'CO',
-    zip: '80202',
-    lat: 39.7392,
-    long: -104.9903,
-    phone: null,
-    time_zone: 'America/Denver',
-    recreational: true,
-    medical: false,
-    pickup: true,
-    delivery: false,
-    curbside: true,
-    working_hours: [],
-    upserted_at,
-  });
 
 const kivaGummies = {
   menu_product_id: 9001,

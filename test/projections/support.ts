@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 import type { DomainEvent } from '../../domain/decider.ts';
 import { eventRegistry } from '../../domain/index.ts';
+import * as store from '../../domain/store.ts';
 import type { EventStore } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { createProjector, type Projection } from '../../projections/projector.ts';
@@ -160,3 +161,27 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
   };
   return { readStore, writes };
 }
+
+/** A store's `StoreUpserted` in Denver, with its name and time (the carts read model's store names). */
+export const storeUpserted = (store_id: number, name: string, upserted_at: string) =>
+  store.events.StoreUpserted({
+    store_id,
+    name,
+    display_name: null,
+    store_url: null,
+    address: '100 Main St',
+    city: 'Denver',
+    state: 'CO',
+    zip: '80202',
+    lat: 39.7392,
+    long: -104.9903,
+    phone: null,
+    time_zone: 'America/Denver',
+    recreational: true,
+    medical: false,
+    pickup: true,
+    delivery: false,
+    curbside: true,
+    working_hours: [],
+    upserted_at,
+  });

@@ -14,7 +14,7 @@ import type { Doc, WriteOp } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { applyBatch } from '../../projections/unit-of-work.ts';
 import { META } from '../support/raw-events.ts';
-import { append, eventStoreFor, project } from './support.ts';
+import { append, eventStoreFor, project, storeUpserted } from './support.ts';
 
 const KEYS_LOOKUP = /^SELECT _id, keys FROM /;
 
@@ -171,27 +171,7 @@ test('a new document deleted in the batch that created it is deleted, and insert
 test('a build of the carts projection looks up no stored index entries of the carts it creates', async (t) => {
   const es = await eventStoreFor(t);
   const upserted = (store_id: number) =>
-    store.events.StoreUpserted({
-      store_id,
-      name: `Store ${store_id}`,
-      display_name: null,
-      store_url: null,
-      address: '100 Main St',
-      city: 'Denver',
-      state: 'CO',
-      zip: '80202',
-      lat: 39.7392,
-      long: -104.9903,
-      phone: null,
-      time_zone: 'America/Denver',
-      recreational: true,
-      medical: false,
-      pickup: true,
-      delivery: false,
-      curbside: true,
-      working_hours: [],
-      upserted_at: '2026-04-01T09:00:00.000Z',
-    });
+    storeUpserted(store_id, `Store ${store_id}`, '2026-04-01T09:00:00.000Z');
   await append(es, store.streamId(1), [upserted(1)]);
   await append(es, store.streamId(2), [upserted(2)]);
   const uuidOf = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
