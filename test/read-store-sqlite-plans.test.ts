@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import {
   ColdQueues,
   type DeliveryQueueDoc,
@@ -191,14 +191,21 @@ test('every query of every route, and of the projections, is served by an index 
   t.deepEqual(failures, [], failures.join('\n\n'));
 });
 
+/** Every statement the read stores run during the test, with its plan. */
+function recordPlans(t: ExecutionContext): { sql: string; plan: string[]; bounded: boolean }[] {
+  const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
+  t.teardown(
+    observeQueries((sql, _params, bounded, explain) => {
+      plans.push({ sql, plan: explain(), bounded });
+    }),
+  );
+  return plans;
+}
+
 test("the queued deliveries of a page's queues and a subscription's delivery queued longest are served by indexes", async (t) => {
   // Named here, not left to the route walk: the hostile world's receivers take every delivery, so no
   // page of it holds one waiting in its queue.
-  const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
-  const unobserve = observeQueries((sql, _params, bounded, explain) => {
-    plans.push({ sql, plan: explain(), bounded });
-  });
-  t.teardown(unobserve);
+  const plans = recordPlans(t);
   const store = openSqliteReadStore(':memory:');
   t.teardown(() => store.close());
   const deliveries = await store.collection<WebhookDeliveryDoc>(WEBHOOK_DELIVERIES, webhookDeliveryIndexes);
@@ -260,11 +267,7 @@ for (const count of [1, 2])
   test.serial(
     `the delivery worker's cold queues are found by indexes: the due ones in due order, the oldest waiting, one by id (${count === 1 ? 'one worker' : 'a shard’s collection after a layout change'})`,
     async (t) => {
-      const plans: { sql: string; plan: string[]; bounded: boolean }[] = [];
-      const unobserve = observeQueries((sql, _params, bounded, explain) => {
-        plans.push({ sql, plan: explain(), bounded });
-      });
-      t.teardown(unobserve);
+      const plans = recordPlans(t);
       const store = openSqliteReadStore(':memory:');
       t.teardown(() => store.close());
       const queues = await queuesOf(store, count);

@@ -35,6 +35,7 @@ import {
   move,
   seedCatalog,
 } from '../support/cart-world.ts';
+import { scheduledDeliveryIds } from '../support/delivery-worker.ts';
 import { type FaultyStore, faultyStore } from '../support/faulty-store.ts';
 import { until } from '../support/probes.ts';
 import { startService } from '../support/service.ts';
@@ -133,12 +134,7 @@ test('a cart event owed to 50 subscriptions is scheduled in at most two commits 
 
   // Each subscription's queue holds the one delivery, with its name-based id, and it is sent.
   for (const hook of hooks) {
-    const queue = await store.readStream(delivery.streamId(hook, cart.uuid));
-    const scheduled = queue.filter((e) => e.type === 'WebhookDeliveryScheduled');
-    t.deepEqual(
-      scheduled.map((e) => (e.data as { delivery_id: string }).delivery_id),
-      [delivery.deliveryId(hook, checkout.id)],
-    );
+    t.deepEqual(await scheduledDeliveryIds(store, hook, cart.uuid), [delivery.deliveryId(hook, checkout.id)]);
   }
   await receiver.waitFor(SUBSCRIPTIONS);
   t.is(await scheduleOwed(checkout), 0, 'a repeat writes nothing');
@@ -208,11 +204,8 @@ test('an append refused in the middle of a fan-out: the cart event is tried agai
 
   for (const [i, hook] of hooks.entries()) {
     const ids = cartEvents.map((e) => delivery.deliveryId(hook, e.id));
-    const queue = await store.readStream(delivery.streamId(hook, cart.uuid));
     t.deepEqual(
-      queue
-        .filter((e) => e.type === 'WebhookDeliveryScheduled')
-        .map((e) => (e.data as { delivery_id: string }).delivery_id),
+      await scheduledDeliveryIds(store, hook, cart.uuid),
       ids,
       `subscription ${i}: one delivery per cart event, in the cart's order`,
     );

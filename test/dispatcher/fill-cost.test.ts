@@ -71,7 +71,21 @@ async function world(t: { teardown(f: () => unknown): void }) {
     }
     return { docs, rows: reads.rows };
   };
-  return { c, cold, held, heldDocs, coldDocs, fill };
+  /** A held queue leaves the window at its next revision (its head due as before): cold again. */
+  const goCold = (d: DeliveryQueueDoc) => {
+    held.delete(d._id);
+    cold.put(
+      {
+        stream: d._id,
+        revision: d.revision + 1,
+        position: 9_999,
+        state: { exists: true, deliveries: d.deliveries },
+        correlation: new Map(),
+      },
+      0,
+    );
+  };
+  return { c, cold, held, heldDocs, coldDocs, fill, goCold };
 }
 
 test('with 2,000 held queues due ahead of the cold ones, a fill after the first reads the room and one more, not the window', async (t) => {
@@ -94,21 +108,11 @@ test('with 2,000 held queues due ahead of the cold ones, a fill after the first 
 });
 
 test('a held queue going cold due before where the walk resumes is found by the next fill', async (t) => {
-  const { c, cold, held, heldDocs, coldDocs, fill } = await world(t);
+  const { c, cold, heldDocs, coldDocs, fill, goCold } = await world(t);
   await fill(125);
   // A held queue due among the first leaves the window (evicted, its head due now): cold again.
   const leaving = heldDocs[10];
-  held.delete(leaving._id);
-  cold.put(
-    {
-      stream: leaving._id,
-      revision: leaving.revision + 1,
-      position: 9_999,
-      state: { exists: true, deliveries: leaving.deliveries },
-      correlation: new Map(),
-    },
-    0,
-  );
+  goCold(leaving);
   const next = await fill(3);
   t.deepEqual(
     next.docs.map((d) => d._id),
@@ -116,17 +120,7 @@ test('a held queue going cold due before where the walk resumes is found by the 
   );
   // Stored (the follower's commit) and forgotten here: the store's copy is then the only one.
   const again = heldDocs[20];
-  held.delete(again._id);
-  cold.put(
-    {
-      stream: again._id,
-      revision: again.revision + 1,
-      position: 9_999,
-      state: { exists: true, deliveries: again.deliveries },
-      correlation: new Map(),
-    },
-    0,
-  );
+  goCold(again);
   const saved = cold.save(again._id);
   if (!saved) throw new Error('a change to store');
   await c.bulkWrite([{ replaceOne: { filter: { _id: saved._id }, replacement: saved, upsert: true } }]);

@@ -172,12 +172,14 @@ test('a dispatcher that stops renewing: its shards are taken after the lease, it
   t.is(owner.leases.held().length, 8, 'the gone dispatcher never learnt of it');
 });
 
-test('a shard worker with a long catch-up holds up neither the round nor the renewals of the shards held', async (t) => {
+/** Two shards' leases in a store of their own, on a manual clock; `take` is each worker's start. */
+function twoShards(
+  t: ExecutionContext,
+  take: (owner: string, index: number) => Promise<void> = async () => {},
+) {
   const clock = manualClock(new Date());
   const readStore = openSqliteReadStore(':memory:', { clock });
   t.teardown(() => readStore.close());
-  const catchUp = Promise.withResolvers<void>();
-  const taken: number[] = [];
   const leasesOf = (owner: string) =>
     createShardLeases({
       readStore,
@@ -185,13 +187,20 @@ test('a shard worker with a long catch-up holds up neither the round nor the ren
       shards: 2,
       ttlMs: LEASE_MS,
       clock,
-      async take(index) {
-        taken.push(index);
-        // The first shard's worker catches up until the test lets it.
-        if (owner === 'dispatcher-a' && taken.length === 1) await catchUp.promise;
-      },
+      take: (index) => take(owner, index),
       async give() {},
     });
+  return { clock, readStore, leasesOf };
+}
+
+test('a shard worker with a long catch-up holds up neither the round nor the renewals of the shards held', async (t) => {
+  const catchUp = Promise.withResolvers<void>();
+  const taken: number[] = [];
+  const { clock, leasesOf } = twoShards(t, async (owner, index) => {
+    taken.push(index);
+    // The first shard's worker catches up until the test lets it.
+    if (owner === 'dispatcher-a' && taken.length === 1) await catchUp.promise;
+  });
   const a = leasesOf('dispatcher-a');
   await a.round();
   t.deepEqual(a.held(), [0, 1], 'both taken, the second while the first still catches up');
@@ -249,19 +258,7 @@ test('after a hand-over, the shards a dispatcher holds together never have more 
 });
 
 test('a dispatcher gone without saying so is deleted from the dispatchers there once its presence ran out', async (t) => {
-  const clock = manualClock(new Date());
-  const readStore = openSqliteReadStore(':memory:', { clock });
-  t.teardown(() => readStore.close());
-  const leasesOf = (owner: string) =>
-    createShardLeases({
-      readStore,
-      owner,
-      shards: 2,
-      ttlMs: LEASE_MS,
-      clock,
-      async take() {},
-      async give() {},
-    });
+  const { clock, readStore, leasesOf } = twoShards(t);
   const dispatchers = await readStore.collection(DISPATCHERS_COLLECTION);
   const crashed = leasesOf('dispatcher-crashed');
   await crashed.round(); // and never again, nor a stop

@@ -17,7 +17,7 @@ import type { ReadStore } from '../../projections/read-store.ts';
 import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { scheduleRequest, workerOn } from '../support/delivery-worker.ts';
 import { startService } from '../support/service.ts';
-import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import { type Receiver, revisionsByQueue, startReceiver } from '../support/webhook-receiver.ts';
 
 type ManualClock = ReturnType<typeof manualClock>;
 
@@ -84,16 +84,6 @@ async function pump(workers: DeliveryWorker[], done: () => boolean, held: number
     note();
     await new Promise((r) => setTimeout(r, 5));
   }
-}
-
-/** The revisions `receiver` got for each (subscription, cart), in the order received. */
-function revisionsByQueue(received: Receiver['received']): Map<string, number[]> {
-  const byQueue = new Map<string, number[]>();
-  for (const r of received) {
-    const key = `${r.body.hook}/${r.body.cart}`;
-    byQueue.set(key, [...(byQueue.get(key) ?? []), r.body.revision as number]);
-  }
-  return byQueue;
 }
 
 /** The documents of shard `shard`'s collection (`$`-prefixed ones too). */

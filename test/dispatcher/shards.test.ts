@@ -32,7 +32,7 @@ import { createWebhook, seedCatalog } from '../support/cart-world.ts';
 import { attempts, scheduleRequest, workerOn } from '../support/delivery-worker.ts';
 import { until } from '../support/probes.ts';
 import { startService } from '../support/service.ts';
-import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import { type Receiver, revisionsByQueue, startReceiver } from '../support/webhook-receiver.ts';
 
 const STARTED = 'WebhookDeliveryAttemptStarted';
 const ATTEMPTED = 'WebhookDeliveryAttempted';
@@ -98,16 +98,6 @@ const deliveryEvents = (store: EventStore, type: string) =>
   store.readAll({ filter: { eventTypes: [type] } }) as Promise<
     Array<RecordedEvent & { data: Record<string, unknown> }>
   >;
-
-/** The revisions `receiver` got for each (subscription, cart), in the order received. */
-function revisionsByQueue(received: Receiver['received']): Map<string, number[]> {
-  const byQueue = new Map<string, number[]>();
-  for (const r of received) {
-    const key = `${r.body.hook}/${r.body.cart}`;
-    byQueue.set(key, [...(byQueue.get(key) ?? []), r.body.revision as number]);
-  }
-  return byQueue;
-}
 
 test('two workers of two shards on one store: each sends only its subscriptions; every delivery once, each cart in order', async (t) => {
   const receiver = await startReceiver(t);

@@ -34,6 +34,7 @@ import {
   seedCatalog,
 } from '../support/cart-world.ts';
 import { ENGINE_STARTUP_MS } from '../support/containers.ts';
+import { scheduledDeliveryIds } from '../support/delivery-worker.ts';
 import { type Engine, engineAccess, reportMissingEngine } from '../support/engines.ts';
 import { type FaultyStore, faultyStore } from '../support/faulty-store.ts';
 import { until } from '../support/probes.ts';
@@ -169,11 +170,8 @@ if (access.missing !== undefined) {
     t.is(received().length, 2 * SUBSCRIPTIONS, 'nothing more arrived');
     for (const [i, hook] of hooks.entries()) {
       const ids = cartEvents.map((e) => delivery.deliveryId(hook, e.id));
-      const queue = await store.readStream(delivery.streamId(hook, cart.uuid));
       t.deepEqual(
-        queue
-          .filter((e) => e.type === 'WebhookDeliveryScheduled')
-          .map((e) => (e.data as { delivery_id: string }).delivery_id),
+        await scheduledDeliveryIds(store, hook, cart.uuid),
         ids,
         `subscription ${i}: one delivery per cart event, in the cart's order`,
       );

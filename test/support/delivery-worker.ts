@@ -227,3 +227,15 @@ export function scheduleRequest(
     },
   };
 }
+
+/** The delivery ids scheduled on `hook`'s queue of cart `cartUuid`, in the queue's order. */
+export async function scheduledDeliveryIds(
+  store: EventStore,
+  hook: string,
+  cartUuid: string,
+): Promise<string[]> {
+  const queue = await store.readStream(delivery.streamId(hook, cartUuid));
+  return queue
+    .filter((e) => e.type === 'WebhookDeliveryScheduled')
+    .map((e) => (e.data as { delivery_id: string }).delivery_id);
+}

@@ -126,3 +126,13 @@ export async function startReceiver(t: ExecutionContext, path = '/hooks'): Promi
     close,
   };
 }
+
+/** The revisions received for each (subscription, cart) of the test bodies (`{hook, cart, revision}`), in the order received. */
+export function revisionsByQueue(received: ReceivedWebhook[]): Map<string, number[]> {
+  const byQueue = new Map<string, number[]>();
+  for (const r of received) {
+    const key = `${r.body.hook}/${r.body.cart}`;
+    byQueue.set(key, [...(byQueue.get(key) ?? []), r.body.revision as number]);
+  }
+  return byQueue;
+}
