@@ -10,6 +10,7 @@
  * `_position`, and every checkpoint's position and count of events.
  */
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { isDeepStrictEqual } from 'node:util';
 import test from 'ava';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
@@ -33,6 +34,34 @@ async function projections(child: Child): Promise<ProjectionStatus[]> {
 /** A gauge's value in a `/metrics` text (NaN when absent). */
 function gauge(text: string, name: string): number {
   return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+}
+
+/**
+ * Freezes `child` (SIGSTOP) at a moment it holds no write lock on `file`. SQLite's locks belong to the
+ * process: one stopped inside a commit would hold the file's write lock against every other writer,
+ * the other projector's lease included, for as long as it stays stopped. So: stop it, see whether the
+ * lock is free (a write transaction begun and rolled back at once), and if not, let it finish its
+ * commit and try again.
+ */
+async function freezeBetweenCommits(child: Child, file: string): Promise<void> {
+  const db = new DatabaseSync(file);
+  db.exec('PRAGMA busy_timeout = 0');
+  try {
+    for (let attempt = 0; attempt < 500; attempt++) {
+      child.process.kill('SIGSTOP');
+      try {
+        db.exec('BEGIN IMMEDIATE');
+        db.exec('ROLLBACK');
+        return;
+      } catch {
+        child.process.kill('SIGCONT');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+    throw new Error('the holder was always inside a commit');
+  } finally {
+    db.close();
+  }
 }
 
 /** Every document of every read model, in `_id` order, `_position` included, and every checkpoint. */
@@ -90,7 +119,7 @@ test('a second projector stands by while the first holds the lease, takes over f
     (await projections(first)).some((p) => p.name === 'carts' && p.events_applied > 6),
   );
 
-  first.process.kill('SIGSTOP');
+  await freezeBetweenCommits(first, path.join(dir, 'read.db'));
   const frozenAt = performance.now();
   await until('the second holds the lease', () => held(second));
   // The frozen holder renewed at most a third of the lease before: it had two thirds left at least.
