@@ -1,5 +1,5 @@
 /**
- * `GET /admin/v1/projections` (state, checkpoint, lag, rebuild progress) and
+ * `GET /admin/v1/projections` (state, checkpoint, lag, a build's progress) and
  * `POST /admin/v1/projections/{name}/rebuild` (into fresh copies while the live ones serve). Each
  * projection carries `status` (`ok` or `lagging`) and `trouble`, the reasons (`admin-trouble.ts`), and
  * the answer how many lag.
@@ -51,11 +51,13 @@ export function projectionRoutes(
     method: 'get',
     path: '/projections',
     operationId: 'listProjections',
-    summary: 'Every projection: state, checkpoint, lag, rebuild progress',
+    summary: 'Every projection: state, checkpoint, lag, build progress',
     description:
       'Served by the process that runs the projector. `standby`: another projector holds the read ' +
       "store's lease and writes the read models. A projection is `lagging` while its lag passes " +
-      '`PDS_ALERT_PROJECTION_LAG`, with why (`trouble`); the answer counts them.',
+      '`PDS_ALERT_PROJECTION_LAG`, with why (`trouble`); the answer counts them. `progress`: a ' +
+      'rebuild, or a projection catching up at a start, with the rate of the last 30 s and the time ' +
+      'left at it (`eta_seconds`).',
     response: { status: 200, description: 'The projections.', schema: projections },
     problems: [],
     async handler(ctx) {
