@@ -6,9 +6,14 @@
  * (docs/read-side.md, "Progress past other streams' events"). One behind it is measured: its oldest
  * event not applied, and their count up to 10,001 ("more than 10,000"), kept while neither its
  * checkpoint nor the head moves; the age is that event's, at every call, so a projection stuck
- * behind a quiet log lags more as time goes on. On EventStoreDB the count is a filtered read whose server walks the
- * log from the checkpoint: a cost of how far behind the projection is (one stuck on a failed event:
- * growing), never of the history before it. A lag of 0 always means caught up with the head now.
+ * behind a quiet log lags more as time goes on. Finding that event reads the log from the checkpoint
+ * on (on EventStoreDB too: a filtered read whose server walks it): a cost of how far behind the
+ * projection is, never of the history before it. That is the whole log for a projection that builds
+ * and whose next event is far ahead (a first start, whose threads report their metrics every second):
+ * so a measure is also kept, whatever moves, for twenty times what it took, and measuring takes at most
+ * a twentieth of the time (docs/operations.md, "Projections"). Near the head a
+ * measure takes a millisecond and is taken afresh at every call. A lag of 0 always means caught up
+ * with the head now.
  */
 import { type Clock, systemClock } from '../domain/clock.ts';
 import type { EventFilter, EventStore } from '../eventstore/port.ts';
@@ -28,6 +33,8 @@ export interface LagOf {
 }
 
 const COUNT_UP_TO = 10_001;
+/** A measure is kept for this many times what it took (see above). */
+const KEPT_FOR_TIMES_ITS_COST = 20;
 const NONE: Lag = { events: 0, seconds: 0 };
 
 export class ProjectionLags {
@@ -35,7 +42,7 @@ export class ProjectionLags {
   readonly #clock: Clock;
   readonly #measured = new Map<
     string,
-    { checkpoint: number; head: number; events: number; oldestAt: number | null }
+    { checkpoint: number; head: number; events: number; oldestAt: number | null; keptUntil: number }
   >();
 
   constructor(store: EventStore, options: { clock?: Clock } = {}) {
@@ -53,18 +60,31 @@ export class ProjectionLags {
         continue;
       }
       let kept = this.#measured.get(projection.name);
-      if (!kept || kept.checkpoint !== projection.checkpoint || kept.head !== head) {
-        kept = { checkpoint: projection.checkpoint, head, ...(await this.#measure(projection)) };
+      const moved = kept?.checkpoint !== projection.checkpoint || kept?.head !== head;
+      if (!kept || (moved && this.#now() >= kept.keptUntil)) {
+        const began = this.#now();
+        const measured = await this.#measure(projection);
+        const took = this.#now() - began;
+        kept = {
+          checkpoint: projection.checkpoint,
+          head,
+          ...measured,
+          keptUntil: began + took * KEPT_FOR_TIMES_ITS_COST,
+        };
         this.#measured.set(projection.name, kept);
       }
       if (kept.oldestAt === null) {
         out.push(NONE);
         continue;
       }
-      const now = this.#clock.now().getTime();
+      const now = this.#now();
       out.push({ events: kept.events, seconds: Math.max(0, (now - kept.oldestAt) / 1000) });
     }
     return out;
+  }
+
+  #now(): number {
+    return this.#clock.now().getTime();
   }
 
   /** The projection's events not applied, and when the oldest of them was recorded (null: none). */
