@@ -5,6 +5,7 @@
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
 import { ProjectionLags } from '../../projections/lag.ts';
+import { rawEvent } from '../support/raw-events.ts';
 import { eventStoreFor, seedThings } from './support.ts';
 
 const things = { streamPrefixes: ['thing-'] };
@@ -105,4 +106,27 @@ test('a measure near the head costs nothing on the clock and is taken afresh whe
   t.is(await at(0), 6);
   t.is(await at(3), 3);
   t.is(await at(5), 1);
+});
+
+test('a measure that found nothing holds while the head stays; once it moves, only the events after it are read', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 4);
+  const head = await store.headPosition();
+  await store.append('other-1', [rawEvent('Noted', { n: 1 })]);
+  const froms: number[] = [];
+  const readAll = store.readAll.bind(store);
+  store.readAll = (options) => {
+    froms.push(options?.after ?? 0);
+    return readAll(options);
+  };
+  const lags = new ProjectionLags(store, { clock: manualClock() });
+  const at = async (checkpoint: number) =>
+    (await lags.of([{ name: 'sparse', filter: things, checkpoint }]))[0];
+  t.deepEqual(await at(head), { events: 0, seconds: 0 }, 'only another stream after its checkpoint');
+  t.deepEqual(await at(head), { events: 0, seconds: 0 });
+  t.deepEqual(froms, [head], 'measured once');
+  const otherEnd = await store.headPosition();
+  await seedThings(store, 2, 4);
+  t.is((await at(head)).events, 2, 'counted at once: a lag of 0 means caught up with the head now');
+  t.deepEqual(froms, [head, otherEnd], 'read from the head it had measured, not from its checkpoint');
 });
