@@ -6,9 +6,15 @@
  * (docs/read-side.md, "Progress past other streams' events"). One behind it is measured: its oldest
  * event not applied, and their count up to 10,001 ("more than 10,000"), kept while neither its
  * checkpoint nor the head moves; the age is that event's, at every call, so a projection stuck
- * behind a quiet log lags more as time goes on. On EventStoreDB the count is a filtered read whose server walks the
- * log from the checkpoint: a cost of how far behind the projection is (one stuck on a failed event:
- * growing), never of the history before it. A lag of 0 always means caught up with the head now.
+ * behind a quiet log lags more as time goes on. Finding that event reads the log from the checkpoint
+ * on (on EventStoreDB too: a filtered read whose server walks it): a cost of how far behind the
+ * projection is, never of the history before it. That is the whole log for a projection that builds
+ * and whose next event is far ahead (a first start, whose threads report their metrics every second):
+ * so a measure that found events is also kept, whatever moves, for twenty times what it took, and
+ * measuring takes at most a twentieth of the time (docs/operations.md, "Projections"). One that found
+ * none stays true while the head stays, and once it moves only the events after the head measured at
+ * are read. Near the head a measure takes a millisecond and is taken afresh at every call. A lag of 0
+ * always means caught up with the head now.
  */
 import { type Clock, systemClock } from '../domain/clock.ts';
 import type { EventFilter, EventStore } from '../eventstore/port.ts';
@@ -27,16 +33,24 @@ export interface LagOf {
   checkpoint: number;
 }
 
+/** A projection's measure: at which checkpoint and head, what it found, and until when it is kept. */
+interface Kept {
+  checkpoint: number;
+  head: number;
+  events: number;
+  oldestAt: number | null;
+  keptUntil: number;
+}
+
 const COUNT_UP_TO = 10_001;
+/** A measure is kept for this many times what it took (see above). */
+const KEPT_FOR_TIMES_ITS_COST = 20;
 const NONE: Lag = { events: 0, seconds: 0 };
 
 export class ProjectionLags {
   readonly #store: EventStore;
   readonly #clock: Clock;
-  readonly #measured = new Map<
-    string,
-    { checkpoint: number; head: number; events: number; oldestAt: number | null }
-  >();
+  readonly #measured = new Map<string, Kept>();
 
   constructor(store: EventStore, options: { clock?: Clock } = {}) {
     this.#store = store;
@@ -53,25 +67,50 @@ export class ProjectionLags {
         continue;
       }
       let kept = this.#measured.get(projection.name);
-      if (!kept || kept.checkpoint !== projection.checkpoint || kept.head !== head) {
-        kept = { checkpoint: projection.checkpoint, head, ...(await this.#measure(projection)) };
+      if (!kept || !this.#stillAnswers(kept, projection.checkpoint, head)) {
+        // None in (its checkpoint, the head it was measured at]: only what came after needs reading.
+        const none = kept?.oldestAt === null && projection.checkpoint >= kept.checkpoint;
+        const from = none && kept ? Math.max(projection.checkpoint, kept.head) : projection.checkpoint;
+        const began = this.#now();
+        const measured = await this.#measure(projection.filter, from);
+        kept = {
+          checkpoint: projection.checkpoint,
+          head,
+          ...measured,
+          keptUntil: began + (this.#now() - began) * KEPT_FOR_TIMES_ITS_COST,
+        };
         this.#measured.set(projection.name, kept);
       }
       if (kept.oldestAt === null) {
         out.push(NONE);
         continue;
       }
-      const now = this.#clock.now().getTime();
+      const now = this.#now();
       out.push({ events: kept.events, seconds: Math.max(0, (now - kept.oldestAt) / 1000) });
     }
     return out;
   }
 
+  /**
+   * Whether a kept measure still answers for this checkpoint and head: exactly while neither moved; one
+   * that found no event while the head stays (a later checkpoint has none either); one that found
+   * events, whatever moved, for twenty times what it took.
+   */
+  #stillAnswers(kept: Kept, checkpoint: number, head: number): boolean {
+    if (kept.checkpoint === checkpoint && kept.head === head) return true;
+    if (kept.oldestAt === null) return kept.head === head && checkpoint >= kept.checkpoint;
+    return this.#now() < kept.keptUntil;
+  }
+
+  #now(): number {
+    return this.#clock.now().getTime();
+  }
+
   /** The projection's events not applied, and when the oldest of them was recorded (null: none). */
-  async #measure({ filter, checkpoint }: LagOf): Promise<{ events: number; oldestAt: number | null }> {
-    const [oldest] = await this.#store.readAll({ after: checkpoint, maxCount: 1, filter });
+  async #measure(filter: EventFilter, after: number): Promise<{ events: number; oldestAt: number | null }> {
+    const [oldest] = await this.#store.readAll({ after, maxCount: 1, filter });
     if (!oldest) return { events: 0, oldestAt: null };
-    const events = await this.#store.countAll({ after: checkpoint, filter, max: COUNT_UP_TO });
+    const events = await this.#store.countAll({ after, filter, max: COUNT_UP_TO });
     return { events, oldestAt: Date.parse(oldest.recordedAt) };
   }
 }

@@ -5,6 +5,7 @@
 import test from 'ava';
 import { manualClock } from '../../domain/clock.ts';
 import { ProjectionLags } from '../../projections/lag.ts';
+import { rawEvent } from '../support/raw-events.ts';
 import { eventStoreFor, seedThings } from './support.ts';
 
 const things = { streamPrefixes: ['thing-'] };
@@ -67,4 +68,65 @@ test('a projection stuck behind a quiet log lags more as time goes on, at no fur
   clock.advance(90_000);
   t.deepEqual(await of(), { events: 1, seconds: 95 }, 'the same event, older now');
   t.is(reads, 0, 'the measure is kept while neither the checkpoint nor the head moves');
+});
+
+test('a measure that read far is kept, however the checkpoint moves, for twenty times what it took', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 6);
+  const clock = manualClock();
+  // A read of the log that walks far: a second of the clock for each.
+  let reads = 0;
+  const slow =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      reads += 1;
+      clock.advance(1_000);
+      return read(...args);
+    };
+  store.readAll = slow(store.readAll.bind(store));
+  store.countAll = slow(store.countAll.bind(store));
+  const lags = new ProjectionLags(store, { clock });
+  const building = (checkpoint: number) => lags.of([{ name: 'building', filter: things, checkpoint }]);
+  t.is((await building(0))[0].events, 6);
+  t.is(reads, 2, 'its oldest event and the count: two seconds');
+  clock.advance(37_000);
+  t.is((await building(2))[0].events, 6, 'the measure kept: 39 s since it began, the checkpoint moved');
+  t.is(reads, 2);
+  clock.advance(1_000);
+  t.is((await building(2))[0].events, 4, 'measured again 40 s after it began');
+  t.is(reads, 4);
+});
+
+test('a measure near the head costs nothing on the clock and is taken afresh whenever the checkpoint moves', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 6);
+  const lags = new ProjectionLags(store, { clock: manualClock() });
+  const at = async (checkpoint: number) =>
+    (await lags.of([{ name: 'live', filter: things, checkpoint }]))[0].events;
+  t.is(await at(0), 6);
+  t.is(await at(3), 3);
+  t.is(await at(5), 1);
+});
+
+test('a measure that found nothing holds while the head stays; once it moves, only the events after it are read', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 4);
+  const head = await store.headPosition();
+  await store.append('other-1', [rawEvent('Noted', { n: 1 })]);
+  const froms: number[] = [];
+  const readAll = store.readAll.bind(store);
+  store.readAll = (options) => {
+    froms.push(options?.after ?? 0);
+    return readAll(options);
+  };
+  const lags = new ProjectionLags(store, { clock: manualClock() });
+  const at = async (checkpoint: number) =>
+    (await lags.of([{ name: 'sparse', filter: things, checkpoint }]))[0];
+  t.deepEqual(await at(head), { events: 0, seconds: 0 }, 'only another stream after its checkpoint');
+  t.deepEqual(await at(head), { events: 0, seconds: 0 });
+  t.deepEqual(froms, [head], 'measured once');
+  const otherEnd = await store.headPosition();
+  await seedThings(store, 2, 4);
+  t.is((await at(head)).events, 2, 'counted at once: a lag of 0 means caught up with the head now');
+  t.deepEqual(froms, [head, otherEnd], 'read from the head it had measured, not from its checkpoint');
 });
