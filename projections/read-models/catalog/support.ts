@@ -141,7 +141,14 @@ export interface Facts {
    */
   productBefore?: { brand_id: number };
   /** SpecialUpserted: what the models read of the special before the event. */
-  specialBefore?: { store_id: number; product_ids: number[]; updated_at: string };
+  specialBefore?: {
+    store_id: number;
+    product_ids: number[];
+    brand_ids: number[];
+    kinds: Kind[];
+    enabled: boolean;
+    updated_at: string;
+  };
   /** BrandUpserted: whether the brand was known before (a new brand has nothing to rename). */
   brandExisted: boolean;
 }
