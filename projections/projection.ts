@@ -15,8 +15,11 @@ export interface ProjectionTx {
    * together, in one round trip, where `get` would fetch them one event attempt at a time.
    */
   getMany<T extends Doc>(collection: string, ids: readonly DocId[]): Array<T | undefined>;
-  /** Writes the document (stamped with this event's position); dropped if it already reflects this event. */
-  put(collection: string, doc: Doc): void;
+  /**
+   * Writes the document stamped with this event's position, and answers that stamped copy (which the
+   * caller must not change); dropped, answering undefined, if it already reflects this event.
+   */
+  put(collection: string, doc: Doc): Doc | undefined;
   delete(collection: string, id: DocId): void;
   /** Queues an update of every matching document (for denormalized copies: renames and the like). */
   updateMany(collection: string, filter: Filter, update: Update): void;

@@ -170,13 +170,16 @@ class UnitOfWork {
         const c = this.coll(name);
         const current = c.get(doc._id);
         // Already reflects this event (a batch replayed after a crash): nothing to do.
-        if (current && typeof current[POSITION] === 'number' && current[POSITION] >= event.position) return;
+        if (current && typeof current[POSITION] === 'number' && current[POSITION] >= event.position) {
+          return undefined;
+        }
         const stamped = { ...doc, [POSITION]: event.position };
         attempt.ops.push(() => {
           this.found.get(name)?.clear();
           c.set(doc._id, stamped);
           this.pending.get(name)?.docs.set(doc._id, stamped);
         });
+        return stamped;
       },
       delete: (name, id) => {
         attempt.ops.push(() => {
