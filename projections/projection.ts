@@ -53,6 +53,15 @@ export interface Projection {
   filter: EventFilter;
   /** Documents `apply` will read for this event, so a batch fetches them in one round trip per collection. */
   prefetch?(event: RecordedEvent): Array<[collection: string, id: DocId]>;
+  /**
+   * Documents `apply` will read that the prefetched ones name (a product's menu products, by its
+   * listings document), asked once those are fetched: `fetched` answers a document of the batch as
+   * it stands (undefined when absent or not fetched). Hints too: anything missed is fetched on demand.
+   */
+  prefetchNamed?(
+    event: RecordedEvent,
+    fetched: (collection: string, id: DocId) => Doc | undefined,
+  ): Array<[collection: string, id: DocId]>;
   /** Applies one event. Synchronous: everything it reads comes from `tx`. */
   apply(event: RecordedEvent, tx: ProjectionTx): void;
   /**

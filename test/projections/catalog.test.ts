@@ -636,6 +636,37 @@ test('specials read the menu products they involve by id: a batch of listings an
   ]);
 });
 
+test('a batch of reviews reads the menu products of their products in one read, with the batch', async (t) => {
+  const es = await eventStoreFor(t);
+  await appendAll(es, base());
+  // The store's reads by id of menu products (ids from 1000: no other document's).
+  const reads: unknown[][] = [];
+  const inner = openSqliteReadStore(':memory:', {
+    onQuery: (sql, params) => {
+      if (!/^SELECT doc FROM \S+ WHERE _id (=|IN)/.test(sql)) return;
+      const ids = (typeof params[0] === 'string' ? JSON.parse(params[0]) : params) as unknown[];
+      if (ids.some((id) => typeof id === 'number' && id >= 1000)) reads.push(ids.toSorted());
+    },
+  });
+  await project(es, inner, catalogProjection);
+  reads.length = 0;
+  await appendAll(es, [
+    reviewPosted(1, 100, 1, 10, 4, 20),
+    reviewPosted(2, 200, 1, 20, 5, 21),
+    reviewPosted(3, 100, 2, 10, 2, 22),
+  ]);
+  await project(es, inner, catalogProjection);
+  t.deepEqual(reads, [[1000, 1001, 1002]]);
+  t.deepEqual(
+    (await docs(inner, 'menu_products')).map((d) => [d._id, d.aggregate_rating, d.review_count]),
+    [
+      [1000, 3, 2],
+      [1001, 5, 1],
+      [1002, 3, 2],
+    ],
+  );
+});
+
 test('delisting: a store keeps a brand while one of its menu products is listed there', async (t) => {
   const events = [...base(), listed(1003, 1, 101, 10, 4)];
   const state = async (rs: ReadStore) => ({

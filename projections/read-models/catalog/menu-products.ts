@@ -321,6 +321,26 @@ export const menuProducts: CatalogReadModel = {
         return [];
     }
   },
+  // A review's and a product upsert's menu products, which their product's listings name: fetched
+  // with the batch's other documents rather than one product at a time, each after an attempt at
+  // the event that stopped for them.
+  prefetchNamed(e, fetched) {
+    switch (e.type) {
+      case 'ReviewPosted':
+      case 'ReviewRevised':
+      case 'ProductUpserted': {
+        const listings = fetched(CATALOG_PRODUCT_LISTINGS, e.data.product_id) as
+          | ProductListingsDoc
+          | undefined;
+        return Object.keys(listings?.menu_products ?? {}).map((id): [string, number] => [
+          MENU_PRODUCTS,
+          Number(id),
+        ]);
+      }
+      default:
+        return [];
+    }
+  },
   apply(e, tx, facts) {
     switch (e.type) {
       case 'BrandUpserted':

@@ -290,6 +290,11 @@ export interface CatalogReadModel {
   collections: Record<string, readonly IndexSpec[]>;
   /** Documents `apply` reads for this event (hints: anything else is fetched on demand). */
   prefetch?(e: CatalogEvent): Array<[collection: string, id: DocId]>;
+  /** Documents `apply` reads that the prefetched ones name (`Projection.prefetchNamed`). */
+  prefetchNamed?(
+    e: CatalogEvent,
+    fetched: (collection: string, id: DocId) => Doc | undefined,
+  ): Array<[collection: string, id: DocId]>;
   apply(e: CatalogEvent, tx: CatalogTx, facts: Facts): void;
 }
 
