@@ -15,8 +15,11 @@ export interface ProjectionTx {
    * together, in one round trip, where `get` would fetch them one event attempt at a time.
    */
   getMany<T extends Doc>(collection: string, ids: readonly DocId[]): Array<T | undefined>;
-  /** Writes the document (stamped with this event's position); dropped if it already reflects this event. */
-  put(collection: string, doc: Doc): void;
+  /**
+   * Writes the document stamped with this event's position, and answers that stamped copy (which the
+   * caller must not change); dropped, answering undefined, if it already reflects this event.
+   */
+  put(collection: string, doc: Doc): Doc | undefined;
   delete(collection: string, id: DocId): void;
   /** Queues an update of every matching document (for denormalized copies: renames and the like). */
   updateMany(collection: string, filter: Filter, update: Update): void;
@@ -50,6 +53,15 @@ export interface Projection {
   filter: EventFilter;
   /** Documents `apply` will read for this event, so a batch fetches them in one round trip per collection. */
   prefetch?(event: RecordedEvent): Array<[collection: string, id: DocId]>;
+  /**
+   * Documents `apply` will read that the prefetched ones name (a product's menu products, by its
+   * listings document), asked once those are fetched: `fetched` answers a document of the batch as
+   * it stands (undefined when absent or not fetched). Hints too: anything missed is fetched on demand.
+   */
+  prefetchNamed?(
+    event: RecordedEvent,
+    fetched: (collection: string, id: DocId) => Doc | undefined,
+  ): Array<[collection: string, id: DocId]>;
   /** Applies one event. Synchronous: everything it reads comes from `tx`. */
   apply(event: RecordedEvent, tx: ProjectionTx): void;
   /**

@@ -108,8 +108,13 @@ class UnitOfWork {
     let i = 0;
     while (i < events.length) {
       // Prefetch what the rest of the batch says it needs, then apply until something forces a flush.
-      const prefetch = this.projection.prefetch;
-      if (prefetch) await this.fetch(events.slice(i).flatMap((e) => prefetch(e)));
+      const { prefetch, prefetchNamed } = this.projection;
+      const rest = events.slice(i);
+      if (prefetch) await this.fetch(rest.flatMap((e) => prefetch(e)));
+      if (prefetchNamed) {
+        const fetched = (name: string, id: DocId) => this.cache.get(name)?.get(id) ?? undefined;
+        await this.fetch(rest.flatMap((e) => prefetchNamed(e, fetched)));
+      }
       while (i < events.length) {
         const outcome = await this.applyOne(events[i]);
         if (outcome === 'again') continue;
@@ -170,13 +175,16 @@ class UnitOfWork {
         const c = this.coll(name);
         const current = c.get(doc._id);
         // Already reflects this event (a batch replayed after a crash): nothing to do.
-        if (current && typeof current[POSITION] === 'number' && current[POSITION] >= event.position) return;
+        if (current && typeof current[POSITION] === 'number' && current[POSITION] >= event.position) {
+          return undefined;
+        }
         const stamped = { ...doc, [POSITION]: event.position };
         attempt.ops.push(() => {
           this.found.get(name)?.clear();
           c.set(doc._id, stamped);
           this.pending.get(name)?.docs.set(doc._id, stamped);
         });
+        return stamped;
       },
       delete: (name, id) => {
         attempt.ops.push(() => {

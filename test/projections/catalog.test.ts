@@ -9,7 +9,15 @@ import type { EventStore } from '../../eventstore/port.ts';
 import { CATALOG, catalogProjection } from '../../projections/read-models/catalog/projection.ts';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
-import { append, eventStoreFor, project, resetCheckpoint, snapshot, withoutPosition } from './support.ts';
+import {
+  append,
+  eventStoreFor,
+  project,
+  recording,
+  resetCheckpoint,
+  snapshot,
+  withoutPosition,
+} from './support.ts';
 
 const { brand, cart, menuProduct, partner, product, review, special, store } = aggregates;
 
@@ -577,6 +585,86 @@ test('a special updates applicable_special_ids of the menu products at its store
   // A menu product listed later gets the specials that involve it.
   const later = await projected(t, [...events, listed(1003, 1, 101, 10, 12)]);
   t.like(await doc(later.readStore, 'menu_products', 1003), { applicable_special_ids: [7] });
+});
+
+test('specials read the menu products they involve by id: a batch of listings and specials is one commit, each menu product written once', async (t) => {
+  // 600 menu products at store 1 (more than a query is laid over pending writes for), of two
+  // brands, then specials by brand, by product and by kind, one of them changed: all in one batch.
+  const events: DomainEvent[] = [...base()];
+  for (let i = 0; i < 600; i++)
+    events.push(i % 2 === 0 ? listed(2000 + i, 1, 100, 10, 4) : listed(2000 + i, 1, 200, 20, 4));
+  events.push(
+    specialUpserted(7, 1, 10, { brand_ids: [20] }),
+    specialUpserted(8, 1, 11, { product_ids: [100] }),
+    specialUpserted(9, 1, 12, { kinds: ['edible'] }),
+    specialUpserted(8, 1, 13, { product_ids: [101] }),
+  );
+  const es = await eventStoreFor(t);
+  await appendAll(es, events);
+  const { readStore, writes } = recording(openSqliteReadStore(':memory:'));
+  let commits = 0;
+  const commit = readStore.commit.bind(readStore);
+  readStore.commit = (work) => {
+    commits += 1;
+    return commit(work);
+  };
+  await project(es, readStore, catalogProjection);
+  t.is(commits, 1);
+  const menuWrites = writes
+    .map((op) =>
+      'insertOne' in op
+        ? op.insertOne.document._id
+        : 'replaceOne' in op
+          ? op.replaceOne.replacement._id
+          : null,
+    )
+    .filter((id): id is number => typeof id === 'number' && id >= 2000);
+  t.is(menuWrites.length, 600);
+  t.is(new Set(menuWrites).size, 600);
+  const ids = (await docs(readStore, 'menu_products', { store_id: 1 })).map((d) => [
+    d._id,
+    d.applicable_special_ids,
+    d.updated_at,
+  ]);
+  t.deepEqual(ids.slice(0, 2), [
+    [1000, [9], at(13)], // product 100, edible: named by 8 until it named 101 instead
+    [1001, [7], at(10)],
+  ]);
+  t.deepEqual(ids.slice(2, 4), [
+    [2000, [9], at(13)],
+    [2001, [7], at(10)],
+  ]);
+});
+
+test('a batch of reviews reads the menu products of their products in one read, with the batch', async (t) => {
+  const es = await eventStoreFor(t);
+  await appendAll(es, base());
+  // The store's reads by id of menu products (ids from 1000: no other document's).
+  const reads: unknown[][] = [];
+  const inner = openSqliteReadStore(':memory:', {
+    onQuery: (sql, params) => {
+      if (!/^SELECT doc FROM \S+ WHERE _id (=|IN)/.test(sql)) return;
+      const ids = (typeof params[0] === 'string' ? JSON.parse(params[0]) : params) as unknown[];
+      if (ids.some((id) => typeof id === 'number' && id >= 1000)) reads.push(ids.toSorted());
+    },
+  });
+  await project(es, inner, catalogProjection);
+  reads.length = 0;
+  await appendAll(es, [
+    reviewPosted(1, 100, 1, 10, 4, 20),
+    reviewPosted(2, 200, 1, 20, 5, 21),
+    reviewPosted(3, 100, 2, 10, 2, 22),
+  ]);
+  await project(es, inner, catalogProjection);
+  t.deepEqual(reads, [[1000, 1001, 1002]]);
+  t.deepEqual(
+    (await docs(inner, 'menu_products')).map((d) => [d._id, d.aggregate_rating, d.review_count]),
+    [
+      [1000, 3, 2],
+      [1001, 5, 1],
+      [1002, 3, 2],
+    ],
+  );
 });
 
 test('delisting: a store keeps a brand while one of its menu products is listed there', async (t) => {

@@ -212,3 +212,52 @@ test('a build of the carts projection looks up no stored index entries of the ca
   await project(es, readStore, cartsProjection, { batchSize: 10 });
   t.deepEqual(lookups, [1, 2, 3, 4, 5].map(uuidOf));
 });
+
+test('put answers the document as the unit holds it, stamped with the event position, and nothing for a document that reflects the event', async (t) => {
+  const { readStore } = countingStore(t);
+  const collection = await readStore.collection('notes', notes.collections.notes);
+  await collection.bulkWrite([
+    { replaceOne: { filter: { _id: 'ahead' }, replacement: { _id: 'ahead', _position: 500 }, upsert: true } },
+  ]);
+  const answers: Array<Doc | undefined> = [];
+  const held: Array<Doc | undefined> = [];
+  const putting: Projection = {
+    ...notes,
+    apply(e, tx) {
+      const { id, text } = e.data as { id: string; text: string };
+      tx.get('notes', id);
+      answers.push(tx.put('notes', { _id: id, text }));
+      held.push(tx.get('notes', 'a'));
+    },
+  };
+  const event = (position: number, id: string): RecordedEvent => ({
+    position,
+    streamId: `note-${id}`,
+    revision: 0,
+    id: `e-${position}`,
+    type: 'Put',
+    data: { id, text: `at ${position}` },
+    metadata: META,
+    recordedAt: '2026-05-01T10:00:00.000Z',
+  });
+  await applyBatch(putting, { notes: collection }, (writes) => readStore.commit({ writes }), [
+    event(100, 'a'),
+    event(101, 'ahead'),
+    event(102, 'b'),
+  ]);
+  t.deepEqual(answers, [
+    { _id: 'a', text: 'at 100', _position: 100 },
+    undefined,
+    { _id: 'b', text: 'at 102', _position: 102 },
+  ]);
+  // The very object the unit holds and writes: what later events read.
+  t.is(held[1], answers[0]);
+  t.deepEqual(
+    (await collection.find({})).map((d) => [d._id, d._position]),
+    [
+      ['a', 100],
+      ['ahead', 500],
+      ['b', 102],
+    ],
+  );
+});

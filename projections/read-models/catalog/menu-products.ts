@@ -16,7 +16,16 @@ import type { Collection, Doc, Filter } from '../../read-store.ts';
 import { findPage, ID_ORDER, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { brandName } from './brands.ts';
 import { CATALOG_PRODUCT_LISTINGS, PRODUCTS, type ProductDoc, type ProductListingsDoc } from './products.ts';
-import { applicableSpecialIds, CATALOG_STORE_SPECIALS, type StoreSpecialsDoc } from './specials.ts';
+import {
+  applicableSpecialIds,
+  CATALOG_STORE_KINDS,
+  CATALOG_STORE_SPECIALS,
+  type SpecialTerms,
+  type StoreKindDoc,
+  type StoreSpecialsDoc,
+  storeKindKey,
+} from './specials.ts';
+import { CATALOG_STORE_BRANDS, type StoreBrandDoc, storeBrandKey } from './stores.ts';
 import {
   type CatalogEvent,
   type CatalogEventOf,
@@ -247,13 +256,47 @@ function copyRatings(tx: CatalogTx, facts: Facts) {
   }
 }
 
-/** A special changed (or moved): the menu products of its store(s) recompute `applicable_special_ids`. */
+/**
+ * The menu products at the store that the terms involve (by product, brand or kind), in id order, by
+ * the lookups: a special's change can move `applicable_special_ids` of those only. Read by id, they
+ * come from the batch's own documents where it has them: a query of the store's menu products
+ * committed the batch whenever more than 500 documents were pending, which a catalog of specials did
+ * at every special (docs/read-side.md).
+ */
+function involvedAt(tx: CatalogTx, storeId: number, terms: readonly SpecialTerms[]): MenuProductDoc[] {
+  const ids = new Set<number>();
+  const add = (menuProducts: Record<string, unknown> | undefined) => {
+    for (const id of Object.keys(menuProducts ?? {})) ids.add(Number(id));
+  };
+  for (const t of terms) {
+    for (const brandId of t.brand_ids) {
+      add(tx.get<StoreBrandDoc>(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId))?.menu_products);
+    }
+    for (const kind of t.kinds) {
+      add(tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(storeId, kind))?.menu_products);
+    }
+    for (const productId of t.product_ids) {
+      for (const doc of menuProductsOf(tx, productId)) if (doc.store_id === storeId) ids.add(doc.id);
+    }
+  }
+  const sorted = [...ids].sort((a, b) => a - b);
+  return tx.getMany<MenuProductDoc>(MENU_PRODUCTS, sorted).filter((doc) => doc !== undefined);
+}
+
+/**
+ * A special changed (or moved): the menu products at its store(s) that its terms before or after
+ * involve recompute `applicable_special_ids` (the others' do not depend on it).
+ */
 function applySpecial(e: CatalogEventOf<'SpecialUpserted'>, tx: CatalogTx, facts: Facts) {
+  const before = facts.specialBefore;
+  // Its terms as the specials model stored them (none: the event changed nothing), and before.
+  const after = specialsAt(tx, e.data.store_id)?.[String(e.data.special_id)];
+  const terms = [after, before].filter((t) => t !== undefined);
   const storeIds = new Set([e.data.store_id]);
-  if (facts.specialBefore) storeIds.add(facts.specialBefore.store_id);
+  if (before) storeIds.add(before.store_id);
   for (const storeId of storeIds) {
     const specials = specialsAt(tx, storeId);
-    for (const doc of tx.find<MenuProductDoc>(MENU_PRODUCTS, { store_id: storeId })) {
+    for (const doc of involvedAt(tx, storeId, terms)) {
       tx.patch(
         MENU_PRODUCTS,
         doc,
@@ -274,6 +317,26 @@ export const menuProducts: CatalogReadModel = {
       case 'ReviewPosted':
       case 'ReviewRevised':
         return [[CATALOG_PRODUCT_LISTINGS, e.data.product_id]];
+      default:
+        return [];
+    }
+  },
+  // A review's and a product upsert's menu products, which their product's listings name: fetched
+  // with the batch's other documents rather than one product at a time, each after an attempt at
+  // the event that stopped for them.
+  prefetchNamed(e, fetched) {
+    switch (e.type) {
+      case 'ReviewPosted':
+      case 'ReviewRevised':
+      case 'ProductUpserted': {
+        const listings = fetched(CATALOG_PRODUCT_LISTINGS, e.data.product_id) as
+          | ProductListingsDoc
+          | undefined;
+        return Object.keys(listings?.menu_products ?? {}).map((id): [string, number] => [
+          MENU_PRODUCTS,
+          Number(id),
+        ]);
+      }
       default:
         return [];
     }

@@ -109,6 +109,10 @@ export const catalogProjection: Projection = {
     const e = parseCatalogEvent(event);
     return e ? readModels.flatMap((m) => m.prefetch?.(e) ?? []) : [];
   },
+  prefetchNamed(event, fetched) {
+    const e = parseCatalogEvent(event);
+    return e ? readModels.flatMap((m) => m.prefetchNamed?.(e, fetched) ?? []) : [];
+  },
   apply(event: RecordedEvent, tx: ProjectionTx) {
     const e = parseCatalogEvent(event);
     if (!e) return; // another type on these streams: nothing in the catalog depends on it

@@ -141,7 +141,14 @@ export interface Facts {
    */
   productBefore?: { brand_id: number };
   /** SpecialUpserted: what the models read of the special before the event. */
-  specialBefore?: { store_id: number; product_ids: number[]; updated_at: string };
+  specialBefore?: {
+    store_id: number;
+    product_ids: number[];
+    brand_ids: number[];
+    kinds: Kind[];
+    enabled: boolean;
+    updated_at: string;
+  };
   /** BrandUpserted: whether the brand was known before (a new brand has nothing to rename). */
   brandExisted: boolean;
 }
@@ -186,9 +193,10 @@ export interface CatalogTx {
 export const reflects = (doc: Doc | undefined, position: number): boolean =>
   doc !== undefined && typeof doc._position === 'number' && doc._position >= position;
 
-function withoutPosition(doc: Doc): Record<string, unknown> {
+/** The document without the projector's stamp (its `_id` and every other field in their order). */
+function withoutPosition(doc: Doc): Doc {
   const { _position: _, ...rest } = doc;
-  return rest;
+  return rest as Doc;
 }
 
 export function catalogTx(tx: ProjectionTx): CatalogTx {
@@ -212,9 +220,9 @@ export function catalogTx(tx: ProjectionTx): CatalogTx {
     // Read through the projector first: its guard against replays needs the stored document.
     const stored = tx.get(collection, doc._id);
     if (stored && reflects(stored, position)) return; // a replay: the document is ahead of this event
-    const next = { ...withoutPosition(doc), _id: doc._id };
-    tx.put(collection, next);
-    writesOf(collection).set(doc._id, { ...next, _position: position });
+    // As the projector stamps it: the same object serves this event's later reads.
+    const stamped = tx.put(collection, withoutPosition(doc));
+    if (stamped) writesOf(collection).set(doc._id, stamped);
   };
   return {
     position,
@@ -249,7 +257,9 @@ export function catalogTx(tx: ProjectionTx): CatalogTx {
       let changed = false;
       let visible = false;
       for (const [field, value] of Object.entries(changes)) {
-        if (isDeepStrictEqual(doc[field], value)) continue;
+        // Primitives compare as `isDeepStrictEqual` would (`Object.is`) without its set-up.
+        if (Object.is(doc[field], value)) continue;
+        if (typeof value === 'object' && value !== null && isDeepStrictEqual(doc[field], value)) continue;
         changed = true;
         if (!field.startsWith('_')) visible = true;
       }
@@ -280,6 +290,11 @@ export interface CatalogReadModel {
   collections: Record<string, readonly IndexSpec[]>;
   /** Documents `apply` reads for this event (hints: anything else is fetched on demand). */
   prefetch?(e: CatalogEvent): Array<[collection: string, id: DocId]>;
+  /** Documents `apply` reads that the prefetched ones name (`Projection.prefetchNamed`). */
+  prefetchNamed?(
+    e: CatalogEvent,
+    fetched: (collection: string, id: DocId) => Doc | undefined,
+  ): Array<[collection: string, id: DocId]>;
   apply(e: CatalogEvent, tx: CatalogTx, facts: Facts): void;
 }
 
