@@ -47,7 +47,11 @@ export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void
       r.state = 'rebuilding';
       const onBatch = (reached: number, applied: number) => tracker.advance(reached, applied);
       const copyDrop = endOnDrop();
-      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
+      // The copy alone is paced: the drain runs while the live projection is paused.
+      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, {
+        onDrop: copyDrop.onDrop,
+        pace: ctx.buildPacer,
+      });
       copies.push(copy);
       await Promise.race([copy.caughtUp, copyDrop.dropped, aborted]);
       onCopied?.();
