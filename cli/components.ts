@@ -41,7 +41,6 @@ import {
 } from './dispatcher-components.ts';
 import { type ReadSideShared, readSide } from './read-side.ts';
 import { type RoleThread, roleThread, ThreadUnavailableError } from './role-thread.ts';
-import { servingDelay } from './serving-delay.ts';
 import { subscriptionImpact } from './supervision.ts';
 
 export { createTimers, type Timers, tickTimers } from './dispatcher-components.ts';
@@ -311,7 +310,7 @@ export function threadedComponents(
   const { dispatcher, projector } = threads;
   return [
     ...(dispatcher ? [dispatcher, ...(threads.deliveries ?? [])] : []),
-    ...(projector ? [projector, servingDelay(projector)] : []),
+    ...(projector ? [projector] : []),
     readSide(shared, projector ? { project: false, openAfter: projector.firstStart } : {}),
     consoleSessions(shared, clock),
     projectionAdmin(shared, projector, clock),

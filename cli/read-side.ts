@@ -7,7 +7,6 @@
 import { Gauge } from 'prom-client';
 import type { Clock } from '../domain/clock.ts';
 import { allProjections } from '../projections/all.ts';
-import type { BuildPacer } from '../projections/build-pacing.ts';
 import { createProjector, type Projector } from '../projections/projector.ts';
 import type { ReadStore } from '../projections/read-store.ts';
 import type { Component, ServiceContext } from './compose.ts';
@@ -40,8 +39,6 @@ export interface ReadSideOptions {
   leaseOwner?: string;
   /** Times the projections' lag (`lag_seconds`); tests inject theirs. */
   clock?: Clock;
-  /** Paces rebuilds by how the APIs are served (`projections/build-pacing.ts`). */
-  buildPacer?: BuildPacer;
 }
 
 const owns = (ctx: ServiceContext) =>
@@ -55,16 +52,9 @@ const owns = (ctx: ServiceContext) =>
  */
 export const PROJECTOR_THREAD_CACHE_MIB = 8;
 
-/**
- * Role `all`'s projector thread's read side: the projector, on a connection of its own, its rebuilds
- * paced by the main thread's event-loop delay (`role-thread.ts` tells it).
- */
-export function projectorThreadSide(
-  shared: ReadSideShared,
-  leaseOwner: string,
-  buildPacer?: BuildPacer,
-): Component {
-  return readSide(shared, { leaseOwner, cacheMiB: PROJECTOR_THREAD_CACHE_MIB, buildPacer });
+/** Role `all`'s projector thread's read side: the projector, on a connection of its own. */
+export function projectorThreadSide(shared: ReadSideShared, leaseOwner: string): Component {
+  return readSide(shared, { leaseOwner, cacheMiB: PROJECTOR_THREAD_CACHE_MIB });
 }
 
 export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}): Component {
@@ -95,7 +85,6 @@ export function readSide(shared: ReadSideShared, options: ReadSideOptions = {}):
         projections: allProjections({ deliveryLogRetentionMs: ctx.config.deliveryLogRetentionMs }),
         onError: (name, err) => ctx.logger.error({ err, projection: name }, 'projection failed'),
         ...(options.clock && { clock: options.clock }),
-        buildPacer: options.buildPacer,
         logger: ctx.logger,
         supervisor: ctx.supervisor,
         lease: {

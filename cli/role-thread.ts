@@ -38,14 +38,8 @@ export type FromThread =
   | { type: 'metrics'; metrics: MetricsSnapshot }
   | CallResult;
 
-/**
- * What the parent asks of the thread: a call of a method its role offers, and to stop; and what it
- * tells the projector thread every second: its own event loop's delay (`serving-delay.ts`).
- */
-export type ToThread =
-  | { type: 'call'; id: number; method: string; args: unknown[] }
-  | { type: 'stop' }
-  | { type: 'serving-delay'; delayMs: number };
+/** What the parent asks of the thread: a call of a method its role offers, and to stop. */
+export type ToThread = { type: 'call'; id: number; method: string; args: unknown[] } | { type: 'stop' };
 
 /** What the parent hands the thread. */
 export interface ThreadData {

@@ -32,15 +32,11 @@ const METRICS_EVERY_MS = 1_000;
  */
 const PROJECTOR_NICE_INCREMENT = 10;
 
-/**
- * A role's components on this thread, the calls the parent may make of them once started, how much
- * lower its CPU priority is once ready, and what it does with the main thread's event-loop delay.
- */
+/** A role's components on this thread, the calls the parent may make of them once started, and how much lower its CPU priority is once ready. */
 interface ThreadProgram {
   components: Component[];
   methods: Record<string, (...args: never[]) => Promise<unknown>>;
   niceIncrement?: number;
-  servingDelay?(delayMs: number): void;
 }
 
 /** Each role's modules are loaded only on its own thread. */
@@ -56,22 +52,18 @@ const programs: Record<ThreadRole, () => Promise<ThreadProgram>> = {
   },
   async projector() {
     const { projectorThreadSide } = await import('./read-side.ts');
-    const { createBuildPacer } = await import('../projections/build-pacing.ts');
     const shared: Parameters<typeof projectorThreadSide>[0] = {};
-    const pacer = createBuildPacer();
     const { leaseOwner } = workerData as ThreadData;
     const projector = () => {
       if (!shared.projector) throw new Error('the projector has not started');
       return shared.projector;
     };
     return {
-      components: [projectorThreadSide(shared, leaseOwner, pacer)],
+      components: [projectorThreadSide(shared, leaseOwner)],
       niceIncrement: PROJECTOR_NICE_INCREMENT,
-      servingDelay: (delayMs) => pacer.servingDelay(delayMs),
       methods: {
         status: () => projector().status(),
         rebuild: (name: string) => projector().rebuild(name),
-        buildPacing: async () => pacer.state(),
       },
     };
   },
@@ -170,8 +162,6 @@ async function answer(id: number, method: string, args: unknown[]): Promise<void
 port.on('message', async (message: ToThread) => {
   if (message.type === 'call') {
     await answer(message.id, message.method, message.args);
-  } else if (message.type === 'serving-delay') {
-    program.servingDelay?.(message.delayMs);
   } else if (message.type === 'stop') {
     clearInterval(readiness);
     clearInterval(metrics);

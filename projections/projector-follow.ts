@@ -10,7 +10,6 @@ import { createFollower, type FollowerOptions } from '../application/follower.ts
 import type { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
-import type { BuildPacer } from './build-pacing.ts';
 import type { Projection } from './projection.ts';
 import {
   type Checkpoint,
@@ -41,8 +40,6 @@ export interface ProjectorContext {
   onLeaseLost?(): void;
   /** Times builds' progress (`build-progress.ts`); tests inject theirs. */
   clock?: Clock;
-  /** Paces rebuilds' copies by how the APIs are served (`build-pacing.ts`). */
-  buildPacer?: BuildPacer;
 }
 
 /** Rejects once `signal` is aborted (never without one): for races with what a lease started. */
@@ -68,9 +65,8 @@ export function follow(
   from: Checkpoint | undefined,
   version: string,
   onProgress: (position: number, applied: number, lastRecordedAt?: string) => void,
-  health: Pick<FollowerOptions, 'onDrop' | 'onCaughtUp' | 'supervisor'> & { pace?: BuildPacer } = {},
+  health: Pick<FollowerOptions, 'onDrop' | 'onCaughtUp' | 'supervisor'> = {},
 ) {
-  const { pace, ...followerHealth } = health;
   let events = from?.events ?? 0;
   /** The position of the last event a commit stored. */
   let committed = from?.position ?? 0;
@@ -108,15 +104,14 @@ export function follow(
     filter: projection.filter,
     maxBatchSize: ctx.batchSize,
     // Each commit tells its progress (`commitWork`): a batch in parts is stored part by part.
-    // A rebuild's copy rests between batches while the APIs are served late (`build-pacing.ts`).
-    apply: (batch) => (pace ? pace.paced(() => parts.apply(batch)) : parts.apply(batch)),
+    apply: (batch) => parts.apply(batch),
     onProgress(reached) {
       progress.moved(reached);
       onProgress(reached, 0);
     },
     // A batch may be stored in part (a flush mid-batch): resume after what the store holds.
     resumeAfter: async () => (await ctx.readStore.getCheckpoint(checkpointKey))?.position ?? 0,
-    ...followerHealth,
+    ...health,
   });
   follower.start(from?.position ?? 0);
   return {

@@ -47,11 +47,7 @@ export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void
       r.state = 'rebuilding';
       const onBatch = (reached: number, applied: number) => tracker.advance(reached, applied);
       const copyDrop = endOnDrop();
-      // The copy alone is paced: the drain runs while the live projection is paused.
-      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, {
-        onDrop: copyDrop.onDrop,
-        pace: ctx.buildPacer,
-      });
+      const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
       copies.push(copy);
       await Promise.race([copy.caughtUp, copyDrop.dropped, aborted]);
       onCopied?.();

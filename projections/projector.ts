@@ -37,7 +37,6 @@ import type { Logger } from 'pino';
 import type { Supervisor } from '../application/supervisor.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import type { BuildPacer } from './build-pacing.ts';
 import { ProjectionLags } from './lag.ts';
 import type { Projection, ProjectionStatus } from './projection.ts';
 import type { ProjectorContext } from './projector-follow.ts';
@@ -81,11 +80,6 @@ export interface ProjectorOptions {
   lease?: Partial<LeaseOptions>;
   /** Times the age of the oldest event a projection has not applied (`lag_seconds`). */
   clock?: Clock;
-  /**
-   * Paces rebuilds' copies by how the APIs are served; none: they run at full speed
-   * (docs/read-side.md, "Serving during a rebuild").
-   */
-  buildPacer?: BuildPacer;
 }
 
 export interface Projector {
@@ -136,7 +130,6 @@ export function createProjector(options: ProjectorOptions): Projector {
     onError: options.onError,
     supervisor: options.supervisor,
     clock: options.clock,
-    buildPacer: options.buildPacer,
   };
   const { readStore, logger } = base;
   const running = new Map<string, Running>(

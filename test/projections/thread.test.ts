@@ -9,9 +9,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
 import { parseConfig } from '../../cli/config.ts';
 import { PROJECTOR_THREAD_CACHE_MIB, projectorThreadSide, readSide } from '../../cli/read-side.ts';
-import { roleThread, ThreadUnavailableError, type ToThread } from '../../cli/role-thread.ts';
+import { roleThread, ThreadUnavailableError } from '../../cli/role-thread.ts';
 import { seedSandbox } from '../../cli/sandbox/seed.ts';
-import { type BuildPacer, LEAST_DUTY, SERVING_DELAY_TARGET_MS } from '../../projections/build-pacing.ts';
 import type { ProjectionStatus } from '../../projections/projector.ts';
 import { seedCatalog } from '../support/cart-world.ts';
 import { killThread, metrics, readyz, until } from '../support/probes.ts';
@@ -160,17 +159,6 @@ test('a call to a thread that is not running is refused at once, one past its de
   t.is(await code, 0, 'ended by itself, not terminated');
   t.falsy(thread.worker);
   t.is(thread.restarts, 0);
-});
-
-test("the main thread tells the projector thread its event loop's delay; the delay told sets the share of the time its rebuilds work", async (t) => {
-  const thread = roleThread('projector');
-  await startService(t, { threads: { projector: thread } });
-  const pacing = async () => (await thread.call('buildPacing')) as ReturnType<BuildPacer['state']>;
-  await until('the main thread told its delay', async () => (await pacing()).delayMs !== undefined);
-  // Told and asked in one turn of this event loop: the thread reads them in that order.
-  const delayMs = 4 * SERVING_DELAY_TARGET_MS;
-  thread.worker?.postMessage({ type: 'serving-delay', delayMs } satisfies ToThread);
-  t.deepEqual(await pacing(), { delayMs, duty: LEAST_DUTY });
 });
 
 /** The nice value of each of this process's threads named `name` (Linux: `/proc/self/task/<tid>/stat`). */
