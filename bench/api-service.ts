@@ -74,8 +74,8 @@ export async function listen(app: Koa): Promise<{ url: string; close(): Promise<
   };
 }
 
-/** The sandbox (through the deciders), then a store with `BIG_STORE_MENU` menu products, straight into `events.db`. */
-export async function seed(dir: string, config: ResolvedConfig) {
+/** The sandbox (through the deciders), then a store with `menu` menu products, straight into `events.db`. */
+export async function seed(dir: string, config: ResolvedConfig, menu = BIG_STORE_MENU) {
   // The fixture, not a measurement: written without a sync per commit (its 100,000 single appends
   // would otherwise take minutes under `synchronous=FULL`); the service then opens it as configured.
   const es = await openSqliteEventStore(path.join(dir, 'events.db'), { synchronous: 'normal' });
@@ -112,7 +112,7 @@ export async function seed(dir: string, config: ResolvedConfig) {
     ),
   ]);
   const productIds = seeded.counts.products;
-  for (let i = 1; i <= BIG_STORE_MENU; i++) {
+  for (let i = 1; i <= menu; i++) {
     const productId = 1 + (i % productIds);
     const id = 5_000_000 + i;
     await es.append(menuProduct.streamId(id), [

@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: runs every bench and prints one JSON line each, with its figures, the baseline
  * measured in the same run, and `ratio` (ours / baseline). Pass bench names to run only some. The
- * benches of `NAMED_ONLY` run only when named: `fanout` takes 10 minutes or more.
+ * benches of `NAMED_ONLY` run only when named: `fanout` takes 10 minutes or more, `during-rebuild` 3 or
+ * more.
  */
 import { benchApi } from './api.ts';
+import { benchApiDuringRebuild } from './api-rebuild.ts';
 import { benchBackup } from './backup.ts';
 import { benchEventStore } from './eventstore.ts';
 import { benchProjectionRebuild } from './projection.ts';
@@ -21,9 +23,10 @@ const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   timers: () => benchTimers(),
   restart: () => benchRestart(),
   backup: () => benchBackup(),
+  'during-rebuild': () => benchApiDuringRebuild(),
 };
 
-const NAMED_ONLY = new Set(['fanout']);
+const NAMED_ONLY = new Set(['fanout', 'during-rebuild']);
 
 const only = process.argv.slice(2);
 for (const [name, run] of Object.entries(benches)) {
