@@ -10,11 +10,11 @@
  * on (on EventStoreDB too: a filtered read whose server walks it): a cost of how far behind the
  * projection is, never of the history before it. That is the whole log for a projection that builds
  * and whose next event is far ahead (a first start, whose threads report their metrics every second):
- * so a measure that found events is also kept, whatever moves, for twenty times what it took, and
- * measuring takes at most a twentieth of the time (docs/operations.md, "Projections"). One that found
- * none stays true while the head stays, and once it moves only the events after the head measured at
- * are read. Near the head a measure takes a millisecond and is taken afresh at every call. A lag of 0
- * always means caught up with the head now.
+ * so the measure of a projection far behind is also kept, whatever moves, for twenty times what it
+ * took, until it reaches the head measured at: measuring takes at most a twentieth of its time
+ * (docs/operations.md, "Projections"). One that found none stays true while the head stays, and once
+ * it moves only the events after the head measured at are read. Near the head a measure takes a
+ * millisecond and is taken afresh at every call. A lag of 0 always means caught up with the head now.
  */
 import { type Clock, systemClock } from '../domain/clock.ts';
 import type { EventFilter, EventStore } from '../eventstore/port.ts';
@@ -45,16 +45,23 @@ interface Kept {
 const COUNT_UP_TO = 10_001;
 /** A measure is kept for this many times what it took (see above). */
 const KEPT_FOR_TIMES_ITS_COST = 20;
+/** However long a measure took (a paused machine): kept no longer than this. */
+const KEPT_AT_MOST_MS = 300_000;
+/** Positions behind the head past which a projection's measure reads far (see above). */
+const FAR_BEHIND = 100_000;
 const NONE: Lag = { events: 0, seconds: 0 };
 
 export class ProjectionLags {
   readonly #store: EventStore;
   readonly #clock: Clock;
+  readonly #farBehind: number;
   readonly #measured = new Map<string, Kept>();
 
-  constructor(store: EventStore, options: { clock?: Clock } = {}) {
+  /** `farBehind`: positions behind the head from which a measure is kept on time (tests set it low). */
+  constructor(store: EventStore, options: { clock?: Clock; farBehind?: number } = {}) {
     this.#store = store;
     this.#clock = options.clock ?? systemClock;
+    this.#farBehind = options.farBehind ?? FAR_BEHIND;
   }
 
   /** The lag of each projection, against one read of the log's head. */
@@ -69,7 +76,7 @@ export class ProjectionLags {
       let kept = this.#measured.get(projection.name);
       if (!kept || !this.#stillAnswers(kept, projection.checkpoint, head)) {
         // None in (its checkpoint, the head it was measured at]: only what came after needs reading.
-        const none = kept?.oldestAt === null && projection.checkpoint >= kept.checkpoint;
+        const none = kept?.oldestAt === null && projection.checkpoint >= kept.checkpoint && head >= kept.head;
         const from = none && kept ? Math.max(projection.checkpoint, kept.head) : projection.checkpoint;
         const began = this.#now();
         const measured = await this.#measure(projection.filter, from);
@@ -77,7 +84,7 @@ export class ProjectionLags {
           checkpoint: projection.checkpoint,
           head,
           ...measured,
-          keptUntil: began + (this.#now() - began) * KEPT_FOR_TIMES_ITS_COST,
+          keptUntil: began + Math.min((this.#now() - began) * KEPT_FOR_TIMES_ITS_COST, KEPT_AT_MOST_MS),
         };
         this.#measured.set(projection.name, kept);
       }
@@ -94,12 +101,17 @@ export class ProjectionLags {
   /**
    * Whether a kept measure still answers for this checkpoint and head: exactly while neither moved; one
    * that found no event while the head stays (a later checkpoint has none either); one that found
-   * events, whatever moved, for twenty times what it took.
+   * events of a projection far behind (`farBehind` positions or more), however the checkpoint and head
+   * moved, for twenty times what it took (at most five minutes), until the checkpoint reaches the head
+   * it was measured at. A checkpoint gone back (a rebuild promoted) is measured afresh.
    */
   #stillAnswers(kept: Kept, checkpoint: number, head: number): boolean {
     if (kept.checkpoint === checkpoint && kept.head === head) return true;
-    if (kept.oldestAt === null) return kept.head === head && checkpoint >= kept.checkpoint;
-    return this.#now() < kept.keptUntil;
+    if (checkpoint < kept.checkpoint) return false;
+    if (kept.oldestAt === null) return kept.head === head;
+    // Far behind the head it was measured at, and not past it: not caught up since.
+    const far = kept.head - kept.checkpoint >= this.#farBehind && checkpoint < kept.head;
+    return far && this.#now() < kept.keptUntil;
   }
 
   #now(): number {

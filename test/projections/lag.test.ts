@@ -85,7 +85,8 @@ test('a measure that read far is kept, however the checkpoint moves, for twenty 
     };
   store.readAll = slow(store.readAll.bind(store));
   store.countAll = slow(store.countAll.bind(store));
-  const lags = new ProjectionLags(store, { clock });
+  // Far behind from one position on: what a first start's projection is at a million.
+  const lags = new ProjectionLags(store, { clock, farBehind: 1 });
   const building = (checkpoint: number) => lags.of([{ name: 'building', filter: things, checkpoint }]);
   t.is((await building(0))[0].events, 6);
   t.is(reads, 2, 'its oldest event and the count: two seconds');
@@ -95,6 +96,26 @@ test('a measure that read far is kept, however the checkpoint moves, for twenty 
   clock.advance(1_000);
   t.is((await building(2))[0].events, 4, 'measured again 40 s after it began');
   t.is(reads, 4);
+  const head = await store.headPosition();
+  await store.append('other-1', [rawEvent('Noted', { n: 1 })]);
+  t.is((await building(head - 1))[0].events, 4, 'the measure kept: not yet at the head it was measured at');
+  t.is((await building(head))[0].events, 0, 'at that head: its events are applied, measured afresh');
+  t.is((await building(0))[0].events, 6, 'a checkpoint gone back (a rebuild promoted): measured afresh');
+});
+
+test('a measure that took long is taken afresh when the projection is near the head', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 6);
+  const clock = manualClock();
+  const readAll = store.readAll.bind(store);
+  store.readAll = (options) => {
+    clock.advance(60_000); // a paused machine, a busy thread
+    return readAll(options);
+  };
+  const lags = new ProjectionLags(store, { clock });
+  const at = async (checkpoint: number) => (await lags.of([{ name: 'live', filter: things, checkpoint }]))[0];
+  t.is((await at(0)).events, 6);
+  t.is((await at(4)).events, 2, 'six positions behind: never kept on time');
 });
 
 test('a measure near the head costs nothing on the clock and is taken afresh whenever the checkpoint moves', async (t) => {
@@ -129,4 +150,6 @@ test('a measure that found nothing holds while the head stays; once it moves, on
   await seedThings(store, 2, 4);
   t.is((await at(head)).events, 2, 'counted at once: a lag of 0 means caught up with the head now');
   t.deepEqual(froms, [head, otherEnd], 'read from the head it had measured, not from its checkpoint');
+  const [one] = await store.readAll({ maxCount: 1, filter: things });
+  t.is((await at(one.position - 1)).events, 6, 'a checkpoint gone back: all of its events, not only the new');
 });
