@@ -2,10 +2,12 @@
  * The `catalog` projection: the documents of each read model, what propagates between them, replays,
  * other streams, and the index plans of the partner queries.
  */
+import { isDeepStrictEqual } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
 import type { DomainEvent } from '../../domain/decider.ts';
 import { aggregates } from '../../domain/index.ts';
 import type { EventStore } from '../../eventstore/port.ts';
+import type { Projection } from '../../projections/projection.ts';
 import { CATALOG, catalogProjection } from '../../projections/read-models/catalog/projection.ts';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
@@ -634,6 +636,30 @@ test('specials read the menu products they involve by id: a batch of listings an
     [2000, [9], at(13)],
     [2001, [7], at(10)],
   ]);
+});
+
+test('a special naming many products is applied once: their listings and menu products come with the batch', async (t) => {
+  const es = await eventStoreFor(t);
+  const events: DomainEvent[] = [...base()];
+  const products = Array.from({ length: 20 }, (_, i) => 300 + i);
+  for (const p of products) events.push(productUpserted(p, 10, 2), listed(p * 10, 1, p, 10, 3));
+  await appendAll(es, events);
+  const readStore = openSqliteReadStore(':memory:');
+  await project(es, readStore, catalogProjection);
+  await appendAll(es, [specialUpserted(7, 1, 10, { product_ids: products })]);
+  let attempts = 0;
+  const counted: Projection = {
+    ...catalogProjection,
+    apply(e, tx) {
+      if (e.type === 'SpecialUpserted') attempts += 1;
+      return catalogProjection.apply(e, tx);
+    },
+  };
+  await project(es, readStore, counted);
+  t.is(attempts, 1);
+  const involved = await docs(readStore, 'menu_products', { product_id: { $in: products } });
+  t.is(involved.length, 20);
+  t.true(involved.every((d) => isDeepStrictEqual(d.applicable_special_ids, [7])));
 });
 
 test('a batch of reviews reads the menu products of their products in one read, with the batch', async (t) => {

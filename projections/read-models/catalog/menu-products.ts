@@ -7,8 +7,8 @@
  * window). Delisting deletes the document.
  *
  * Copies follow their sources: a brand rename (`updateMany` on `brand_id`), a product upsert (its menu
- * products by `product_id`), a review (the product's rating), a special (the menu products of its
- * store). `updated_at` is the latest of the menu product's own change and the changes copied into it.
+ * products by `product_id`), a review (the product's rating), a special (the menu products at its
+ * store that its terms, before and after, involve). `updated_at` is the latest of the menu product's own change and the changes copied into it.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { decider, type MenuProductRecord, priceFields, toRecord } from '../../../domain/menu-product.ts';
@@ -268,6 +268,7 @@ function involvedAt(tx: CatalogTx, storeId: number, terms: readonly SpecialTerms
   const add = (menuProducts: Record<string, unknown> | undefined) => {
     for (const id of Object.keys(menuProducts ?? {})) ids.add(Number(id));
   };
+  const productIds = new Set<number>();
   for (const t of terms) {
     for (const brandId of t.brand_ids) {
       add(tx.get<StoreBrandDoc>(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId))?.menu_products);
@@ -275,12 +276,17 @@ function involvedAt(tx: CatalogTx, storeId: number, terms: readonly SpecialTerms
     for (const kind of t.kinds) {
       add(tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(storeId, kind))?.menu_products);
     }
-    for (const productId of t.product_ids) {
-      for (const doc of menuProductsOf(tx, productId)) if (doc.store_id === storeId) ids.add(doc.id);
-    }
+    for (const productId of t.product_ids) productIds.add(productId);
+  }
+  // The products' listings read together: a special naming many products waits for one read, not one each.
+  for (const listings of tx.getMany<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, [...productIds])) {
+    add(listings?.menu_products);
   }
   const sorted = [...ids].sort((a, b) => a - b);
-  return tx.getMany<MenuProductDoc>(MENU_PRODUCTS, sorted).filter((doc) => doc !== undefined);
+  // Listings name a product's menu products at every store: this store's only.
+  return tx
+    .getMany<MenuProductDoc>(MENU_PRODUCTS, sorted)
+    .filter((doc): doc is MenuProductDoc => doc !== undefined && doc.store_id === storeId);
 }
 
 /**
@@ -307,6 +313,12 @@ function applySpecial(e: CatalogEventOf<'SpecialUpserted'>, tx: CatalogTx, facts
   }
 }
 
+/** The menu products a lookup document (listings, a store's brand or kind) names. */
+const named = (lookup: unknown): Array<[string, number]> =>
+  Object.keys((lookup as { menu_products?: Record<string, unknown> } | undefined)?.menu_products ?? {}).map(
+    (id): [string, number] => [MENU_PRODUCTS, Number(id)],
+  );
+
 export const menuProducts: CatalogReadModel = {
   collections: { [MENU_PRODUCTS]: menuProductIndexes },
   prefetch(e) {
@@ -317,6 +329,8 @@ export const menuProducts: CatalogReadModel = {
       case 'ReviewPosted':
       case 'ReviewRevised':
         return [[CATALOG_PRODUCT_LISTINGS, e.data.product_id]];
+      case 'SpecialUpserted':
+        return e.data.product_ids.map((p): [string, number] => [CATALOG_PRODUCT_LISTINGS, p]);
       default:
         return [];
     }
@@ -328,14 +342,16 @@ export const menuProducts: CatalogReadModel = {
     switch (e.type) {
       case 'ReviewPosted':
       case 'ReviewRevised':
-      case 'ProductUpserted': {
-        const listings = fetched(CATALOG_PRODUCT_LISTINGS, e.data.product_id) as
-          | ProductListingsDoc
-          | undefined;
-        return Object.keys(listings?.menu_products ?? {}).map((id): [string, number] => [
-          MENU_PRODUCTS,
-          Number(id),
-        ]);
+      case 'ProductUpserted':
+        return named(fetched(CATALOG_PRODUCT_LISTINGS, e.data.product_id));
+      // The menu products its terms involve, as `involvedAt` reads them (its terms before: not known yet).
+      case 'SpecialUpserted': {
+        const { store_id, product_ids, brand_ids, kinds } = e.data;
+        return [
+          ...product_ids.flatMap((p) => named(fetched(CATALOG_PRODUCT_LISTINGS, p))),
+          ...brand_ids.flatMap((b) => named(fetched(CATALOG_STORE_BRANDS, storeBrandKey(store_id, b)))),
+          ...kinds.flatMap((k) => named(fetched(CATALOG_STORE_KINDS, storeKindKey(store_id, k)))),
+        ];
       }
       default:
         return [];
