@@ -52,6 +52,7 @@ interface ProjectionView {
   name: string;
   state: string;
   lag_events: number;
+  error: string | null;
   progress: { percent: number; eta_seconds: number | null } | null;
 }
 
@@ -69,12 +70,14 @@ async function partnerRequests(served: Served, admin: Admin, brandIds: number[])
   // The keys work once the partner_keys projection has them; the pages give the cursors.
   const page = async (cursor: string | null) => {
     const query = cursor ? `limit=20&cursor=${encodeURIComponent(cursor)}` : 'limit=20';
-    for (;;) {
+    for (const until = Date.now() + 60_000; ; ) {
       const res = await fetch(`${served.base}/partner/store/v1/menu_products?${query}`, {
         headers: { authorization: store },
       });
       if (res.status === 200) return (await res.json()) as { next_cursor: string | null };
-      await res.body?.cancel();
+      const text = await res.text();
+      if (Date.now() > until)
+        throw new Error(`the bench's key still refused after a minute: ${res.status} ${text}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   };
@@ -172,9 +175,12 @@ function adminOf(base: string, token: string): Admin {
 }
 
 async function caughtUp(admin: Admin): Promise<void> {
-  for (;;) {
+  for (const until = Date.now() + 600_000; ; ) {
     const { projections } = await admin<{ projections: ProjectionView[] }>('GET', '/admin/v1/projections');
     if (projections.every((p) => p.lag_events === 0 && p.state === 'live')) return;
+    const failed = projections.find((p) => p.state === 'failed');
+    if (failed) throw new Error(`projection ${failed.name} failed: ${failed.error}`);
+    if (Date.now() > until) throw new Error('the projections did not catch up within 10 minutes');
     await new Promise((r) => setTimeout(r, 500));
   }
 }
