@@ -10,6 +10,9 @@
  * first that happened within the retention: each queue is read and judged once, at the oldest of its
  * events the walk meets; one that cannot go yet is met again at its later events, once those are old
  * enough. So a run reads what it deletes, and the queues still within their time are not read at all.
+ * The cursor also moves past the other streams' events the walk read: to just before the first queue
+ * event still within the retention, or to the log's head when no queue event is left, so a run (and
+ * the first, at every start) does not read the log again from the last queue it deleted.
  * A run reads `QUEUES_PER_RUN` queues at most and saves the cursor after each page, so a backlog
  * drains over the hourly runs. Before each deletion the job appends a `WebhookDeliveryQueuePruned`
  * record (domain/webhook-delivery-retention.ts), so a projection that read the queue in part deletes
@@ -84,6 +87,8 @@ export async function pruneFinishedDeliveries(options: DeliveryRetentionOptions)
       updated_at: clock.now().toISOString(),
     });
   for (;;) {
+    // Every queue event up to it is in the page when the page is short: the cursor may move there.
+    const head = await store.headPosition();
     const page = await store.readAll({
       after: cursor,
       filter: { streamPrefixes: [delivery.STREAM_PREFIX] },
@@ -93,6 +98,8 @@ export async function pruneFinishedDeliveries(options: DeliveryRetentionOptions)
     const judged = new Set<string>();
     for (const event of page) {
       if (happenedAt(options.registry, event) > cutoff) {
+        // None between the cursor and it: the next run reads from it, not the other streams before it.
+        cursor = Math.max(cursor, event.position - 1);
         await save();
         return pruned;
       }
@@ -118,7 +125,10 @@ export async function pruneFinishedDeliveries(options: DeliveryRetentionOptions)
       }
       cursor = event.position;
     }
-    if (page.length < PAGE) break;
+    if (page.length < PAGE) {
+      cursor = Math.max(cursor, head);
+      break;
+    }
     // A run stopped half-way (a crash, a stop) goes on from its last page.
     await save();
   }

@@ -281,3 +281,21 @@ test('a run reads a bounded number of queues and saves its cursor; the next run 
   t.is((await job.run()).deliveries.queues, 0);
   t.is((await store.readAll({ filter: { streamPrefixes: [delivery.STREAM_PREFIX] } })).length, 0);
 });
+
+test('the cursor moves past the other streams the walk read: to before a queue within its time, or to the head', async (t) => {
+  const store = await eventStoreFor(t);
+  const { state, clock, job } = retentionJob(store);
+  const cursorNow = async () => (await state.getCheckpoint(DELIVERY_RETENTION_CURSOR))?.position ?? 0;
+  for (let n = 1; n <= 5; n++) await cartCreated(store, n);
+  t.deepEqual((await job.run()).deliveries, { queues: 0, deliveries: 0, events: 0 });
+  t.is(await cursorNow(), await store.headPosition(), 'no queue event: the head, not the start');
+  for (let n = 6; n <= 9; n++) await cartCreated(store, n);
+  const q = delivery.streamId(W, cart(1));
+  await run(store, q, [scheduled(1, T0), ...attempt(1, 1, T0, 'delivered')]);
+  const [first] = await store.readAll({ filter: { streamPrefixes: [delivery.STREAM_PREFIX] }, maxCount: 1 });
+  clock.advance(DAY); // within the retention: kept
+  t.is((await job.run()).deliveries.queues, 0);
+  t.is(await cursorNow(), first.position - 1, 'just before the queue, past the carts before it');
+  clock.advance(7 * DAY);
+  t.is((await job.run()).deliveries.queues, 1, 'and the queue goes once its time has come');
+});
