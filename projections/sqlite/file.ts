@@ -144,19 +144,17 @@ export function openFile(path: string, options: FileOptions) {
         throw err;
       }
     });
-  try {
-    return openAsIs();
-  } catch (err) {
-    if (!(err instanceof UnknownSchemaError) && !isUnreadable(err)) throw err;
-    if (path === ':memory:') throw err;
-    // Several threads (role `all`'s dispatcher and delivery threads and `dispatcher.db`) may find it
-    // so at once: one replaces it, under a lock file; the others then open the file it made.
-    return underReplaceLock(path, timeoutMs, () => {
-      try {
-        return openAsIs();
-      } catch (again) {
-        if (!(again instanceof UnknownSchemaError) && !isUnreadable(again)) throw again;
-      }
+  if (path === ':memory:') return openAsIs();
+  // Threads or processes opening the file at once (role `all`'s dispatcher and delivery threads and
+  // `dispatcher.db`) open it one at a time, under a lock file, and one that finds it to replace does so
+  // before the next looks: none can hold a file that is moved aside while it opens it. SQLite opens the
+  // WAL by name, so such a connection read the new file's schema through the new WAL, wrote there and
+  // checkpointed into the old file.
+  return underOpenLock(path, timeoutMs, () => {
+    try {
+      return openAsIs();
+    } catch (err) {
+      if (!(err instanceof UnknownSchemaError) && !isUnreadable(err)) throw err;
       rmSync(`${path}.unreadable`, { force: true });
       moveAside(path);
       const { db } = open();
@@ -164,8 +162,8 @@ export function openFile(path: string, options: FileOptions) {
       addTables(db);
       const reason = `${path} ${err instanceof UnknownSchemaError ? 'has an' : 'is unreadable:'} ${(err as Error).message}; moved to ${path}.unreadable`;
       return { db, opened: { state: 'replaced' as const, reason } };
-    });
-  }
+    }
+  });
 }
 
 /** SQLITE_BUSY: a lock SQLite would not wait for (its busy handler is skipped where it could deadlock). */
@@ -189,12 +187,13 @@ function whileBusy<T>(timeoutMs: number, open: () => T): T {
 }
 
 /**
- * Runs `replace` holding `<path>.replacing`, created exclusively (`wx`): one thread or process at a
- * time moves the file aside and creates it anew, and the one after looks at what it made first. A
- * lock older than `timeoutMs` is of a replacement that died (it takes milliseconds) and is taken over.
+ * Runs `open` holding `<path>.opening`, created exclusively (`wx`): one thread or process at a time
+ * opens the file (and moves it aside and creates it anew when it must), and the one after looks at
+ * what it left. A lock older than `timeoutMs` is of an opener that died (opening takes milliseconds)
+ * and is taken over.
  */
-function underReplaceLock<T>(path: string, timeoutMs: number, replace: () => T): T {
-  const lock = `${path}.replacing`;
+function underOpenLock<T>(path: string, timeoutMs: number, open: () => T): T {
+  const lock = `${path}.opening`;
   const deadline = Date.now() + timeoutMs * 2;
   for (;;) {
     let fd: number;
@@ -205,12 +204,12 @@ function underReplaceLock<T>(path: string, timeoutMs: number, replace: () => T):
       const since = statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
       if (since !== undefined && Date.now() - since > timeoutMs) rmSync(lock, { force: true });
       else if (Date.now() > deadline) throw new Error(`${lock} held for longer than ${timeoutMs * 2} ms`);
-      // Opening is synchronous: the thread sleeps a moment while the other replaces the file.
+      // Opening is synchronous: the thread sleeps a moment while the other opens the file.
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
       continue;
     }
     try {
-      return replace();
+      return open();
     } finally {
       closeSync(fd);
       rmSync(lock, { force: true });
