@@ -139,7 +139,8 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
     kind: inner.kind,
     collection: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
       wrap(await inner.collection<T>(name, indexes)),
-    createShadow: (name, indexes) => inner.createShadow(name, indexes),
+    createShadow: (name, indexes, options) => inner.createShadow(name, indexes, options),
+    finishBulk: (shadow, fence) => inner.finishBulk(shadow, fence),
     promote: (shadows, checkpoints, fence) => inner.promote(shadows, checkpoints, fence),
     dropShadow: (shadow, fence) => inner.dropShadow(shadow, fence),
     dropOrphanShadows: (fence) => inner.dropOrphanShadows(fence),
