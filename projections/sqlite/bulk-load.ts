@@ -1,9 +1,9 @@
 /**
  * The end of a build's load (docs/read-side.md, "How a build writes its shadows"): each deferred index
  * of a bulk shadow is built in one statement from its documents' `keys` column, where every write
- * stored the document's entries (stored-keys.ts). SQLite sorts the entries (its external sorter, which
- * spills to disk) and appends them to the index's B-tree leaf after leaf, where entries written one
- * document at a time land on pages all over it, each commit rewriting them again.
+ * stored the document's entries (stored-keys.ts). SQLite sorts the entries once (in memory: the read
+ * store's temporary storage is memory, file.ts) and appends them to the index's B-tree leaf after
+ * leaf, instead of each commit of the load rewriting the pages its documents' entries land on.
  */
 import { walkFields } from '../documents.ts';
 import { column, type IndexMeta, q } from './sql.ts';
