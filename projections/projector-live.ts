@@ -32,9 +32,16 @@ export interface Running {
   storedVersion: string | null;
 }
 
-/** The definition a projection's documents are built by: its version and its collections' indexes. */
+/**
+ * The definition a projection's documents are built by: its version and its collections' indexes.
+ * Which indexes a build keeps while applying (`readWhileApplying`) changes how a build runs, not what
+ * it stores: left out, so marking one rebuilds nothing.
+ */
 export function definitionOf(projection: Projection): string {
-  const indexes = createHash('sha256').update(JSON.stringify(projection.collections)).digest('hex');
+  const stored = JSON.stringify(projection.collections, (key, value) =>
+    key === 'readWhileApplying' ? undefined : value,
+  );
+  const indexes = createHash('sha256').update(stored).digest('hex');
   return `v${projection.version}+${indexes.slice(0, 12)}`;
 }
 

@@ -35,7 +35,8 @@ export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void
     let paused = false;
     try {
       for (const [c, indexes] of Object.entries(r.projection.collections)) {
-        shadows[c] = await ctx.readStore.createShadow(c, indexes);
+        // A build: the indexes the projection does not read while applying are built after the load.
+        shadows[c] = await ctx.readStore.createShadow(c, indexes, { bulk: true });
       }
       const started = { position: 0, events: 0, updated_at: new Date().toISOString() };
       await ctx.readStore.setCheckpoint(key, started, fence);
@@ -50,6 +51,9 @@ export function rebuild(ctx: ProjectorContext, r: Running, onCopied?: () => void
       const copy = follow(ctx, r.projection, shadows, key, undefined, r.definition, onBatch, copyDrop);
       copies.push(copy);
       await Promise.race([copy.caughtUp, copyDrop.dropped, aborted]);
+      // The deferred indexes, each built in one pass now that the documents are in; the copy's later
+      // writes, and the drain's, update them (docs/read-side.md, "How a build writes its shadows").
+      for (const shadow of Object.values(shadows)) await ctx.readStore.finishBulk(shadow, fence);
       onCopied?.();
       // Switch over: pause the live projection, let the copy drain what it still lacks, promote.
       // Not before the live copy has caught up: readiness at start waits for it (a copy of a short

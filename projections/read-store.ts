@@ -35,6 +35,22 @@ export interface IndexSpec {
   /** Fields in order, each ascending (1) or descending (-1). A field holding an array is indexed per element. */
   keys: SortSpec;
   unique?: boolean;
+  /**
+   * The projection queries by this index while it applies events (its own `find`s and `updateMany`s),
+   * so a build keeps it up to date from the first write; a build's other indexes are built once its
+   * documents are loaded (`ShadowOptions.bulk`; docs/read-side.md, "How a build writes its shadows").
+   */
+  readWhileApplying?: true;
+}
+
+export interface ShadowOptions {
+  /**
+   * A build (docs/read-side.md, "How a build writes its shadows"): the indexes not marked
+   * `readWhileApplying` are deferred, left empty while the documents are written and built each in one
+   * pass by `finishBulk`. A query on the shadow that one of them would serve, and no live one,
+   * is refused (`DeferredIndexError`) rather than answered by reading every document.
+   */
+  bulk?: boolean;
 }
 
 export interface FindOptions {
@@ -143,7 +159,18 @@ export interface ReadStore {
    */
   collection<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
   /** A fresh, empty copy to rebuild into while the live collection keeps serving reads. */
-  createShadow<T extends Doc = Doc>(name: string, indexes?: readonly IndexSpec[]): Promise<Collection<T>>;
+  createShadow<T extends Doc = Doc>(
+    name: string,
+    indexes?: readonly IndexSpec[],
+    options?: ShadowOptions,
+  ): Promise<Collection<T>>;
+  /**
+   * Builds the deferred indexes of a bulk shadow from its documents, each from its entries in key
+   * order; nothing for another shadow. A unique index its documents break fails it with the duplicate
+   * key error a write would have met, the shadow left unpromotable: the caller drops it. A bulk shadow
+   * is promoted only after this. Refused under a stale `fence`.
+   */
+  finishBulk(shadow: Collection, fence?: Fence): Promise<void>;
   /**
    * Makes the shadows live and stores the checkpoints, in one step: a reader sees every old copy or
    * every new one, never a mix. The old copies are dropped. Refused under a stale `fence`.
@@ -269,6 +296,21 @@ export class CommitTooLargeError extends Error {
     this.name = 'CommitTooLargeError';
     this.operations = operations;
     this.collections = collections;
+  }
+}
+
+/**
+ * A query on a bulk shadow needs an index its build creates only after the load (`ShadowOptions.bulk`):
+ * a programming error of the read model, which marks the indexes it queries while applying
+ * `readWhileApplying`. Never answered by reading every document instead.
+ */
+export class DeferredIndexError extends Error {
+  constructor(collection: string, index: IndexSpec) {
+    super(
+      `a query on ${collection} needs the index ${JSON.stringify(index.keys)}, which this build creates ` +
+        'only after loading the documents: mark it readWhileApplying in the read model',
+    );
+    this.name = 'DeferredIndexError';
   }
 }
 

@@ -21,6 +21,7 @@ import {
   totalSort,
   type WriteOp,
 } from '../read-store.ts';
+import type { BulkShadows } from './bulk-shadows.ts';
 import type { Guard } from './connection.ts';
 import { firstTooLarge, plain, toModel, writeFailure } from './translate.ts';
 
@@ -39,10 +40,13 @@ export class Handles {
   private readonly maxTimeMS: number;
   /** The physical collection behind every handle this store gave out (live: resolved at each use). */
   private readonly targets = new WeakMap<Collection, Target>();
+  /** Bulk shadows still loading: the queries their deferred indexes would serve are refused. */
+  private readonly bulk: BulkShadows | undefined;
 
-  constructor(guard: Guard, readMaxTimeMs: number) {
+  constructor(guard: Guard, readMaxTimeMs: number, bulk?: BulkShadows) {
     this.guard = guard;
     this.maxTimeMS = readMaxTimeMs;
+    this.bulk = bulk;
   }
 
   /** The target of a handle of this store; undefined for another store's. */
@@ -51,11 +55,12 @@ export class Handles {
   }
 
   create<T extends Doc>(name: string, target: Target): Collection<T> {
-    const { guard, maxTimeMS } = this;
+    const { guard, maxTimeMS, bulk } = this;
     const h: Collection<T> = {
       name,
       findOne: (filter) =>
         guard(async () => {
+          bulk?.assertQuery(h as Collection, filter);
           // Lowest _id first, as the SQLite adapter answers, when several documents match.
           const doc = await (await target()).findOne(filter as MongoFilter<Doc>, {
             sort: [['_id', 1]],
@@ -77,6 +82,7 @@ export class Handles {
           if (opts.limit !== undefined && opts.limit <= 0) return [];
           const sort = totalSort(opts.sort);
           if (opts.after) assertCursor(sort, opts.after);
+          bulk?.assertQuery(h as Collection, filter, opts.sort);
           const query = findQuery(filter, sort, opts.after);
           const docs = await (await target())
             .find(query as MongoFilter<Doc>, {
@@ -88,10 +94,14 @@ export class Handles {
           return docs.map((d) => plain(d) as T);
         }),
       count: (filter = {}) =>
-        guard(async () => (await target()).countDocuments(filter as MongoFilter<Doc>, { maxTimeMS })),
+        guard(async () => {
+          bulk?.assertQuery(h as Collection, filter);
+          return (await target()).countDocuments(filter as MongoFilter<Doc>, { maxTimeMS });
+        }),
       bulkWrite: (ops) =>
         guard(async () => {
           if (ops.length === 0) return; // the driver refuses an empty batch
+          bulk?.assertOps(h as Collection, ops as readonly WriteOp[]);
           const models = ops.map((op) => toModel(op as WriteOp));
           // Ordered: the operations before a replacement too large to send are applied, then it fails.
           const refused = firstTooLarge(name, ops as readonly WriteOp[]);

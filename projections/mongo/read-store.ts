@@ -12,9 +12,19 @@
  *   transaction writes, and an expiry document renewals write, so a renewal never waits for a commit
  *   (leases.ts).
  */
-import type { ClientSession } from 'mongodb';
+import type { ClientSession, Db } from 'mongodb';
 import { type Clock, systemClock } from '../../domain/clock.ts';
-import type { Checkpoint, Collection, Commit, Doc, Fence, IndexSpec, ReadStore } from '../read-store.ts';
+import type {
+  Checkpoint,
+  Collection,
+  Commit,
+  Doc,
+  Fence,
+  IndexSpec,
+  ReadStore,
+  ShadowOptions,
+} from '../read-store.ts';
+import { BulkShadows } from './bulk-shadows.ts';
 import { CHECKPOINTS, type CheckpointDoc, checkpointFields, writeCheckpoints } from './checkpoints.ts';
 import {
   createShadowCollection,
@@ -78,6 +88,37 @@ export interface MongoReadStore extends ReadStore {
   dropRetired(): Promise<string[]>;
 }
 
+/** What creating a shadow touches: the database, this store's shadows and handles. */
+interface ShadowParts {
+  db: Db;
+  ownShadows: Set<string>;
+  physicalCollections: PhysicalCollections;
+  handles: Handles;
+  shadows: WeakMap<Collection, { live: string; physical: string }>;
+  bulk: BulkShadows;
+}
+
+/** A new shadow of `name`; a bulk one without its deferred indexes (bulk-shadows.ts). */
+async function createShadow<T extends Doc>(
+  parts: ShadowParts,
+  name: string,
+  indexes: readonly IndexSpec[],
+  options: ShadowOptions,
+): Promise<Collection<T>> {
+  const bulk = options.bulk === true;
+  const physical = await createShadowCollection(
+    parts.db,
+    name,
+    BulkShadows.createdAtOnce(indexes, bulk),
+    parts.ownShadows,
+  );
+  const coll = parts.physicalCollections.get(physical);
+  const shadow = parts.handles.create<T>(physical, async () => coll);
+  parts.shadows.set(shadow as Collection, { live: name, physical });
+  if (bulk) parts.bulk.add(shadow as Collection, coll, indexes);
+  return shadow;
+}
+
 export async function createMongoReadStore(
   url: string,
   options: MongoReadStoreOptions = {},
@@ -101,11 +142,13 @@ export async function createMongoReadStore(
   const retired = new RetiredCollections(db, pointers, clock, graceMs);
   const guard = connectionGuard(where);
   const physicalCollections = new PhysicalCollections(db);
-  const handles = new Handles(guard, maxTimeMS);
+  const bulk = new BulkShadows();
+  const handles = new Handles(guard, maxTimeMS, bulk);
   /** Shadows this store created and hasn't promoted or dropped: handle → logical and physical names. */
   const shadows = new WeakMap<Collection, { live: string; physical: string }>();
   /** Their physical names: never orphans (orphans.ts). */
   const ownShadows = new Set<string>();
+  const parts: ShadowParts = { db, ownShadows, physicalCollections, handles, shadows, bulk };
   /** Fenced transactions, one at a time: each writes the lease's fence document (leases.ts). */
   const fenced = oneAtATime();
   const inFencedTransaction = (fence: Fence, fn: (session: ClientSession) => Promise<void>) =>
@@ -138,19 +181,16 @@ export async function createMongoReadStore(
         await ensureIndexesIfEmpty(db.collection(physical), indexes);
         return handles.create<T>(name, async () => physicalCollections.get(await physicalOf(name)));
       }),
-    createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = []) =>
-      guard(async () => {
-        const physical = await createShadowCollection(db, name, indexes, ownShadows);
-        const coll = physicalCollections.get(physical);
-        const shadow = handles.create<T>(physical, async () => coll);
-        shadows.set(shadow as Collection, { live: name, physical });
-        return shadow;
-      }),
+    createShadow: <T extends Doc = Doc>(name: string, indexes: readonly IndexSpec[] = [], options = {}) =>
+      guard(() => createShadow<T>(parts, name, indexes, options)),
+    finishBulk: (shadow, fence) =>
+      guard(() => bulk.finish(shadow, shadows.has(shadow), () => assertFence(leases, fence))),
     promote: (list, named = [], fence) =>
       guard(async () => {
         const moves = list.map((shadow) => {
           const s = shadows.get(shadow);
           if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
+          bulk.assertFinished(shadow, s.live);
           return s;
         });
         if (new Set(moves.map((m) => m.live)).size < moves.length) {
@@ -200,6 +240,7 @@ export async function createMongoReadStore(
       }),
     commit: (commit: Commit) =>
       guard(() => {
+        bulk.assertCommit(commit.writes);
         const run = () =>
           commitWrites(mongo, { checkpoints, leases }, (c) => handles.targetOf(c), commit, lifetimeMs);
         return commit.fence === undefined ? run() : fenced(run);

@@ -79,17 +79,21 @@ export const cartIndexes: readonly IndexSpec[] = [
       ['_updated_at', 1],
     ],
   },
+  // Also a store's or a brand's rename (`renameStore`, `renameBrand`): read while applying, so a
+  // build keeps them up to date from its first write (docs/read-side.md, "How a build writes its shadows").
   {
     keys: [
       ['store_id', 1],
       ['id', 1],
     ],
+    readWhileApplying: true,
   },
   {
     keys: [
       ['_brand_ids', 1],
       ['id', 1],
     ],
+    readWhileApplying: true,
   },
   {
     keys: [

@@ -145,7 +145,9 @@ export const webhookDeliveryIndexes: readonly IndexSpec[] = [
       ['scheduled_at', 1],
     ],
   },
-  { keys: [['finished_at', 1]] },
+  // The retention's pruning (webhook-retention.ts), read while applying
+  // (docs/read-side.md, "How a build writes its shadows").
+  { keys: [['finished_at', 1]], readWhileApplying: true },
 ];
 
 const eventTypes = new Set<string>(Object.keys(delivery.events));

@@ -10,7 +10,9 @@
  *   generation, read again only when SQLite's `data_version` says another connection committed.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { isDeferred } from '../deferred-indexes.ts';
 import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
+import { buildDeferredIndexes } from './bulk-load.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
 import { assertFence } from './leases.ts';
@@ -115,12 +117,23 @@ export class Catalog {
     }
   }
 
-  createCollection(name: string, indexes: readonly IndexSpec[], live: boolean): string {
+  /**
+   * Creates a collection's tables; a bulk shadow's (`bulk`) with its indexes not read while applying
+   * deferred: their entries are written when its load is done (`finishBulk`).
+   */
+  createCollection(name: string, indexes: readonly IndexSpec[], live: boolean, bulk = false): string {
     return this.transaction(() => {
       const n = this.metaValue('next_table');
       this.statements.get("UPDATE pds_meta SET value = value + 1 WHERE key = 'next_table'").run();
       const physical = `c${n}`;
-      const metas = indexes.map((spec, i) => ({ ...spec, table: `${physical}_i${i}`, multikey: false }));
+      const metas = indexes.map(
+        (spec, i): IndexMeta => ({
+          ...spec,
+          table: `${physical}_i${i}`,
+          multikey: false,
+          ...(bulk && isDeferred(spec) ? { deferred: true } : {}),
+        }),
+      );
       DocumentsTable.createTables(this.db, physical, metas);
       this.statements
         .get('INSERT INTO pds_collections (physical, name, live, indexes) VALUES (?, ?, ?, ?)')
@@ -164,12 +177,34 @@ export class Catalog {
     this.statements.forget(physical);
   }
 
+  /**
+   * Builds the deferred indexes of a bulk shadow (bulk-load.ts) and records them built, in one
+   * transaction: one that fails (a unique index's duplicate) leaves them all deferred.
+   */
+  finishBulk(physical: string, fence: Fence | undefined): void {
+    const table = this.tables.get(physical);
+    if (!table) throw new Error(`collection ${physical} was dropped`);
+    if (!table.indexes.some((index) => index.deferred)) return;
+    this.transaction(() => {
+      assertFence(this.statements, fence);
+      buildDeferredIndexes(this.statements, physical, table.indexes);
+      this.saveIndexes(physical);
+    });
+  }
+
   /** Makes each shadow the live table of its name and stores the checkpoints, in one transaction. */
   promote(
     found: ReadonlyArray<{ name: string; physical: string }>,
     checkpoints: readonly NamedCheckpoint[],
     fence: Fence | undefined,
   ): void {
+    for (const { name, physical } of found) {
+      if (this.tables.get(physical)?.indexes.some((index) => index.deferred)) {
+        throw new Error(
+          `the shadow of ${name} is a bulk one whose indexes are not built: finishBulk it first`,
+        );
+      }
+    }
     this.transaction(() => {
       assertFence(this.statements, fence);
       for (const { name, physical } of found) {

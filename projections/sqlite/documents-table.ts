@@ -13,6 +13,7 @@
  * module chooses among those plans and applies writes; the index plans themselves are in plans.ts.
  */
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import { assertNoDeferredIndexNeeded } from '../deferred-indexes.ts';
 import { applyTo, fieldConditions, onlyId, upsertSeed, walkFields } from '../documents.ts';
 import {
   assertCursor,
@@ -20,6 +21,7 @@ import {
   type DocId,
   type Filter,
   type FindOptions,
+  type SortSpec,
   totalSort,
   type WriteOp,
 } from '../read-store.ts';
@@ -59,10 +61,14 @@ export class DocumentsTable implements PlanTable {
     this.onIndexChange = onIndexChange;
   }
 
-  /** Creates the tables of a new collection (or of an index added to it). */
+  /**
+   * Creates the tables of a new collection (or of an index added to it). `keys` comes before `doc`:
+   * reading it (a rewrite's old entries, an index build's pass) then stops before the document's
+   * overflow pages; at a million events a carts index built in 134-162 ms instead of 189-202.
+   */
   static createTables(db: DatabaseSync, table: string, indexes: readonly IndexMeta[]): void {
     db.exec(
-      `CREATE TABLE IF NOT EXISTS ${q(table)} (_id PRIMARY KEY NOT NULL, doc TEXT NOT NULL, keys TEXT NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS ${q(table)} (_id PRIMARY KEY NOT NULL, keys TEXT NOT NULL, doc TEXT NOT NULL)`,
     );
     for (const index of indexes) DocumentsTable.createIndexTable(db, index);
   }
@@ -123,9 +129,10 @@ export class DocumentsTable implements PlanTable {
     const matcher = matcherOf(filter);
     const conditions = fieldConditions(filter);
     const byId = conditions.get('_id')?.eq;
+    const source = byId ? this : this.planSource(filter, options.sort);
     const walk = byId
       ? undefined
-      : orderedWalk(this, conditions, sort, options.after, Number.isFinite(limit));
+      : orderedWalk(source, conditions, sort, options.after, Number.isFinite(limit));
     if (walk) {
       const out: Doc[] = [];
       const seen = new Set<unknown>();
@@ -141,7 +148,7 @@ export class DocumentsTable implements PlanTable {
       }
       return out;
     }
-    const candidates = byId ? this.findByIds(byId as DocId[]) : (ranged(this, conditions) ?? this.scan());
+    const candidates = byId ? this.findByIds(byId as DocId[]) : (ranged(source, conditions) ?? this.scan());
     this.lastExamined = candidates.length;
     // Sorted by MongoDB's order, which the index keys follow too (order.ts).
     const order = sortOrder(sort);
@@ -155,6 +162,24 @@ export class DocumentsTable implements PlanTable {
     keyed.sort((a, b) => order.compare(a.keys, b.keys));
     const out = keyed.map((k) => k.doc);
     return Number.isFinite(limit) ? out.slice(0, limit) : out;
+  }
+
+  /**
+   * What a find is planned over: this table, or while it is a bulk shadow's (a build) its live indexes
+   * only, once a query that a deferred index would serve is refused
+   * (docs/read-side.md, "How a build writes its shadows").
+   */
+  private planSource(filter: Filter, sort: SortSpec | undefined): PlanTable {
+    if (!this.indexes.some((index) => index.deferred)) return this;
+    const live = this.indexes.filter((index) => !index.deferred);
+    const deferred = this.indexes.filter((index) => index.deferred);
+    assertNoDeferredIndexNeeded(this.table, live, deferred, filter, sort);
+    return {
+      table: this.table,
+      indexes: live,
+      statements: this.statements,
+      findByIds: (ids) => this.findByIds(ids),
+    };
   }
 
   /** A walked row's document: the cached one, or parsed and cached (hot pages are read again). */
@@ -257,7 +282,7 @@ export class DocumentsTable implements PlanTable {
       keys[index.table] = encoded;
       const before = old[index.table];
       if (before === encoded) continue;
-      if (!before) {
+      if (!before || index.deferred) {
         this.insertEntries(index, doc, entries);
         continue;
       }
@@ -334,6 +359,8 @@ export class DocumentsTable implements PlanTable {
     }
     if (entries.length === 0) return entries;
     this.noteEmptyArrays(index, entries);
+    // A deferred index gets its entries from the `keys` column once the load is done (bulk-load.ts).
+    if (index.deferred) return entries;
     const insert = this.statements.get(entrySql(index).insert);
     for (const entry of entries) {
       if (index.unique) this.assertUnique(index, entry);
@@ -362,7 +389,7 @@ export class DocumentsTable implements PlanTable {
   }
 
   private deleteEntries(index: IndexMeta, entries: SQLInputValue[][], id: DocId): void {
-    if (entries.length === 0) return;
+    if (entries.length === 0 || index.deferred) return;
     const remove = this.statements.get(entrySql(index).remove);
     for (const entry of entries) remove.run(...entry, id);
   }

@@ -14,7 +14,7 @@
  */
 import type { SQLInputValue } from 'node:sqlite';
 import { type Clock, systemClock } from '../../domain/clock.ts';
-import type { Collection, Commit, Doc, IndexSpec, ReadStore, WriteOp } from '../read-store.ts';
+import type { Collection, Commit, Doc, IndexSpec, ReadStore, ShadowOptions, WriteOp } from '../read-store.ts';
 import { Catalog } from './catalog.ts';
 import { readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { DocumentCache } from './document-cache.ts';
@@ -72,13 +72,23 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         return current;
       });
     },
-    async createShadow<T extends Doc>(name: string, indexes: readonly IndexSpec[] = []) {
+    async createShadow<T extends Doc>(
+      name: string,
+      indexes: readonly IndexSpec[] = [],
+      options: ShadowOptions = {},
+    ) {
       catalog.fresh();
-      const physical = catalog.createCollection(name, indexes, false);
+      const physical = catalog.createCollection(name, indexes, false, options.bulk === true);
       catalog.ownShadows.add(physical);
       const shadow = handles.create<T>(`${name}#${physical}`, () => physical);
       shadowNames.set(shadow as Collection, { name, physical });
       return shadow;
+    },
+    async finishBulk(shadow, fence) {
+      catalog.fresh();
+      const s = shadowNames.get(shadow);
+      if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
+      catalog.finishBulk(s.physical, fence);
     },
     async promote(list, checkpoints = [], fence) {
       catalog.fresh();

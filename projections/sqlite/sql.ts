@@ -17,6 +17,11 @@ export interface IndexMeta extends IndexSpec {
    * MongoDB's place for it (before null), so no walk of this index serves a sort by them (plans.ts).
    */
   emptyArrays?: number[];
+  /**
+   * A bulk shadow's index left empty while its documents are written, built from their `keys` column
+   * when the load is done (bulk-load.ts); its flags above are kept meanwhile, as every write notes them.
+   */
+  deferred?: true;
 }
 
 export const q = (name: string) => `"${name}"`;

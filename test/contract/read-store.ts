@@ -20,6 +20,7 @@ import {
   type SortSpec,
   totalSort,
 } from '../../projections/read-store.ts';
+import { readStoreBulk } from './read-store-bulk.ts';
 import { readStoreDifferences } from './read-store-differences.ts';
 
 export interface OpenedReadStore {
@@ -114,6 +115,8 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
   const name = (title: string) => `${adapter}: ${title}`;
   // Where MongoDB differs from what an embedded store would do unless it takes care.
   readStoreDifferences(test, adapter, open);
+  // Bulk shadows, the shadows a build writes.
+  readStoreBulk(test, adapter, open);
 
   /** Opens a store for one test and always cleans it up. */
   async function withStore(t: ExecutionContext, fn: (store: ReadStore, p: string) => Promise<void>) {

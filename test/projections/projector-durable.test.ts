@@ -13,6 +13,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { EventStore, NewEvent } from '../../eventstore/port.ts';
 import { openSqliteEventStore } from '../../eventstore/sqlite.ts';
 import { createProjector, type Projection, type Projector } from '../../projections/projector.ts';
+import { definitionOf } from '../../projections/projector-live.ts';
 import type { Doc, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 
@@ -309,4 +310,14 @@ test('an upgrade whose new unique index the stored documents break starts, serve
     'the promote brought the unique index',
   );
   t.regex((await readStore.getCheckpoint('ranks'))?.version ?? '', /^v2\+/);
+});
+
+test('which indexes a build keeps while applying is no part of a definition: marking one rebuilds nothing', (t) => {
+  const v2 = ranks(2);
+  const marked: Projection = {
+    ...v2,
+    collections: { ranks: [{ keys: [['kind', 1]], unique: true, readWhileApplying: true }] },
+  };
+  t.is(definitionOf(marked), definitionOf(v2));
+  t.not(definitionOf({ ...v2, collections: { ranks: [{ keys: [['kind', 1]] }] } }), definitionOf(v2));
 });

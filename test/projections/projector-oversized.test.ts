@@ -27,7 +27,8 @@ import { eventStoreFor, seedThings } from './support.ts';
 const tallies: Projection = {
   name: 'tallies',
   version: 1,
-  collections: { tally: [{ keys: [['kind', 1]] }], kinds: [], spread: [] },
+  // `Renamed` updates a kind's tallies while applying: a rebuild keeps this index from the start.
+  collections: { tally: [{ keys: [['kind', 1]], readWhileApplying: true }], kinds: [], spread: [] },
   filter: { streamPrefixes: ['thing-'] },
   prefetch: (e) => [
     ['tally', e.streamId],

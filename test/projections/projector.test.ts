@@ -35,6 +35,8 @@ const tallies: Projection = {
           ['kind', 1],
           ['_id', 1],
         ],
+        // `Renamed` updates a kind's tallies while applying: a rebuild keeps this index from the start.
+        readWhileApplying: true,
       },
     ],
     kinds: [],
@@ -175,5 +177,27 @@ test('rebuild while queries run: every answer identical, no failed read, progres
     await new Promise((r) => setTimeout(r, 20));
   }
   t.is((await readStore.getCheckpoint('tallies'))?.position, await store.headPosition());
+  await p.stop();
+});
+
+test('a rebuild whose projection queries an index it did not mark read while applying fails, and the live copy keeps serving', async (t) => {
+  const store = await setup(t);
+  await seedThings(store, 120);
+  const readStore = openSqliteReadStore(':memory:');
+  const unmarked: Projection = {
+    ...tallies,
+    collections: { ...tallies.collections, tally: [{ keys: [['kind', 1]] }] },
+  };
+  const p = createProjector({ store, readStore, projections: [unmarked], batchSize: 50 });
+  await p.start();
+  await p.caughtUp;
+  const before = await dump(readStore);
+  await t.throwsAsync(p.rebuild('tallies'), {
+    message: /needs the index \[\["kind",1\]\].*readWhileApplying/,
+  });
+  const [status] = await p.status();
+  t.like(status, { state: 'live' });
+  t.regex(status.rebuild_failure?.error ?? '', /readWhileApplying/);
+  t.deepEqual(await dump(readStore), before);
   await p.stop();
 });

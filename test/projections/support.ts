@@ -86,6 +86,56 @@ export async function project(
   if (failure) throw failure;
 }
 
+/**
+ * Rebuilds the projection as an operator's rebuild does: a projector over the read store (its live
+ * copies caught up first), then `rebuild`, whose shadows are built in bulk and promoted
+ * (docs/read-side.md, "How a build writes its shadows").
+ */
+export async function rebuildThrough(
+  store: EventStore,
+  readStore: ReadStore,
+  projection: Projection,
+  options: { batchSize?: number } = {},
+): Promise<void> {
+  const projector = createProjector({
+    store,
+    readStore,
+    projections: [projection],
+    batchSize: options.batchSize,
+  });
+  try {
+    await projector.start();
+    await projector.caughtUp;
+    await projector.rebuild(projection.name);
+  } finally {
+    await projector.stop();
+  }
+}
+
+/**
+ * What every declared index answers: each collection's documents (ids) in the order of each of its
+ * indexes, and those its first field holds each value of, by index. Equal for two builds whose finds
+ * answer alike.
+ */
+export async function indexViews(readStore: ReadStore, projection: Projection): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const [name, indexes] of Object.entries(projection.collections)) {
+    const c = await readStore.collection(name, indexes);
+    const all = await c.find({});
+    for (const index of indexes) {
+      const [first] = index.keys[0];
+      const ordered = await c.find({}, { sort: index.keys });
+      const values = [
+        ...new Set(all.flatMap((d) => [d[first]].flat()).map((v) => JSON.stringify(v ?? null))),
+      ];
+      const byValue = [];
+      for (const v of values) byValue.push([v, (await c.find({ [first]: JSON.parse(v) })).map((d) => d._id)]);
+      out.push([name, index.keys, ordered.map((d) => d._id), byValue]);
+    }
+  }
+  return out;
+}
+
 /** Every document of every collection of the projection, by `_id`, without `_position`. */
 export async function snapshot(readStore: ReadStore, projection: Projection): Promise<Record<string, Doc[]>> {
   const out: Record<string, Doc[]> = {};
@@ -140,7 +190,8 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
     kind: inner.kind,
     collection: async <T extends Doc>(name: string, indexes?: readonly IndexSpec[]) =>
       wrap(await inner.collection<T>(name, indexes)),
-    createShadow: (name, indexes) => inner.createShadow(name, indexes),
+    createShadow: (name, indexes, options) => inner.createShadow(name, indexes, options),
+    finishBulk: (shadow, fence) => inner.finishBulk(shadow, fence),
     promote: (shadows, checkpoints, fence) => inner.promote(shadows, checkpoints, fence),
     dropShadow: (shadow, fence) => inner.dropShadow(shadow, fence),
     dropOrphanShadows: (fence) => inner.dropOrphanShadows(fence),

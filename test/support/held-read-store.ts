@@ -44,7 +44,8 @@ export function heldReadStore(inner: ReadStore): HeldReadStore {
       return waiting;
     },
     collection: (name, indexes) => inner.collection(name, indexes),
-    createShadow: (name, indexes) => inner.createShadow(name, indexes),
+    createShadow: (name, indexes, options) => inner.createShadow(name, indexes, options),
+    finishBulk: (shadow, fence) => inner.finishBulk(shadow, fence),
     promote: (shadows, checkpoints, fence) => inner.promote(shadows, checkpoints, fence),
     dropShadow: (shadow, fence) => inner.dropShadow(shadow, fence),
     dropOrphanShadows: (fence) => inner.dropOrphanShadows(fence),

@@ -73,7 +73,9 @@ export async function unreachableReadStore(inner: ReadStore): Promise<Unreachabl
     },
     kind: inner.kind,
     collection: (name, indexes) => reach(async () => wrap(await inner.collection(name, indexes))),
-    createShadow: (name, indexes) => reach(async () => wrap(await inner.createShadow(name, indexes))),
+    createShadow: (name, indexes, options) =>
+      reach(async () => wrap(await inner.createShadow(name, indexes, options))),
+    finishBulk: (shadow, fence) => reach(() => inner.finishBulk(innerOf(shadow), fence)),
     promote: (shadows, checkpoints, fence) =>
       reach(() => inner.promote(shadows.map(innerOf), checkpoints, fence)),
     dropShadow: (shadow, fence) => reach(() => inner.dropShadow(innerOf(shadow), fence)),

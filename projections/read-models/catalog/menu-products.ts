@@ -38,6 +38,7 @@ import {
   type ListingChange,
   type ListingEntry,
   latest,
+  readWhileApplying,
 } from './support.ts';
 
 export const MENU_PRODUCTS = 'menu_products';
@@ -74,8 +75,9 @@ export type MenuProductDoc = Doc &
   };
 
 export const menuProductIndexes = [
-  // GET /menu_products of a store, in id order.
-  index(['store_id', 1], ['_id', 1]),
+  // GET /menu_products of a store, in id order; also a special's store (read while applying, as the
+  // brand's below: docs/read-side.md, "How a build writes its shadows").
+  readWhileApplying(index(['store_id', 1], ['_id', 1])),
   // GET /stores/{store_id}/menu_products of a brand partner: the store's menu products of its brands.
   index(['store_id', 1], ['brand_id', 1], ['_id', 1]),
   // GET /products/{product_id}/recommendations of a store: the product's own listings at the store,
@@ -85,7 +87,7 @@ export const menuProductIndexes = [
   // Propagation: a product's menu products (upserts, ratings).
   index(['product_id', 1]),
   // Propagation: a brand's menu products (renames).
-  index(['brand_id', 1]),
+  readWhileApplying(index(['brand_id', 1])),
 ];
 
 const entryOf = (doc: MenuProductDoc): ListingEntry => ({

@@ -23,6 +23,7 @@ import {
   latest,
   mean,
   menuLookups,
+  readWhileApplying,
   sortedUnique,
 } from './support.ts';
 
@@ -50,8 +51,9 @@ export interface ProductListingsDoc extends Doc {
 }
 
 export const productIndexes = [
-  // GET /products of a brand partner, in id order.
-  index(['brand_id', 1], ['_id', 1]),
+  // GET /products of a brand partner, in id order; also a brand's rename, read while applying
+  // (docs/read-side.md, "How a build writes its shadows").
+  readWhileApplying(index(['brand_id', 1], ['_id', 1])),
   // GET /products?zipcode&radius: the products carried by the stores within the radius.
   index(['store_ids', 1]),
 ];

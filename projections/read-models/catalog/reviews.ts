@@ -23,6 +23,7 @@ import {
   iso,
   latest,
   type RatingShare,
+  readWhileApplying,
 } from './support.ts';
 
 export const REVIEWS = 'reviews';
@@ -33,8 +34,9 @@ export const reviewIndexes = [
   // GET /reviews of a brand or brand feed partner (its brands), in id order. Partners see verified
   // reviews only: with `verified` in the key a page reads no unverified review.
   index(['brand_id', 1], ['verified', 1], ['_id', 1]),
-  // GET /products/{product_id}/reviews (verified), in id order; also a product's reviews (brand moves).
-  index(['product_id', 1], ['verified', 1], ['_id', 1]),
+  // GET /products/{product_id}/reviews (verified), in id order; also a product's reviews (brand moves),
+  // read while applying (docs/read-side.md, "How a build writes its shadows").
+  readWhileApplying(index(['product_id', 1], ['verified', 1], ['_id', 1])),
   // A store's reviews, in id order.
   index(['store_id', 1], ['_id', 1]),
   // GET /products/{product_id}/reviews of a store partner: the product's verified reviews at the store.

@@ -300,6 +300,9 @@ export interface CatalogReadModel {
 
 export const index = (...keys: Array<[string, 1 | -1]>): IndexSpec => ({ keys });
 
+/** An index the read model queries while applying events: a build keeps it from its first write. */
+export const readWhileApplying = (spec: IndexSpec): IndexSpec => ({ ...spec, readWhileApplying: true });
+
 /**
  * A lookup document keyed by menu product: `menu_products` maps a menu product id to what it needs,
  * and `count` is how many it holds (kept as entries come and go: counting the keys of a store's map

@@ -1,0 +1,116 @@
+/**
+ * Bulk shadows of the SQLite read store (docs/read-side.md, "How a build writes its shadows"): the
+ * index tables a build fills in one pass per index hold exactly the rows, and the catalog the flags,
+ * that writing every entry as its document was written leaves (the build's plan, a sort and appends:
+ * test/read-store-sqlite-plans.test.ts). The port's cases are in test/contract/read-store-bulk.ts.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import test, { type ExecutionContext } from 'ava';
+import type { Collection } from '../projections/read-store.ts';
+import { openSqliteReadStore, type SqliteReadStoreOptions } from '../projections/sqlite/read-store.ts';
+import { BULK_INDEXES, loadBulkWrites } from './contract/read-store-bulk.ts';
+
+async function storeFile(t: ExecutionContext, options: SqliteReadStoreOptions = {}) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-bulk-'));
+  const file = path.join(dir, 'read.db');
+  const store = openSqliteReadStore(file, options);
+  t.teardown(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return { store, file };
+}
+
+interface Recorded {
+  physical: string;
+  indexes: Array<{ table: string; multikey: boolean; emptyArrays?: number[]; deferred?: true }>;
+}
+
+/** What the file holds for a shadow: its documents' rows, and each index's rows and recorded flags. */
+function contents(file: string, shadow: Collection) {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const physical = shadow.name.split('#')[1];
+    const row = db
+      .prepare('SELECT physical, indexes FROM pds_collections WHERE physical = ?')
+      .get(physical) as unknown as { physical: string; indexes: string };
+    const recorded: Recorded = { physical: row.physical, indexes: JSON.parse(row.indexes) };
+    const documents = db.prepare(`SELECT _id, doc, keys FROM "${physical}" ORDER BY _id`).all();
+    const indexes = recorded.indexes.map((index) => ({
+      flags: { multikey: index.multikey, emptyArrays: index.emptyArrays, deferred: index.deferred },
+      // In the table's own order (its primary key), as stored.
+      rows: db.prepare(`SELECT * FROM "${index.table}"`).all(),
+    }));
+    // The keys column names the index tables: compared by position, not by physical name.
+    const keys = documents.map((d) =>
+      Object.values(JSON.parse((d as { keys: string }).keys) as Record<string, string>),
+    );
+    return { docs: documents.map((d) => [d._id, d.doc]), keys, indexes };
+  } finally {
+    db.close();
+  }
+}
+
+test('a bulk shadow built at finishBulk holds the rows and flags of one whose entries were written as its documents were', async (t) => {
+  const { store, file } = await storeFile(t);
+  const kept = await store.createShadow('items', BULK_INDEXES);
+  const bulk = await store.createShadow('items', BULK_INDEXES, { bulk: true });
+  await loadBulkWrites(store, kept);
+  await loadBulkWrites(store, bulk);
+  const loading = contents(file, bulk);
+  t.deepEqual(
+    loading.indexes.map((i) => [i.rows.length > 0, i.flags.deferred]),
+    [
+      [true, undefined],
+      [false, true],
+      [false, true],
+      [false, true],
+      [false, true],
+    ],
+    'while loading, only the index read while applying has entries',
+  );
+  await store.finishBulk(bulk);
+  const expected = contents(file, kept);
+  const built = contents(file, bulk);
+  t.deepEqual(built.docs, expected.docs);
+  t.deepEqual(built.keys, expected.keys);
+  t.deepEqual(
+    built.indexes.map((i) => i.flags),
+    expected.indexes.map((i) => i.flags),
+  );
+  t.true(
+    expected.indexes.some((i) => i.flags.multikey) && expected.indexes.some((i) => i.flags.emptyArrays),
+    'the writes make some index multikey and hold an empty array',
+  );
+  built.indexes.forEach((index, i) => {
+    t.true(index.rows.length > 0, `index ${i} has rows`);
+    t.deepEqual(index.rows, expected.indexes[i].rows, `index ${i}`);
+  });
+});
+
+test('a failed finishBulk leaves the indexes deferred and empty, so the shadow is dropped whole', async (t) => {
+  const { store, file } = await storeFile(t);
+  const bulk = await store.createShadow('items', BULK_INDEXES, { bulk: true });
+  await bulk.bulkWrite([
+    { insertOne: { document: { _id: 1, sku: 'S', tags: ['a', 'b'] } } },
+    { insertOne: { document: { _id: 2, sku: 'S', tags: [] } } },
+  ]);
+  await t.throwsAsync(store.finishBulk(bulk), { message: /duplicate key \["S"\] in unique index sku/ });
+  const after = contents(file, bulk);
+  t.deepEqual(
+    after.indexes.slice(1).map((i) => [i.rows.length, i.flags.deferred]),
+    [
+      [0, true],
+      [0, true],
+      [0, true],
+      [0, true],
+    ],
+  );
+  await store.dropShadow(bulk);
+  const db = new DatabaseSync(file, { readOnly: true });
+  t.teardown(() => db.close());
+  t.deepEqual(db.prepare("SELECT count(*) AS n FROM pds_collections WHERE name = 'items'").get(), { n: 0 });
+});
