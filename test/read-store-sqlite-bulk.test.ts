@@ -91,7 +91,7 @@ test('a bulk shadow built at finishBulk holds the rows and flags of one whose en
   });
 });
 
-test('a failed finishBulk leaves the indexes deferred and empty, so the shadow is dropped whole', async (t) => {
+test('a failed finishBulk leaves the failing index and those after it deferred and empty, and the shadow is dropped whole', async (t) => {
   const { store, file } = await storeFile(t);
   const bulk = await store.createShadow('items', BULK_INDEXES, { bulk: true });
   await bulk.bulkWrite([
@@ -100,11 +100,13 @@ test('a failed finishBulk leaves the indexes deferred and empty, so the shadow i
   ]);
   await t.throwsAsync(store.finishBulk(bulk), { message: /duplicate key \["S"\] in unique index sku/ });
   const after = contents(file, bulk);
+  // Each index is built in a transaction of its own: [tags, _id] and [price] before the unique [sku]
+  // are built; [sku]'s rows are rolled back, and [info.kind, …] after it was never started.
   t.deepEqual(
     after.indexes.slice(1).map((i) => [i.rows.length, i.flags.deferred]),
     [
-      [0, true],
-      [0, true],
+      [3, undefined],
+      [2, undefined],
       [0, true],
       [0, true],
     ],
@@ -113,4 +115,29 @@ test('a failed finishBulk leaves the indexes deferred and empty, so the shadow i
   const db = new DatabaseSync(file, { readOnly: true });
   t.teardown(() => db.close());
   t.deepEqual(db.prepare("SELECT count(*) AS n FROM pds_collections WHERE name = 'items'").get(), { n: 0 });
+});
+
+test('finishBulk builds one index at a time, the event loop turning between two', async (t) => {
+  const events: string[] = [];
+  let building = false;
+  const { store } = await storeFile(t, {
+    onQuery: (sql) => {
+      if (building && sql.startsWith('INSERT INTO')) events.push('index');
+    },
+  });
+  const bulk = await store.createShadow('items', BULK_INDEXES, { bulk: true });
+  await loadBulkWrites(store, bulk);
+  // Work queued on the event loop runs between the indexes (the projector thread's status, the live
+  // projections' commits), not only once the last is built.
+  let done = false;
+  const turn = () => {
+    if (done) return;
+    events.push('turn');
+    setImmediate(turn);
+  };
+  setImmediate(turn);
+  building = true;
+  await store.finishBulk(bulk);
+  done = true;
+  t.deepEqual(events, ['index', 'turn', 'index', 'turn', 'index', 'turn', 'index']);
 });

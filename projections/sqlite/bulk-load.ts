@@ -1,9 +1,9 @@
 /**
  * The end of a build's load (docs/read-side.md, "How a build writes its shadows"): each deferred index
  * of a bulk shadow is built in one statement from its documents' `keys` column, where every write
- * stored the document's entries (stored-keys.ts). SQLite sorts the entries once (in memory: the read
- * store's temporary storage is memory, file.ts) and appends them to the index's B-tree leaf after
- * leaf, instead of each commit of the load rewriting the pages its documents' entries land on.
+ * stored the document's entries (stored-keys.ts). SQLite sorts the entries once (through temporary
+ * files: catalog.ts) and appends them to the index's B-tree leaf after leaf, instead of each commit
+ * of the load rewriting the pages its documents' entries land on.
  */
 import { walkFields } from '../documents.ts';
 import { column, type IndexMeta, q } from './sql.ts';
@@ -40,29 +40,22 @@ function duplicateSql(index: IndexMeta): string {
 }
 
 /**
- * Builds the deferred indexes of a collection's table and marks them built (the caller holds the
- * transaction, and records the indexes in the catalog). A unique index two documents share a key of
+ * Builds one deferred index of a collection's table and marks it built (the caller holds the
+ * transaction, and records the index in the catalog). A unique index two documents share a key of
  * throws the error a write of the second would have met, and the caller's rollback leaves it deferred.
  * The flags (`multikey`, `emptyArrays`) need no pass: every write noted them, as for a live index.
  */
-export function buildDeferredIndexes(
-  statements: Statements,
-  table: string,
-  indexes: readonly IndexMeta[],
-): void {
-  for (const index of indexes) {
-    if (!index.deferred) continue;
-    const sql = indexBuildSql(table, index);
-    observed(statements, sql, [], false);
-    statements.get(sql).run();
-    if (index.unique) {
-      const duplicate = statements.get(duplicateSql(index)).get() as unknown as unknown[] | undefined;
-      if (duplicate) {
-        throw new Error(
-          `duplicate key ${JSON.stringify(duplicate)} in unique index ${walkFields(index).join(',')}`,
-        );
-      }
+export function buildDeferredIndex(statements: Statements, table: string, index: IndexMeta): void {
+  const sql = indexBuildSql(table, index);
+  observed(statements, sql, [], false);
+  statements.get(sql).run();
+  if (index.unique) {
+    const duplicate = statements.get(duplicateSql(index)).get() as unknown as unknown[] | undefined;
+    if (duplicate) {
+      throw new Error(
+        `duplicate key ${JSON.stringify(duplicate)} in unique index ${walkFields(index).join(',')}`,
+      );
     }
-    delete index.deferred;
   }
+  delete index.deferred;
 }

@@ -12,7 +12,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { isDeferred } from '../deferred-indexes.ts';
 import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
-import { buildDeferredIndexes } from './bulk-load.ts';
+import { buildDeferredIndex } from './bulk-load.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
 import { assertFence } from './leases.ts';
@@ -178,18 +178,37 @@ export class Catalog {
   }
 
   /**
-   * Builds the deferred indexes of a bulk shadow (bulk-load.ts) and records them built, in one
-   * transaction: one that fails (a unique index's duplicate) leaves them all deferred.
+   * Builds the first deferred index of a bulk shadow left (bulk-load.ts) and records it built, in a
+   * transaction of its own, and answers whether another is left: the caller yields between them, so
+   * the write lock and the thread are held for one index's sort at a time, not a collection's. One
+   * that fails (a unique index's duplicate) stays deferred. The sort spills to temporary files,
+   * not memory: at ten million events an index's entries outgrow what the process should hold
+   * (docs/read-side.md, "How a build writes its shadows").
    */
-  finishBulk(physical: string, fence: Fence | undefined): void {
+  finishBulkIndex(physical: string, fence: Fence | undefined): boolean {
     const table = this.tables.get(physical);
     if (!table) throw new Error(`collection ${physical} was dropped`);
-    if (!table.indexes.some((index) => index.deferred)) return;
-    this.transaction(() => {
-      assertFence(this.statements, fence);
-      buildDeferredIndexes(this.statements, physical, table.indexes);
-      this.saveIndexes(physical);
-    });
+    const index = table.indexes.find((i) => i.deferred);
+    if (!index) return false;
+    this.withTemporaryFiles(() =>
+      this.transaction(() => {
+        assertFence(this.statements, fence);
+        buildDeferredIndex(this.statements, physical, index);
+        this.saveIndexes(physical);
+      }),
+    );
+    return table.indexes.some((i) => i.deferred);
+  }
+
+  /** Runs `fn` with the connection's temporary storage in files (SQLite refuses the change in a transaction). */
+  private withTemporaryFiles(fn: () => void): void {
+    const { temp_store: before } = this.statements.get('PRAGMA temp_store').get() as { temp_store: number };
+    this.statements.get('PRAGMA temp_store = FILE').run();
+    try {
+      fn();
+    } finally {
+      this.statements.get(`PRAGMA temp_store = ${before}`).run();
+    }
   }
 
   /** Makes each shadow the live table of its name and stores the checkpoints, in one transaction. */

@@ -12,7 +12,9 @@
  *
  * This module puts the store together: the file, its catalog, the handles it gives out.
  */
+
 import type { SQLInputValue } from 'node:sqlite';
+import { setImmediate } from 'node:timers/promises';
 import { type Clock, systemClock } from '../../domain/clock.ts';
 import type { Collection, Commit, Doc, IndexSpec, ReadStore, ShadowOptions, WriteOp } from '../read-store.ts';
 import { Catalog } from './catalog.ts';
@@ -85,10 +87,14 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
       return shadow;
     },
     async finishBulk(shadow, fence) {
-      catalog.fresh();
       const s = shadowNames.get(shadow);
       if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
-      catalog.finishBulk(s.physical, fence);
+      // One index at a time, the event loop turning between them (catalog.ts, finishBulkIndex).
+      for (;;) {
+        catalog.fresh();
+        if (!catalog.finishBulkIndex(s.physical, fence)) return;
+        await setImmediate();
+      }
     },
     async promote(list, checkpoints = [], fence) {
       catalog.fresh();
