@@ -56,6 +56,8 @@ export class ProjectionLags {
   readonly #clock: Clock;
   readonly #farBehind: number;
   readonly #measured = new Map<string, Kept>();
+  /** Measures being taken, by projection: a call that needs one while it is taken waits for it. */
+  readonly #taking = new Map<string, Promise<Kept>>();
 
   /** `farBehind`: positions behind the head from which a measure is kept on time (tests set it low). */
   constructor(store: EventStore, options: { clock?: Clock; farBehind?: number } = {}) {
@@ -73,21 +75,7 @@ export class ProjectionLags {
         out.push(NONE);
         continue;
       }
-      let kept = this.#measured.get(projection.name);
-      if (!kept || !this.#stillAnswers(kept, projection.checkpoint, head)) {
-        // None in (its checkpoint, the head it was measured at]: only what came after needs reading.
-        const none = kept?.oldestAt === null && projection.checkpoint >= kept.checkpoint && head >= kept.head;
-        const from = none && kept ? Math.max(projection.checkpoint, kept.head) : projection.checkpoint;
-        const began = this.#now();
-        const measured = await this.#measure(projection.filter, from);
-        kept = {
-          checkpoint: projection.checkpoint,
-          head,
-          ...measured,
-          keptUntil: began + Math.min((this.#now() - began) * KEPT_FOR_TIMES_ITS_COST, KEPT_AT_MOST_MS),
-        };
-        this.#measured.set(projection.name, kept);
-      }
+      const kept = await this.#answering(projection, head);
       if (kept.oldestAt === null) {
         out.push(NONE);
         continue;
@@ -96,6 +84,42 @@ export class ProjectionLags {
       out.push({ events: kept.events, seconds: Math.max(0, (now - kept.oldestAt) / 1000) });
     }
     return out;
+  }
+
+  /**
+   * The measure that answers for this checkpoint and head: the one kept, the one another call is
+   * taking (concurrent status reads and scrapes share it instead of each reading the log), or a new one.
+   */
+  async #answering(projection: LagOf, head: number): Promise<Kept> {
+    const { name, checkpoint } = projection;
+    const kept = this.#measured.get(name);
+    if (kept && this.#stillAnswers(kept, checkpoint, head)) return kept;
+    const pending = this.#taking.get(name);
+    if (pending) {
+      const shared = await pending.catch(() => undefined);
+      if (shared && this.#stillAnswers(shared, checkpoint, head)) return shared;
+    }
+    const taking = this.#take(projection, head, this.#measured.get(name));
+    this.#taking.set(name, taking);
+    try {
+      const taken = await taking;
+      this.#measured.set(name, taken);
+      return taken;
+    } finally {
+      if (this.#taking.get(name) === taking) this.#taking.delete(name);
+    }
+  }
+
+  /** A new measure at this head, kept for twenty times what it took. */
+  async #take(projection: LagOf, head: number, kept: Kept | undefined): Promise<Kept> {
+    const { checkpoint } = projection;
+    // None in (its checkpoint, the head it was measured at]: only what came after needs reading.
+    const none = kept?.oldestAt === null && checkpoint >= kept.checkpoint && head >= kept.head;
+    const from = none && kept ? Math.max(checkpoint, kept.head) : checkpoint;
+    const began = this.#now();
+    const measured = await this.#measure(projection.filter, from);
+    const keptFor = Math.min((this.#now() - began) * KEPT_FOR_TIMES_ITS_COST, KEPT_AT_MOST_MS);
+    return { checkpoint, head, ...measured, keptUntil: began + keptFor };
   }
 
   /**

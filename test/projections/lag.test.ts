@@ -153,3 +153,27 @@ test('a measure that found nothing holds while the head stays; once it moves, on
   const [one] = await store.readAll({ maxCount: 1, filter: things });
   t.is((await at(one.position - 1)).events, 6, 'a checkpoint gone back: all of its events, not only the new');
 });
+
+test('status reads at once share the measure one of them is taking: the log is read once', async (t) => {
+  const store = await eventStoreFor(t);
+  await seedThings(store, 3);
+  // A measure that takes a while (a server walking the log): its reads wait until released.
+  const { promise: released, resolve: release } = Promise.withResolvers<void>();
+  let reads = 0;
+  const readAll = store.readAll.bind(store);
+  store.readAll = async (options) => {
+    reads += 1;
+    await released;
+    return readAll(options);
+  };
+  const lags = new ProjectionLags(store);
+  const of = () => lags.of([{ name: 'tallies', filter: things, checkpoint: 0 }]);
+  const first = of();
+  const second = of();
+  await new Promise((resolve) => setImmediate(resolve));
+  release();
+  const [[a], [b]] = await Promise.all([first, second]);
+  t.is(a.events, 3);
+  t.deepEqual(b, a);
+  t.is(reads, 1, 'one read of the oldest event for both calls');
+});
