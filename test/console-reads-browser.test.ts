@@ -49,6 +49,9 @@ async function consolePage(t: ExecutionContext, svc: TestService, options: { tim
   const browser = await launchBrowser(t, options);
   await browser.addInitScript({ content: SLOW_POLLS });
   const { page, problems } = await watchedPage(browser, new URL(svc.base).origin);
+  // Before the browser closes (teardowns run last first): a poll a test's route handler is still
+  // answering then would read a disposed response and fail the file after its tests passed.
+  t.teardown(() => page.unrouteAll({ behavior: 'ignoreErrors' }));
   const sign = async (hash: string) => {
     await page.goto(`${svc.base}/console#${hash}`);
     await page.getByLabel('Operator token').fill(svc.token);
