@@ -56,8 +56,8 @@ export class ProjectionLags {
   readonly #clock: Clock;
   readonly #farBehind: number;
   readonly #measured = new Map<string, Kept>();
-  /** Measures being taken, by projection: a call that needs one while it is taken waits for it. */
-  readonly #taking = new Map<string, Promise<Kept>>();
+  /** Measures being taken, by projection: a call at the same checkpoint and head waits for it. */
+  readonly #taking = new Map<string, { checkpoint: number; head: number; measure: Promise<Kept> }>();
 
   /** `farBehind`: positions behind the head from which a measure is kept on time (tests set it low). */
   constructor(store: EventStore, options: { clock?: Clock; farBehind?: number } = {}) {
@@ -88,25 +88,24 @@ export class ProjectionLags {
 
   /**
    * The measure that answers for this checkpoint and head: the one kept, the one another call is
-   * taking (concurrent status reads and scrapes share it instead of each reading the log), or a new one.
+   * taking at the same checkpoint and head (concurrent status reads and scrapes share it instead of
+   * each reading the log), or a new one. A measure is kept unless one at a later head already is.
    */
   async #answering(projection: LagOf, head: number): Promise<Kept> {
     const { name, checkpoint } = projection;
     const kept = this.#measured.get(name);
     if (kept && this.#stillAnswers(kept, checkpoint, head)) return kept;
     const pending = this.#taking.get(name);
-    if (pending) {
-      const shared = await pending.catch(() => undefined);
-      if (shared && this.#stillAnswers(shared, checkpoint, head)) return shared;
-    }
-    const taking = this.#take(projection, head, this.#measured.get(name));
-    this.#taking.set(name, taking);
+    if (pending && pending.checkpoint === checkpoint && pending.head === head) return pending.measure;
+    const measure = this.#take(projection, head, kept);
+    this.#taking.set(name, { checkpoint, head, measure });
     try {
-      const taken = await taking;
-      this.#measured.set(name, taken);
+      const taken = await measure;
+      const current = this.#measured.get(name);
+      if (!current || current.head <= taken.head) this.#measured.set(name, taken);
       return taken;
     } finally {
-      if (this.#taking.get(name) === taking) this.#taking.delete(name);
+      if (this.#taking.get(name)?.measure === measure) this.#taking.delete(name);
     }
   }
 

@@ -11,12 +11,15 @@ import { observed, type Statements } from './statements.ts';
 
 /**
  * Entry column `i` decoded from its JSON in the `keys` column (`entryText`): JSON null is the null
- * key (-Infinity: `-1e999` overflows to it), `{"b": hex}` a blob, numbers and strings themselves.
+ * key (-Infinity: `-1e999` overflows to it), `{"b": hex}` a blob, strings themselves, and numbers a
+ * REAL, as a write binds every number (an integer past 2^53 read as SQLite's INTEGER would be another
+ * number than the document's, and never found by a query).
  */
 function decoded(i: number): string {
   return (
     `CASE json_type(e.value, '$[${i}]') WHEN 'null' THEN -1e999 ` +
-    `WHEN 'object' THEN unhex(e.value ->> '$[${i}].b') ELSE e.value ->> '$[${i}]' END`
+    `WHEN 'object' THEN unhex(e.value ->> '$[${i}].b') ` +
+    `WHEN 'integer' THEN CAST(e.value ->> '$[${i}]' AS REAL) ELSE e.value ->> '$[${i}]' END`
   );
 }
 

@@ -15,6 +15,7 @@ import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
 import { buildDeferredIndex } from './bulk-load.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
+import { TEMP_STORE } from './file.ts';
 import { assertFence } from './leases.ts';
 import type { PreparedStatements } from './statements.ts';
 
@@ -200,14 +201,16 @@ export class Catalog {
     return table.indexes.some((i) => i.deferred);
   }
 
-  /** Runs `fn` with the connection's temporary storage in files (SQLite refuses the change in a transaction). */
+  /**
+   * Runs `fn` with the connection's temporary storage in files (SQLite refuses the change in a
+   * transaction), then sets it back as every connection has it (file.ts) whatever `fn` did.
+   */
   private withTemporaryFiles(fn: () => void): void {
-    const { temp_store: before } = this.statements.get('PRAGMA temp_store').get() as { temp_store: number };
     this.statements.get('PRAGMA temp_store = FILE').run();
     try {
       fn();
     } finally {
-      this.statements.get(`PRAGMA temp_store = ${before}`).run();
+      this.statements.get(`PRAGMA temp_store = ${TEMP_STORE}`).run();
     }
   }
 

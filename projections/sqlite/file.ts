@@ -27,10 +27,16 @@ function isUnreadable(err: unknown): boolean {
   return code !== undefined && [11, 26].includes(code & 0xff);
 }
 
+/**
+ * Where the read store's connections keep temporary storage (sorts of queries): memory. A bulk index
+ * build sorts through files instead, and sets it back to this (catalog.ts, `withTemporaryFiles`).
+ */
+export const TEMP_STORE = 'MEMORY';
+
 function configure(db: DatabaseSync, cacheMiB: number): void {
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = NORMAL');
-  db.exec('PRAGMA temp_store = MEMORY');
+  db.exec(`PRAGMA temp_store = ${TEMP_STORE}`);
   // A rewritten document's old bytes are zeroed, not left in free space: an erased customer's data
   // leaves the file at the next checkpoint (docs/operations.md, "Customer data").
   db.exec('PRAGMA secure_delete = ON');

@@ -49,7 +49,9 @@ export function toKey(value: unknown): SQLInputValue {
   if (value === EMPTY_ARRAY) return Uint8Array.of(EMPTY);
   if (value === undefined || value === null) return NULL_KEY;
   if (typeof value === 'number') return Number.isNaN(value) ? NULL_KEY : value;
-  if (typeof value === 'string') return value;
+  // Well-formed: SQLite binds a lone surrogate as U+FFFD, and the keys column's JSON would give an
+  // index build another string (bulk-load.ts).
+  if (typeof value === 'string') return value.toWellFormed();
   if (typeof value === 'boolean') return Uint8Array.of(BOOLEAN, value ? 1 : 0);
   const json = Buffer.from(JSON.stringify(value));
   const out = new Uint8Array(json.length + 1);

@@ -47,6 +47,8 @@ export interface SqliteReadStore extends ReadStore {
   readonly opened: { state: 'opened' | 'created' | 'replaced'; reason: string | null };
   /** SQLite's plan for a statement, one line per step (`SEARCH …`, `SCAN …`). */
   explainQueryPlan(sql: string, params: readonly SQLInputValue[]): string[];
+  /** A setting of this connection, `PRAGMA <name>` (the tests read what a build changes and restores). */
+  setting(name: 'temp_store' | 'cache_size'): number;
 }
 
 export function openSqliteReadStore(path: string, options: SqliteReadStoreOptions = {}): SqliteReadStore {
@@ -89,12 +91,12 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
     async finishBulk(shadow, fence) {
       const s = shadowNames.get(shadow);
       if (!s) throw new Error(`${shadow.name} is not a shadow of this store`);
-      // One index at a time, the event loop turning between them (catalog.ts, finishBulkIndex).
-      for (;;) {
-        catalog.fresh();
-        if (!catalog.finishBulkIndex(s.physical, fence)) return;
+      // One index at a time, the event loop turning before each (catalog.ts, finishBulkIndex): between
+      // two of a collection's, and between the last of one collection and the first of the next.
+      do {
         await setImmediate();
-      }
+        catalog.fresh();
+      } while (catalog.finishBulkIndex(s.physical, fence));
     },
     async promote(list, checkpoints = [], fence) {
       catalog.fresh();
@@ -153,6 +155,9 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
     },
     async releaseLease(fence) {
       catalog.transaction(() => renewLease(statements, fence, clock.now().getTime()));
+    },
+    setting(name) {
+      return (db.prepare(`PRAGMA ${name}`).get() as Record<string, number>)[name];
     },
     explainQueryPlan(sql, params) {
       const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;

@@ -10,6 +10,7 @@ import { manualClock } from '../../domain/clock.ts';
 import { LATENCY_BOUNDS_MS, latencyBucket } from '../../projections/read-models/webhook-health.ts';
 import { type Json, ok, problem, whileTicking } from '../support/admin-answers.ts';
 import { checkedOut, createWebhook, move, seedCatalog, type WorldCart } from '../support/cart-world.ts';
+import { until } from '../support/probes.ts';
 import { startService, type TestService } from '../support/service.ts';
 import { startReceiver } from '../support/webhook-receiver.ts';
 
@@ -117,14 +118,11 @@ test('health: minute by minute, scheduled, attempts by outcome, parked, latency 
   // Rebuilt from the events, the figures are the same: minutes come from the events' own times.
   // Waited for without moving the clock: a tick would run the queued retry, and the figures with it.
   await ok(t, await s.call('POST', `${ADMIN}/projections/webhook_deliveries/rebuild`), 202);
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  await until('the rebuild of webhook_deliveries is live', async () => {
     const { projections } = (await (await s.call('GET', `${ADMIN}/projections`)).json()) as Json;
     const p = (projections as Json[]).find((x) => x.name === 'webhook_deliveries');
-    if (p?.state === 'live' && p.progress?.percent === 100) break;
-    if (Date.now() > deadline) throw new Error('the rebuild did not finish in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return p?.state === 'live' && p.progress?.percent === 100;
+  });
   t.deepEqual(await health(s, hook.id), hour);
 
   // Quiet minutes carry the queue's depth over, within the window and from before it.

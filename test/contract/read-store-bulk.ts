@@ -58,7 +58,10 @@ function prng(seed: number): () => number {
   };
 }
 
-const TAGS = ['a', 'b', 'c', 'd', 'é', '中'];
+// A lone surrogate too: SQLite binds it as U+FFFD, so the index build must read the same string.
+const TAGS = ['a', 'b', 'c', 'd', 'é', '中', 'x\ud800'];
+/** A number past 2^53: an index build reading it as an integer would hold another number. */
+const BIG = 1e18 + 128;
 
 function documentOf(id: number, next: () => number): Doc {
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)];
@@ -68,7 +71,7 @@ function documentOf(id: number, next: () => number): Doc {
   // Every kind of key: arrays (multikey), an empty array, null and missing, numbers, strings, objects, booleans.
   if (r < 0.8) doc.tags = tags;
   else if (r < 0.9) doc.tags = [];
-  doc.price = pick([1, 2.5, 7, 10, -3, null, undefined, 'free', 0]);
+  doc.price = pick([1, 2.5, 7, 10, -3, null, undefined, 'free', 0, BIG]);
   if (doc.price === undefined) delete doc.price;
   if (next() < 0.7) doc.info = { kind: pick(['x', 'y', null]) };
   else if (next() < 0.5) doc.info = [{ kind: 'x' }, { kind: 'z' }];
@@ -131,6 +134,10 @@ export const BULK_QUERIES: ReadonlyArray<[Filter, FindOptions?]> = [
   [{ price: { $gte: 100 } }, { sort: [['price', -1]] }],
   [{ 'info.kind': null }],
   [{ flag: { on: 1 } }],
+  [{ price: BIG }],
+  [{ price: { $gt: 1e17 } }, { sort: [['price', -1]], limit: 4 }],
+  [{}, { sort: [['price', -1]], limit: 5, after: [BIG, 100] }],
+  [{ tags: 'x\ud800' }],
 ];
 
 function ids(docs: readonly Doc[]): DocId[] {

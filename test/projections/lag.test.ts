@@ -171,6 +171,7 @@ test('status reads at once share the measure one of them is taking: the log is r
   const first = of();
   const second = of();
   await new Promise((resolve) => setImmediate(resolve));
+  t.is(reads, 1, "the second call waits for the first one's read");
   release();
   const [[a], [b]] = await Promise.all([first, second]);
   t.is(a.events, 3);

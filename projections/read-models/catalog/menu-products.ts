@@ -75,9 +75,10 @@ export type MenuProductDoc = Doc &
   };
 
 export const menuProductIndexes = [
-  // GET /menu_products of a store, in id order; also a special's store (read while applying, as the
-  // brand's below: docs/read-side.md, "How a build writes its shadows").
-  readWhileApplying(index(['store_id', 1], ['_id', 1])),
+  // GET /menu_products of a store, in id order. Not read while applying (a special reads its menu
+  // products by id, through the lookups), so a rebuild builds it after its load, unlike the brand's
+  // below (docs/read-side.md, "How a build writes its shadows").
+  index(['store_id', 1], ['_id', 1]),
   // GET /stores/{store_id}/menu_products of a brand partner: the store's menu products of its brands.
   index(['store_id', 1], ['brand_id', 1], ['_id', 1]),
   // GET /products/{product_id}/recommendations of a store: the product's own listings at the store,
