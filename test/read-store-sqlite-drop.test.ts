@@ -1,9 +1,8 @@
 /**
  * A collection that is no longer live (a promote's old copy, a dropped shadow, a crashed rebuild's
  * leftovers) is emptied a part at a time before its tables are dropped: a table dropped whole under
- * `secure_delete` has every page it frees zeroed in one statement, which keeps what it changes in the
- * connection's temporary storage (memory; projections/sqlite/catalog.ts, `emptySome`;
- * docs/read-side.md, "The SQLite read store").
+ * `secure_delete` has every page it frees zeroed in one transaction, held in memory until the commit
+ * (projections/sqlite/catalog.ts, `emptySome`; docs/read-side.md, "The SQLite read store").
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -175,10 +175,10 @@ export class Catalog {
   /**
    * Deletes some rows of a collection that is not live (up to `DOCUMENTS_PER_DELETE` documents, or
    * `ENTRIES_PER_DELETE` index entries), from the first of its tables that has any, in a transaction
-   * of its own; answers whether it deleted any (more may be left). A `DROP TABLE` zeroes every page it
-   * frees (`secure_delete`) in one statement, which keeps what it changes in temporary storage (memory
-   * here): as much memory as the table, the size of the history for the carts. Emptied a bounded part
-   * at a time, and dropped once empty, it costs a part's pages (docs/read-side.md, "The SQLite read store").
+   * of its own; answers whether it deleted any (more may be left). Dropping a table whole zeroes every
+   * page it frees (`secure_delete`) in one transaction, which SQLite holds in memory until the commit:
+   * as much memory as the table, the size of the history for the carts. Emptied a bounded part at a
+   * time, and dropped once empty, it costs a part's pages (docs/read-side.md, "The SQLite read store").
    */
   emptySome(physical: string, fence: Fence | undefined): boolean {
     const table = this.tables.get(physical);
