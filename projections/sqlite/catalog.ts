@@ -11,14 +11,12 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { isDeferred } from '../deferred-indexes.ts';
-import { walkFields } from '../documents.ts';
 import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
 import { buildDeferredIndex } from './bulk-load.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
 import { TEMP_STORE } from './file.ts';
 import { assertFence } from './leases.ts';
-import { column, q } from './sql.ts';
 import type { PreparedStatements } from './statements.ts';
 
 /** How long a connection trusts that no other connection committed (see `fresh`). */
@@ -172,36 +170,6 @@ export class Catalog {
     });
   }
 
-  /**
-   * Deletes some rows of a collection that is not live (up to `DOCUMENTS_PER_DELETE` documents, or
-   * `ENTRIES_PER_DELETE` index entries), from the first of its tables that has any, in a transaction
-   * of its own; answers whether it deleted any (more may be left). Dropping a table whole zeroes every
-   * page it frees (`secure_delete`) in one transaction, which SQLite holds in memory until the commit:
-   * as much memory as the table, the size of the history for the carts. Emptied a bounded part at a
-   * time, and dropped once empty, it costs a part's pages (docs/read-side.md, "The SQLite read store").
-   */
-  emptySome(physical: string, fence: Fence | undefined): boolean {
-    const table = this.tables.get(physical);
-    if (!table || [...this.liveByName.values()].includes(physical)) return false;
-    return this.transaction(() => {
-      assertFence(this.statements, fence);
-      for (const sql of emptyingStatements(physical, table.indexes)) {
-        if (this.statements.get(sql).run().changes > 0) return true;
-      }
-      return false;
-    });
-  }
-
-  /** Drops a collection that is not live, emptied first (`emptySome`): its tables and its row. */
-  dropEmptied(physical: string, fence: Fence | undefined): void {
-    if (!this.tables.has(physical) || [...this.liveByName.values()].includes(physical)) return;
-    this.transaction(() => {
-      assertFence(this.statements, fence);
-      this.dropCollection(physical);
-      this.bumpGeneration();
-    });
-  }
-
   private dropCollection(physical: string): void {
     const table = this.tables.get(physical);
     DocumentsTable.dropTables(this.db, physical, table?.indexes ?? []);
@@ -246,15 +214,12 @@ export class Catalog {
     }
   }
 
-  /**
-   * Makes each shadow the live table of its name and stores the checkpoints, in one transaction;
-   * answers the tables that were live before, no longer live now, for the caller to drop (`emptySome`).
-   */
+  /** Makes each shadow the live table of its name and stores the checkpoints, in one transaction. */
   promote(
     found: ReadonlyArray<{ name: string; physical: string }>,
     checkpoints: readonly NamedCheckpoint[],
     fence: Fence | undefined,
-  ): string[] {
+  ): void {
     for (const { name, physical } of found) {
       if (this.tables.get(physical)?.indexes.some((index) => index.deferred)) {
         throw new Error(
@@ -262,53 +227,41 @@ export class Catalog {
         );
       }
     }
-    const retired: string[] = [];
     this.transaction(() => {
       assertFence(this.statements, fence);
       for (const { name, physical } of found) {
         const old = this.liveByName.get(name);
-        if (old && old !== physical) {
-          this.statements.get('UPDATE pds_collections SET live = 0 WHERE physical = ?').run(old);
-          retired.push(old);
-        }
+        if (old && old !== physical) this.dropCollection(old);
         this.statements.get('UPDATE pds_collections SET live = 1 WHERE physical = ?').run(physical);
         this.liveByName.set(name, physical);
       }
       for (const c of checkpoints) writeCheckpoint(this.statements, c);
       this.bumpGeneration();
     });
-    return retired;
   }
 
-  /** Lets a shadow of this process go: whether it is there to drop (not live, not gone already). */
-  releaseShadow(name: string, physical: string): boolean {
+  /** Drops a shadow of this process, unless it has become live or is gone already. */
+  dropShadow(name: string, physical: string, fence: Fence | undefined): void {
     this.ownShadows.delete(physical);
-    return this.liveByName.get(name) !== physical && this.tables.has(physical);
+    if (this.liveByName.get(name) === physical || !this.tables.has(physical)) return;
+    this.transaction(() => {
+      assertFence(this.statements, fence);
+      this.dropCollection(physical);
+      this.bumpGeneration();
+    });
   }
 
-  /**
-   * The tables neither live nor a shadow of this process: a crashed rebuild's shadows, and a promote's
-   * old tables that were not dropped yet.
-   */
-  orphans(): string[] {
-    const live = new Set(this.liveByName.values());
-    return [...this.tables.keys()].filter(
-      (physical) => !live.has(physical) && !this.ownShadows.has(physical),
+  /** Drops the tables neither live nor a shadow of this process: returns how many. */
+  dropOrphanShadows(fence: Fence | undefined): number {
+    const orphans = [...this.tables.keys()].filter(
+      (physical) => ![...this.liveByName.values()].includes(physical) && !this.ownShadows.has(physical),
     );
+    if (orphans.length === 0) return 0;
+    this.transaction(() => {
+      assertFence(this.statements, fence);
+      for (const physical of orphans) this.dropCollection(physical);
+      this.bumpGeneration();
+    });
+    return orphans.length;
   }
-}
-
-/** Rows deleted from a documents table in one transaction (`emptySome`). */
-const DOCUMENTS_PER_DELETE = 500;
-/** Rows deleted from an index table in one transaction: entries are small. */
-const ENTRIES_PER_DELETE = 20_000;
-
-/** The statements that delete a part of each of a collection's tables, the documents' first. */
-function emptyingStatements(physical: string, indexes: readonly IndexMeta[]): string[] {
-  const documents = `DELETE FROM ${q(physical)} WHERE rowid IN (SELECT rowid FROM ${q(physical)} LIMIT ${DOCUMENTS_PER_DELETE})`;
-  const entries = indexes.map((index) => {
-    const key = [...walkFields(index).map((_, i) => column(i)), '_id'].join(', ');
-    return `DELETE FROM ${q(index.table)} WHERE (${key}) IN (SELECT ${key} FROM ${q(index.table)} LIMIT ${ENTRIES_PER_DELETE})`;
-  });
-  return [documents, ...entries];
 }

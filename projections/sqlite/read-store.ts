@@ -16,16 +16,7 @@
 import type { SQLInputValue } from 'node:sqlite';
 import { setImmediate } from 'node:timers/promises';
 import { type Clock, systemClock } from '../../domain/clock.ts';
-import type {
-  Collection,
-  Commit,
-  Doc,
-  Fence,
-  IndexSpec,
-  ReadStore,
-  ShadowOptions,
-  WriteOp,
-} from '../read-store.ts';
+import type { Collection, Commit, Doc, IndexSpec, ReadStore, ShadowOptions, WriteOp } from '../read-store.ts';
 import { Catalog } from './catalog.ts';
 import { readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { DocumentCache } from './document-cache.ts';
@@ -69,17 +60,6 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
   );
   const catalog = new Catalog(db, statements);
   const handles = new Handles(catalog);
-  /**
-   * Drops a collection that is not live a part at a time, the event loop turning between parts
-   * (catalog.ts, `emptySome`): memory and the thread held for a part, not for the whole table.
-   */
-  const dropInParts = async (physical: string, fence: Fence | undefined) => {
-    while (catalog.emptySome(physical, fence)) {
-      await setImmediate();
-      catalog.fresh();
-    }
-    catalog.dropEmptied(physical, fence);
-  };
   const clock = options.clock ?? systemClock;
   catalog.load();
 
@@ -127,23 +107,20 @@ export function openSqliteReadStore(path: string, options: SqliteReadStoreOption
         }
         return s;
       });
-      const retired = catalog.promote(found, checkpoints, fence);
+      catalog.promote(found, checkpoints, fence);
       for (const shadow of list) shadowNames.delete(shadow);
       for (const { physical } of found) catalog.ownShadows.delete(physical);
-      for (const physical of retired) await dropInParts(physical, fence);
     },
     async dropShadow(shadow, fence) {
       catalog.fresh();
       const s = shadowNames.get(shadow);
       if (!s) return;
       shadowNames.delete(shadow);
-      if (catalog.releaseShadow(s.name, s.physical)) await dropInParts(s.physical, fence);
+      catalog.dropShadow(s.name, s.physical, fence);
     },
     async dropOrphanShadows(fence) {
       catalog.fresh();
-      const orphans = catalog.orphans();
-      for (const physical of orphans) await dropInParts(physical, fence);
-      return orphans.length;
+      return catalog.dropOrphanShadows(fence);
     },
     async getCheckpoint(name) {
       catalog.fresh(true);
