@@ -170,6 +170,11 @@ export class Catalog {
     });
   }
 
+  /** A transaction that drops collections, through temporary files (`withTemporaryFiles`). */
+  private dropping(fn: () => void): void {
+    this.withTemporaryFiles(() => this.transaction(fn));
+  }
+
   private dropCollection(physical: string): void {
     const table = this.tables.get(physical);
     DocumentsTable.dropTables(this.db, physical, table?.indexes ?? []);
@@ -203,7 +208,10 @@ export class Catalog {
 
   /**
    * Runs `fn` with the connection's temporary storage in files (SQLite refuses the change in a
-   * transaction), then sets it back as every connection has it (file.ts) whatever `fn` did.
+   * transaction), then sets it back as every connection has it (file.ts) whatever `fn` did. For an
+   * index build's sort, and for every transaction that drops a collection: a `DROP TABLE` zeroes
+   * each page it frees (`secure_delete`) and keeps what it changes in temporary storage, so in memory
+   * it took as much as the table (docs/read-side.md, "The SQLite read store").
    */
   private withTemporaryFiles(fn: () => void): void {
     this.statements.get('PRAGMA temp_store = FILE').run();
@@ -227,7 +235,7 @@ export class Catalog {
         );
       }
     }
-    this.transaction(() => {
+    this.dropping(() => {
       assertFence(this.statements, fence);
       for (const { name, physical } of found) {
         const old = this.liveByName.get(name);
@@ -244,7 +252,7 @@ export class Catalog {
   dropShadow(name: string, physical: string, fence: Fence | undefined): void {
     this.ownShadows.delete(physical);
     if (this.liveByName.get(name) === physical || !this.tables.has(physical)) return;
-    this.transaction(() => {
+    this.dropping(() => {
       assertFence(this.statements, fence);
       this.dropCollection(physical);
       this.bumpGeneration();
@@ -257,7 +265,7 @@ export class Catalog {
       (physical) => ![...this.liveByName.values()].includes(physical) && !this.ownShadows.has(physical),
     );
     if (orphans.length === 0) return 0;
-    this.transaction(() => {
+    this.dropping(() => {
       assertFence(this.statements, fence);
       for (const physical of orphans) this.dropCollection(physical);
       this.bumpGeneration();
