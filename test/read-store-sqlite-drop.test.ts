@@ -2,7 +2,7 @@
  * The transactions that drop a collection (a promote's old copy, a dropped shadow, a crashed
  * rebuild's shadows) run with the connection's temporary storage in files, and set it back to memory
  * after: a `DROP TABLE` under `secure_delete` keeps what it changes there, as much as the table
- * (projections/sqlite/catalog.ts, `dropping`; docs/read-side.md, "The SQLite read store").
+ * (projections/sqlite/catalog.ts, `throughFiles`; docs/read-side.md, "The SQLite read store").
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -170,9 +170,20 @@ export class Catalog {
     });
   }
 
-  /** A transaction that drops collections, through temporary files (`withTemporaryFiles`). */
-  private dropping(fn: () => void): void {
-    this.withTemporaryFiles(() => this.transaction(fn));
+  /**
+   * `transaction` with the connection's temporary storage in files (SQLite refuses the change inside
+   * one), set back as every connection has it (file.ts) whatever `fn` did. For an index build's sort,
+   * and for every transaction that drops a collection: a `DROP TABLE` zeroes each page it frees
+   * (`secure_delete`) and keeps what it changes in temporary storage, so in memory it took as much as
+   * the table (docs/read-side.md, "The SQLite read store").
+   */
+  private throughFiles(fn: () => void): void {
+    this.statements.get('PRAGMA temp_store = FILE').run();
+    try {
+      this.transaction(fn);
+    } finally {
+      this.statements.get(`PRAGMA temp_store = ${TEMP_STORE}`).run();
+    }
   }
 
   private dropCollection(physical: string): void {
@@ -196,30 +207,12 @@ export class Catalog {
     if (!table) throw new Error(`collection ${physical} was dropped`);
     const index = table.indexes.find((i) => i.deferred);
     if (!index) return false;
-    this.withTemporaryFiles(() =>
-      this.transaction(() => {
-        assertFence(this.statements, fence);
-        buildDeferredIndex(this.statements, physical, index);
-        this.saveIndexes(physical);
-      }),
-    );
+    this.throughFiles(() => {
+      assertFence(this.statements, fence);
+      buildDeferredIndex(this.statements, physical, index);
+      this.saveIndexes(physical);
+    });
     return table.indexes.some((i) => i.deferred);
-  }
-
-  /**
-   * Runs `fn` with the connection's temporary storage in files (SQLite refuses the change in a
-   * transaction), then sets it back as every connection has it (file.ts) whatever `fn` did. For an
-   * index build's sort, and for every transaction that drops a collection: a `DROP TABLE` zeroes
-   * each page it frees (`secure_delete`) and keeps what it changes in temporary storage, so in memory
-   * it took as much as the table (docs/read-side.md, "The SQLite read store").
-   */
-  private withTemporaryFiles(fn: () => void): void {
-    this.statements.get('PRAGMA temp_store = FILE').run();
-    try {
-      fn();
-    } finally {
-      this.statements.get(`PRAGMA temp_store = ${TEMP_STORE}`).run();
-    }
   }
 
   /** Makes each shadow the live table of its name and stores the checkpoints, in one transaction. */
@@ -235,7 +228,7 @@ export class Catalog {
         );
       }
     }
-    this.dropping(() => {
+    this.throughFiles(() => {
       assertFence(this.statements, fence);
       for (const { name, physical } of found) {
         const old = this.liveByName.get(name);
@@ -252,7 +245,7 @@ export class Catalog {
   dropShadow(name: string, physical: string, fence: Fence | undefined): void {
     this.ownShadows.delete(physical);
     if (this.liveByName.get(name) === physical || !this.tables.has(physical)) return;
-    this.dropping(() => {
+    this.throughFiles(() => {
       assertFence(this.statements, fence);
       this.dropCollection(physical);
       this.bumpGeneration();
@@ -265,7 +258,7 @@ export class Catalog {
       (physical) => ![...this.liveByName.values()].includes(physical) && !this.ownShadows.has(physical),
     );
     if (orphans.length === 0) return 0;
-    this.dropping(() => {
+    this.throughFiles(() => {
       assertFence(this.statements, fence);
       for (const physical of orphans) this.dropCollection(physical);
       this.bumpGeneration();

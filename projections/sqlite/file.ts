@@ -29,7 +29,8 @@ function isUnreadable(err: unknown): boolean {
 
 /**
  * Where the read store's connections keep temporary storage (sorts of queries): memory. A bulk index
- * build sorts through files instead, and sets it back to this (catalog.ts, `withTemporaryFiles`).
+ * build and a drop of a collection go through files instead, and set it back to this (catalog.ts,
+ * `throughFiles`).
  */
 export const TEMP_STORE = 'MEMORY';
 

@@ -12,7 +12,6 @@
  *
  * This module puts the store together: the file, its catalog, the handles it gives out.
  */
-
 import type { SQLInputValue } from 'node:sqlite';
 import { setImmediate } from 'node:timers/promises';
 import { type Clock, systemClock } from '../../domain/clock.ts';
