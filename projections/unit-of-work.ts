@@ -181,8 +181,9 @@ class UnitOfWork {
         const stamped = { ...doc, [POSITION]: event.position };
         attempt.ops.push(() => {
           this.found.get(name)?.clear();
-          c.set(doc._id, stamped);
-          this.pending.get(name)?.docs.set(doc._id, stamped);
+          // By the copy's id: the projection may hand over an object it goes on using (catalog's `write`).
+          c.set(stamped._id, stamped);
+          this.pending.get(name)?.docs.set(stamped._id, stamped);
         });
         return stamped;
       },
