@@ -36,6 +36,10 @@ function collector(): Collect {
 /** The message of the log line each thread writes once it gave back the memory its start took. */
 export const CATCH_UP_MEMORY_GIVEN_BACK = 'gave back the memory of the catch-up';
 
+/** The main thread's, once a start has gone a second without being ready (`pds serve`). */
+export const START_MEMORY_GIVEN_BACK =
+  'gave back the memory of loading the program, while the start catches up';
+
 /** The isolate's heap before and after, MB, and how long the thread was paused for it (what a log line reports). */
 export interface MemoryGivenBack {
   heap_mb_before: number;

@@ -1,7 +1,8 @@
 /**
  * The memory a start's catch-up took is given back once the start has settled (docs/read-side.md,
  * "Memory after the first start"): `giveMemoryBack` on its own, and `pds serve` asking it of every
- * thread once the sandbox is seeded and projected.
+ * thread once the sandbox is seeded and projected; the main thread gives back what loading the
+ * program took as soon as a start has gone a second without being ready.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -10,7 +11,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack } from '../cli/memory.ts';
+import { generateEvents } from '../bench/projection.ts';
+import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack, START_MEMORY_GIVEN_BACK } from '../cli/memory.ts';
+import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -70,6 +73,49 @@ test('pds serve: once the sandbox is seeded and projected, the main, projector a
   const banner = stdout.indexOf('pds: sandbox ready at ');
   t.true(banner >= 0 && banner < stdout.indexOf(CATCH_UP_MEMORY_GIVEN_BACK));
   t.is(lines().filter((line) => line.msg === 'sandbox seeded').length, 1);
+  child.kill('SIGTERM');
+  t.deepEqual(await exited, [0, null]);
+});
+
+test('pds serve: a first start over a long log has the main thread give back the memory of loading the program while the read models build, before it is ready', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pds-start-memory-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  // About 100,000 events: their first start takes seconds, past the second the main thread waits.
+  const events = await openSqliteEventStore(path.join(dir, 'events.db'));
+  await generateEvents(events, 100_000);
+  await events.close();
+  const child = spawn(process.execPath, ['cli/pds.ts', 'serve'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', PORT: '0', PDS_DATA_DIR: dir, PDS_SANDBOX: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  const exited = once(child, 'exit');
+  type Line = { msg: string; thread?: string; heap_mb_before?: number; heap_mb_after?: number };
+  const lines = () =>
+    stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Line);
+  const deadline = Date.now() + 60_000;
+  while (lines().filter((line) => line.msg === CATCH_UP_MEMORY_GIVEN_BACK).length < 3) {
+    if (child.exitCode !== null) t.fail(`exited with ${child.exitCode}`);
+    if (Date.now() > deadline) t.fail(`the start did not settle: ${stdout.slice(-2_000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const messages = lines().map((line) => line.msg);
+  const early = lines().filter((line) => line.msg === START_MEMORY_GIVEN_BACK);
+  t.is(early.length, 1, 'once, by the main thread');
+  t.is(early[0].thread, undefined);
+  t.true(early[0].heap_mb_after! < early[0].heap_mb_before!, JSON.stringify(early[0]));
+  // Before the start settled, and again once it has, as every start does.
+  t.true(messages.indexOf(START_MEMORY_GIVEN_BACK) < messages.indexOf(CATCH_UP_MEMORY_GIVEN_BACK));
   child.kill('SIGTERM');
   t.deepEqual(await exited, [0, null]);
 });
