@@ -15,7 +15,7 @@
  */
 import { type Command, Option } from 'commander';
 import type { Logger } from 'pino';
-import type { Readiness } from '../../api/readiness.ts';
+import type { Readiness, ReadinessReport } from '../../api/readiness.ts';
 import type { Component, ServiceContext } from '../compose.ts';
 import { ConfigError, checkRole, loadConfig, type ResolvedConfig } from '../config.ts';
 import { CATCH_UP_MEMORY_GIVEN_BACK, giveMemoryBack, START_MEMORY_GIVEN_BACK } from '../memory.ts';
@@ -147,7 +147,10 @@ async function serve(role: Role): Promise<void> {
     log.info('PDS_SANDBOX is on, but only `pds serve --role all` seeds it: run `pds sandbox seed` once');
   }
   const ready = untilReady(service.readiness, () => signalled);
-  givesStartMemoryBackIfSlow(log, ready);
+  // Only where the catch-up runs on other threads: this one then has nothing to do but wait.
+  if (threads.projector || threads.dispatcher) {
+    givesStartMemoryBackIfSlow(log, ready, () => !signalled && service.readiness.check());
+  }
   const firstStart = sandbox
     ? sandbox.run(port).then(
         async (result) => {
@@ -190,10 +193,22 @@ const START_MEMORY_AFTER_MS = 1_000;
  * Once the start has gone `START_MEMORY_AFTER_MS` without being ready, this thread gives back what
  * loading the program left (modules, schemas: about 57 MB of heap before, 25 after, for a pause of
  * about 0.1 s while partners are still told to wait), instead of holding it through the catch-up
- * until the start settles (docs/read-side.md, "Memory after the first start").
+ * until the start settles (docs/read-side.md, "Memory after the first start"). `check` looks again
+ * when the time comes (false once the process is stopping), since `ready` may be a poll behind.
  */
-function givesStartMemoryBackIfSlow(log: Logger, ready: Promise<void>): void {
-  const timer = setTimeout(() => log.info(giveMemoryBack(), START_MEMORY_GIVEN_BACK), START_MEMORY_AFTER_MS);
+function givesStartMemoryBackIfSlow(
+  log: Logger,
+  ready: Promise<void>,
+  check: () => false | Promise<ReadinessReport>,
+): void {
+  const timer = setTimeout(() => {
+    Promise.resolve(check())
+      .then((report) => {
+        if (report && !report.ready && !report.stopping) log.info(giveMemoryBack(), START_MEMORY_GIVEN_BACK);
+      })
+      // A check that fails is the readiness's to report; the memory waits until the start settles.
+      .catch(() => undefined);
+  }, START_MEMORY_AFTER_MS);
   timer.unref();
   ready.finally(() => clearTimeout(timer)).catch(() => undefined);
 }
