@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import type { BenchLine } from './eventstore.ts';
-import { generateEvents } from './projection.ts';
+import { generateEvents } from './history.ts';
 import { type Served, serve } from './serve.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

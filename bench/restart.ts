@@ -37,7 +37,7 @@ import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { toNewEvent } from './events.ts';
 import type { BenchLine } from './eventstore.ts';
-import { generateEvents } from './projection.ts';
+import { generateEvents } from './history.ts';
 import { rssMbOf, rssPeakMbOf, type Served, serve } from './serve.ts';
 
 const SIZES = (process.env.PDS_BENCH_RESTART_EVENTS ?? '100000,1000000').split(',').map(Number);

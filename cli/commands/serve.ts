@@ -147,8 +147,9 @@ async function serve(role: Role): Promise<void> {
     log.info('PDS_SANDBOX is on, but only `pds serve --role all` seeds it: run `pds sandbox seed` once');
   }
   const ready = untilReady(service.readiness, () => signalled);
-  // Only where the catch-up runs on other threads: this one then has nothing to do but wait.
-  if (threads.projector || threads.dispatcher) {
+  // Only where the read models are built on the projector's thread: this one then has nothing to
+  // do but wait.
+  if (threads.projector) {
     givesStartMemoryBackIfSlow(log, ready, () => !signalled && service.readiness.check());
   }
   const firstStart = sandbox
@@ -184,8 +185,8 @@ async function serve(role: Role): Promise<void> {
 
 /**
  * How long a start may go without being ready before the main thread gives back the memory of its
- * own start: by then the threads are catching up a long log (a first start building the read
- * models), and their heaps set the process's peak beside it. A restart is ready sooner.
+ * own start: by then the projector's thread is catching up a long log (a first start building the
+ * read models), and the threads' heaps set the process's peak beside it. A restart is ready sooner.
  */
 const START_MEMORY_AFTER_MS = 1_000;
 
@@ -206,8 +207,8 @@ function givesStartMemoryBackIfSlow(
       .then((report) => {
         if (report && !report.ready && !report.stopping) log.info(giveMemoryBack(), START_MEMORY_GIVEN_BACK);
       })
-      // A check that fails is the readiness's to report; the memory waits until the start settles.
-      .catch(() => undefined);
+      // The memory then waits until the start settles, as it would have.
+      .catch((error: unknown) => log.warn({ err: error }, 'the memory of the start was not given back'));
   }, START_MEMORY_AFTER_MS);
   timer.unref();
   ready.finally(() => clearTimeout(timer)).catch(() => undefined);
