@@ -314,6 +314,14 @@ export class DeferredIndexError extends Error {
   }
 }
 
+/** A bulk shadow promoted before `finishBulk` built its deferred indexes: every adapter refuses it. */
+export class UnfinishedBulkShadowError extends Error {
+  constructor(name: string) {
+    super(`the shadow of ${name} is a bulk one whose indexes are not built: finishBulk it first`);
+    this.name = 'UnfinishedBulkShadowError';
+  }
+}
+
 /** A cursor (`after`) holds an array: see `FindOptions.after`. */
 export class ArrayCursorError extends Error {
   constructor(field: string) {

@@ -7,7 +7,16 @@
  */
 import { type Collection as MongoCollection, MongoServerError } from 'mongodb';
 import { assertNoDeferredIndexNeeded, isDeferred } from '../deferred-indexes.ts';
-import type { Collection, Commit, Doc, Filter, IndexSpec, SortSpec, WriteOp } from '../read-store.ts';
+import {
+  type Collection,
+  type Commit,
+  type Doc,
+  type Filter,
+  type IndexSpec,
+  type SortSpec,
+  UnfinishedBulkShadowError,
+  type WriteOp,
+} from '../read-store.ts';
 
 const DUPLICATE_KEY = 11000;
 
@@ -56,7 +65,7 @@ export class BulkShadows {
   /** Refuses to promote a shadow that still waits for its deferred indexes. */
   assertFinished(shadow: Collection, name: string): void {
     if (this.pending.has(shadow)) {
-      throw new Error(`the shadow of ${name} is a bulk one whose indexes are not built: finishBulk it first`);
+      throw new UnfinishedBulkShadowError(name);
     }
   }
 

@@ -11,7 +11,12 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { isDeferred } from '../deferred-indexes.ts';
-import type { Fence, IndexSpec, NamedCheckpoint } from '../read-store.ts';
+import {
+  type Fence,
+  type IndexSpec,
+  type NamedCheckpoint,
+  UnfinishedBulkShadowError,
+} from '../read-store.ts';
 import { buildDeferredIndex } from './bulk-load.ts';
 import { writeCheckpoint } from './checkpoints.ts';
 import { DocumentsTable, type IndexMeta } from './documents-table.ts';
@@ -223,9 +228,7 @@ export class Catalog {
   ): void {
     for (const { name, physical } of found) {
       if (this.tables.get(physical)?.indexes.some((index) => index.deferred)) {
-        throw new Error(
-          `the shadow of ${name} is a bulk one whose indexes are not built: finishBulk it first`,
-        );
+        throw new UnfinishedBulkShadowError(name);
       }
     }
     this.throughFiles(() => {
