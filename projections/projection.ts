@@ -37,6 +37,12 @@ export interface ProjectionTx {
    * event is abandoned: the event is then applied again from scratch, once what it missed is fetched.
    */
   onAbort(undo: () => void): void;
+  /**
+   * Whether `doc` is one this unit of work fetched for itself and has not handed to a flush yet: the
+   * projection may change it in place (undoing each change with `onAbort`), where any other document
+   * is copied first (docs/read-side.md, "Documents a batch owns").
+   */
+  owns(doc: Doc): boolean;
 }
 
 export interface Projection {

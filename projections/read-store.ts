@@ -83,14 +83,20 @@ export type WriteOp<T extends Doc = Doc> =
 
 /**
  * A collection of documents. Documents a read returns may be shared with other readers (a cache of
- * parsed documents): a reader treats them as read-only and writes new objects.
+ * parsed documents): a reader treats them as read-only and writes new objects, unless it asked for
+ * documents of its own (`findByIds` with `own`).
  */
 export interface Collection<T extends Doc = Doc> {
   /** The logical name the read model uses. */
   readonly name: string;
   findOne(filter: Filter): Promise<T | null>;
-  /** Documents with these ids (in no particular order); missing ids are left out. */
-  findByIds(ids: readonly DocId[]): Promise<T[]>;
+  /**
+   * Documents with these ids (in no particular order); missing ids are left out. With `own`, documents
+   * no other reader holds, which the caller may change in place: the SQLite store parses them afresh
+   * and keeps them out of its cache (the projector's units of work, docs/read-side.md, "Documents a
+   * batch owns").
+   */
+  findByIds(ids: readonly DocId[], options?: { own?: boolean }): Promise<T[]>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter?: Filter): Promise<number>;
   /**

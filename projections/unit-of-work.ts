@@ -91,6 +91,8 @@ class UnitOfWork {
   private readonly found = new Map<string, Map<string, Doc[]>>();
   /** See `ProjectionTx.scratch`: documents handed to a flush are the store's from then on. */
   private scratch = new Map<string, unknown>();
+  /** See `ProjectionTx.owns`: the documents fetched (`own`) since the last flush. */
+  private owned = new WeakSet<Doc>();
 
   constructor(projection: Projection, collections: Collections, commitWork: CommitWork) {
     this.projection = projection;
@@ -160,6 +162,7 @@ class UnitOfWork {
         return unit.scratch;
       },
       onAbort: (undo) => attempt.undos.push(undo),
+      owns: (doc) => unit.owned.has(doc),
       get: <T extends Doc>(name: string, id: DocId) => {
         const c = this.coll(name);
         if (!c.has(id)) throw new Miss(name, [id]);
@@ -257,7 +260,8 @@ class UnitOfWork {
     await Promise.all(
       [...byCollection].map(async ([name, ids]) => {
         const unique = [...new Set(ids)];
-        const found = await this.collections[name].findByIds(unique);
+        // Its own: a document the batch rewrites need not be copied to be changed (`owns`).
+        const found = await this.collections[name].findByIds(unique, { own: true });
         const c = this.coll(name);
         const absent = this.absentIn(name);
         // The store's answer tells only of what no write waiting for the commit changes.
@@ -269,6 +273,7 @@ class UnitOfWork {
         }
         for (const doc of found) {
           c.set(doc._id, doc);
+          this.owned.add(doc);
           absent.delete(doc._id);
         }
       }),
@@ -281,6 +286,7 @@ class UnitOfWork {
    */
   private async flush(end = false): Promise<void> {
     this.scratch = new Map();
+    this.owned = new WeakSet();
     const writes: Array<{ collection: Collection; ops: WriteOp[] }> = [];
     for (const [name, { ops, docs }] of this.pending) {
       if (docs.size === 0 && ops.length === 0) continue;

@@ -68,6 +68,7 @@ export class Handles {
           });
           return doc === null ? null : (plain(doc) as T);
         }),
+      // The driver's documents are new objects at every read: `own` holds already.
       findByIds: (ids) =>
         guard(async () => {
           if (ids.length === 0) return [];

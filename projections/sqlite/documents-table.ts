@@ -96,13 +96,14 @@ export class DocumentsTable implements PlanTable {
     return (this.statements.get(sql).get() as unknown as unknown[])[0] as number;
   }
 
-  findByIds(ids: readonly DocId[]): Doc[] {
+  /** `own`: parsed afresh and not cached, for a caller that changes them in place (the port's `own`). */
+  findByIds(ids: readonly DocId[], own = false): Doc[] {
     const { cache } = this.statements;
     const out: Doc[] = [];
     const missing: DocId[] = [];
     for (const id of new Set(ids)) {
       if (typeof id !== 'string' && !Number.isFinite(id)) continue;
-      const hit = cache.get(this.table, id);
+      const hit = own ? undefined : cache.get(this.table, id);
       if (hit) out.push(hit);
       else missing.push(id);
     }
@@ -115,7 +116,7 @@ export class DocumentsTable implements PlanTable {
     const params = missing.length === 1 ? [missing[0]] : [JSON.stringify(missing)];
     for (const [json] of rows(this.statements, sql, params)) {
       const doc = JSON.parse(json as string) as Doc;
-      cache.set(this.table, doc);
+      if (!own) cache.set(this.table, doc);
       out.push(doc);
     }
     return out;

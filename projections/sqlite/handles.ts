@@ -48,7 +48,7 @@ export class Handles {
       lastExamined: () => tables.get(physicalOf())?.lastExamined ?? 0,
       size: () => read((t) => t.count({})),
       findOne: async (filter) => (read((t) => t.find(filter, { limit: 1 }))[0] as T | undefined) ?? null,
-      findByIds: async (ids) => read((t) => t.findByIds(ids)) as T[],
+      findByIds: async (ids, options) => read((t) => t.findByIds(ids, options?.own)) as T[],
       find: async (filter, opts) => read((t) => t.find(filter, opts)) as T[],
       count: async (filter = {}) => read((t) => t.count(filter)),
       async bulkWrite(ops) {

@@ -544,6 +544,23 @@ export function readStoreContract(test: TestFn, adapter: string, open: () => Pro
     }),
   );
 
+  test(
+    name(
+      'findByIds with own hands out documents no other read shares: changed in place, they change nothing stored or read',
+    ),
+    (t) =>
+      withStore(t, async (store, p) => {
+        const c = await store.collection(`${p}_owned`);
+        await seed(c, [{ _id: 'a', tags: ['x'] }]);
+        const [shared] = await c.findByIds(['a']); // what a cache would keep, where the store has one
+        const [owned] = await c.findByIds(['a'], { own: true });
+        (owned.tags as string[]).push('changed');
+        t.deepEqual(shared, { _id: 'a', tags: ['x'] });
+        t.deepEqual(await c.findByIds(['a']), [{ _id: 'a', tags: ['x'] }]);
+        t.deepEqual(await c.findByIds(['a'], { own: true }), [{ _id: 'a', tags: ['x'] }]);
+      }),
+  );
+
   test(name('two handles of one name share the data; different names are separate collections'), (t) =>
     withStore(t, async (store, p) => {
       const a1 = await store.collection(`${p}_a`);

@@ -56,7 +56,7 @@ export async function unreachableReadStore(inner: ReadStore): Promise<Unreachabl
     const outer: Collection<T> = {
       name: handle.name,
       findOne: (filter) => reach(() => handle.findOne(filter)),
-      findByIds: (ids) => reach(() => handle.findByIds(ids)),
+      findByIds: (ids, options) => reach(() => handle.findByIds(ids, options)),
       find: (filter, options) => reach(() => handle.find(filter, options)),
       count: (filter) => reach(() => handle.count(filter)),
       bulkWrite: (ops) => reach(() => handle.bulkWrite(ops)),

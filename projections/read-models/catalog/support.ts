@@ -183,6 +183,8 @@ export interface CatalogTx {
   readonly scratch: Map<string, unknown>;
   /** `ProjectionTx.onAbort`. */
   onAbort(undo: () => void): void;
+  /** `ProjectionTx.owns`. */
+  owns(doc: Doc): boolean;
 }
 
 /**
@@ -306,6 +308,7 @@ export function catalogTx(tx: ProjectionTx): CatalogTx {
       return tx.scratch;
     },
     onAbort: (undo) => tx.onAbort(undo),
+    owns: (doc) => tx.owns(doc),
   };
 }
 
@@ -341,9 +344,11 @@ const OWNED_MAPS = 'menuLookups.owned';
  * then `commit` writes the changed documents once (and deletes emptied ones: an empty lookup is no
  * lookup, so a replay that creates and empties one leaves nothing behind).
  *
- * A store's lookup can hold 100,000 entries, and a batch lists many of them: the map is copied on its
- * first change in a batch only, and changed in place by the batch's later events (the batch's
- * scratch remembers which maps it copied; a flush hands them to the store and forgets them).
+ * A store's lookup can hold 100,000 entries, and a batch lists many of them: the map is changed in
+ * place when the batch owns the document (fetched for it, `owns`), else copied on its first change in
+ * the batch only; the batch's later events change it in place (the batch's scratch remembers the maps
+ * it may change; a flush hands them to the store and forgets them). Copying a big store's maps at every
+ * batch was most of a catalog rebuild's garbage (docs/read-side.md, "Documents a batch owns").
  */
 export function menuLookups<V, D extends MenuLookupDoc<V>>(
   tx: CatalogTx,
@@ -360,7 +365,11 @@ export function menuLookups<V, D extends MenuLookupDoc<V>>(
   const entry = (id: DocId) => {
     let e = open.get(id);
     if (!e) {
-      const doc = tx.get<D>(collection, id) ?? create(id);
+      const stored = tx.get<D>(collection, id);
+      const doc = stored ?? create(id);
+      // A new document's map, or one the batch owns, is changed in place; not one this event cannot
+      // write (a replay over a document ahead of it: `write` drops it, and the map must stay as stored).
+      if (!stored || (tx.owns(stored) && !reflects(stored, tx.position))) mine.add(doc.menu_products);
       // Documents written before counts were kept: counted once.
       const count = doc.count ?? Object.keys(doc.menu_products).length;
       e = { doc: doc.count === count ? doc : { ...doc, count }, dirty: false };
@@ -369,7 +378,7 @@ export function menuLookups<V, D extends MenuLookupDoc<V>>(
     return e;
   };
   // A new document object on the first change of the event (the stored one stays as it was); its map
-  // is copied unless this batch copied it already.
+  // is copied unless the batch may change it in place.
   const changing = (e: { doc: D; dirty: boolean }) => {
     if (!e.dirty) {
       const map = mine.has(e.doc.menu_products) ? e.doc.menu_products : { ...e.doc.menu_products };

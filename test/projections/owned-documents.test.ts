@@ -1,0 +1,255 @@
+/**
+ * Documents a batch owns (docs/read-side.md, "Documents a batch owns"): the unit of work fetches its
+ * documents afresh, not from the read store's cache, and a projection may change those in place until
+ * a flush hands them to the store; the catalog's lookups change a big store's map in place instead of
+ * copying it at every batch, except where the event cannot write it (a replay over a document ahead).
+ */
+import test, { type ExecutionContext } from 'ava';
+import * as brand from '../../domain/brand.ts';
+import type { DomainEvent } from '../../domain/decider.ts';
+import * as menuProduct from '../../domain/menu-product.ts';
+import * as product from '../../domain/product.ts';
+import * as store from '../../domain/store.ts';
+import type { RecordedEvent } from '../../eventstore/port.ts';
+import type { Projection } from '../../projections/projection.ts';
+import { CATALOG_PRODUCT_LISTINGS } from '../../projections/read-models/catalog/products.ts';
+import { catalogProjection } from '../../projections/read-models/catalog/projection.ts';
+import { CATALOG_STORE_KINDS } from '../../projections/read-models/catalog/specials.ts';
+import { CATALOG_STORE_BRANDS } from '../../projections/read-models/catalog/stores.ts';
+import {
+  type CatalogTx,
+  type MenuLookupDoc,
+  menuLookups,
+} from '../../projections/read-models/catalog/support.ts';
+import type { Collection, Doc, ReadStore } from '../../projections/read-store.ts';
+import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
+import { applyBatch, type Collections, type CommitWork } from '../../projections/unit-of-work.ts';
+import { META } from '../support/raw-events.ts';
+import { append, eventStoreFor, storeUpserted } from './support.ts';
+
+function memoryStore(t: ExecutionContext): ReadStore {
+  const readStore = openSqliteReadStore(':memory:');
+  t.teardown(() => readStore.close());
+  return readStore;
+}
+
+const committing =
+  (readStore: ReadStore): CommitWork =>
+  (writes) =>
+    readStore.commit({ writes });
+
+test('documents fetched with own are parsed afresh and kept out of the cache; plain reads share the cached one', async (t) => {
+  const readStore = memoryStore(t);
+  const docs = await readStore.collection('docs', []);
+  await readStore.commit({
+    writes: [{ collection: docs, ops: [{ insertOne: { document: { _id: 'a', n: 1 } } }] }],
+  });
+
+  const [owned] = await docs.findByIds(['a'], { own: true });
+  (owned as Doc).n = 2; // changed in place, as a unit of work may
+  const [plain] = await docs.findByIds(['a']);
+  t.is(plain?.n, 1, 'the owned copy was not the cache’s');
+  const [again] = await docs.findByIds(['a']);
+  t.is(again, plain, 'a plain read is served from the cache');
+  const [ownedAgain] = await docs.findByIds(['a'], { own: true });
+  t.not(ownedAgain, plain, 'an owned read never hands out the cached object');
+  t.deepEqual(ownedAgain, { _id: 'a', n: 1 });
+});
+
+/** `Look` records whether the unit owns the document `id` of `docs`; `Flush` asks for a flush (an `updateMany` of `other`). */
+function looking(seen: boolean[]): Projection {
+  return {
+    name: 'looking',
+    version: 1,
+    collections: { docs: [], other: [] },
+    filter: { streamPrefixes: ['look-'] },
+    apply(e, tx) {
+      if (e.type === 'Flush') return tx.updateMany('other', {}, { $set: { seen: true } });
+      const doc = tx.get<Doc>('docs', (e.data as { id: string }).id);
+      if (doc) seen.push(tx.owns(doc));
+    },
+  };
+}
+
+const event = (position: number, type: string, data: unknown): RecordedEvent => ({
+  position,
+  streamId: 'look-1',
+  revision: position,
+  id: `e-${position}`,
+  type,
+  data,
+  metadata: META,
+  recordedAt: '2026-05-01T10:00:00.000Z',
+});
+
+test('a unit of work owns the documents it fetched until a flush hands them to the store', async (t) => {
+  const readStore = memoryStore(t);
+  const docs = await readStore.collection('docs', []);
+  const other = await readStore.collection('other', []);
+  await readStore.commit({
+    writes: [{ collection: docs, ops: [{ insertOne: { document: { _id: 'a' } } }] }],
+  });
+  const seen: boolean[] = [];
+  await applyBatch(looking(seen), { docs, other }, committing(readStore), [
+    event(1, 'Look', { id: 'a' }),
+    event(2, 'Look', { id: 'a' }),
+    event(3, 'Flush', {}),
+    event(4, 'Look', { id: 'a' }),
+  ]);
+  t.deepEqual(seen, [true, true, false]);
+});
+
+// ---- the catalog's lookups ------------------------------------------------------------------------
+
+const STORE = 7;
+const PRODUCT = 30;
+
+function catalogEvents(): Array<[string, DomainEvent[]]> {
+  const at = '2026-05-01T10:00:00.000Z';
+  const listed = (id: number): [string, DomainEvent[]] => [
+    menuProduct.streamId(id),
+    [
+      menuProduct.events.MenuProductListed({
+        menu_product_id: id,
+        store_id: STORE,
+        product_id: PRODUCT,
+        brand_id: 3,
+        prices: { each: '10.00' },
+        in_stock: true,
+        listed_at: at,
+      }),
+    ],
+  ];
+  return [
+    [store.streamId(STORE), [storeUpserted(STORE, 'Seven', at)]],
+    [brand.streamId(3), [brand.events.BrandUpserted({ brand_id: 3, name: 'Three', upserted_at: at })]],
+    [
+      product.streamId(PRODUCT),
+      [
+        product.events.ProductUpserted({
+          product_id: PRODUCT,
+          name: 'Thirty',
+          brand_id: 3,
+          kind: 'flower',
+          kind_subtype: null,
+          lineage: 'hybrid',
+          description: null,
+          percent_thc: 20,
+          percent_cbd: 0,
+          image_urls: [],
+          upserted_at: at,
+        }),
+      ],
+    ],
+    listed(101),
+    listed(102),
+    listed(103),
+  ];
+}
+
+const LOOKUPS: Array<[string, string | number]> = [
+  [CATALOG_STORE_KINDS, `${STORE}:flower`],
+  [CATALOG_STORE_BRANDS, `${STORE}:3`],
+  [CATALOG_PRODUCT_LISTINGS, PRODUCT],
+];
+
+async function lookupsOf(collections: Collections): Promise<string[][]> {
+  const out: string[][] = [];
+  for (const [name, id] of LOOKUPS) {
+    const [doc] = await collections[name].findByIds([id]);
+    out.push(Object.keys((doc as MenuLookupDoc<unknown> | undefined)?.menu_products ?? {}).sort());
+  }
+  return out;
+}
+
+test('a catalog batch whose commit fails leaves the lookups as stored, and applied again writes them as a single batch would', async (t) => {
+  const es = await eventStoreFor(t);
+  for (const [stream, events] of catalogEvents()) await append(es, stream, events);
+  const all = await es.readAll({ after: 0, maxCount: 100 });
+  const split = all.length - 2; // the last two listings make the second batch
+
+  const open = async (readStore: ReadStore) => {
+    const collections: Collections = {};
+    for (const [name, indexes] of Object.entries(catalogProjection.collections)) {
+      collections[name] = (await readStore.collection(name, indexes)) as Collection;
+    }
+    return collections;
+  };
+  const readStore = memoryStore(t);
+  const collections = await open(readStore);
+  await applyBatch(catalogProjection, collections, committing(readStore), all.slice(0, split));
+  // Cached by plain reads, as an API read would leave them.
+  const first = await lookupsOf(collections);
+  t.deepEqual(first, [['101'], ['101'], ['101']]);
+
+  const refused: CommitWork = async () => {
+    throw new Error('refused');
+  };
+  await t.throwsAsync(applyBatch(catalogProjection, collections, refused, all.slice(split)), {
+    message: 'refused',
+  });
+  t.deepEqual(await lookupsOf(collections), first, 'the failed batch changed no document the store holds');
+
+  await applyBatch(catalogProjection, collections, committing(readStore), all.slice(split));
+  const single = memoryStore(t);
+  const once = await open(single);
+  await applyBatch(catalogProjection, once, committing(single), all);
+  t.deepEqual(await lookupsOf(collections), await lookupsOf(once));
+  t.deepEqual(await lookupsOf(collections), [
+    ['101', '102', '103'],
+    ['101', '102', '103'],
+    ['101', '102', '103'],
+  ]);
+});
+
+/** A catalog transaction over one stored lookup document, at `position`, owning it or not. */
+function lookupTx(stored: MenuLookupDoc<number>, position: number, owned: boolean) {
+  const writes: Doc[] = [];
+  const tx = {
+    position,
+    scratch: new Map<string, unknown>(),
+    get: (_: string, id: string | number) => (id === stored._id ? stored : undefined),
+    owns: (doc: Doc) => owned && doc === stored,
+    onAbort: () => {},
+    write: (_: string, doc: Doc) => {
+      if ((stored._position as number) >= position) return; // the replay guard `catalogTx.write` has
+      writes.push(doc);
+    },
+    remove: () => {},
+  } as unknown as CatalogTx;
+  return { tx, writes };
+}
+
+const lookupDoc = (): MenuLookupDoc<number> => ({
+  _id: 'k',
+  menu_products: { 1: 10 },
+  count: 1,
+  _position: 5,
+});
+
+test('menuLookups changes an owned map in place, copies one it does not own, and never changes one the event cannot write', (t) => {
+  const cases: Array<{ owned: boolean; position: number; inPlace: boolean; written: boolean }> = [
+    { owned: true, position: 6, inPlace: true, written: true },
+    { owned: false, position: 6, inPlace: false, written: true },
+    // A replay: the document reflects a later event, so the write is dropped and the map stays.
+    { owned: true, position: 4, inPlace: false, written: false },
+  ];
+  for (const { owned, position, inPlace, written } of cases) {
+    const stored = lookupDoc();
+    const map = stored.menu_products;
+    const { tx, writes } = lookupTx(stored, position, owned);
+    const lookups = menuLookups<number, MenuLookupDoc<number>>(tx, 'lookups', (id) => ({
+      _id: String(id),
+      menu_products: {},
+    }));
+    lookups.set('k', 2, 20);
+    lookups.commit();
+    const label = `owned ${owned}, event at ${position}`;
+    t.is(Object.hasOwn(map, '2'), inPlace, label);
+    t.is(writes.length, written ? 1 : 0, label);
+    if (written) {
+      t.deepEqual((writes[0] as MenuLookupDoc<number>).menu_products, { 1: 10, 2: 20 }, label);
+      t.is((writes[0] as MenuLookupDoc<number>).menu_products === map, inPlace, label);
+    }
+  }
+});
