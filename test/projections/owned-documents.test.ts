@@ -9,6 +9,7 @@ import * as brand from '../../domain/brand.ts';
 import type { DomainEvent } from '../../domain/decider.ts';
 import * as menuProduct from '../../domain/menu-product.ts';
 import * as product from '../../domain/product.ts';
+import * as special from '../../domain/special.ts';
 import * as store from '../../domain/store.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { Projection } from '../../projections/projection.ts';
@@ -104,7 +105,32 @@ test('a unit of work owns the documents it fetched until a flush hands them to t
 const STORE = 7;
 const PRODUCT = 30;
 
-function catalogEvents(): Array<[string, DomainEvent[]]> {
+/** A special of brand 3 at the store: a listing there reads it, and its batch has not prefetched it. */
+function brandSpecial(): [string, DomainEvent[]] {
+  return [
+    special.streamId(1),
+    [
+      special.events.SpecialUpserted({
+        special_id: 1,
+        store_id: STORE,
+        title: 'Brand deal',
+        description: null,
+        special_type: 'product',
+        discount_type: 'percent',
+        discount_value: '10.00',
+        product_ids: [],
+        brand_ids: [3],
+        kinds: [],
+        starts_at: '2026-05-01T00:00:00.000Z',
+        ends_at: null,
+        enabled: true,
+        upserted_at: '2026-05-01T10:00:00.000Z',
+      }),
+    ],
+  ];
+}
+
+function catalogEvents(withSpecial = false): Array<[string, DomainEvent[]]> {
   const at = '2026-05-01T10:00:00.000Z';
   const listed = (id: number): [string, DomainEvent[]] => [
     menuProduct.streamId(id),
@@ -141,6 +167,7 @@ function catalogEvents(): Array<[string, DomainEvent[]]> {
         }),
       ],
     ],
+    ...(withSpecial ? [brandSpecial()] : []),
     listed(101),
     listed(102),
     listed(103),
@@ -162,19 +189,38 @@ async function lookupsOf(collections: Collections): Promise<string[][]> {
   return out;
 }
 
-test('a catalog batch whose commit fails leaves the lookups as stored, and applied again writes them as a single batch would', async (t) => {
+async function catalogLog(t: ExecutionContext, withSpecial = false): Promise<RecordedEvent[]> {
   const es = await eventStoreFor(t);
-  for (const [stream, events] of catalogEvents()) await append(es, stream, events);
-  const all = await es.readAll({ after: 0, maxCount: 100 });
-  const split = all.length - 2; // the last two listings make the second batch
+  for (const [stream, events] of catalogEvents(withSpecial)) await append(es, stream, events);
+  return es.readAll({ after: 0, maxCount: 100 });
+}
 
-  const open = async (readStore: ReadStore) => {
-    const collections: Collections = {};
-    for (const [name, indexes] of Object.entries(catalogProjection.collections)) {
-      collections[name] = (await readStore.collection(name, indexes)) as Collection;
-    }
-    return collections;
-  };
+async function open(readStore: ReadStore): Promise<Collections> {
+  const collections: Collections = {};
+  for (const [name, indexes] of Object.entries(catalogProjection.collections)) {
+    collections[name] = (await readStore.collection(name, indexes)) as Collection;
+  }
+  return collections;
+}
+
+/** Every catalog document, `_position` included, as one batch of all `events` writes them. */
+async function singleBatch(t: ExecutionContext, events: RecordedEvent[]) {
+  const readStore = memoryStore(t);
+  await applyBatch(catalogProjection, await open(readStore), committing(readStore), events);
+  return snapshotWithPositions(readStore);
+}
+
+async function snapshotWithPositions(readStore: ReadStore): Promise<Record<string, Doc[]>> {
+  const out: Record<string, Doc[]> = {};
+  for (const [name, indexes] of Object.entries(catalogProjection.collections)) {
+    out[name] = await (await readStore.collection(name, indexes)).find({});
+  }
+  return out;
+}
+
+test('a catalog batch whose commit fails leaves the lookups as stored, and applied again writes them as a single batch would', async (t) => {
+  const all = await catalogLog(t);
+  const split = all.length - 2; // the last two listings make the second batch
   const readStore = memoryStore(t);
   const collections = await open(readStore);
   await applyBatch(catalogProjection, collections, committing(readStore), all.slice(0, split));
@@ -191,15 +237,33 @@ test('a catalog batch whose commit fails leaves the lookups as stored, and appli
   t.deepEqual(await lookupsOf(collections), first, 'the failed batch changed no document the store holds');
 
   await applyBatch(catalogProjection, collections, committing(readStore), all.slice(split));
-  const single = memoryStore(t);
-  const once = await open(single);
-  await applyBatch(catalogProjection, once, committing(single), all);
-  t.deepEqual(await lookupsOf(collections), await lookupsOf(once));
+  t.deepEqual(await snapshotWithPositions(readStore), await singleBatch(t, all));
   t.deepEqual(await lookupsOf(collections), [
     ['101', '102', '103'],
     ['101', '102', '103'],
     ['101', '102', '103'],
   ]);
+});
+
+test('a listing that stops to fetch its store’s special undoes its changes to the owned maps, and is applied again', async (t) => {
+  const all = await catalogLog(t, true);
+  const split = all.length - 2;
+  const readStore = memoryStore(t);
+  const collections = await open(readStore);
+  await applyBatch(catalogProjection, collections, committing(readStore), all.slice(0, split));
+  let attempts = 0;
+  const counting: Projection = {
+    ...catalogProjection,
+    apply(e, tx) {
+      attempts += 1;
+      catalogProjection.apply(e, tx);
+    },
+  };
+  await applyBatch(counting, collections, committing(readStore), all.slice(split));
+  t.true(attempts > 2, 'the first listing missed the special and was applied again');
+  t.deepEqual(await snapshotWithPositions(readStore), await singleBatch(t, all));
+  const [deal] = await collections.specials.findByIds([1]);
+  t.deepEqual(deal?._involved_product_ids, [PRODUCT]);
 });
 
 /** A catalog transaction over one stored lookup document, at `position`, owning it or not. */

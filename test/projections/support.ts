@@ -178,7 +178,7 @@ export function recording(inner: ReadStore): { readStore: ReadStore; writes: Wri
   const wrapCollection = <T extends Doc>(c: Collection<T>): Collection<T> => ({
     name: c.name,
     findOne: (f) => c.findOne(f),
-    findByIds: (ids) => c.findByIds(ids),
+    findByIds: (ids, options) => c.findByIds(ids, options),
     find: (f, o) => c.find(f, o),
     count: (f) => c.count(f),
     async bulkWrite(ops) {

@@ -348,7 +348,7 @@ const OWNED_MAPS = 'menuLookups.owned';
  * place when the batch owns the document (fetched for it, `owns`), else copied on its first change in
  * the batch only; the batch's later events change it in place (the batch's scratch remembers the maps
  * it may change; a flush hands them to the store and forgets them). Copying a big store's maps at every
- * batch was most of a catalog rebuild's garbage (docs/read-side.md, "Documents a batch owns").
+ * batch was a tenth of what a catalog rebuild allocated (docs/read-side.md, "Documents a batch owns").
  */
 export function menuLookups<V, D extends MenuLookupDoc<V>>(
   tx: CatalogTx,
