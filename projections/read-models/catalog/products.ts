@@ -121,21 +121,28 @@ function applyListings(tx: CatalogTx, facts: Facts) {
       }
     }
   }
+  // Products listed at a store more, or at one store fewer: only their `store_ids` change (most
+  // listings add a menu product at a store the product is listed at already).
+  const moved = new Set<number>();
   const changedDocs = lookups.commit((doc) => {
     // A document from before counts were kept is counted once, from its map as changed already.
     if (!doc.store_counts) {
       doc.store_counts = storeCountsOf(doc);
+      moved.add(doc._id);
       return;
     }
     const counts = { ...doc.store_counts };
     for (const [storeId, by] of deltas.get(doc._id) ?? []) {
+      const had = (counts[storeId] ?? 0) > 0;
       const n = (counts[storeId] ?? 0) + by;
       if (n > 0) counts[storeId] = n;
       else delete counts[storeId];
+      if (had !== n > 0) moved.add(doc._id);
     }
     doc.store_counts = counts;
   });
   for (const doc of changedDocs) {
+    if (!moved.has(doc._id)) continue;
     const product = tx.get<ProductDoc>(PRODUCTS, doc._id);
     if (product) tx.patch(PRODUCTS, product, { store_ids: storeIdsOf(doc) }, facts.time);
   }

@@ -99,6 +99,10 @@ function applyListings(tx: CatalogTx, facts: Facts) {
   for (const [storeId, carried] of carriedByStore) {
     const store = tx.get<StoreDoc>(STORES, storeId);
     if (!store) continue; // the write side lists nothing at an unknown store
+    // Most listings change how many menu products of a brand the store has, not whether it has any.
+    let moved = false;
+    for (const [brandId, has] of carried) if (has !== store.brand_ids.includes(brandId)) moved = true;
+    if (!moved) continue;
     const ids = new Set(store.brand_ids);
     for (const [brandId, has] of carried) {
       if (has) ids.add(brandId);
