@@ -93,8 +93,8 @@ export interface Collection<T extends Doc = Doc> {
   /**
    * Documents with these ids (in no particular order); missing ids are left out. With `own`, documents
    * no other reader holds, which the caller may change in place: the SQLite store parses them afresh
-   * and keeps them out of its cache (the projector's units of work, docs/read-side.md, "Documents a
-   * batch owns").
+   * and keeps them out of its cache, for the projector's units of work
+   * (docs/read-side.md, "Documents a batch owns").
    */
   findByIds(ids: readonly DocId[], options?: { own?: boolean }): Promise<T[]>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
