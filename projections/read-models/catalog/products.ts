@@ -121,8 +121,8 @@ function applyListings(tx: CatalogTx, facts: Facts) {
       }
     }
   }
-  // Products listed at a store more, or at one store fewer: only their `store_ids` change (most
-  // listings add a menu product at a store the product is listed at already).
+  // A product's `store_ids` changes only when it is listed at a new store or no longer at one: most
+  // listings add a menu product at a store where the product is listed already.
   const moved = new Set<number>();
   const changedDocs = lookups.commit((doc) => {
     // A document from before counts were kept is counted once, from its map as changed already.
