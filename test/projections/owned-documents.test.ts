@@ -26,7 +26,7 @@ import type { Collection, Doc, ReadStore } from '../../projections/read-store.ts
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { applyBatch, type Collections, type CommitWork } from '../../projections/unit-of-work.ts';
 import { META } from '../support/raw-events.ts';
-import { append, eventStoreFor, storeUpserted } from './support.ts';
+import { append, eventStoreFor, snapshot, storeUpserted } from './support.ts';
 
 function memoryStore(t: ExecutionContext): ReadStore {
   const readStore = openSqliteReadStore(':memory:');
@@ -207,16 +207,10 @@ async function open(readStore: ReadStore): Promise<Collections> {
 async function singleBatch(t: ExecutionContext, events: RecordedEvent[]) {
   const readStore = memoryStore(t);
   await applyBatch(catalogProjection, await open(readStore), committing(readStore), events);
-  return snapshotWithPositions(readStore);
+  return withPositions(readStore);
 }
 
-async function snapshotWithPositions(readStore: ReadStore): Promise<Record<string, Doc[]>> {
-  const out: Record<string, Doc[]> = {};
-  for (const [name, indexes] of Object.entries(catalogProjection.collections)) {
-    out[name] = await (await readStore.collection(name, indexes)).find({});
-  }
-  return out;
-}
+const withPositions = (readStore: ReadStore) => snapshot(readStore, catalogProjection, { positions: true });
 
 test('a catalog batch whose commit fails leaves the lookups as stored, and applied again writes them as a single batch would', async (t) => {
   const all = await catalogLog(t);
@@ -237,7 +231,7 @@ test('a catalog batch whose commit fails leaves the lookups as stored, and appli
   t.deepEqual(await lookupsOf(collections), first, 'the failed batch changed no document the store holds');
 
   await applyBatch(catalogProjection, collections, committing(readStore), all.slice(split));
-  t.deepEqual(await snapshotWithPositions(readStore), await singleBatch(t, all));
+  t.deepEqual(await withPositions(readStore), await singleBatch(t, all));
   t.deepEqual(await lookupsOf(collections), [
     ['101', '102', '103'],
     ['101', '102', '103'],
@@ -261,7 +255,7 @@ test('a listing that stops to fetch its store’s special undoes its changes to 
   };
   await applyBatch(counting, collections, committing(readStore), all.slice(split));
   t.true(attempts > 2, 'the first listing missed the special and was applied again');
-  t.deepEqual(await snapshotWithPositions(readStore), await singleBatch(t, all));
+  t.deepEqual(await withPositions(readStore), await singleBatch(t, all));
   const [deal] = await collections.specials.findByIds([1]);
   t.deepEqual(deal?._involved_product_ids, [PRODUCT]);
 });

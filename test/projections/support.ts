@@ -136,12 +136,16 @@ export async function indexViews(readStore: ReadStore, projection: Projection): 
   return out;
 }
 
-/** Every document of every collection of the projection, by `_id`, without `_position`. */
-export async function snapshot(readStore: ReadStore, projection: Projection): Promise<Record<string, Doc[]>> {
+/** Every document of every collection of the projection, by `_id`, without `_position` unless `positions`. */
+export async function snapshot(
+  readStore: ReadStore,
+  projection: Projection,
+  options: { positions?: boolean } = {},
+): Promise<Record<string, Doc[]>> {
   const out: Record<string, Doc[]> = {};
   for (const [name, indexes] of Object.entries(projection.collections)) {
-    const c = await readStore.collection(name, indexes);
-    out[name] = (await c.find({})).map(withoutPosition);
+    const docs = await (await readStore.collection(name, indexes)).find({});
+    out[name] = options.positions ? docs : docs.map(withoutPosition);
   }
   return out;
 }

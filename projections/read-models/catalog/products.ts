@@ -133,11 +133,11 @@ function applyListings(tx: CatalogTx, facts: Facts) {
     }
     const counts = { ...doc.store_counts };
     for (const [storeId, by] of deltas.get(doc._id) ?? []) {
-      const had = (counts[storeId] ?? 0) > 0;
-      const n = (counts[storeId] ?? 0) + by;
+      const before = counts[storeId] ?? 0;
+      const n = before + by;
       if (n > 0) counts[storeId] = n;
       else delete counts[storeId];
-      if (had !== n > 0) moved.add(doc._id);
+      if (before > 0 !== n > 0) moved.add(doc._id);
     }
     doc.store_counts = counts;
   });
