@@ -13,15 +13,12 @@ import * as special from '../../domain/special.ts';
 import * as store from '../../domain/store.ts';
 import type { RecordedEvent } from '../../eventstore/port.ts';
 import type { Projection } from '../../projections/projection.ts';
+import { type MenuLookupDoc, menuLookups } from '../../projections/read-models/catalog/menu-lookups.ts';
 import { CATALOG_PRODUCT_LISTINGS } from '../../projections/read-models/catalog/products.ts';
 import { catalogProjection } from '../../projections/read-models/catalog/projection.ts';
 import { CATALOG_STORE_KINDS } from '../../projections/read-models/catalog/specials.ts';
 import { CATALOG_STORE_BRANDS } from '../../projections/read-models/catalog/stores.ts';
-import {
-  type CatalogTx,
-  type MenuLookupDoc,
-  menuLookups,
-} from '../../projections/read-models/catalog/support.ts';
+import type { CatalogTx } from '../../projections/read-models/catalog/support.ts';
 import type { Collection, Doc, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore } from '../../projections/sqlite/read-store.ts';
 import { applyBatch, type Collections, type CommitWork } from '../../projections/unit-of-work.ts';
@@ -294,7 +291,7 @@ test('menuLookups changes an owned map in place, copies one it does not own, and
   ];
   for (const { owned, position, inPlace, written } of cases) {
     const stored = lookupDoc();
-    const map = stored.menu_products;
+    const map = stored.menu_products ?? {};
     const { tx, writes } = lookupTx(stored, position, owned);
     const lookups = menuLookups<number, MenuLookupDoc<number>>(tx, 'lookups', (id) => ({
       _id: String(id),

@@ -12,20 +12,20 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { decider, type MenuProductRecord, priceFields, toRecord } from '../../../domain/menu-product.ts';
-import type { Collection, Doc, Filter } from '../../read-store.ts';
+import type { Collection, Doc, DocId, Filter } from '../../read-store.ts';
 import { findPage, ID_ORDER, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { brandName } from './brands.ts';
-import { CATALOG_PRODUCT_LISTINGS, PRODUCTS, type ProductDoc, type ProductListingsDoc } from './products.ts';
+import { lookupMenuProductIds, namedBy } from './menu-lookups.ts';
+import { CATALOG_PRODUCT_LISTINGS, PRODUCTS, type ProductDoc } from './products.ts';
 import {
   applicableSpecialIds,
   CATALOG_STORE_KINDS,
   CATALOG_STORE_SPECIALS,
   type SpecialTerms,
-  type StoreKindDoc,
   type StoreSpecialsDoc,
   storeKindKey,
 } from './specials.ts';
-import { CATALOG_STORE_BRANDS, type StoreBrandDoc, storeBrandKey } from './stores.ts';
+import { CATALOG_STORE_BRANDS, storeBrandKey } from './stores.ts';
 import {
   type CatalogEvent,
   type CatalogEventOf,
@@ -106,9 +106,8 @@ const entryOf = (doc: MenuProductDoc): ListingEntry => ({
  * (docs/read-side.md).
  */
 function menuProductsOf(tx: CatalogTx, productId: number): MenuProductDoc[] {
-  const listings = tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, productId);
-  if (!listings) return [];
-  const ids = Object.keys(listings.menu_products).map(Number);
+  const ids = lookupMenuProductIds(tx, CATALOG_PRODUCT_LISTINGS, productId);
+  if (ids.length === 0) return [];
   return tx.getMany<MenuProductDoc>(MENU_PRODUCTS, ids).filter((doc) => doc !== undefined);
 }
 
@@ -268,23 +267,18 @@ function copyRatings(tx: CatalogTx, facts: Facts) {
  */
 function involvedAt(tx: CatalogTx, storeId: number, terms: readonly SpecialTerms[]): MenuProductDoc[] {
   const ids = new Set<number>();
-  const add = (menuProducts: Record<string, unknown> | undefined) => {
-    for (const id of Object.keys(menuProducts ?? {})) ids.add(Number(id));
+  const add = (collection: string, id: DocId) => {
+    for (const mp of lookupMenuProductIds(tx, collection, id)) ids.add(mp);
   };
   const productIds = new Set<number>();
   for (const t of terms) {
-    for (const brandId of t.brand_ids) {
-      add(tx.get<StoreBrandDoc>(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId))?.menu_products);
-    }
-    for (const kind of t.kinds) {
-      add(tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(storeId, kind))?.menu_products);
-    }
+    for (const brandId of t.brand_ids) add(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId));
+    for (const kind of t.kinds) add(CATALOG_STORE_KINDS, storeKindKey(storeId, kind));
     for (const productId of t.product_ids) productIds.add(productId);
   }
   // The products' listings read together: a special naming many products waits for one read, not one each.
-  for (const listings of tx.getMany<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, [...productIds])) {
-    add(listings?.menu_products);
-  }
+  tx.getMany(CATALOG_PRODUCT_LISTINGS, [...productIds]);
+  for (const productId of productIds) add(CATALOG_PRODUCT_LISTINGS, productId);
   const sorted = [...ids].sort((a, b) => a - b);
   // Listings name a product's menu products at every store: this store's only.
   return tx
@@ -316,11 +310,9 @@ function applySpecial(e: CatalogEventOf<'SpecialUpserted'>, tx: CatalogTx, facts
   }
 }
 
-/** The menu products a lookup document (listings, a store's brand or kind) names. */
-const named = (lookup: unknown): Array<[string, number]> =>
-  Object.keys((lookup as { menu_products?: Record<string, unknown> } | undefined)?.menu_products ?? {}).map(
-    (id): [string, number] => [MENU_PRODUCTS, Number(id)],
-  );
+/** The menu products a fetched lookup (listings, a store's brand or kind) names, or its parts. */
+const named = (fetched: (collection: string, id: DocId) => Doc | undefined, collection: string, id: DocId) =>
+  namedBy(collection, id, fetched(collection, id), MENU_PRODUCTS);
 
 export const menuProducts: CatalogReadModel = {
   collections: { [MENU_PRODUCTS]: menuProductIndexes },
@@ -346,14 +338,14 @@ export const menuProducts: CatalogReadModel = {
       case 'ReviewPosted':
       case 'ReviewRevised':
       case 'ProductUpserted':
-        return named(fetched(CATALOG_PRODUCT_LISTINGS, e.data.product_id));
+        return named(fetched, CATALOG_PRODUCT_LISTINGS, e.data.product_id);
       // The menu products its terms involve, as `involvedAt` reads them (its terms before: not known yet).
       case 'SpecialUpserted': {
         const { store_id, product_ids, brand_ids, kinds } = e.data;
         return [
-          ...product_ids.flatMap((p) => named(fetched(CATALOG_PRODUCT_LISTINGS, p))),
-          ...brand_ids.flatMap((b) => named(fetched(CATALOG_STORE_BRANDS, storeBrandKey(store_id, b)))),
-          ...kinds.flatMap((k) => named(fetched(CATALOG_STORE_KINDS, storeKindKey(store_id, k)))),
+          ...product_ids.flatMap((p) => named(fetched, CATALOG_PRODUCT_LISTINGS, p)),
+          ...brand_ids.flatMap((b) => named(fetched, CATALOG_STORE_BRANDS, storeBrandKey(store_id, b))),
+          ...kinds.flatMap((k) => named(fetched, CATALOG_STORE_KINDS, storeKindKey(store_id, k))),
         ];
       }
       default:

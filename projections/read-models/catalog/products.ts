@@ -13,6 +13,7 @@ import { decider, type ProductRecord, toRecord } from '../../../domain/product.t
 import type { Collection, Doc } from '../../read-store.ts';
 import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { brandName } from './brands.ts';
+import { type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
 import {
   type CatalogEventOf,
   type CatalogReadModel,
@@ -22,7 +23,6 @@ import {
   iso,
   latest,
   mean,
-  menuLookups,
   readWhileApplying,
   sortedUnique,
 } from './support.ts';
@@ -42,10 +42,9 @@ export type ProductDoc = Doc &
     _rating_sum: number;
   };
 
-export interface ProductListingsDoc extends Doc {
+/** Menu product id → store id, for each listed menu product of the product (menu-lookups.ts). */
+export interface ProductListingsDoc extends MenuLookupDoc<number> {
   _id: number;
-  /** Menu product id → store id, for each listed menu product of the product. */
-  menu_products: Record<string, number>;
   /** Store id → how many of those menu products it lists (so `store_ids` needs no pass over them all). */
   store_counts?: Record<string, number>;
 }
@@ -58,10 +57,12 @@ export const productIndexes = [
   index(['store_ids', 1]),
 ];
 
+/** Documents written before store counts were kept (never in parts) are counted from their map once. */
 function storeCountsOf(listings: ProductListingsDoc): Record<string, number> {
   if (listings.store_counts) return listings.store_counts;
   const counts: Record<string, number> = {};
-  for (const storeId of Object.values(listings.menu_products)) counts[storeId] = (counts[storeId] ?? 0) + 1;
+  for (const storeId of Object.values(listings.menu_products ?? {}))
+    counts[storeId] = (counts[storeId] ?? 0) + 1;
   return counts;
 }
 
@@ -96,11 +97,14 @@ function upsertProduct(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx) {
 
 /** Moves menu products between products' listings; each product's `store_ids` follows. */
 function applyListings(tx: CatalogTx, facts: Facts) {
-  const lookups = menuLookups<number, ProductListingsDoc>(tx, CATALOG_PRODUCT_LISTINGS, (id) => ({
-    _id: Number(id),
-    menu_products: {},
-    store_counts: {},
-  }));
+  const lookups = menuLookups<number, ProductListingsDoc>(
+    tx,
+    CATALOG_PRODUCT_LISTINGS,
+    (id) => ({ _id: Number(id), menu_products: {}, store_counts: {} }),
+    // Counted before this event changes it (or splits it into parts), which the deltas then follow.
+    (doc) => (doc.store_counts ? doc : { ...doc, store_counts: storeCountsOf(doc) }),
+  );
+  lookups.prepare(facts.listings, (entry) => entry.product_id);
   // Store count changes per product, from what the lookups really changed.
   const deltas = new Map<number, Map<number, number>>();
   const count = (productId: number, storeId: number, by: number) => {
@@ -125,12 +129,6 @@ function applyListings(tx: CatalogTx, facts: Facts) {
   // listings add a menu product at a store where the product is listed already.
   const moved = new Set<number>();
   const changedDocs = lookups.commit((doc) => {
-    // A document from before counts were kept is counted once, from its map as changed already.
-    if (!doc.store_counts) {
-      doc.store_counts = storeCountsOf(doc);
-      moved.add(doc._id);
-      return;
-    }
     const counts = { ...doc.store_counts };
     for (const [storeId, by] of deltas.get(doc._id) ?? []) {
       const before = counts[storeId] ?? 0;
@@ -171,7 +169,11 @@ function applyRating(tx: CatalogTx, facts: Facts) {
 }
 
 export const products: CatalogReadModel = {
-  collections: { [PRODUCTS]: productIndexes, [CATALOG_PRODUCT_LISTINGS]: [] },
+  collections: {
+    [PRODUCTS]: productIndexes,
+    [CATALOG_PRODUCT_LISTINGS]: [],
+    [partsOf(CATALOG_PRODUCT_LISTINGS)]: [],
+  },
   prefetch(e) {
     switch (e.type) {
       case 'ProductUpserted':

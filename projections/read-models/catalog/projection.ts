@@ -102,7 +102,7 @@ for (const model of readModels) {
 
 export const catalogProjection: Projection = {
   name: CATALOG,
-  version: 1,
+  version: 2,
   collections,
   filter: { streamPrefixes: CATALOG_STREAM_PREFIXES },
   prefetch(event: RecordedEvent) {

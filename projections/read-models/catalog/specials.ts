@@ -20,8 +20,9 @@ import { kinds as allKinds } from '../../../domain/schemas.ts';
 import { decider, type SpecialRecord, toRecord } from '../../../domain/special.ts';
 import type { Collection, Doc } from '../../read-store.ts';
 import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
+import { lookupMaps, type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
 import { PRODUCTS, type ProductDoc } from './products.ts';
-import { CATALOG_STORE_BRANDS, type StoreBrandDoc, storeBrandKey } from './stores.ts';
+import { CATALOG_STORE_BRANDS, storeBrandKey } from './stores.ts';
 import {
   type CatalogEventOf,
   type CatalogReadModel,
@@ -32,7 +33,6 @@ import {
   type Kind,
   type ListingChange,
   latest,
-  menuLookups,
   sortedUnique,
 } from './support.ts';
 
@@ -66,13 +66,12 @@ export interface StoreSpecialsDoc extends Doc {
   specials: Record<string, SpecialTerms>;
 }
 
-export interface StoreKindDoc extends Doc {
+/** Menu product id → [product id, brand id], for each listed menu product of the kind at the store (menu-lookups.ts). */
+export interface StoreKindDoc extends MenuLookupDoc<[number, number]> {
   /** `<store id>:<kind>`. */
   _id: string;
   store_id: number;
   kind: Kind;
-  /** Menu product id → [product id, brand id]. */
-  menu_products: Record<string, [number, number]>;
 }
 
 interface ProductSpecialsDoc extends Doc {
@@ -108,26 +107,31 @@ export function applicableSpecialIds(
   return sortedUnique(ids);
 }
 
+/** The entries of the store's kind, or brand: [product id, brand id], or product id, of each listed menu product. */
 const storeKinds = (tx: CatalogTx, storeId: number, kind: string) =>
-  tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(storeId, kind))?.menu_products ?? {};
+  lookupMaps<[number, number]>(tx, CATALOG_STORE_KINDS, storeKindKey(storeId, kind)).flatMap((map) =>
+    Object.values(map),
+  );
 const storeBrands = (tx: CatalogTx, storeId: number, brandId: number) =>
-  tx.get<StoreBrandDoc>(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId))?.menu_products ?? {};
+  lookupMaps<number>(tx, CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId)).flatMap((map) =>
+    Object.values(map),
+  );
 
 type Involvement = Pick<SpecialDoc, 'store_id' | 'product_ids' | 'brand_ids' | 'kinds' | '_product_brands'>;
 
 function involvedBrandIds(tx: CatalogTx, s: Involvement): number[] {
   const ids = [...s.brand_ids, ...Object.values(s._product_brands)];
   for (const kind of s.kinds) {
-    for (const [, brandId] of Object.values(storeKinds(tx, s.store_id, kind))) ids.push(brandId);
+    for (const [, brandId] of storeKinds(tx, s.store_id, kind)) ids.push(brandId);
   }
   return sortedUnique(ids);
 }
 
 function involvedProductIds(tx: CatalogTx, s: Involvement): number[] {
   const ids = [...s.product_ids];
-  for (const brandId of s.brand_ids) ids.push(...Object.values(storeBrands(tx, s.store_id, brandId)));
+  for (const brandId of s.brand_ids) ids.push(...storeBrands(tx, s.store_id, brandId));
   for (const kind of s.kinds) {
-    for (const [productId] of Object.values(storeKinds(tx, s.store_id, kind))) ids.push(productId);
+    for (const [productId] of storeKinds(tx, s.store_id, kind)) ids.push(productId);
   }
   return sortedUnique(ids);
 }
@@ -198,6 +202,9 @@ function applyListings(tx: CatalogTx, facts: Facts) {
     const [storeId, kind] = String(id).split(':');
     return { _id: String(id), store_id: Number(storeId), kind: kind as Kind, menu_products: {} };
   });
+  lookups.prepare(facts.listings, (entry) =>
+    entry.kind ? storeKindKey(entry.store_id, entry.kind) : undefined,
+  );
   const byStore = new Map<number, ListingChange[]>();
   for (const change of facts.listings) {
     const { menu_product_id, before, after } = change;
@@ -233,13 +240,13 @@ function applyListings(tx: CatalogTx, facts: Facts) {
           mine.some(
             (x) =>
               special.brand_ids.includes(x.brand_id) &&
-              Object.values(storeBrands(tx, storeId, x.brand_id)).includes(productId),
+              storeBrands(tx, storeId, x.brand_id).includes(productId),
           ) ||
           mine.some(
             (x) =>
               x.kind !== null &&
               special.kinds.includes(x.kind) &&
-              Object.values(storeKinds(tx, storeId, x.kind)).some(([p]) => p === productId),
+              storeKinds(tx, storeId, x.kind).some(([p]) => p === productId),
           );
         if (involved) products.add(productId);
         else products.delete(productId);
@@ -270,6 +277,7 @@ export const specials: CatalogReadModel = {
     [SPECIALS]: specialIndexes,
     [CATALOG_STORE_SPECIALS]: [],
     [CATALOG_STORE_KINDS]: [],
+    [partsOf(CATALOG_STORE_KINDS)]: [],
     [CATALOG_PRODUCT_SPECIALS]: [],
   },
   prefetch(e) {

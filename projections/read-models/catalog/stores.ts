@@ -3,7 +3,7 @@
  * `store` record of docs/partner-api.md plus
  * - `brand_ids`: the brands with at least one listed menu product at the store, sorted (GET /stores of
  *   a brand partner: the stores carrying any of its brands). Kept from the private lookup
- *   `catalog_store_brands`, one document per (store, brand) holding its listed menu products, so
+ *   `catalog_store_brands`, one lookup per (store, brand) holding its listed menu products, so
  *   delisting one of two products of a brand keeps the brand;
  * - `rating` (mean of the verified reviews at the store, 2 decimals, null if none) and `reviews_count`,
  *   from the private running sum `_rating_sum`.
@@ -14,6 +14,7 @@ import { distanceMiles, EARTH_RADIUS_MILES, type LatLong, latitudeBand } from '.
 import { decider, type StoreRecord, toRecord } from '../../../domain/store.ts';
 import type { Collection, Doc, Filter } from '../../read-store.ts';
 import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
+import { type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
 import {
   type CatalogEventOf,
   type CatalogReadModel,
@@ -23,7 +24,6 @@ import {
   iso,
   latest,
   mean,
-  menuLookups,
   sortedUnique,
 } from './support.ts';
 
@@ -41,15 +41,14 @@ export type StoreDoc = Doc &
     _rating_sum: number;
   };
 
-export interface StoreBrandDoc extends Doc {
+/** Menu product id → product id, for each listed menu product of the brand at the store (menu-lookups.ts). */
+export interface StoreBrandDoc extends MenuLookupDoc<number> {
   /** `<store id>:<brand id>`. */
   _id: string;
   store_id: number;
   brand_id: number;
   /** How many of the brand's menu products are listed at the store. */
   count: number;
-  /** Menu product id → product id, for each listed menu product of the brand at the store. */
-  menu_products: Record<string, number>;
 }
 
 export const storeBrandKey = (storeId: number, brandId: number) => `${storeId}:${brandId}`;
@@ -83,6 +82,7 @@ function applyListings(tx: CatalogTx, facts: Facts) {
     const [storeId, brandId] = String(id).split(':').map(Number);
     return { _id: String(id), store_id: storeId, brand_id: brandId, count: 0, menu_products: {} };
   });
+  lookups.prepare(facts.listings, (entry) => storeBrandKey(entry.store_id, entry.brand_id));
   for (const { menu_product_id, before, after } of facts.listings) {
     if (before && (!after || after.brand_id !== before.brand_id)) {
       lookups.delete(storeBrandKey(before.store_id, before.brand_id), menu_product_id);
@@ -134,7 +134,7 @@ function applyRating(tx: CatalogTx, facts: Facts) {
 }
 
 export const stores: CatalogReadModel = {
-  collections: { [STORES]: storeIndexes, [CATALOG_STORE_BRANDS]: [] },
+  collections: { [STORES]: storeIndexes, [CATALOG_STORE_BRANDS]: [], [partsOf(CATALOG_STORE_BRANDS)]: [] },
   prefetch(e) {
     switch (e.type) {
       case 'StoreUpserted':
