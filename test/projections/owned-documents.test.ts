@@ -282,6 +282,41 @@ const lookupDoc = (): MenuLookupDoc<number> => ({
   _position: 5,
 });
 
+test('an event writes nothing of a lookup in parts one of whose parts is ahead of it, and puts back what it changed in place', (t) => {
+  // The lookup's document and its first part are behind the event; the part it meets second is ahead.
+  const low: MenuLookupDoc<number> = { _id: 'k@0', menu_products: { 1: 10, 2: 20 }, count: 2, _position: 5 };
+  const high: MenuLookupDoc<number> = { _id: 'k@10', menu_products: { 11: 110 }, count: 1, _position: 9 };
+  const stored = new Map<string, Doc>([
+    ['lookups k', { _id: 'k', count: 3, parts: [0, 10], _position: 5 }],
+    ['lookups_parts k@0', low],
+    ['lookups_parts k@10', high],
+  ]);
+  const written: Doc[] = [];
+  const removed: unknown[] = [];
+  const tx = {
+    position: 7,
+    scratch: new Map<string, unknown>(),
+    get: (collection: string, id: string) => stored.get(`${collection} ${id}`),
+    getMany: (collection: string, ids: string[]) => ids.map((id) => stored.get(`${collection} ${id}`)),
+    owns: () => true,
+    onAbort: () => {},
+    write: (_: string, doc: Doc) => written.push(doc),
+    remove: (_: string, id: unknown) => removed.push(id),
+  } as unknown as CatalogTx;
+  const lookups = menuLookups<number, MenuLookupDoc<number>>(tx, 'lookups', (id) => ({
+    _id: String(id),
+    menu_products: {},
+  }));
+  lookups.set('k', 3, 30); // in the first part, in place: the batch owns it
+  t.deepEqual(low.menu_products, { 1: 10, 2: 20, 3: 30 });
+  lookups.delete('k', 11); // in the part ahead
+  lookups.commit();
+  t.deepEqual(written, []);
+  t.deepEqual(removed, []);
+  t.deepEqual(low.menu_products, { 1: 10, 2: 20 });
+  t.deepEqual(high.menu_products, { 11: 110 });
+});
+
 test('menuLookups changes an owned map in place, copies one it does not own, and never changes one the event cannot write', (t) => {
   const cases: Array<{ owned: boolean; position: number; inPlace: boolean; written: boolean }> = [
     { owned: true, position: 6, inPlace: true, written: true },

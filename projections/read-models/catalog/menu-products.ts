@@ -106,7 +106,7 @@ const entryOf = (doc: MenuProductDoc): ListingEntry => ({
  * (docs/read-side.md).
  */
 function menuProductsOf(tx: CatalogTx, productId: number): MenuProductDoc[] {
-  const ids = lookupMenuProductIds(tx, CATALOG_PRODUCT_LISTINGS, productId);
+  const ids = lookupMenuProductIds(tx, CATALOG_PRODUCT_LISTINGS, [productId]);
   if (ids.length === 0) return [];
   return tx.getMany<MenuProductDoc>(MENU_PRODUCTS, ids).filter((doc) => doc !== undefined);
 }
@@ -266,19 +266,20 @@ function copyRatings(tx: CatalogTx, facts: Facts) {
  * at every special (docs/read-side.md).
  */
 function involvedAt(tx: CatalogTx, storeId: number, terms: readonly SpecialTerms[]): MenuProductDoc[] {
-  const ids = new Set<number>();
-  const add = (collection: string, id: DocId) => {
-    for (const mp of lookupMenuProductIds(tx, collection, id)) ids.add(mp);
-  };
+  const brands = new Set<string>();
+  const kinds = new Set<string>();
   const productIds = new Set<number>();
   for (const t of terms) {
-    for (const brandId of t.brand_ids) add(CATALOG_STORE_BRANDS, storeBrandKey(storeId, brandId));
-    for (const kind of t.kinds) add(CATALOG_STORE_KINDS, storeKindKey(storeId, kind));
+    for (const brandId of t.brand_ids) brands.add(storeBrandKey(storeId, brandId));
+    for (const kind of t.kinds) kinds.add(storeKindKey(storeId, kind));
     for (const productId of t.product_ids) productIds.add(productId);
   }
-  // The products' listings read together: a special naming many products waits for one read, not one each.
-  tx.getMany(CATALOG_PRODUCT_LISTINGS, [...productIds]);
-  for (const productId of productIds) add(CATALOG_PRODUCT_LISTINGS, productId);
+  // Each lookup collection's documents read together (menu-lookups.ts).
+  const ids = new Set([
+    ...lookupMenuProductIds(tx, CATALOG_STORE_BRANDS, [...brands]),
+    ...lookupMenuProductIds(tx, CATALOG_STORE_KINDS, [...kinds]),
+    ...lookupMenuProductIds(tx, CATALOG_PRODUCT_LISTINGS, [...productIds]),
+  ]);
   const sorted = [...ids].sort((a, b) => a - b);
   // Listings name a product's menu products at every store: this store's only.
   return tx

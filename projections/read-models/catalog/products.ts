@@ -57,7 +57,7 @@ export const productIndexes = [
   index(['store_ids', 1]),
 ];
 
-/** Documents written before store counts were kept (never in parts) are counted from their map once. */
+/** Documents written before store counts were kept (never in parts; an older version's live copy) are counted once. */
 function storeCountsOf(listings: ProductListingsDoc): Record<string, number> {
   if (listings.store_counts) return listings.store_counts;
   const counts: Record<string, number> = {};
