@@ -434,6 +434,23 @@ test('specials: involvement follows listings at its store and products named bef
   t.like(await doc(after, 'specials', 7), { _involved_brand_ids: [], _involved_product_ids: [] });
 });
 
+test('specials: a menu product of a product not upserted yet is involved by the brand its listing names, until the product says otherwise', async (t) => {
+  const events = [
+    ...base(),
+    specialUpserted(8, 1, 10, { brand_ids: [30] }),
+    listed(1004, 1, 500, 30, 11), // product 500 unknown: its listing names brand 30
+  ];
+  const involved = async (more: DomainEvent[]) => {
+    const { readStore } = await projected(t, [...events, ...more]);
+    return (await doc(readStore, 'specials', 8))?._involved_product_ids;
+  };
+  t.deepEqual(await involved([]), [500]);
+  t.deepEqual(await involved([delisted(1004, 1, 12)]), []);
+  // Upserted with another brand, its menu product moves there, and out of the special.
+  t.deepEqual(await involved([productUpserted(500, 10, 12)]), []);
+  t.deepEqual(await involved([productUpserted(500, 30, 12, { kind: 'edible' })]), [500]);
+});
+
 test('curbside_pickup_settings: the default from the store, then the store setting', async (t) => {
   const { readStore } = await projected(t, [
     storeUpserted(1, 0),

@@ -188,12 +188,11 @@ class MenuLookups<V, D extends MenuLookupDoc<V>> {
       if (had) map[key] = previous;
       else delete map[key];
     });
+    // The lookup's document changes with any of its parts: its counts (`commit`'s `finish`) follow.
+    const lookup = e === (h as Holder<V>) ? doc : this.#changing(h);
     if (!had) {
       doc.count = (doc.count ?? 0) + 1;
-      if (e !== (h as Holder<V>)) {
-        const lookup = this.#changing(h);
-        lookup.count = (lookup.count ?? 0) + 1;
-      }
+      if (lookup !== doc) lookup.count = (lookup.count ?? 0) + 1;
       if (doc.count > lookupParts.maxEntries) this.#split(id, h, e);
     }
     return { changed: true, previous: had ? previous : undefined };

@@ -58,7 +58,7 @@ export const productIndexes = [
 ];
 
 /** Documents written before store counts were kept (never in parts; an older version's live copy) are counted once. */
-function storeCountsOf(listings: ProductListingsDoc): Record<string, number> {
+export function storeCountsOf(listings: ProductListingsDoc): Record<string, number> {
   if (listings.store_counts) return listings.store_counts;
   const counts: Record<string, number> = {};
   for (const storeId of Object.values(listings.menu_products ?? {}))

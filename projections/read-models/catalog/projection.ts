@@ -102,7 +102,7 @@ for (const model of readModels) {
 
 export const catalogProjection: Projection = {
   name: CATALOG,
-  version: 2,
+  version: 3,
   collections,
   filter: { streamPrefixes: CATALOG_STREAM_PREFIXES },
   prefetch(event: RecordedEvent) {

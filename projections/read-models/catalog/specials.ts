@@ -21,7 +21,13 @@ import { decider, type SpecialRecord, toRecord } from '../../../domain/special.t
 import type { Collection, Doc } from '../../read-store.ts';
 import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { lookupMaps, type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
-import { PRODUCTS, type ProductDoc } from './products.ts';
+import {
+  CATALOG_PRODUCT_LISTINGS,
+  PRODUCTS,
+  type ProductDoc,
+  type ProductListingsDoc,
+  storeCountsOf,
+} from './products.ts';
 import { CATALOG_STORE_BRANDS, storeBrandKey } from './stores.ts';
 import {
   type CatalogEventOf,
@@ -72,6 +78,8 @@ export interface StoreKindDoc extends MenuLookupDoc<[number, number]> {
   _id: string;
   store_id: number;
   kind: Kind;
+  /** Brand id → how many of those menu products are of it (so a special's brands need no pass over them all). */
+  brand_counts?: Record<string, number>;
 }
 
 interface ProductSpecialsDoc extends Doc {
@@ -117,14 +125,43 @@ const storeBrands = (tx: CatalogTx, storeId: number, brandId: number) =>
     Object.values(map),
   );
 
+/** Documents written before brand counts were kept (never in parts; an older version's live copy) are counted once. */
+function brandCountsOf(doc: StoreKindDoc): Record<string, number> {
+  if (doc.brand_counts) return doc.brand_counts;
+  const counts: Record<string, number> = {};
+  for (const [, brandId] of Object.values(doc.menu_products ?? {}))
+    counts[brandId] = (counts[brandId] ?? 0) + 1;
+  return counts;
+}
+
 type Involvement = Pick<SpecialDoc, 'store_id' | 'product_ids' | 'brand_ids' | 'kinds' | '_product_brands'>;
 
 function involvedBrandIds(tx: CatalogTx, s: Involvement): number[] {
   const ids = [...s.brand_ids, ...Object.values(s._product_brands)];
   for (const kind of s.kinds) {
-    for (const [, brandId] of storeKinds(tx, s.store_id, kind)) ids.push(brandId);
+    const lookup = tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(s.store_id, kind));
+    if (lookup) for (const brandId of Object.keys(brandCountsOf(lookup))) ids.push(Number(brandId));
   }
   return sortedUnique(ids);
+}
+
+/**
+ * Whether the product has a menu product listed at the store of the brand, or of the kind. A known
+ * product's menu products all carry its brand and kind (its upsert moves them), so its own listings'
+ * count at the store answers, whatever the store's size; an unknown product's carry the brands their
+ * listings named and no kind, and the store's brand lookup answers.
+ */
+function listedAt(
+  tx: CatalogTx,
+  storeId: number,
+  productId: number,
+  by: { brand_id: number } | { kind: Kind },
+) {
+  const product = tx.get<ProductDoc>(PRODUCTS, productId);
+  if (!product) return 'brand_id' in by && storeBrands(tx, storeId, by.brand_id).includes(productId);
+  if ('kind' in by ? product.kind !== by.kind : product.brand_id !== by.brand_id) return false;
+  const listings = tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, productId);
+  return listings !== undefined && (storeCountsOf(listings)[storeId] ?? 0) > 0;
 }
 
 function involvedProductIds(tx: CatalogTx, s: Involvement): number[] {
@@ -198,28 +235,61 @@ function upsertSpecial(e: CatalogEventOf<'SpecialUpserted'>, tx: CatalogTx, fact
 
 /** Keeps the (store, kind) lookups, then the involvement of the specials at the stores concerned. */
 function applyListings(tx: CatalogTx, facts: Facts) {
-  const lookups = menuLookups<[number, number], StoreKindDoc>(tx, CATALOG_STORE_KINDS, (id) => {
-    const [storeId, kind] = String(id).split(':');
-    return { _id: String(id), store_id: Number(storeId), kind: kind as Kind, menu_products: {} };
-  });
+  const lookups = menuLookups<[number, number], StoreKindDoc>(
+    tx,
+    CATALOG_STORE_KINDS,
+    (id) => {
+      const [storeId, kind] = String(id).split(':');
+      return {
+        _id: String(id),
+        store_id: Number(storeId),
+        kind: kind as Kind,
+        menu_products: {},
+        brand_counts: {},
+      };
+    },
+    // Counted before this event changes it (or splits it into parts), which the deltas then follow.
+    (doc) => (doc.brand_counts ? doc : { ...doc, brand_counts: brandCountsOf(doc) }),
+  );
   lookups.prepare(facts.listings, (entry) =>
     entry.kind ? storeKindKey(entry.store_id, entry.kind) : undefined,
   );
+  // Brand count changes per (store, kind), from what the lookups really changed.
+  const deltas = new Map<string, Map<number, number>>();
+  const count = (key: string, brandId: number, by: number) => {
+    const d = deltas.get(key) ?? new Map<number, number>();
+    d.set(brandId, (d.get(brandId) ?? 0) + by);
+    deltas.set(key, d);
+  };
   const byStore = new Map<number, ListingChange[]>();
   for (const change of facts.listings) {
     const { menu_product_id, before, after } = change;
     if (before?.kind && (!after || after.kind !== before.kind)) {
-      lookups.delete(storeKindKey(before.store_id, before.kind), menu_product_id);
+      const key = storeKindKey(before.store_id, before.kind);
+      const removed = lookups.delete(key, menu_product_id);
+      if (removed !== undefined) count(key, removed[1], -1);
     }
     if (after?.kind) {
-      lookups.set(storeKindKey(after.store_id, after.kind), menu_product_id, [
-        after.product_id,
-        after.brand_id,
-      ]);
+      const key = storeKindKey(after.store_id, after.kind);
+      const { changed, previous } = lookups.set(key, menu_product_id, [after.product_id, after.brand_id]);
+      if (changed) {
+        if (previous !== undefined) count(key, previous[1], -1);
+        count(key, after.brand_id, 1);
+      }
     }
-    byStore.set(change.store_id, [...(byStore.get(change.store_id) ?? []), change]);
+    const atStore = byStore.get(change.store_id) ?? [];
+    atStore.push(change);
+    byStore.set(change.store_id, atStore);
   }
-  lookups.commit();
+  lookups.commit((doc) => {
+    const counts = { ...doc.brand_counts };
+    for (const [brandId, by] of deltas.get(doc._id) ?? []) {
+      const n = (counts[brandId] ?? 0) + by;
+      if (n > 0) counts[brandId] = n;
+      else delete counts[brandId];
+    }
+    doc.brand_counts = counts;
+  });
 
   for (const [storeId, changes] of byStore) {
     const entries = changes.flatMap((c) => [c.before, c.after]).filter((x) => x !== null);
@@ -240,13 +310,13 @@ function applyListings(tx: CatalogTx, facts: Facts) {
           mine.some(
             (x) =>
               special.brand_ids.includes(x.brand_id) &&
-              storeBrands(tx, storeId, x.brand_id).includes(productId),
+              listedAt(tx, storeId, productId, { brand_id: x.brand_id }),
           ) ||
           mine.some(
             (x) =>
               x.kind !== null &&
               special.kinds.includes(x.kind) &&
-              storeKinds(tx, storeId, x.kind).some(([p]) => p === productId),
+              listedAt(tx, storeId, productId, { kind: x.kind }),
           );
         if (involved) products.add(productId);
         else products.delete(productId);
