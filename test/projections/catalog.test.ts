@@ -10,6 +10,7 @@ import type { EventStore } from '../../eventstore/port.ts';
 import type { Projection } from '../../projections/projection.ts';
 import { lookupParts } from '../../projections/read-models/catalog/menu-lookups.ts';
 import { CATALOG, catalogProjection } from '../../projections/read-models/catalog/projection.ts';
+import { CATALOG_STORE_KINDS } from '../../projections/read-models/catalog/specials.ts';
 import type { Doc, Filter, FindOptions, ReadStore } from '../../projections/read-store.ts';
 import { openSqliteReadStore, type SqliteCollection } from '../../projections/sqlite/read-store.ts';
 import {
@@ -450,6 +451,49 @@ test('specials: a menu product of a product not upserted yet is involved by the 
   t.deepEqual(await involved([productUpserted(500, 10, 12)]), []);
   t.deepEqual(await involved([productUpserted(500, 30, 12, { kind: 'edible' })]), [500]);
 });
+
+test.serial(
+  '(store, kind) lookups written before brand counts were kept, in one document or in parts, are counted from their entries',
+  async (t) => {
+    const first = [
+      ...base(),
+      listed(1003, 1, 101, 10, 4),
+      specialUpserted(9, 1, 5, { kinds: ['edible', 'vape'] }),
+    ];
+    const later = [
+      productUpserted(101, 20, 6, { kind: 'edible' }), // an edible of brand 20 now; 1000 keeps brand 10 there
+      listed(1004, 1, 200, 20, 8),
+    ];
+    const before = lookupParts.maxEntries;
+    try {
+      for (const max of [before, 1]) {
+        lookupParts.maxEntries = max;
+        const { es, readStore } = await projected(t, first);
+        // As an older version left them: no brand counts.
+        const kinds = await readStore.collection(CATALOG_STORE_KINDS, []);
+        const ops = (await kinds.find({})).map((doc) => {
+          const { brand_counts: _, ...older } = doc;
+          return { replaceOne: { filter: { _id: doc._id }, replacement: older } };
+        });
+        await readStore.commit({ writes: [{ collection: kinds, ops }] });
+        await appendAll(es, later);
+        await project(es, readStore, catalogProjection);
+        const label = `parts of ${max}`;
+        t.like(await doc(readStore, 'specials', 9), { _involved_brand_ids: [10, 20] }, label);
+        const fresh = await projected(t, [...first, ...later]);
+        t.deepEqual(await docs(readStore, 'specials'), await docs(fresh.readStore, 'specials'), label);
+        // Store 1's, which the later events change (store 2's keep the older form until changed).
+        t.deepEqual(
+          await docs(readStore, CATALOG_STORE_KINDS, { store_id: 1 }),
+          await docs(fresh.readStore, CATALOG_STORE_KINDS, { store_id: 1 }),
+          label,
+        );
+      }
+    } finally {
+      lookupParts.maxEntries = before;
+    }
+  },
+);
 
 test('curbside_pickup_settings: the default from the store, then the store setting', async (t) => {
   const { readStore } = await projected(t, [

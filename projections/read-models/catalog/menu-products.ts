@@ -340,6 +340,17 @@ export const menuProducts: CatalogReadModel = {
       case 'ReviewRevised':
       case 'ProductUpserted':
         return named(fetched, CATALOG_PRODUCT_LISTINGS, e.data.product_id);
+      // What a delisting's menu product names: its product and listings, and its store's brand lookup,
+      // which the stores, products and specials read for it.
+      case 'MenuProductDelisted': {
+        const doc = fetched(MENU_PRODUCTS, e.data.menu_product_id) as MenuProductDoc | undefined;
+        if (!doc) return [];
+        return [
+          [PRODUCTS, doc.product_id],
+          [CATALOG_PRODUCT_LISTINGS, doc.product_id],
+          [CATALOG_STORE_BRANDS, storeBrandKey(doc.store_id, doc.brand_id)],
+        ];
+      }
       // The menu products its terms involve, as `involvedAt` reads them (its terms before: not known yet).
       case 'SpecialUpserted': {
         const { store_id, product_ids, brand_ids, kinds } = e.data;

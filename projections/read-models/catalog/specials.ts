@@ -14,7 +14,8 @@
  *
  * Private lookups: `catalog_store_specials` (store → its specials' terms, which menu products read for
  * `applicable_special_ids`), `catalog_store_kinds` ((store, kind) → the listed menu products of that
- * kind, with their product and brand) and `catalog_product_specials` (product → the specials naming it).
+ * kind, with their product and brand, and a count per brand) and `catalog_product_specials` (product →
+ * the specials naming it).
  */
 import { kinds as allKinds } from '../../../domain/schemas.ts';
 import { decider, type SpecialRecord, toRecord } from '../../../domain/special.ts';
@@ -125,12 +126,20 @@ const storeBrands = (tx: CatalogTx, storeId: number, brandId: number) =>
     Object.values(map),
   );
 
-/** Documents written before brand counts were kept (never in parts; an older version's live copy) are counted once. */
-function brandCountsOf(doc: StoreKindDoc): Record<string, number> {
+/**
+ * The lookup's count of menu products per brand. Documents written before these counts were kept (an
+ * older version's live copy, which this code follows while the new one is built: docs/read-side.md,
+ * "Upgrades of read models") are counted from their entries, in every part.
+ */
+function brandCountsOf(tx: CatalogTx, doc: StoreKindDoc): Record<string, number> {
   if (doc.brand_counts) return doc.brand_counts;
   const counts: Record<string, number> = {};
-  for (const [, brandId] of Object.values(doc.menu_products ?? {}))
-    counts[brandId] = (counts[brandId] ?? 0) + 1;
+  const maps = doc.parts
+    ? lookupMaps<[number, number]>(tx, CATALOG_STORE_KINDS, doc._id)
+    : [doc.menu_products ?? {}];
+  for (const map of maps) {
+    for (const [, brandId] of Object.values(map)) counts[brandId] = (counts[brandId] ?? 0) + 1;
+  }
   return counts;
 }
 
@@ -140,7 +149,7 @@ function involvedBrandIds(tx: CatalogTx, s: Involvement): number[] {
   const ids = [...s.brand_ids, ...Object.values(s._product_brands)];
   for (const kind of s.kinds) {
     const lookup = tx.get<StoreKindDoc>(CATALOG_STORE_KINDS, storeKindKey(s.store_id, kind));
-    if (lookup) for (const brandId of Object.keys(brandCountsOf(lookup))) ids.push(Number(brandId));
+    if (lookup) for (const brandId of Object.keys(brandCountsOf(tx, lookup))) ids.push(Number(brandId));
   }
   return sortedUnique(ids);
 }
@@ -249,7 +258,7 @@ function applyListings(tx: CatalogTx, facts: Facts) {
       };
     },
     // Counted before this event changes it (or splits it into parts), which the deltas then follow.
-    (doc) => (doc.brand_counts ? doc : { ...doc, brand_counts: brandCountsOf(doc) }),
+    (doc) => (doc.brand_counts ? doc : { ...doc, brand_counts: brandCountsOf(tx, doc) }),
   );
   lookups.prepare(facts.listings, (entry) =>
     entry.kind ? storeKindKey(entry.store_id, entry.kind) : undefined,
