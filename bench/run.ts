@@ -7,6 +7,7 @@
 import { benchApi } from './api.ts';
 import { benchApiDuringRebuild } from './api-rebuild.ts';
 import { benchBackup } from './backup.ts';
+import { benchCatalogListings } from './catalog-listings.ts';
 import { benchEventStore } from './eventstore.ts';
 import { benchProjectionRebuild } from './projection.ts';
 import { benchRestart } from './restart.ts';
@@ -16,7 +17,7 @@ import { benchWebhookFanOut } from './webhook-fanout.ts';
 
 const benches: Record<string, () => Promise<Array<{ name: string }>>> = {
   eventstore: () => benchEventStore(),
-  projection: () => benchProjectionRebuild(),
+  projection: async () => [...(await benchProjectionRebuild()), ...(await benchCatalogListings())],
   webhook: () => benchWebhooks(),
   fanout: () => benchWebhookFanOut(),
   api: () => benchApi(),
