@@ -19,7 +19,7 @@ import * as store from '../domain/store.ts';
 import { openEventStore } from '../eventstore/index.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { openSqliteEventStore } from '../eventstore/sqlite.ts';
-import { toNewEvent } from './events.ts';
+import { benchStore, toNewEvent } from './events.ts';
 import { type Load, type LoadOptions, load as loadFor } from './load.ts';
 
 export const BIG_STORE = 9_001;
@@ -85,32 +85,7 @@ export async function seed(dir: string, config: ResolvedConfig, menu = BIG_STORE
     abandonAfterMs: config.abandonAfterMs,
   });
   const at = new Date().toISOString();
-  await es.append(store.streamId(BIG_STORE), [
-    toNewEvent(
-      store.events.StoreUpserted({
-        store_id: BIG_STORE,
-        name: 'Big Menu Store',
-        display_name: null,
-        store_url: null,
-        address: '1 Broadway',
-        city: 'Denver',
-        state: 'CO',
-        zip: '80203',
-        lat: 39.72,
-        long: -104.98,
-        phone: null,
-        time_zone: 'America/Denver',
-        recreational: true,
-        medical: false,
-        pickup: true,
-        delivery: false,
-        curbside: false,
-        working_hours: [],
-        upserted_at: at,
-      }),
-      at,
-    ),
-  ]);
+  await es.append(store.streamId(BIG_STORE), [toNewEvent(benchStore(BIG_STORE, 'Big Menu Store', at), at)]);
   const productIds = seeded.counts.products;
   for (let i = 1; i <= menu; i++) {
     const productId = 1 + (i % productIds);

@@ -20,39 +20,14 @@ import { openSqliteEventStore } from '../eventstore/sqlite.ts';
 import { createProjector } from '../projections/projector.ts';
 import { catalogProjection } from '../projections/read-models/catalog/projection.ts';
 import { openSqliteReadStore } from '../projections/sqlite/read-store.ts';
-import { toNewEvent } from './events.ts';
+import { benchStore, toNewEvent } from './events.ts';
 
 const PRODUCTS = 500;
 const KINDS: Array<(typeof allKinds)[number]> = ['flower', 'edible', 'vape', 'pre-roll'];
 
 /** The store, two brands, the products, the special, then `listings` menu products, in that order. */
 function history(listings: number, at: string): Array<[string, DomainEvent]> {
-  const events: Array<[string, DomainEvent]> = [
-    [
-      store.streamId(1),
-      store.events.StoreUpserted({
-        store_id: 1,
-        name: 'Specials Store',
-        display_name: null,
-        store_url: null,
-        address: '1 Broadway',
-        city: 'Denver',
-        state: 'CO',
-        zip: '80203',
-        lat: 39.72,
-        long: -104.98,
-        phone: null,
-        time_zone: 'America/Denver',
-        recreational: true,
-        medical: false,
-        pickup: true,
-        delivery: false,
-        curbside: false,
-        working_hours: [],
-        upserted_at: at,
-      }),
-    ],
-  ];
+  const events: Array<[string, DomainEvent]> = [[store.streamId(1), benchStore(1, 'Specials Store', at)]];
   for (const b of [1, 2]) {
     events.push([
       brand.streamId(b),
