@@ -84,6 +84,74 @@ export function namedBy(
   return Object.keys(lookup?.menu_products ?? {}).map((mp) => [menuProducts, Number(mp)]);
 }
 
+/**
+ * How many of a lookup's entries carry each key of their value (a store, a brand), from every part:
+ * for a document written before its counts were kept (an older version's live copy, which this code
+ * follows while the new one is built: docs/read-side.md, "Upgrades of read models").
+ */
+export function countEntries<V>(
+  tx: CatalogTx,
+  collection: string,
+  doc: MenuLookupDoc<V>,
+  keyOf: (value: V) => number,
+): Record<string, number> {
+  const counts: Record<string, number> = {};
+  const maps = doc.parts ? lookupMaps<V>(tx, collection, doc._id) : [doc.menu_products ?? {}];
+  for (const map of maps) {
+    for (const value of Object.values(map)) {
+      const key = keyOf(value);
+      counts[key] = (counts[key] ?? 0) + 1;
+    }
+  }
+  return counts;
+}
+
+/**
+ * Counts of lookups' entries by a key of their value, kept on each lookup's document: what an event's
+ * `set`s and `delete`s moved, gathered, then applied once per document at `commit` (so a store's
+ * listing needs no pass over its entries).
+ */
+export class EntryTally<V> {
+  readonly #keyOf: (value: V) => number;
+  readonly #deltas = new Map<DocId, Map<number, number>>();
+
+  constructor(keyOf: (value: V) => number) {
+    this.#keyOf = keyOf;
+  }
+
+  /** An entry of the lookup lost `removed` (when there was one) and took `added` (when given). */
+  moved(id: DocId, removed: V | undefined, added?: V): void {
+    if (removed !== undefined) this.#add(id, this.#keyOf(removed), -1);
+    if (added !== undefined) this.#add(id, this.#keyOf(added), 1);
+  }
+
+  /** The lookup's counts with what moved; `crossed` when a key came or went. */
+  applied(
+    id: DocId,
+    before: Record<string, number> | undefined,
+  ): { counts: Record<string, number>; crossed: boolean } {
+    const counts = { ...before };
+    let crossed = false;
+    for (const [key, by] of this.#deltas.get(id) ?? []) {
+      const was = counts[key] ?? 0;
+      const n = was + by;
+      if (n > 0) counts[key] = n;
+      else delete counts[key];
+      if (was > 0 !== n > 0) crossed = true;
+    }
+    return { counts, crossed };
+  }
+
+  #add(id: DocId, key: number, by: number): void {
+    let d = this.#deltas.get(id);
+    if (!d) {
+      d = new Map();
+      this.#deltas.set(id, d);
+    }
+    d.set(key, (d.get(key) ?? 0) + by);
+  }
+}
+
 const OWNED_MAPS = 'menuLookups.owned';
 
 interface Open<T> {

@@ -13,7 +13,7 @@ import { decider, type ProductRecord, toRecord } from '../../../domain/product.t
 import type { Collection, Doc } from '../../read-store.ts';
 import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
 import { brandName } from './brands.ts';
-import { type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
+import { countEntries, EntryTally, type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
 import {
   type CatalogEventOf,
   type CatalogReadModel,
@@ -97,47 +97,34 @@ function upsertProduct(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx) {
 
 /** Moves menu products between products' listings; each product's `store_ids` follows. */
 function applyListings(tx: CatalogTx, facts: Facts) {
+  const stores = new EntryTally<number>((storeId) => storeId);
   const lookups = menuLookups<number, ProductListingsDoc>(
     tx,
     CATALOG_PRODUCT_LISTINGS,
     (id) => ({ _id: Number(id), menu_products: {}, store_counts: {} }),
-    // Counted before this event changes it (or splits it into parts), which the deltas then follow.
-    (doc) => (doc.store_counts ? doc : { ...doc, store_counts: storeCountsOf(doc) }),
+    // Counted before this event changes it (or splits it into parts), which the tally then follows.
+    (doc) =>
+      doc.store_counts
+        ? doc
+        : { ...doc, store_counts: countEntries(tx, CATALOG_PRODUCT_LISTINGS, doc, (storeId) => storeId) },
   );
   lookups.prepare(facts.listings, (entry) => entry.product_id);
-  // Store count changes per product, from what the lookups really changed.
-  const deltas = new Map<number, Map<number, number>>();
-  const count = (productId: number, storeId: number, by: number) => {
-    const d = deltas.get(productId) ?? new Map<number, number>();
-    d.set(storeId, (d.get(storeId) ?? 0) + by);
-    deltas.set(productId, d);
-  };
   for (const { menu_product_id, before, after } of facts.listings) {
     if (before && (!after || after.product_id !== before.product_id)) {
-      const removed = lookups.delete(before.product_id, menu_product_id);
-      if (removed !== undefined) count(before.product_id, removed, -1);
+      stores.moved(before.product_id, lookups.delete(before.product_id, menu_product_id));
     }
     if (after) {
       const { changed, previous } = lookups.set(after.product_id, menu_product_id, after.store_id);
-      if (changed) {
-        if (previous !== undefined) count(after.product_id, previous, -1);
-        count(after.product_id, after.store_id, 1);
-      }
+      if (changed) stores.moved(after.product_id, previous, after.store_id);
     }
   }
   // A product's `store_ids` changes only when it is listed at a new store or no longer at one: most
   // listings add a menu product at a store where the product is listed already.
   const moved = new Set<number>();
   const changedDocs = lookups.commit((doc) => {
-    const counts = { ...doc.store_counts };
-    for (const [storeId, by] of deltas.get(doc._id) ?? []) {
-      const before = counts[storeId] ?? 0;
-      const n = before + by;
-      if (n > 0) counts[storeId] = n;
-      else delete counts[storeId];
-      if (before > 0 !== n > 0) moved.add(doc._id);
-    }
+    const { counts, crossed } = stores.applied(doc._id, doc.store_counts);
     doc.store_counts = counts;
+    if (crossed) moved.add(doc._id);
   });
   for (const doc of changedDocs) {
     if (!moved.has(doc._id)) continue;

@@ -21,7 +21,14 @@ import { kinds as allKinds } from '../../../domain/schemas.ts';
 import { decider, type SpecialRecord, toRecord } from '../../../domain/special.ts';
 import type { Collection, Doc } from '../../read-store.ts';
 import { findPage, oneOf, type Page, type PageRequest, updatedSince } from '../paging.ts';
-import { lookupMaps, type MenuLookupDoc, menuLookups, partsOf } from './menu-lookups.ts';
+import {
+  countEntries,
+  EntryTally,
+  lookupMaps,
+  type MenuLookupDoc,
+  menuLookups,
+  partsOf,
+} from './menu-lookups.ts';
 import {
   CATALOG_PRODUCT_LISTINGS,
   PRODUCTS,
@@ -126,22 +133,10 @@ const storeBrands = (tx: CatalogTx, storeId: number, brandId: number) =>
     Object.values(map),
   );
 
-/**
- * The lookup's count of menu products per brand. Documents written before these counts were kept (an
- * older version's live copy, which this code follows while the new one is built: docs/read-side.md,
- * "Upgrades of read models") are counted from their entries, in every part.
- */
-function brandCountsOf(tx: CatalogTx, doc: StoreKindDoc): Record<string, number> {
-  if (doc.brand_counts) return doc.brand_counts;
-  const counts: Record<string, number> = {};
-  const maps = doc.parts
-    ? lookupMaps<[number, number]>(tx, CATALOG_STORE_KINDS, doc._id)
-    : [doc.menu_products ?? {}];
-  for (const map of maps) {
-    for (const [, brandId] of Object.values(map)) counts[brandId] = (counts[brandId] ?? 0) + 1;
-  }
-  return counts;
-}
+/** The lookup's count of menu products per brand (counted once, for a document from before they were kept). */
+const brandOf = ([, brandId]: [number, number]) => brandId;
+const brandCountsOf = (tx: CatalogTx, doc: StoreKindDoc) =>
+  doc.brand_counts ?? countEntries(tx, CATALOG_STORE_KINDS, doc, brandOf);
 
 type Involvement = Pick<SpecialDoc, 'store_id' | 'product_ids' | 'brand_ids' | 'kinds' | '_product_brands'>;
 
@@ -263,41 +258,26 @@ function applyListings(tx: CatalogTx, facts: Facts) {
   lookups.prepare(facts.listings, (entry) =>
     entry.kind ? storeKindKey(entry.store_id, entry.kind) : undefined,
   );
-  // Brand count changes per (store, kind), from what the lookups really changed.
-  const deltas = new Map<string, Map<number, number>>();
-  const count = (key: string, brandId: number, by: number) => {
-    const d = deltas.get(key) ?? new Map<number, number>();
-    d.set(brandId, (d.get(brandId) ?? 0) + by);
-    deltas.set(key, d);
-  };
+  const brands = new EntryTally(brandOf);
   const byStore = new Map<number, ListingChange[]>();
   for (const change of facts.listings) {
     const { menu_product_id, before, after } = change;
     if (before?.kind && (!after || after.kind !== before.kind)) {
       const key = storeKindKey(before.store_id, before.kind);
-      const removed = lookups.delete(key, menu_product_id);
-      if (removed !== undefined) count(key, removed[1], -1);
+      brands.moved(key, lookups.delete(key, menu_product_id));
     }
     if (after?.kind) {
       const key = storeKindKey(after.store_id, after.kind);
-      const { changed, previous } = lookups.set(key, menu_product_id, [after.product_id, after.brand_id]);
-      if (changed) {
-        if (previous !== undefined) count(key, previous[1], -1);
-        count(key, after.brand_id, 1);
-      }
+      const value: [number, number] = [after.product_id, after.brand_id];
+      const { changed, previous } = lookups.set(key, menu_product_id, value);
+      if (changed) brands.moved(key, previous, value);
     }
     const atStore = byStore.get(change.store_id) ?? [];
     atStore.push(change);
     byStore.set(change.store_id, atStore);
   }
   lookups.commit((doc) => {
-    const counts = { ...doc.brand_counts };
-    for (const [brandId, by] of deltas.get(doc._id) ?? []) {
-      const n = (counts[brandId] ?? 0) + by;
-      if (n > 0) counts[brandId] = n;
-      else delete counts[brandId];
-    }
-    doc.brand_counts = counts;
+    doc.brand_counts = brands.applied(doc._id, doc.brand_counts).counts;
   });
 
   for (const [storeId, changes] of byStore) {
