@@ -58,11 +58,39 @@ export function applyBatch(
   return new UnitOfWork(projection, collections, commitWork).run(events);
 }
 
-/** What one attempt at an event did, applied only if the attempt completes. */
-interface Attempt {
-  ops: Array<() => void>;
-  undos: Array<() => void>;
-  needsFlush: boolean;
+/**
+ * What one attempt at an event did, applied only if the attempt completes. One object serves every
+ * event of a batch (`begin` empties it): a build applies millions of events, and a new object, its
+ * arrays and a closure per write at each were garbage at once, as
+ * docs/read-side.md, "How a build runs and what it costs" says. Its writes are three lists in step:
+ * the collection, the document's id, and the document (null: deleted) or, for an `updateMany`, what
+ * to do once the attempt completes.
+ */
+class Attempt {
+  event: RecordedEvent | undefined;
+  readonly names: string[] = [];
+  readonly ids: DocId[] = [];
+  readonly writes: Array<Doc | null | (() => void)> = [];
+  readonly undos: Array<() => void> = [];
+  needsFlush = false;
+
+  begin(event: RecordedEvent): RecordedEvent {
+    this.event = event;
+    if (this.writes.length > 0) {
+      this.names.length = 0;
+      this.ids.length = 0;
+      this.writes.length = 0;
+    }
+    if (this.undos.length > 0) this.undos.length = 0;
+    this.needsFlush = false;
+    return event;
+  }
+
+  write(name: string, id: DocId, doc: Doc | null | (() => void)): void {
+    this.names.push(name);
+    this.ids.push(id);
+    this.writes.push(doc);
+  }
 }
 
 class UnitOfWork {
@@ -93,6 +121,10 @@ class UnitOfWork {
   private scratch = new Map<string, unknown>();
   /** See `ProjectionTx.owns`: the documents fetched (`own`) since the last flush. */
   private owned = new WeakSet<Doc>();
+  /** The attempt at the event being applied (`event` undefined between events). */
+  private readonly attempt = new Attempt();
+  /** What the projection may do while applying an event: one object for the batch, as `attempt`. */
+  private readonly tx: ProjectionTx = this.batchTx();
 
   constructor(projection: Projection, collections: Collections, commitWork: CommitWork) {
     this.projection = projection;
@@ -118,8 +150,11 @@ class UnitOfWork {
         await this.fetch(rest.flatMap((e) => prefetchNamed(e, fetched)));
       }
       while (i < events.length) {
-        const outcome = await this.applyOne(events[i]);
-        if (outcome === 'again') continue;
+        const outcome = this.applyOne(events[i]);
+        if (outcome instanceof Miss) {
+          await this.fetchMissed(outcome);
+          continue;
+        }
         i += 1;
         if (outcome === 'flush') {
           await this.flush();
@@ -130,38 +165,71 @@ class UnitOfWork {
     await this.flush(true);
   }
 
-  /** Applies one event: `again` when it needed documents fetched first, `flush` when it asks for one. */
-  private async applyOne(event: RecordedEvent): Promise<'applied' | 'flush' | 'again'> {
-    const attempt: Attempt = { ops: [], undos: [], needsFlush: false };
+  /**
+   * Applies one event: `flush` when it asks for one, the `Miss` when it needed documents fetched
+   * first (then nothing of it is kept, and it is applied again once they are). Synchronous: an
+   * `await` at each of a build's millions of events cost a promise and a turn of the microtask queue.
+   */
+  private applyOne(event: RecordedEvent): 'applied' | 'flush' | Miss {
+    const { attempt } = this;
+    attempt.begin(event);
     try {
-      this.projection.apply(event, this.txFor(event, attempt));
+      this.projection.apply(event, this.tx);
     } catch (err) {
       for (const undo of attempt.undos.reverse()) undo();
-      if (!(err instanceof Miss)) {
-        throw new Error(
-          `projection ${this.projection.name} failed on ${event.type} at ${event.position}: ${(err as Error).message}`,
-        );
-      }
-      // A document (or query) it did not prefetch: fetch it and apply this event again from scratch.
-      if (err.query !== undefined) await this.runFind(err.collection, err.query);
-      else await this.fetch(err.ids.map((id): [string, DocId] => [err.collection, id]));
-      return 'again';
+      if (err instanceof Miss) return err;
+      throw new Error(
+        `projection ${this.projection.name} failed on ${event.type} at ${event.position}: ${(err as Error).message}`,
+      );
+    } finally {
+      attempt.event = undefined;
     }
-    for (const op of attempt.ops) op();
+    this.complete(attempt);
     this.last = event;
     this.uncommitted += 1;
     return attempt.needsFlush ? 'flush' : 'applied';
   }
 
-  /** What the projection may do while applying `event`; its changes are kept in `attempt` until it completes. */
-  private txFor(event: RecordedEvent, attempt: Attempt): ProjectionTx {
+  /** Fetches the documents (or runs the query) an event missed. */
+  private async fetchMissed(miss: Miss): Promise<void> {
+    if (miss.query !== undefined) await this.runFind(miss.collection, miss.query);
+    else await this.fetch(miss.ids.map((id): [string, DocId] => [miss.collection, id]));
+  }
+
+  /** Applies the writes of a completed attempt to the batch's documents and pending writes. */
+  private complete(attempt: Attempt): void {
+    const { names, ids, writes } = attempt;
+    for (let i = 0; i < writes.length; i++) {
+      const write = writes[i];
+      if (typeof write === 'function') {
+        write();
+        continue;
+      }
+      this.found.get(names[i])?.clear();
+      this.coll(names[i]).set(ids[i], write);
+      this.pending.get(names[i])?.docs.set(ids[i], write);
+    }
+  }
+
+  /** The batch's `tx`: an event's changes are kept in its attempt until the attempt completes. */
+  private batchTx(): ProjectionTx {
     const unit = this;
+    const { attempt } = this;
+    const now = () => {
+      if (!attempt.event) throw new Error(`projection ${unit.projection.name} used its tx outside apply`);
+      return attempt.event;
+    };
     return {
-      event,
+      get event() {
+        return now();
+      },
       get scratch() {
         return unit.scratch;
       },
-      onAbort: (undo) => attempt.undos.push(undo),
+      onAbort: (undo) => {
+        now();
+        attempt.undos.push(undo);
+      },
       owns: (doc) => unit.owned.has(doc),
       get: <T extends Doc>(name: string, id: DocId) => {
         const c = this.coll(name);
@@ -175,6 +243,7 @@ class UnitOfWork {
         return ids.map((id) => (c.get(id) ?? undefined) as T | undefined);
       },
       put: (name, doc) => {
+        const event = now();
         const c = this.coll(name);
         const current = c.get(doc._id);
         // Already reflects this event (a batch replayed after a crash): nothing to do.
@@ -182,24 +251,19 @@ class UnitOfWork {
           return undefined;
         }
         const stamped = { ...doc, [POSITION]: event.position };
-        attempt.ops.push(() => {
-          this.found.get(name)?.clear();
-          // By the copy's id: the projection may hand over an object it goes on using (catalog's `write`).
-          c.set(stamped._id, stamped);
-          this.pending.get(name)?.docs.set(stamped._id, stamped);
-        });
+        // By the copy's id: the projection may hand over an object it goes on using (catalog's `write`).
+        attempt.write(name, stamped._id, stamped);
         return stamped;
       },
       delete: (name, id) => {
-        attempt.ops.push(() => {
-          this.found.get(name)?.clear();
-          this.coll(name).set(id, null);
-          this.pending.get(name)?.docs.set(id, null);
-        });
+        now();
+        this.coll(name);
+        attempt.write(name, id, null);
       },
       updateMany: (name, filter, update) => {
+        now();
         this.coll(name);
-        attempt.ops.push(() => {
+        attempt.write(name, '', () => {
           const p = this.pending.get(name);
           if (p) {
             p.ops.push(...this.docOps(name, p.docs), { updateMany: { filter, update } });
