@@ -10,9 +10,8 @@
  * batch of listings at a store of 150,000 menu products reads and writes the parts its menu products
  * fall in: read and written whole at every batch, that store's lookups were most of a rebuild's heap.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { Doc, DocId } from '../../read-store.ts';
-import { type CatalogTx, type ListingChange, type ListingEntry, reflects } from './support.ts';
+import { type CatalogTx, type ListingChange, type ListingEntry, reflects, sameValue } from './support.ts';
 
 /** The most menu products a lookup's document, or one of its parts, holds (tests lower it). */
 export const lookupParts = { maxEntries: 2_048 };
@@ -63,9 +62,18 @@ export function lookupMaps<V>(tx: CatalogTx, collection: string, id: DocId): Arr
  */
 export function lookupMenuProductIds(tx: CatalogTx, collection: string, ids: readonly DocId[]): number[] {
   const docs = tx.getMany<MenuLookupDoc<unknown>>(collection, ids);
-  const parts = ids.flatMap((id, i) => (docs[i]?.parts ?? []).map((lower) => partId(id, lower)));
-  tx.getMany(partsOf(collection), parts);
-  return ids.flatMap((id) => lookupMaps(tx, collection, id).flatMap((map) => Object.keys(map).map(Number)));
+  const partIds = ids.flatMap((id, i) => (docs[i]?.parts ?? []).map((lower) => partId(id, lower)));
+  const parts = partIds.length > 0 ? tx.getMany<LookupPartDoc<unknown>>(partsOf(collection), partIds) : [];
+  const out: number[] = [];
+  let next = 0;
+  for (const doc of docs) {
+    if (!doc) continue;
+    const maps = doc.parts
+      ? doc.parts.map(() => parts[next++]?.menu_products ?? {})
+      : [doc.menu_products ?? {}];
+    for (const map of maps) for (const mp of Object.keys(map)) out.push(Number(mp));
+  }
+  return out;
 }
 
 /**
@@ -231,11 +239,17 @@ class MenuLookups<V, D extends MenuLookupDoc<V>> {
     }
     const ids = [...new Set(entries.map(([id]) => id))];
     const found = this.#tx.getMany<D>(this.#collection, ids);
-    const docs = new Map(ids.map((id, i) => [id, found[i]]));
+    const bounds = new Map<DocId, readonly number[]>();
+    ids.forEach((id, i) => {
+      const parts = found[i]?.parts;
+      if (parts) bounds.set(id, parts);
+    });
+    // Most lookups are one document each: nothing more to fetch.
+    if (bounds.size === 0) return;
     const wanted = new Set<string>();
     for (const [id, mp] of entries) {
-      const bounds = docs.get(id)?.parts;
-      if (bounds) wanted.add(partId(id, boundOf(bounds, mp)));
+      const parts = bounds.get(id);
+      if (parts) wanted.add(partId(id, boundOf(parts, mp)));
     }
     this.#tx.getMany(this.#parts, [...wanted]);
   }
@@ -246,7 +260,7 @@ class MenuLookups<V, D extends MenuLookupDoc<V>> {
     const key = String(menuProductId);
     const current = e.doc.menu_products ?? {};
     const had = Object.hasOwn(current, key);
-    if (had && isDeepStrictEqual(current[key], value)) return { changed: false, previous: current[key] };
+    if (had && sameValue(current[key], value)) return { changed: false, previous: current[key] };
     const doc = this.#changing(e);
     const map = doc.menu_products ?? {};
     const previous = map[key];
@@ -310,8 +324,7 @@ class MenuLookups<V, D extends MenuLookupDoc<V>> {
   }
 
   /** Whether this event may write over the stored document (a replay's write over one ahead of it is dropped). */
-  #writable(name: string, id: DocId): boolean {
-    const stored = this.#tx.get(name, id);
+  #writable(stored: Doc | undefined): boolean {
     return !stored || !reflects(stored, this.#tx.position);
   }
 
@@ -327,8 +340,9 @@ class MenuLookups<V, D extends MenuLookupDoc<V>> {
   #head(id: DocId): OpenLookup<D> {
     let e = this.#heads.get(id);
     if (!e) {
-      const writes = this.#writable(this.#collection, id);
-      const opened = this.#open(this.#tx.get<D>(this.#collection, id), writes, () => this.#create(id));
+      const stored = this.#tx.get<D>(this.#collection, id);
+      const writes = this.#writable(stored);
+      const opened = this.#open(stored, writes, () => this.#create(id));
       // Documents written before counts were kept (an older version's live copy, which this code
       // follows while the new one is built: docs/read-side.md, "Upgrades of read models"): counted once.
       const count = opened.doc.count ?? Object.keys(opened.doc.menu_products ?? {}).length;
@@ -344,10 +358,10 @@ class MenuLookups<V, D extends MenuLookupDoc<V>> {
     let e = this.#partDocs.get(key);
     if (!e) {
       const lookup = this.#head(id);
-      const writes = this.#writable(this.#parts, key);
+      const stored = this.#tx.get<LookupPartDoc<V>>(this.#parts, key);
+      const writes = this.#writable(stored);
       if (!writes) lookup.frozen = true;
       // In place only while the lookup's document may be written too.
-      const stored = this.#tx.get<LookupPartDoc<V>>(this.#parts, key);
       const fresh = () => ({ _id: key, menu_products: {}, count: 0 });
       e = { ...this.#open(stored, writes && !lookup.frozen, fresh), lookup };
       this.#partDocs.set(key, e);

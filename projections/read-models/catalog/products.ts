@@ -57,17 +57,15 @@ export const productIndexes = [
   index(['store_ids', 1]),
 ];
 
-/** Documents written before store counts were kept (never in parts; an older version's live copy) are counted once. */
-export function storeCountsOf(listings: ProductListingsDoc): Record<string, number> {
-  if (listings.store_counts) return listings.store_counts;
-  const counts: Record<string, number> = {};
-  for (const storeId of Object.values(listings.menu_products ?? {}))
-    counts[storeId] = (counts[storeId] ?? 0) + 1;
-  return counts;
-}
+/**
+ * A product's count of menu products per store (counted once from its entries, for a document
+ * written before the counts were kept: an older version's live copy).
+ */
+export const storeCountsOf = (tx: CatalogTx, listings: ProductListingsDoc): Record<string, number> =>
+  listings.store_counts ?? countEntries(tx, CATALOG_PRODUCT_LISTINGS, listings, (storeId) => storeId);
 
-const storeIdsOf = (listings: ProductListingsDoc | undefined) =>
-  listings ? sortedUnique(Object.keys(storeCountsOf(listings)).map(Number)) : [];
+const storeIdsOf = (tx: CatalogTx, listings: ProductListingsDoc | undefined) =>
+  listings ? sortedUnique(Object.keys(storeCountsOf(tx, listings)).map(Number)) : [];
 
 function upsertProduct(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx) {
   const record = toRecord(decider.evolve(decider.initialState, e));
@@ -88,7 +86,7 @@ function upsertProduct(e: CatalogEventOf<'ProductUpserted'>, tx: CatalogTx) {
     image_urls: record.image_urls,
     aggregate_rating: prev?.aggregate_rating ?? null,
     review_count: prev?.review_count ?? 0,
-    store_ids: storeIdsOf(tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, record.product_id)),
+    store_ids: storeIdsOf(tx, tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, record.product_id)),
     updated_at: latest(prev?.updated_at, iso(record.updated_at)),
     _rating_sum: prev?._rating_sum ?? 0,
   };
@@ -103,10 +101,7 @@ function applyListings(tx: CatalogTx, facts: Facts) {
     CATALOG_PRODUCT_LISTINGS,
     (id) => ({ _id: Number(id), menu_products: {}, store_counts: {} }),
     // Counted before this event changes it (or splits it into parts), which the tally then follows.
-    (doc) =>
-      doc.store_counts
-        ? doc
-        : { ...doc, store_counts: countEntries(tx, CATALOG_PRODUCT_LISTINGS, doc, (storeId) => storeId) },
+    (doc) => (doc.store_counts ? doc : { ...doc, store_counts: storeCountsOf(tx, doc) }),
   );
   lookups.prepare(facts.listings, (entry) => entry.product_id);
   for (const { menu_product_id, before, after } of facts.listings) {
@@ -129,7 +124,7 @@ function applyListings(tx: CatalogTx, facts: Facts) {
   for (const doc of changedDocs) {
     if (!moved.has(doc._id)) continue;
     const product = tx.get<ProductDoc>(PRODUCTS, doc._id);
-    if (product) tx.patch(PRODUCTS, product, { store_ids: storeIdsOf(doc) }, facts.time);
+    if (product) tx.patch(PRODUCTS, product, { store_ids: storeIdsOf(tx, doc) }, facts.time);
   }
 }
 

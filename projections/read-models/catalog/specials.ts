@@ -165,7 +165,7 @@ function listedAt(
   if (!product) return 'brand_id' in by && storeBrands(tx, storeId, by.brand_id).includes(productId);
   if ('kind' in by ? product.kind !== by.kind : product.brand_id !== by.brand_id) return false;
   const listings = tx.get<ProductListingsDoc>(CATALOG_PRODUCT_LISTINGS, productId);
-  return listings !== undefined && (storeCountsOf(listings)[storeId] ?? 0) > 0;
+  return listings !== undefined && (storeCountsOf(tx, listings)[storeId] ?? 0) > 0;
 }
 
 function involvedProductIds(tx: CatalogTx, s: Involvement): number[] {

@@ -192,6 +192,10 @@ export interface CatalogTx {
  * over documents that are ahead. A read model then takes the event's effects as applied already: they
  * were written in the same unit of work as the document.
  */
+/** Whether two values are equal as `isDeepStrictEqual` says; primitives by `Object.is`, without its set-up. */
+export const sameValue = (a: unknown, b: unknown): boolean =>
+  Object.is(a, b) || (typeof b === 'object' && b !== null && isDeepStrictEqual(a, b));
+
 export const reflects = (doc: Doc | undefined, position: number): boolean =>
   doc !== undefined && typeof doc._position === 'number' && doc._position >= position;
 
@@ -283,9 +287,7 @@ export function catalogTx(tx: ProjectionTx): CatalogTx {
       let changed = false;
       let visible = false;
       for (const [field, value] of Object.entries(changes)) {
-        // Primitives compare as `isDeepStrictEqual` would (`Object.is`) without its set-up.
-        if (Object.is(doc[field], value)) continue;
-        if (typeof value === 'object' && value !== null && isDeepStrictEqual(doc[field], value)) continue;
+        if (sameValue(doc[field], value)) continue;
         changed = true;
         if (!field.startsWith('_')) visible = true;
       }
