@@ -133,6 +133,35 @@ test('a prefix read through the stream index fetches exactly its batch too', (t)
   t.is(counting.fetched(), 5_000);
 });
 
+test('a prefix scanned while its events last goes through the stream index once they are behind it', (t) => {
+  const counting = countingLog(openLog(':memory:'));
+  t.teardown(() => counting.log.close());
+  // 25,000 catalog events, then 100,000 of carts: too many to read through the index from the start,
+  // none left once the reader is past them (a build's catalog).
+  fill(counting.log, 125_000, (i) => (i < 25_000 ? `store-${i % 7}` : `cart-${i % 50}`));
+  const reads = createReads(counting.log);
+  const route = {};
+  const filter = { streamPrefixes: ['store-'] };
+  let position = 0;
+  let read = 0;
+  const steps: Array<{ rows: number; indexed: boolean | undefined }> = [];
+  while (position < 125_000) {
+    const chunk = reads.nextChunk(position, filter, 5_000, route);
+    read += chunk.rows.length;
+    position = chunk.reached;
+    steps.push({ rows: chunk.rows.length, indexed: (route as { indexed?: boolean }).indexed });
+  }
+  t.is(read, 25_000);
+  t.is(counting.fetched(), 25_000);
+  // Five batches scanned by position, one window without the prefix's events, then one read through
+  // the index to the head: not five more windows of carts.
+  t.deepEqual(steps, [
+    ...Array.from({ length: 5 }, () => ({ rows: 5_000, indexed: false })),
+    { rows: 0, indexed: undefined },
+    { rows: 0, indexed: true },
+  ]);
+});
+
 test('a catch-up in batches of 5,000 fetches each event of the log once', async (t) => {
   const counting = countingLog(openLog(':memory:'));
   t.teardown(() => counting.log.close());

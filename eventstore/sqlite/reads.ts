@@ -123,10 +123,12 @@ function headSync(log: Log, filter?: EventFilter): number {
 /**
  * Whether the next events of a stream-prefix filter are better read through the (stream_id, revision)
  * index than by scanning positions: when the gap to the head is wider than a scan window and the
- * prefixes hold few events (fewer than INDEXED_READ_LIMIT, and than the gap): a rarely written stream
- * kind read from the start or from an old checkpoint. Each indexed read costs the prefixes' events,
- * so a large prefix is scanned by position. The count is bounded, and a reader keeps the answer in
- * `route` for as long as it stays far behind.
+ * prefixes hold few events after the reader's position (fewer than INDEXED_READ_LIMIT, and than the
+ * gap): a rarely written stream kind read from the start or from an old checkpoint, or one whose
+ * events lie behind the reader (the catalog's, once a build has applied them). Each indexed read
+ * costs the prefixes' events, so a large prefix is scanned by position. The count is bounded, and a
+ * reader keeps the answer in `route` for as long as it stays far behind, until a scan window finds
+ * none of the prefixes' events (`nextChunk`).
  */
 function indexedPrefixes(
   log: Log,
@@ -150,9 +152,9 @@ function indexedPrefixes(
       const wanted = bound - events;
       const row = log
         .stmt(
-          `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ?${limitSql(wanted)})`,
+          `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ?${limitSql(wanted)})`,
         )
-        .get(prefix, prefixUpperBound(prefix)) as { n: number };
+        .get(prefix, prefixUpperBound(prefix), after) as { n: number };
       events += Math.min(row.n, wanted);
       if (events >= bound) break;
     }
@@ -203,6 +205,10 @@ function nextChunk(
   const upTo = filter ? Math.min(head, after + SCAN_WINDOW) : head;
   const rows = readAllSync(log, { after, upTo, filter, maxCount: max });
   const reached = rows.length === max ? rows[rows.length - 1][0] : upTo;
+  // A window without one of the prefixes' events: they may all be behind the reader now, and the
+  // rest of the log is better read through the index than scanned window by window (one count of
+  // the prefixes' events after it decides again).
+  if (rows.length === 0 && route.indexed === false) route.indexed = undefined;
   return { rows, reached };
 }
 
