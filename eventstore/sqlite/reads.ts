@@ -29,6 +29,8 @@ const INDEXED_READ_LIMIT = 20_000;
 /** How one reader of a filtered catch-up reads while far behind (see `indexedPrefixes`). */
 export interface ReadRoute {
   indexed?: boolean;
+  /** Whether a scan read any of the prefixes' events since they were last counted. */
+  readSinceCount?: boolean;
 }
 
 function lastRevision(log: Log, streamId: string): number | undefined {
@@ -128,7 +130,7 @@ function headSync(log: Log, filter?: EventFilter): number {
  * events lie behind the reader (the catalog's, once a build has applied them). Each indexed read
  * costs the prefixes' events, so a large prefix is scanned by position. The count is bounded, and a
  * reader keeps the answer in `route` for as long as it stays far behind, until a scan window finds
- * none of the prefixes' events (`nextChunk`).
+ * none of the prefixes' events after it read some (`nextChunk`).
  */
 function indexedPrefixes(
   log: Log,
@@ -159,6 +161,7 @@ function indexedPrefixes(
       if (events >= bound) break;
     }
     route.indexed = events < bound;
+    route.readSinceCount = false;
   }
   return route.indexed ? [...prefixes] : undefined;
 }
@@ -205,10 +208,12 @@ function nextChunk(
   const upTo = filter ? Math.min(head, after + SCAN_WINDOW) : head;
   const rows = readAllSync(log, { after, upTo, filter, maxCount: max });
   const reached = rows.length === max ? rows[rows.length - 1][0] : upTo;
-  // A window without one of the prefixes' events: they may all be behind the reader now, and the
-  // rest of the log is better read through the index than scanned window by window (one count of
-  // the prefixes' events after it decides again).
-  if (rows.length === 0 && route.indexed === false) route.indexed = undefined;
+  // A window without one of the prefixes' events after some were read: they may all be behind the
+  // reader now, and the rest of the log is better read through the index than scanned window by
+  // window (a count of the prefixes' events after it decides again; not at every empty window,
+  // since fewer are left only once some were read).
+  if (rows.length > 0) route.readSinceCount = true;
+  else if (route.indexed === false && route.readSinceCount) route.indexed = undefined;
   return { rows, reached };
 }
 
