@@ -72,7 +72,7 @@ function countingLog(log: Log): { log: Log; fetched: () => number; reset: () => 
 function fill(log: Log, count: number, streamOf: (i: number) => string): void {
   const insert = log.db.prepare(
     `INSERT INTO events (stream_id, revision, event_id, type, data, metadata, recorded_at)
-     VALUES (?, (SELECT count(*) FROM events WHERE stream_id = ?1), ?, 'CartItemAdded', '{}', '{}', '2026-01-01T00:00:00.000Z')`,
+     VALUES (?, coalesce((SELECT max(revision) + 1 FROM events WHERE stream_id = ?1), 0), ?, 'CartItemAdded', '{}', '{}', '2026-01-01T00:00:00.000Z')`,
   );
   log.transaction(() => {
     for (let i = 0; i < count; i++) insert.run(streamOf(i), `e-${i}`);
@@ -160,6 +160,26 @@ test('a prefix scanned while its events last goes through the stream index once 
     { rows: 0, indexed: undefined },
     { rows: 0, indexed: true },
   ]);
+});
+
+test('a prefix whose events are mostly behind the reader goes through the index only when its reads walk less than a scan', (t) => {
+  const log = openLog(':memory:');
+  t.teardown(() => log.close());
+  // 60,000 catalog events, 100,000 of carts, then 1,000 catalog events: from 60,000, few are ahead,
+  // but each read through the index walks all 61,000 entries of the prefix.
+  fill(log, 161_000, (i) => (i < 60_000 || i >= 160_000 ? `store-${i % 7}` : `cart-${i % 50}`));
+  const reads = createReads(log);
+  const filter = { streamPrefixes: ['store-'] };
+  // In batches of 5,000: one read walks 61,000 entries, fewer than the 101,000 positions a scan reads.
+  const large = {};
+  const batch = reads.nextChunk(60_000, filter, 5_000, large);
+  t.like(large, { indexed: true });
+  t.deepEqual([batch.rows.length, batch.rows[0][0], batch.reached], [1_000, 160_001, 161_000]);
+  // In batches of 64 (a persistent group's reads): 16 reads would walk 976,000 entries, so it scans.
+  const small = {};
+  const first = reads.nextChunk(60_000, filter, 64, small);
+  t.like(small, { indexed: false });
+  t.deepEqual([first.rows.length, first.reached], [0, 80_000]);
 });
 
 test('a prefix with many events still ahead is counted again only once some were read', (t) => {

@@ -23,8 +23,10 @@ import {
 
 /** Rows scanned per query by a filtered subscription, so one sparse filter never blocks the loop for long. */
 const SCAN_WINDOW = 20_000;
-/** A stream-prefix filter with fewer events than this may be read through the stream index. */
+/** A stream-prefix filter with fewer events than this ahead may be read through the stream index. */
 const INDEXED_READ_LIMIT = 20_000;
+/** Most stream index entries one decision walks to count a prefix's events (`cheaperThroughIndex`). */
+const COUNT_WALK_LIMIT = 1_048_576;
 
 /** How one reader of a filtered catch-up reads while far behind (see `indexedPrefixes`). */
 export interface ReadRoute {
@@ -124,19 +126,16 @@ function headSync(log: Log, filter?: EventFilter): number {
 
 /**
  * Whether the next events of a stream-prefix filter are better read through the (stream_id, revision)
- * index than by scanning positions: when the gap to the head is wider than a scan window and the
- * prefixes hold few events after the reader's position (fewer than INDEXED_READ_LIMIT, and than the
- * gap): a rarely written stream kind read from the start or from an old checkpoint, or one whose
- * events lie behind the reader (the catalog's, once a build has applied them). Each indexed read
- * costs the prefixes' events, so a large prefix is scanned by position. The count is bounded, and a
- * reader keeps the answer in `route` for as long as it stays far behind, until a scan window finds
- * none of the prefixes' events after it read some (`nextChunk`).
+ * index than by scanning positions, while the gap to the head is wider than a scan window. A reader
+ * keeps the answer in `route` for as long as it stays far behind, until a scan window finds none of
+ * the prefixes' events after it read some (`nextChunk`): they may all be behind it by then.
  */
 function indexedPrefixes(
   log: Log,
   filter: EventFilter | undefined,
   after: number,
   head: number,
+  max: number,
   route: ReadRoute,
 ): string[] | undefined {
   if (!filter || !('streamPrefixes' in filter) || filter.streamPrefixes.length === 0) return undefined;
@@ -148,22 +147,53 @@ function indexedPrefixes(
     return undefined;
   }
   if (route.indexed === undefined) {
-    const bound = Math.min(gap, INDEXED_READ_LIMIT);
-    let events = 0;
-    for (const prefix of prefixes) {
-      const wanted = bound - events;
-      const row = log
-        .stmt(
-          `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ?${limitSql(wanted)})`,
-        )
-        .get(prefix, prefixUpperBound(prefix), after) as { n: number };
-      events += Math.min(row.n, wanted);
-      if (events >= bound) break;
-    }
-    route.indexed = events < bound;
+    route.indexed = cheaperThroughIndex(log, prefixes, after, gap, max);
     route.readSinceCount = false;
   }
   return route.indexed ? [...prefixes] : undefined;
+}
+
+/**
+ * Whether the gap is cheaper to read through the stream index: each indexed read walks every entry
+ * of the prefixes' ranges (the index is in stream order, not position order) and gathers and sorts
+ * the events after the reader, so it pays only when those are few (fewer than INDEXED_READ_LIMIT, and
+ * than the gap) and either the prefixes hold few events in all (a rarely written stream kind) or the
+ * reads it takes walk fewer entries than the gap has positions (prefixes whose events lie behind the
+ * reader: the catalog's, once a build has applied them). Both counts are bounded: the events ahead
+ * by INDEXED_READ_LIMIT, the entries walked by the gap (and COUNT_WALK_LIMIT).
+ */
+function cheaperThroughIndex(
+  log: Log,
+  prefixes: readonly string[],
+  after: number,
+  gap: number,
+  max: number,
+): boolean {
+  const bound = Math.min(gap, INDEXED_READ_LIMIT);
+  let ahead = 0;
+  for (const prefix of prefixes) {
+    const wanted = bound - ahead;
+    const row = log
+      .stmt(
+        `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ?${limitSql(wanted)})`,
+      )
+      .get(prefix, prefixUpperBound(prefix), after) as { n: number };
+    ahead += Math.min(row.n, wanted);
+    if (ahead >= bound) return false;
+  }
+  const walkLimit = Math.min(gap, COUNT_WALK_LIMIT);
+  let walked = 0;
+  for (const prefix of prefixes) {
+    const row = log
+      .stmt(
+        `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ?${limitSql(walkLimit - walked)})`,
+      )
+      .get(prefix, prefixUpperBound(prefix)) as { n: number };
+    walked += row.n;
+    if (walked >= walkLimit) return false;
+  }
+  const reads = Math.max(1, Math.ceil(ahead / max));
+  return walked < INDEXED_READ_LIMIT || reads * walked <= gap;
 }
 
 /** The next events of the prefixes after `after`, in position order, through the stream index. */
@@ -200,7 +230,7 @@ function nextChunk(
   // Only this process's appends since `after`, none of them wanted (not of the filter, or known to
   // the reader already): nothing to read.
   if (filter && log.journal.skips(after, head, filter, known)) return { rows: [], reached: head };
-  const prefixes = indexedPrefixes(log, filter, after, head, route);
+  const prefixes = indexedPrefixes(log, filter, after, head, max, route);
   if (prefixes) {
     const rows = readPrefixesIndexed(log, prefixes, after, head, max);
     return { rows, reached: rows.length === max ? rows[rows.length - 1][0] : head };
