@@ -186,7 +186,8 @@ test('a prefix with many events still ahead is counted again only once some were
   const log = openLog(':memory:');
   t.teardown(() => log.close());
   // 25,000 catalog events, 60,000 of carts, 25,000 catalog events again: past the first 25,000, as
-  // many are still ahead as a scan is worth; the carts' windows between do not count them again.
+  // many are still ahead as a scan is worth, and of the carts' windows between, only the first
+  // (after events were read) has them counted again.
   fill(log, 110_000, (i) => (i < 25_000 || i >= 85_000 ? `store-${i % 7}` : `cart-${i % 50}`));
   let counts = 0;
   const counting: Log = {
