@@ -173,27 +173,32 @@ function cheaperThroughIndex(
   let ahead = 0;
   for (const prefix of prefixes) {
     const wanted = bound - ahead;
-    const row = log
-      .stmt(
-        `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ? AND position > ?${limitSql(wanted)})`,
-      )
-      .get(prefix, prefixUpperBound(prefix), after) as { n: number };
-    ahead += Math.min(row.n, wanted);
+    ahead += Math.min(prefixEvents(log, prefix, wanted, after), wanted);
     if (ahead >= bound) return false;
   }
   const walkLimit = Math.min(gap, COUNT_WALK_LIMIT);
   let walked = 0;
   for (const prefix of prefixes) {
-    const row = log
-      .stmt(
-        `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ?${limitSql(walkLimit - walked)})`,
-      )
-      .get(prefix, prefixUpperBound(prefix)) as { n: number };
-    walked += row.n;
+    walked += prefixEvents(log, prefix, walkLimit - walked);
     if (walked >= walkLimit) return false;
   }
   const reads = Math.max(1, Math.ceil(ahead / max));
   return walked < INDEXED_READ_LIMIT || reads * walked <= gap;
+}
+
+/**
+ * How many events of a prefix the stream index holds, after `after` when it is given, counting at
+ * most `limit` (rounded up to a power of two, `limitSql`) of them.
+ */
+function prefixEvents(log: Log, prefix: string, limit: number, after?: number): number {
+  const since = after === undefined ? '' : ' AND position > ?';
+  const params = after === undefined ? [] : [after];
+  const row = log
+    .stmt(
+      `SELECT count(*) AS n FROM (SELECT 1 FROM events INDEXED BY events_stream_revision WHERE stream_id >= ? AND stream_id < ?${since}${limitSql(limit)})`,
+    )
+    .get(prefix, prefixUpperBound(prefix), ...params) as { n: number };
+  return row.n;
 }
 
 /** The next events of the prefixes after `after`, in position order, through the stream index. */
